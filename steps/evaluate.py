@@ -1,0 +1,63 @@
+"""Score a model on the test set: metrics.json (accuracy, loss, per-class, confusion matrix) and a picture."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from steps.cli import atomic_path, run, write_text
+from steps.dataset import NUM_CLASSES, read_shard
+from steps.report import draw_confusion
+
+
+def parse_args() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m steps.evaluate", description=__doc__)
+    parser.add_argument("--model", type=Path, required=True, help="the model to score (.h5)")
+    parser.add_argument("--test", type=Path, required=True, help="the test set (.npz with x, y)")
+    parser.add_argument(
+        "--out-dir",
+        type=Path,
+        required=True,
+        help="writes metrics.json, confusion.png and accuracy.txt here",
+    )
+    return parser
+
+
+def confusion_matrix(labels: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    """Rows: true digit, columns: predicted digit."""
+    matrix = np.zeros((NUM_CLASSES, NUM_CLASSES), dtype=np.int64)
+    np.add.at(matrix, (labels.astype(np.int64), predicted.astype(np.int64)), 1)
+    return matrix
+
+
+def main(args: argparse.Namespace) -> None:
+    test = read_shard(args.test)
+
+    from steps.model import compile_model, load_model, to_inputs
+
+    model = compile_model(load_model(args.model), learning_rate=1e-3)
+    probabilities = model.predict(to_inputs(test.x), batch_size=1000, verbose=0)
+    loss = float(model.evaluate(to_inputs(test.x), test.y, batch_size=1000, verbose=0)[0])
+    matrix = confusion_matrix(test.y, probabilities.argmax(axis=1))
+    per_class = matrix.diagonal() / np.maximum(matrix.sum(axis=1), 1)
+    accuracy = float(matrix.trace() / matrix.sum())
+    metrics = {
+        "accuracy": accuracy,
+        "loss": loss,
+        "test_samples": len(test),
+        "per_class_accuracy": {str(digit): float(value) for digit, value in enumerate(per_class)},
+        "confusion_matrix": matrix.tolist(),
+    }
+    write_text(args.out_dir / "metrics.json", json.dumps(metrics, indent=2))
+    with atomic_path(args.out_dir / "confusion.png") as temporary:
+        draw_confusion(matrix).save(temporary, format="PNG")
+    write_text(args.out_dir / "accuracy.txt", f"{accuracy:.4f}")
+    print(f"test accuracy {accuracy:.4f}, loss {loss:.4f} on {len(test)} samples", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(run(main, parse_args()))

@@ -1,0 +1,90 @@
+"""The network every step agrees on, and the only way the project loads a model: weights into it."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras
+
+from steps.cli import StepError, atomic_path
+from steps.dataset import IMAGE_SHAPE, NUM_CLASSES
+
+
+def build_model() -> keras.Model:
+    """A small CNN: two conv/pool stages, one dense layer. ~225k weights, ~99% on MNIST in a few epochs."""
+    return keras.Sequential(
+        [
+            keras.Input(shape=(*IMAGE_SHAPE, 1)),
+            keras.layers.Conv2D(32, kernel_size=3, activation="relu"),
+            keras.layers.MaxPooling2D(pool_size=2),
+            keras.layers.Conv2D(64, kernel_size=3, activation="relu"),
+            keras.layers.MaxPooling2D(pool_size=2),
+            keras.layers.Flatten(),
+            keras.layers.Dropout(0.25),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dropout(0.5),
+            keras.layers.Dense(NUM_CLASSES, activation="softmax"),
+        ],
+        name="mnist_cnn",
+    )
+
+
+def compile_model(model: keras.Model, learning_rate: float) -> keras.Model:
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate=learning_rate),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
+    return model
+
+
+def to_inputs(images: np.ndarray) -> np.ndarray:
+    """uint8 images (n, 28, 28) → float32 (n, 28, 28, 1) in [0, 1]."""
+    return (images.astype("float32") / 255.0)[..., np.newaxis]
+
+
+def load_model(path: Path) -> keras.Model:
+    """Rebuild the known architecture and load `path`'s weights into it; never trust the file's layers."""
+    if not Path(path).is_file():
+        raise StepError(f"model not found: {path}")
+    model = build_model()
+    try:
+        model.load_weights(str(path))
+    except Exception as error:  # Keras and h5py raise many types for a foreign or broken file
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise StepError(f"{path}: not a model of this project's architecture ({reason})") from None
+    return model
+
+
+def save_model(model: keras.Model, path: Path) -> None:
+    """Write a full Keras HDF5 model (architecture + weights) atomically."""
+    with atomic_path(Path(path)) as temporary:
+        model.save(temporary)
+
+
+class EpochLogger(keras.callbacks.Callback):
+    """One line per epoch on stderr, readable in a pod's log."""
+
+    def __init__(self, epochs: int) -> None:
+        super().__init__()
+        self.epochs = epochs
+        self.started = time.monotonic()
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        self.started = time.monotonic()
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        metrics = " ".join(f"{name} {value:.4f}" for name, value in (logs or {}).items())
+        elapsed = time.monotonic() - self.started
+        print(
+            f"epoch {epoch + 1}/{self.epochs}: {metrics} ({elapsed:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )

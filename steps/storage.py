@@ -1,0 +1,149 @@
+"""The artifact store: a local folder or a gs:// bucket, addressed by keys like Argo's key-only artifacts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+from steps.cli import StepError, atomic_path
+
+
+class ArtifactStore(Protocol):
+    uri: str
+
+    def upload_file(self, local: Path, key: str) -> None: ...
+    def download_file(self, key: str, local: Path) -> None: ...
+    def list_keys(self, prefix: str) -> list[str]: ...
+    def read_text(self, key: str) -> str | None: ...
+    def write_text(self, key: str, text: str) -> None: ...
+
+
+def check_key(key: str) -> str:
+    """Keys are relative POSIX paths without '..' parts."""
+    parts = PurePosixPath(key).parts
+    if not key or key.startswith("/") or ".." in parts:
+        raise StepError(f"invalid artifact key: {key!r}")
+    return key
+
+
+def upload_dir(store: ArtifactStore, local_dir: Path, prefix: str) -> None:
+    """Upload every file under `local_dir` to `prefix/<relative path>`."""
+    for path in sorted(p for p in local_dir.rglob("*") if p.is_file()):
+        store.upload_file(path, f"{prefix.rstrip('/')}/{path.relative_to(local_dir).as_posix()}")
+
+
+def download_dir(store: ArtifactStore, prefix: str, local_dir: Path) -> int:
+    """Download every key under `prefix/` into `local_dir`; return how many files came."""
+    prefix = prefix.rstrip("/") + "/"
+    keys = store.list_keys(prefix)
+    for key in keys:
+        store.download_file(key, local_dir / key.removeprefix(prefix))
+    return len(keys)
+
+
+class LocalStore:
+    """Keys are files under a root folder; every write is a rename, so readers never see half a file."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).resolve()
+        self.uri = str(self.root)
+
+    def _path(self, key: str) -> Path:
+        return self.root / check_key(key)
+
+    def upload_file(self, local: Path, key: str) -> None:
+        with atomic_path(self._path(key)) as temporary:
+            shutil.copyfile(local, temporary)
+
+    def download_file(self, key: str, local: Path) -> None:
+        source = self._path(key)
+        if not source.is_file():
+            raise StepError(f"artifact not found: {key} in {self.uri}")
+        with atomic_path(local) as temporary:
+            shutil.copyfile(source, temporary)
+
+    def list_keys(self, prefix: str) -> list[str]:
+        base = self.root / prefix.rstrip("/") if prefix.rstrip("/") else self.root
+        if not base.is_dir():
+            return []
+        return sorted(
+            path.relative_to(self.root).as_posix()
+            for path in base.rglob("*")
+            if path.is_file() and not path.name.startswith(".")
+        )
+
+    def read_text(self, key: str) -> str | None:
+        path = self._path(key)
+        return path.read_text() if path.is_file() else None
+
+    def write_text(self, key: str, text: str) -> None:
+        with atomic_path(self._path(key)) as temporary:
+            temporary.write_text(text)
+
+
+class GCSStore:
+    """Keys are objects under gs://bucket/prefix, through google-cloud-storage (STORAGE_EMULATOR_HOST aware)."""
+
+    def __init__(self, bucket: str, prefix: str = "") -> None:
+        from google.cloud import storage
+
+        self.bucket = storage.Client().bucket(bucket)
+        self.prefix = prefix.strip("/")
+        self.uri = f"gs://{bucket}/{self.prefix}".rstrip("/")
+
+    def _name(self, key: str) -> str:
+        check_key(key)
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def upload_file(self, local: Path, key: str) -> None:
+        self.bucket.blob(self._name(key)).upload_from_filename(str(local))
+
+    def download_file(self, key: str, local: Path) -> None:
+        from google.api_core.exceptions import NotFound
+
+        with atomic_path(local) as temporary:
+            try:
+                self.bucket.blob(self._name(key)).download_to_filename(str(temporary))
+            except NotFound:
+                raise StepError(f"artifact not found: {key} in {self.uri}") from None
+
+    def list_keys(self, prefix: str) -> list[str]:
+        start = len(self.prefix) + 1 if self.prefix else 0
+        return sorted(
+            blob.name[start:]
+            for blob in self.bucket.client.list_blobs(
+                self.bucket, prefix=self._name(prefix.rstrip("/")) + ("/" if prefix else "")
+            )
+        )
+
+    def read_text(self, key: str) -> str | None:
+        blob = self.bucket.blob(self._name(key))
+        return blob.download_as_text() if blob.exists() else None
+
+    def write_text(self, key: str, text: str) -> None:
+        self.bucket.blob(self._name(key)).upload_from_string(text, content_type="text/plain")
+
+
+def split_gs_uri(uri: str) -> tuple[str, str]:
+    """'gs://bucket/some/key' → ('bucket', 'some/key')."""
+    bucket, _, key = uri.removeprefix("gs://").partition("/")
+    if not uri.startswith("gs://") or not bucket:
+        raise StepError(f"not a gs:// URI: {uri}")
+    return bucket, key
+
+
+def open_store(uri: str | os.PathLike[str]) -> ArtifactStore:
+    """A store from 'gs://bucket[/prefix]' or a folder path."""
+    text = str(uri)
+    if text.startswith("gs://"):
+        bucket, prefix = split_gs_uri(text)
+        return GCSStore(bucket, prefix)
+    return LocalStore(Path(text))
+
+
+def download_uri(uri: str, target: Path) -> None:
+    """Download one object named by a gs:// URI."""
+    bucket, key = split_gs_uri(uri)
+    GCSStore(bucket).download_file(key, target)

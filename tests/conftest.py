@@ -1,0 +1,88 @@
+"""Shared fixtures: the real MNIST file beside the project, small slices of it, and a GCS emulator."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MNIST = Path(os.environ.get("MNIST_NPZ", ROOT.parent / "shared" / "data" / "mnist.npz"))
+
+
+@pytest.fixture(scope="session")
+def mnist_path() -> Path:
+    if not MNIST.is_file():
+        pytest.fail(f"MNIST not found at {MNIST}; set MNIST_NPZ to a Keras-layout mnist.npz")
+    return MNIST
+
+
+@pytest.fixture(scope="session")
+def mnist(mnist_path: Path) -> dict[str, np.ndarray]:
+    with np.load(mnist_path, allow_pickle=False) as archive:
+        return {key: archive[key] for key in archive.files}
+
+
+@pytest.fixture(scope="session")
+def small_mnist(mnist: dict[str, np.ndarray], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Keras-layout mnist.npz with 2000 training and 500 test digits: fast to split and train."""
+    path = tmp_path_factory.mktemp("data") / "mnist-small.npz"
+    np.savez_compressed(
+        path,
+        x_train=mnist["x_train"][:2000],
+        y_train=mnist["y_train"][:2000],
+        x_test=mnist["x_test"][:500],
+        y_test=mnist["y_test"][:500],
+    )
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+
+
+@pytest.fixture(scope="session")
+def gcs_emulator() -> str:
+    """A real gcp-storage-emulator HTTP server on 127.0.0.1; yields its host for STORAGE_EMULATOR_HOST."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1",
+         "--port", str(port), "--in-memory"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture
+def gcs_bucket(gcs_emulator: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh empty bucket on the emulator; STORAGE_EMULATOR_HOST is set for this test and its children."""
+    from google.cloud import storage
+
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_emulator)
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "test-project")
+    name = f"bucket-{time.monotonic_ns()}"
+    storage.Client().create_bucket(name)
+    return name

@@ -1,0 +1,56 @@
+"""The pipeline's settings in one place, with the seed's environment variables as defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, fields
+
+from steps.dataset import KERAS_MNIST_URL
+
+DEFAULT_IMAGE = "mnist-argo-steps:0.1.0"
+DEFAULT_STORE = ".runs"
+
+# Environment variables that set a default, as the seed's README used them.
+ENVIRONMENT = {
+    "workers": "WORKER_NUMBER",
+    "epochs": "EPOCH",
+    "batch": "BATCH",
+    "rounds": "ROUNDS",
+    "source": "MNIST_SOURCE",
+}
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """What one run trains. `rounds` shapes the DAG; the rest become workflow parameters."""
+
+    workers: int = 3
+    epochs: int = 1
+    batch: int = 32
+    rounds: int = 3
+    learning_rate: float = 1e-3
+    retries: int = 2
+    limit: int = 0
+    seed: int = 0
+    partition: str = "iid"
+    alpha: float = 0.5
+    source: str = KERAS_MNIST_URL
+
+    def parameters(self) -> dict[str, str]:
+        """The Argo workflow parameters, as strings."""
+        values = asdict(self)
+        values.pop("rounds")
+        values.pop("retries")
+        return {name.replace("_", "-"): str(value) for name, value in values.items()}
+
+
+def environment_defaults(
+    environ: os._Environ[str] | dict[str, str] = os.environ,
+) -> dict[str, object]:
+    """Defaults for the settings named in ENVIRONMENT, converted to each field's type."""
+    types = {field.name: field.type for field in fields(PipelineSettings)}
+    defaults: dict[str, object] = {}
+    for name, variable in ENVIRONMENT.items():
+        if environ.get(variable):
+            defaults[name] = int(environ[variable]) if types[name] == "int" else environ[variable]
+    return defaults
