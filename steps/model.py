@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+logging.getLogger("absl").setLevel(logging.ERROR)  # Keras warns that HDF5 is "legacy" on every save
 
 import keras
 

@@ -44,10 +44,22 @@ def read_json_object(text: str, what: str) -> dict:
     return value
 
 
+def typed(value: object) -> object:
+    """'3' → 3, '0.001' → 0.001; anything else stays as it is (workflow parameters are strings)."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
 def main(args: argparse.Namespace) -> None:
     if not RUN_ID.match(args.run):
         raise StepError(f"--run {args.run!r}: use lowercase letters, digits, '-' and '.'")
-    settings = read_json_object(args.settings, "--settings")
+    settings = {
+        key: typed(value) for key, value in read_json_object(args.settings, "--settings").items()
+    }
     metrics = read_json_object(require_file(args.metrics, "metrics").read_text(), str(args.metrics))
     if not isinstance(metrics.get("accuracy"), float):
         raise StepError(f"{args.metrics}: has no 'accuracy'")

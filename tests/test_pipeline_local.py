@@ -19,16 +19,37 @@ ROOT = Path(__file__).resolve().parents[1]
 ACCURACY_FLOOR = 0.70
 
 
-def submit(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def submit(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(ROOT / "workflows" / "submit.py"), *args],
-        capture_output=True, text=True, env=env, cwd=cwd, timeout=900,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=900,
     )
 
 
 def small_run(store: str, source: Path, logs: Path) -> list[str]:
-    return ["--local", "--workers", "2", "--epochs", "1", "--rounds", "1", "--limit", "3000",
-            "--source", str(source), "--artifacts", store, "--logs-dir", str(logs)]
+    return [
+        "--local",
+        "--workers",
+        "2",
+        "--epochs",
+        "1",
+        "--rounds",
+        "1",
+        "--limit",
+        "3000",
+        "--source",
+        str(source),
+        "--artifacts",
+        store,
+        "--logs-dir",
+        str(logs),
+    ]
 
 
 def check_published(store_uri: str) -> dict:
@@ -55,8 +76,16 @@ def test_local_run_with_folder_store(tmp_path: Path, mnist_path: Path) -> None:
     run = latest_run(open_store(store))
     # every artifact the DAG exchanged sits under the run's own prefix
     kept = {p.relative_to(store / run).as_posix() for p in (store / run).rglob("*") if p.is_file()}
-    assert {"shards/0.npz", "shards/1.npz", "test.npz", "init/model.h5", "round-1/models/0.h5",
-            "round-1/models/1.json", "round-1/model.h5", "evaluation/metrics.json"} <= kept
+    assert {
+        "shards/0.npz",
+        "shards/1.npz",
+        "test.npz",
+        "init/model.h5",
+        "round-1/models/0.h5",
+        "round-1/models/1.json",
+        "round-1/model.h5",
+        "evaluation/metrics.json",
+    } <= kept
     assert (tmp_path / "logs" / run / "train-round-1-0-0.log").read_text().count("epoch 1/1") == 1
 
 
@@ -69,8 +98,17 @@ def test_local_run_with_gcs_store(tmp_path: Path, mnist_path: Path, gcs_bucket: 
 
 
 def test_failed_task_stops_the_run_with_its_name_and_log(tmp_path: Path, small_mnist: Path) -> None:
-    result = submit("--local", "--workers", "5000", "--source", str(small_mnist),
-                    "--artifacts", str(tmp_path / "store"), "--logs-dir", str(tmp_path / "logs"))
+    result = submit(
+        "--local",
+        "--workers",
+        "5000",
+        "--source",
+        str(small_mnist),
+        "--artifacts",
+        str(tmp_path / "store"),
+        "--logs-dir",
+        str(tmp_path / "logs"),
+    )
     assert result.returncode == 1
     assert "split failed: exit code 2" in result.stderr
     assert "--workers 5000 is more than the 2000 training samples" in result.stderr
