@@ -1,0 +1,343 @@
+"""Every step meets bad input with exit code 2, one line on stderr, and no output file left behind."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from steps import aggregate, evaluate, init, publish, split, train
+from steps.cli import EXIT_BAD_INPUT, run
+
+
+def call(module, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """Run a step in-process; assert the bad-input contract; return its one error line."""
+    code = run(module.main, module.parse_args(), [str(a) for a in argv])
+    error = capsys.readouterr().err.strip()
+    assert code == EXIT_BAD_INPUT, error
+    lines = error.splitlines()
+    assert len(lines) == 1, error
+    assert lines[0].startswith(f"python -m steps.{module.__name__.split('.')[-1]}: error: ")
+    return lines[0]
+
+
+def files_in(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A real starting model, and one of a foreign architecture."""
+    import keras
+
+    from steps.model import build_model, save_model
+
+    folder = tmp_path_factory.mktemp("models")
+    save_model(build_model(), folder / "good.h5")
+    foreign = keras.Sequential(
+        [keras.Input((28, 28, 1)), keras.layers.Flatten(), keras.layers.Dense(10)]
+    )
+    foreign.save(folder / "foreign.h5")
+    return {"good": folder / "good.h5", "foreign": folder / "foreign.h5"}
+
+
+def write_npz(path: Path, **arrays: np.ndarray) -> Path:
+    np.savez(path, **arrays)
+    return path
+
+
+def digits(n: int = 8, dtype=np.uint8, shape=(28, 28), labels=None) -> dict[str, np.ndarray]:
+    y = np.arange(n) % 10 if labels is None else labels
+    return {"x": np.zeros((n, *shape), dtype=dtype), "y": np.asarray(y, dtype=np.uint8)}
+
+
+BAD_SHARDS = {
+    "not an npz": ("not-npz", "not a readable .npz"),
+    "wrong keys": ({"images": np.zeros((2, 28, 28), np.uint8)}, "missing keys"),
+    "wrong shape": (digits(shape=(32, 32)), "shape (n, 28, 28)"),
+    "wrong dtype": (digits(dtype=np.float32), "must be uint8"),
+    "labels out of range": (digits(labels=[0, 3, 12, 1, 1, 1, 1, 1]), "labels must be in 0..9"),
+    "empty": (digits(n=0, labels=[]), "holds no samples"),
+}
+
+
+def bad_shard(tmp_path: Path, case: str) -> Path:
+    content, _ = BAD_SHARDS[case]
+    path = tmp_path / "shard.npz"
+    if isinstance(content, str):
+        path.write_text("this is not a zip archive")
+        return path
+    return write_npz(path, **content)
+
+
+@pytest.mark.parametrize("case", list(BAD_SHARDS))
+def test_train_refuses_bad_shards(case: str, tmp_path: Path, models, capsys) -> None:
+    shard = bad_shard(tmp_path, case)
+    out = tmp_path / "out"
+    line = call(
+        train,
+        [
+            "--shard",
+            shard,
+            "--model",
+            models["good"],
+            "--out",
+            out / "m.h5",
+            "--stats-out",
+            out / "s.json",
+        ],
+        capsys,
+    )
+    assert BAD_SHARDS[case][1] in line
+    assert str(shard) in line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("case", ["not an npz", "wrong shape", "labels out of range", "empty"])
+def test_evaluate_refuses_bad_test_sets(case: str, tmp_path: Path, models, capsys) -> None:
+    line = call(
+        evaluate,
+        [
+            "--model",
+            models["good"],
+            "--test",
+            bad_shard(tmp_path, case),
+            "--out-dir",
+            tmp_path / "out",
+        ],
+        capsys,
+    )
+    assert BAD_SHARDS[case][1] in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_files_are_named(tmp_path: Path, models, capsys) -> None:
+    missing = tmp_path / "nowhere.npz"
+    assert "shard not found" in call(
+        train,
+        [
+            "--shard",
+            missing,
+            "--model",
+            models["good"],
+            "--out",
+            tmp_path / "m.h5",
+            "--stats-out",
+            tmp_path / "s.json",
+        ],
+        capsys,
+    )
+    shard = write_npz(tmp_path / "ok.npz", **digits())
+    line = call(
+        train,
+        [
+            "--shard",
+            shard,
+            "--model",
+            tmp_path / "none.h5",
+            "--out",
+            tmp_path / "m.h5",
+            "--stats-out",
+            tmp_path / "s.json",
+        ],
+        capsys,
+    )
+    assert "starting model not found" in line
+    line = call(
+        split,
+        [
+            "--source",
+            missing,
+            "--workers",
+            2,
+            "--shards-dir",
+            tmp_path / "s",
+            "--test-out",
+            tmp_path / "t.npz",
+        ],
+        capsys,
+    )
+    assert f"dataset not found: {missing}" in line
+    assert "models folder not found" in call(
+        aggregate, ["--models-dir", tmp_path / "no", "--out", tmp_path / "a.h5"], capsys
+    )
+    assert files_in(tmp_path) == {"ok.npz"}
+
+
+def test_train_refuses_a_foreign_model(tmp_path: Path, models, capsys) -> None:
+    shard = write_npz(tmp_path / "ok.npz", **digits())
+    line = call(
+        train,
+        [
+            "--shard",
+            shard,
+            "--model",
+            models["foreign"],
+            "--out",
+            tmp_path / "m.h5",
+            "--stats-out",
+            tmp_path / "s.json",
+        ],
+        capsys,
+    )
+    assert f"{models['foreign']}: not a model of this project's architecture" in line
+
+
+def test_aggregate_refuses_models_of_another_architecture(tmp_path: Path, models, capsys) -> None:
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for name, model in (("0", "good"), ("1", "foreign")):
+        (folder / f"{name}.h5").write_bytes(models[model].read_bytes())
+        (folder / f"{name}.json").write_text(json.dumps({"samples": 10}))
+    line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert f"{folder / '1.h5'}: not a model of this project's architecture" in line
+    assert not (tmp_path / "avg.h5").exists()
+
+
+@pytest.mark.parametrize(
+    ("stats", "message"),
+    [
+        (None, "stats file not found"),
+        ("{broken", "not a stats file"),
+        ('{"samples": 0}', "positive"),
+    ],
+)
+def test_aggregate_needs_each_models_sample_count(
+    tmp_path: Path, models, capsys, stats, message
+) -> None:
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "0.h5").write_bytes(models["good"].read_bytes())
+    if stats is not None:
+        (folder / "0.json").write_text(stats)
+    assert message in call(aggregate, ["--models-dir", folder, "--out", tmp_path / "a.h5"], capsys)
+    assert call(aggregate, ["--models-dir", tmp_path, "--out", tmp_path / "a.h5"], capsys).endswith(
+        f"no .h5 models in {tmp_path}"
+    )
+
+
+def test_split_refuses_more_workers_than_samples(small_mnist: Path, tmp_path: Path, capsys) -> None:
+    line = call(
+        split,
+        [
+            "--source",
+            small_mnist,
+            "--workers",
+            2001,
+            "--shards-dir",
+            tmp_path / "s",
+            "--test-out",
+            tmp_path / "t.npz",
+        ],
+        capsys,
+    )
+    assert "--workers 2001 is more than the 2000 training samples" in line
+    assert files_in(tmp_path) == set()
+
+
+def test_split_refuses_a_dataset_without_mnist_keys(tmp_path: Path, capsys) -> None:
+    source = write_npz(tmp_path / "other.npz", **digits())
+    line = call(
+        split,
+        [
+            "--source",
+            source,
+            "--workers",
+            2,
+            "--shards-dir",
+            tmp_path / "s",
+            "--test-out",
+            tmp_path / "t.npz",
+        ],
+        capsys,
+    )
+    assert "missing keys" in line
+
+
+def test_publish_refuses_bad_metrics_and_models(tmp_path: Path, models, capsys) -> None:
+    store = tmp_path / "store"
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text("[1, 2]")
+    base = [
+        "--store",
+        store,
+        "--run",
+        "mnist-abc12",
+        "--model",
+        models["good"],
+        "--metrics",
+        metrics,
+    ]
+    assert "expected a JSON object" in call(publish, base, capsys)
+    metrics.write_text(json.dumps({"accuracy": 0.9}))
+    bad_model = [
+        "--store",
+        store,
+        "--run",
+        "mnist-abc12",
+        "--model",
+        models["foreign"],
+        "--metrics",
+        metrics,
+    ]
+    assert "not a model of this project's architecture" in call(publish, bad_model, capsys)
+    assert "use lowercase letters" in call(
+        publish, [*base[:2], "--run", "../up", *base[4:]], capsys
+    )
+    assert not store.exists()
+
+
+@pytest.mark.parametrize("argv", [["--workers", "0"], ["--workers", "-3"], ["--limit", "-1"]])
+def test_split_refuses_bad_numbers(argv: list[str], tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "steps.split",
+            *argv,
+            "--shards-dir",
+            str(tmp_path / "s"),
+            "--test-out",
+            str(tmp_path / "t.npz"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert "error: argument" in result.stderr.splitlines()[-1]
+    assert files_in(tmp_path) == set()
+
+
+def test_a_step_process_prints_no_traceback(tmp_path: Path) -> None:
+    """The real command line, as a container runs it."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "steps.aggregate",
+            "--models-dir",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "a.h5"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert (
+        result.stderr.strip().splitlines()[-1]
+        == f"python -m steps.aggregate: error: no .h5 models in {tmp_path}"
+    )
+
+
+def test_init_writes_a_loadable_model_atomically(tmp_path: Path, capsys) -> None:
+    from steps.model import load_model
+
+    assert run(init.main, init.parse_args(), ["--seed", "3", "--out", str(tmp_path / "m.h5")]) == 0
+    assert load_model(tmp_path / "m.h5").count_params() > 0
+    assert files_in(tmp_path) == {"m.h5"}

@@ -1,0 +1,91 @@
+"""split: shards disjoint, complete, balanced, reproducible; Dirichlet shards skewed as asked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from steps import split
+from steps.cli import run
+from steps.dataset import Digits, read_shard
+
+
+@pytest.fixture(scope="module")
+def train(mnist: dict[str, np.ndarray]) -> Digits:
+    return Digits(mnist["x_train"][:6001], mnist["y_train"][:6001])
+
+
+def fingerprints(shard: Digits) -> set[bytes]:
+    return {image.tobytes() for image in shard.x}
+
+
+@pytest.mark.parametrize("workers", [1, 3, 7])
+def test_iid_shards_are_disjoint_complete_and_balanced(train: Digits, workers: int) -> None:
+    shards = split.split(train, workers, seed=1, limit=0, partition="iid", alpha=0.5)
+    assert len(shards) == workers
+    sizes = [len(shard) for shard in shards]
+    assert sum(sizes) == len(train)
+    assert max(sizes) - min(sizes) <= 1
+    seen: set[bytes] = set()
+    for shard in shards:
+        assert not seen & fingerprints(shard)
+        seen |= fingerprints(shard)
+    assert seen == fingerprints(train)
+
+
+def test_same_seed_same_shards_other_seed_other_shards(train: Digits) -> None:
+    first = split.split(train, 3, seed=7, limit=0, partition="iid", alpha=0.5)
+    again = split.split(train, 3, seed=7, limit=0, partition="iid", alpha=0.5)
+    other = split.split(train, 3, seed=8, limit=0, partition="iid", alpha=0.5)
+    assert all(np.array_equal(a.x, b.x) for a, b in zip(first, again, strict=True))
+    assert not np.array_equal(first[0].y, other[0].y)
+
+
+def test_limit_keeps_that_many_samples(train: Digits) -> None:
+    shards = split.split(train, 4, seed=0, limit=1000, partition="iid", alpha=0.5)
+    assert sum(len(shard) for shard in shards) == 1000
+
+
+def label_skew(shards: list[Digits]) -> float:
+    """Mean over shards of the share of the shard's most common label."""
+    return float(np.mean([np.bincount(s.y, minlength=10).max() / len(s) for s in shards]))
+
+
+def test_dirichlet_shards_are_skewed_the_smaller_alpha_the_more(train: Digits) -> None:
+    iid = split.split(train, 5, seed=0, limit=0, partition="iid", alpha=0.5)
+    skewed = split.split(train, 5, seed=0, limit=0, partition="dirichlet", alpha=0.1)
+    mild = split.split(train, 5, seed=0, limit=0, partition="dirichlet", alpha=10.0)
+    assert sum(len(s) for s in skewed) == len(train)
+    assert label_skew(iid) < 0.15  # ~0.11 when every digit is equally common
+    assert label_skew(skewed) > 0.4
+    assert label_skew(mild) < label_skew(skewed)
+
+
+def test_cli_writes_shards_test_set_and_prints_ids(
+    small_mnist: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run(
+        split.main,
+        split.parse_args(),
+        [
+            "--source",
+            str(small_mnist),
+            "--workers",
+            "3",
+            "--shards-dir",
+            str(tmp_path / "shards"),
+            "--test-out",
+            str(tmp_path / "test.npz"),
+            "--ids-out",
+            str(tmp_path / "ids.json"),
+        ],
+    )
+    assert code == 0
+    assert json.loads(capsys.readouterr().out) == [0, 1, 2]
+    assert json.loads((tmp_path / "ids.json").read_text()) == [0, 1, 2]
+    assert sorted(p.name for p in (tmp_path / "shards").iterdir()) == ["0.npz", "1.npz", "2.npz"]
+    assert [len(read_shard(tmp_path / "shards" / f"{i}.npz")) for i in range(3)] == [667, 667, 666]
+    assert len(read_shard(tmp_path / "test.npz")) == 500
