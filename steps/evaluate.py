@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.cli import atomic_path, run, write_text
+from steps.cli import StepError, atomic_path, run, write_text
 from steps.dataset import NUM_CLASSES, read_shard
 from steps.report import draw_confusion
 
@@ -18,6 +18,11 @@ def parse_args() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.evaluate", description=__doc__)
     parser.add_argument("--model", type=Path, required=True, help="the model to score (.h5)")
     parser.add_argument("--test", type=Path, required=True, help="the test set (.npz with x, y)")
+    parser.add_argument(
+        "--missing-shards",
+        default="{}",
+        help="JSON object: round → shards that delivered no model, recorded in metrics.json",
+    )
     parser.add_argument(
         "--out-dir",
         type=Path,
@@ -34,8 +39,20 @@ def confusion_matrix(labels: np.ndarray, predicted: np.ndarray) -> np.ndarray:
     return matrix
 
 
+def missing_shards(text: str) -> dict[str, list]:
+    """Rounds that went ahead without some shards: {"1": ["2"]}; rounds with none are left out."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
+        raise StepError(f"--missing-shards must be a JSON object of lists, got {text!r}")
+    return {round_: shards for round_, shards in value.items() if shards}
+
+
 def main(args: argparse.Namespace) -> None:
     test = read_shard(args.test)
+    missing = missing_shards(args.missing_shards)
 
     from steps.model import compile_model, load_model, to_inputs
 
@@ -51,6 +68,7 @@ def main(args: argparse.Namespace) -> None:
         "test_samples": len(test),
         "per_class_accuracy": {str(digit): float(value) for digit, value in enumerate(per_class)},
         "confusion_matrix": matrix.tolist(),
+        "missing_shards": missing,
     }
     write_text(args.out_dir / "metrics.json", json.dumps(metrics, indent=2))
     with atomic_path(args.out_dir / "confusion.png") as temporary:

@@ -9,7 +9,15 @@ import sys
 from pathlib import Path
 
 from steps.cli import StepError, require_file, run
-from steps.registry import LATEST_KEY, METRICS_FILE, MODEL_FILE, RUN_FILE, RUN_ID, run_prefix
+from steps.registry import (
+    LATEST_KEY,
+    METRICS_FILE,
+    MODEL_FILE,
+    RUN_FILE,
+    RUN_ID,
+    move_latest,
+    run_prefix,
+)
 from steps.storage import open_store
 
 
@@ -73,7 +81,7 @@ def main(args: argparse.Namespace) -> None:
     prefix = run_prefix(args.run)
     card = {
         "run": args.run,
-        "published_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "published_at": dt.datetime.now(dt.UTC).isoformat(timespec="microseconds"),
         "accuracy": metrics["accuracy"],
         "settings": settings,
     }
@@ -82,10 +90,14 @@ def main(args: argparse.Namespace) -> None:
     store.upload_file(args.metrics, f"{prefix}/{METRICS_FILE}")
     store.write_text(f"{prefix}/{RUN_FILE}", json.dumps(card, indent=2))
     store.upload_file(args.model, f"{prefix}/{MODEL_FILE}")
-    store.write_text(LATEST_KEY, args.run)
+    try:
+        latest = move_latest(store, args.run)
+    except RuntimeError as error:
+        raise StepError(f"{error}; {args.run} is published but LATEST was not moved") from None
+    moved = "" if latest == args.run else " (a run published after this one keeps it)"
     print(
         f"published {args.run} (accuracy {metrics['accuracy']:.4f}) → "
-        f"{store.uri}/{prefix}/{MODEL_FILE}; {LATEST_KEY} → {args.run}",
+        f"{store.uri}/{prefix}/{MODEL_FILE}; {LATEST_KEY} → {latest}{moved}",
         file=sys.stderr,
     )
 

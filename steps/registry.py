@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from steps.storage import ArtifactStore
@@ -24,3 +25,29 @@ def latest_run(store: ArtifactStore) -> str | None:
     """The run LATEST names, or None when nothing has been published."""
     text = store.read_text(LATEST_KEY)
     return text.strip() if text and text.strip() else None
+
+
+def published_at(store: ArtifactStore, run: str) -> str:
+    """When `run` was published (ISO 8601 from its run.json), or '' if unknown."""
+    text = store.read_text(f"{run_prefix(run)}/{RUN_FILE}")
+    try:
+        return str(json.loads(text or "{}").get("published_at", ""))
+    except ValueError:
+        return ""
+
+
+def move_latest(store: ArtifactStore, run: str, attempts: int = 10) -> str:
+    """Point LATEST at `run` unless a run published later already holds it; return what LATEST names.
+
+    A compare-and-swap on the pointer's generation: of two runs publishing at once, the one that finished
+    later wins, and neither can overwrite the other's pointer unseen.
+    """
+    ours = published_at(store, run)
+    for _ in range(attempts):
+        current, generation = store.read_versioned(LATEST_KEY)
+        current = (current or "").strip()
+        if current and current != run and published_at(store, current) > ours:
+            return current
+        if store.write_if_generation(LATEST_KEY, run, generation):
+            return run
+    raise RuntimeError(f"{LATEST_KEY} changed {attempts} times while {run} tried to move it")

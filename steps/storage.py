@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import shutil
 from pathlib import Path, PurePosixPath
@@ -18,6 +21,8 @@ class ArtifactStore(Protocol):
     def list_keys(self, prefix: str) -> list[str]: ...
     def read_text(self, key: str) -> str | None: ...
     def write_text(self, key: str, text: str) -> None: ...
+    def read_versioned(self, key: str) -> tuple[str | None, int]: ...
+    def write_if_generation(self, key: str, text: str, generation: int) -> bool: ...
 
 
 def check_key(key: str) -> str:
@@ -82,6 +87,27 @@ class LocalStore:
         with atomic_path(self._path(key)) as temporary:
             temporary.write_text(text)
 
+    def read_versioned(self, key: str) -> tuple[str | None, int]:
+        """The text at `key` and its generation (from its content and mtime; 0 when absent)."""
+        path = self._path(key)
+        try:
+            with path.open("rb") as handle:
+                content, modified = handle.read(), os.fstat(handle.fileno()).st_mtime_ns
+        except FileNotFoundError:
+            return None, 0
+        digest = hashlib.sha256(content + str(modified).encode()).digest()
+        return content.decode(), int.from_bytes(digest[:8], "big") or 1
+
+    def write_if_generation(self, key: str, text: str, generation: int) -> bool:
+        """Write only if `key` is still at `generation` (compare-and-swap under a file lock)."""
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(path.with_name(f".{path.name}.lock")):
+            if self.read_versioned(key)[1] != generation:
+                return False
+            self.write_text(key, text)
+            return True
+
 
 class GCSStore:
     """Keys are objects under gs://bucket/prefix, through google-cloud-storage (STORAGE_EMULATOR_HOST aware)."""
@@ -124,6 +150,40 @@ class GCSStore:
 
     def write_text(self, key: str, text: str) -> None:
         self.bucket.blob(self._name(key)).upload_from_string(text, content_type="text/plain")
+
+    def read_versioned(self, key: str) -> tuple[str | None, int]:
+        """The text at `key` and its object generation (0 when absent)."""
+        blob = self.bucket.get_blob(self._name(key))
+        if blob is None:
+            return None, 0
+        from google.api_core.exceptions import NotFound, PreconditionFailed
+
+        try:
+            return blob.download_as_text(if_generation_match=blob.generation), blob.generation
+        except (NotFound, PreconditionFailed):  # replaced or deleted between the two calls
+            return self.read_versioned(key)
+
+    def write_if_generation(self, key: str, text: str, generation: int) -> bool:
+        """Write only if the object is still at `generation` (GCS ifGenerationMatch; 0: absent)."""
+        from google.api_core.exceptions import PreconditionFailed
+
+        try:
+            self.bucket.blob(self._name(key)).upload_from_string(
+                text, content_type="text/plain", if_generation_match=generation
+            )
+        except PreconditionFailed:
+            return False
+        return True
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path):
+    with lock_path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def split_gs_uri(uri: str) -> tuple[str, str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from steps.cli import StepError, positive_float, positive_int, require_file, run, write_text
 from steps.dataset import read_shard
+from steps.storage import open_store
 
 
 def parse_args() -> argparse.ArgumentParser:
@@ -26,6 +27,12 @@ def parse_args() -> argparse.ArgumentParser:
         required=True,
         help="JSON with the sample count (FedAvg weight) and final training metrics",
     )
+    parser.add_argument(
+        "--checkpoint-store",
+        help="a store (folder or gs://bucket) that outlives this process: a checkpoint goes there "
+        "after each epoch, and a restarted trainer resumes from it",
+    )
+    parser.add_argument("--checkpoint-key", help="the checkpoint's key in --checkpoint-store")
     return parser
 
 
@@ -39,21 +46,41 @@ def main(args: argparse.Namespace) -> None:
 
     keras.utils.set_random_seed(args.seed)
     model = compile_model(load_model(args.model), args.learning_rate)
+    callbacks: list[keras.callbacks.Callback] = [EpochLogger(args.epochs)]
+    done, final = 0, {}
+    if args.checkpoint_store and args.checkpoint_key:
+        from steps.checkpoint import StoreCheckpoint, fingerprint
+
+        inputs = fingerprint(
+            args.shard, args.model, f"{args.epochs} {args.batch} {args.learning_rate}"
+        )
+        checkpoint = StoreCheckpoint(open_store(args.checkpoint_store), args.checkpoint_key, inputs)
+        checkpoint.set_model(model)
+        done, final = checkpoint.resume() or (0, {})
+        if done:
+            print(
+                f"resuming from checkpoint: {done} epoch(s) done, starting at epoch {done + 1}",
+                file=sys.stderr,
+                flush=True,
+            )
+        callbacks.append(checkpoint)
     print(
         f"training on {args.shard} ({len(shard)} samples), {args.epochs} epoch(s), "
         f"batch {args.batch}",
         file=sys.stderr,
         flush=True,
     )
-    history = model.fit(
-        to_inputs(shard.x),
-        shard.y,
-        epochs=args.epochs,
-        batch_size=args.batch,
-        verbose=0,
-        callbacks=[EpochLogger(args.epochs)],
-    )
-    final = {name: float(values[-1]) for name, values in history.history.items()}
+    if done < args.epochs:
+        history = model.fit(
+            to_inputs(shard.x),
+            shard.y,
+            initial_epoch=done,
+            epochs=args.epochs,
+            batch_size=args.batch,
+            verbose=0,
+            callbacks=callbacks,
+        )
+        final = {name: float(values[-1]) for name, values in history.history.items()}
     if any(value != value for value in final.values()):  # NaN: diverged
         raise StepError(
             f"training diverged on {args.shard} (metrics {final}); try a smaller --learning-rate"

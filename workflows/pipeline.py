@@ -28,9 +28,9 @@ def _workflow_param(name: str) -> str:
     return f"{{{{workflow.parameters.{name}}}}}"
 
 
-def _input(name: str, path: str, key: str) -> GCSArtifact:
+def _input(name: str, path: str, key: str, optional: bool | None = None) -> GCSArtifact:
     """A key-only GCS artifact (a file, or every object under a key prefix) placed at `path`."""
-    return GCSArtifact(name=name, path=f"{WORKDIR}/{path}", key=key)
+    return GCSArtifact(name=name, path=f"{WORKDIR}/{path}", key=key, optional=optional)
 
 
 def _output(name: str, path: str, key: str) -> GCSArtifact:
@@ -39,7 +39,13 @@ def _output(name: str, path: str, key: str) -> GCSArtifact:
 
 
 def _step(
-    name: str, image: str, args: list[str], inputs: list, outputs: list, retries: int | None = None
+    name: str,
+    image: str,
+    args: list[str],
+    inputs: list,
+    outputs: list,
+    retries: int | None = None,
+    backoff: str = "10s",
 ) -> Container:
     """A template running `python -m steps.<name> ARGS` in the steps' image."""
     return Container(
@@ -53,7 +59,9 @@ def _step(
         retry_strategy=m.RetryStrategy(
             limit=str(retries),
             retry_policy="Always",
-            backoff=m.Backoff(duration="10s", factor="2"),
+            # exit code 2 is bad input: the same input fails again, so it is not retried
+            expression="asInt(lastRetry.exitCode) != 2",
+            backoff=m.Backoff(duration=backoff, factor="2"),
         )
         if retries
         else None,
@@ -126,6 +134,10 @@ def build_workflow(
                 "out/model.h5",
                 "--stats-out",
                 "out/stats.json",
+                "--checkpoint-store",
+                _workflow_param("store"),
+                "--checkpoint-key",
+                f"{RUN}/round-{_param('round')}/checkpoints/{_param('shard')}.npz",
             ],
             inputs=[
                 Parameter(name="shard"),
@@ -139,23 +151,56 @@ def build_workflow(
                 _output("stats", "out/stats.json", f"{model_key}.json"),
             ],
             retries=settings.retries,
+            backoff=settings.retry_backoff,
         )
         aggregate = _step(
             "aggregate",
             image,
-            args=["--models-dir", "in/models", "--out", "out/model.h5"],
+            args=[
+                "--models-dir",
+                "in/models",
+                "--shards",
+                _param("shards"),
+                "--min-workers",
+                _workflow_param("min-workers"),
+                "--out",
+                "out/model.h5",
+                "--missing-out",
+                "out/missing.json",
+            ],
             inputs=[
                 Parameter(name="round"),
-                _input("models", "in/models", f"{RUN}/round-{_param('round')}/models"),
+                Parameter(name="shards"),
+                # optional: when every worker failed there is nothing under the prefix, and
+                # aggregate, not the artifact loader, says which shards are missing
+                _input(
+                    "models", "in/models", f"{RUN}/round-{_param('round')}/models", optional=True
+                ),
             ],
-            outputs=[_output("model", "out/model.h5", f"{RUN}/round-{_param('round')}/model.h5")],
+            outputs=[
+                Parameter(
+                    name="missing-shards",
+                    value_from=m.ValueFrom(path=f"{WORKDIR}/out/missing.json"),
+                ),
+                _output("model", "out/model.h5", f"{RUN}/round-{_param('round')}/model.h5"),
+            ],
         )
         evaluate = _step(
             "evaluate",
             image,
-            args=["--model", "in/model.h5", "--test", "in/test.npz", "--out-dir", "out"],
+            args=[
+                "--model",
+                "in/model.h5",
+                "--test",
+                "in/test.npz",
+                "--missing-shards",
+                _param("missing-shards"),
+                "--out-dir",
+                "out",
+            ],
             inputs=[
                 Parameter(name="model"),
+                Parameter(name="missing-shards"),
                 _input("model", "in/model.h5", _param("model")),
                 _input("test", "in/test.npz", f"{RUN}/test.npz"),
             ],
@@ -199,6 +244,7 @@ def build_workflow(
             start = init()
             model = f"{RUN}/init/model.h5"
             previous = [shards, start]
+            missing = {}
             for round_number in range(1, settings.rounds + 1):
                 trained = train(
                     name=f"train-round-{round_number}",
@@ -208,13 +254,25 @@ def build_workflow(
                         "round": str(round_number),
                         "start-model": model,
                     },
+                    # a shard that still fails after its retries does not fail the run by itself:
+                    # aggregate decides, against --min-workers
+                    continue_on=m.ContinueOn(failed=True),
                 )
                 averaged = aggregate(
-                    name=f"aggregate-round-{round_number}", arguments={"round": str(round_number)}
+                    name=f"aggregate-round-{round_number}",
+                    arguments={
+                        "round": str(round_number),
+                        "shards": shards.get_parameter("shard-ids").value,
+                    },
+                    depends=f"{trained.name}.AnySucceeded || {trained.name}.AllFailed",
                 )
-                previous >> trained >> averaged
+                previous >> trained
                 previous, model = [averaged], f"{RUN}/round-{round_number}/model.h5"
-            scored = evaluate(arguments={"model": model})
+                missing[str(round_number)] = (
+                    f"{{{{tasks.{averaged.name}.outputs.parameters.missing-shards}}}}"
+                )
+            missing_json = "{" + ", ".join(f'"{r}": {ref}' for r, ref in missing.items()) + "}"
+            scored = evaluate(arguments={"model": model, "missing-shards": missing_json})
             released = publish(arguments={"model": model})
             previous >> scored >> released
     return workflow

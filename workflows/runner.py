@@ -27,20 +27,25 @@ from typing import Any
 
 import steps
 from steps.cli import StepError
-from steps.storage import ArtifactStore, download_dir
+from steps.storage import ArtifactStore, download_dir, upload_dir
 from workflows.spec import (
+    Depends,
     UnresolvedReference,
     UnsupportedFeature,
     check_supported,
+    depends_holds,
+    depends_on,
+    parse_depends,
     parse_duration,
+    retry_allowed,
     substitute,
     substitute_all,
-    task_dependencies,
     templates_by_name,
 )
 
 PROJECT_ROOT = Path(steps.__file__).resolve().parents[1]
 LOG_TAIL_LINES = 15
+FINAL = {"Succeeded", "Failed", "Error", "Omitted"}
 
 
 class WorkflowError(Exception):
@@ -75,6 +80,11 @@ class RunResult:
     phase: str
     nodes: list[Node]
     message: str = ""
+
+    @property
+    def tolerated_failures(self) -> list[Node]:
+        """Nodes that failed in tasks marked continueOn.failed, without failing the run."""
+        return [node for node in self.nodes if node.phase in ("Failed", "Error")]
 
     def output(self, task: str, parameter: str) -> str | None:
         for node in self.nodes:
@@ -136,8 +146,8 @@ class LocalRunner:
         if entry is None or "dag" not in entry:
             raise UnsupportedFeature("the local runner needs a dag template as the entrypoint")
         tasks = {task["name"]: task for task in entry["dag"]["tasks"]}
-        dependencies = {task: task_dependencies(tasks[task]) for task in tasks}
-        _check_dag(dependencies, tasks, templates)
+        depends = {task: parse_depends(tasks[task]) for task in tasks}
+        _check_dag({task: sorted(depends_on(d)) for task, d in depends.items()}, tasks, templates)
 
         self._started = time.monotonic()
         self._cancelled.clear()
@@ -152,22 +162,33 @@ class LocalRunner:
         with ThreadPoolExecutor(max_workers=self.parallelism) as pool:
             try:
                 while True:
+                    decided = []
                     if failed is None:
-                        for task_name in self._ready(dependencies, task_nodes):
+                        for task_name in self._ready(depends, task_nodes):
+                            decided.append(task_name)
+                            phases = {
+                                need: [n.phase for n in task_nodes[need]]
+                                for need in depends_on(depends[task_name])
+                            }
+                            if not depends_holds(depends[task_name], phases):
+                                task_nodes[task_name] = [self._omitted(tasks[task_name], name)]
+                                continue
                             expanded = self._expand(tasks[task_name], name, task_nodes)
                             task_nodes[task_name] = expanded
                             nodes.extend(expanded)
                             for node in expanded:
-                                running[
-                                    pool.submit(self._run_node, node, templates[node.template])
-                                ] = node
+                                future = pool.submit(self._run_node, node, templates[node.template])
+                                running[future] = node
                     if not running:
+                        if decided:
+                            continue
                         break
                     done, _ = wait(running, return_when=FIRST_COMPLETED)
                     for future in done:
                         node = running.pop(future)
                         future.result()
-                        if node.phase != "Succeeded" and failed is None:
+                        tolerated = tasks[node.task].get("continueOn", {}).get("failed", False)
+                        if node.phase != "Succeeded" and not tolerated and failed is None:
                             failed = node
                             self._cancel(running)
             except KeyboardInterrupt:
@@ -181,17 +202,23 @@ class LocalRunner:
             return RunResult(name, "Failed", nodes, self._failure_message(failed))
         return RunResult(name, "Succeeded", nodes)
 
-    def _ready(
-        self, dependencies: dict[str, list[str]], task_nodes: dict[str, list[Node]]
-    ) -> list[str]:
-        def succeeded(task: str) -> bool:
-            return task in task_nodes and all(n.phase == "Succeeded" for n in task_nodes[task])
+    def _ready(self, depends: dict[str, Depends], task_nodes: dict[str, list[Node]]) -> list[str]:
+        """Tasks not yet started whose every dependency has finished."""
+
+        def finished(task: str) -> bool:
+            return task in task_nodes and all(n.phase in FINAL for n in task_nodes[task])
 
         return [
             task
-            for task, needs in dependencies.items()
-            if task not in task_nodes and all(succeeded(need) for need in needs)
+            for task, expression in depends.items()
+            if task not in task_nodes and all(finished(need) for need in depends_on(expression))
         ]
+
+    def _omitted(self, task: Mapping[str, Any], run: str) -> Node:
+        node = self._node(run, task["name"], task, {})
+        node.phase, node.message = "Omitted", f"depends {task.get('depends')!r} is false"
+        self._say(f"omitted  {node.name}: {node.message}")
+        return node
 
     def _expand(
         self, task: Mapping[str, Any], run: str, task_nodes: dict[str, list[Node]]
@@ -285,6 +312,9 @@ class LocalRunner:
                 or (policy == "OnFailure" and kind == "Failed")
                 or (policy == "OnError" and kind == "Error")
             )
+            if retryable and not retry_allowed(retry.get("expression"), node.exit_code):
+                retryable = False
+                node.message += f" (not retried: {retry['expression']} is false)"
             if not retryable or node.attempts > limit or self._cancelled.is_set():
                 node.phase = kind
                 break
@@ -307,6 +337,7 @@ class LocalRunner:
     def _attempt(self, node: Node, template: Mapping[str, Any]) -> str | None:
         """One try: None on success, else 'Failed' (the step exited non-zero) or 'Error' (runner-side)."""
         where = f"template {template['name']!r}"
+        node.exit_code = None
         values = dict(self.globals)
         for parameter in template.get("inputs", {}).get("parameters", []):
             value = node.arguments.get(parameter["name"], parameter.get("value"))
@@ -382,16 +413,17 @@ class LocalRunner:
         key = artifact["gcs"]["key"]
         if self.store.list_keys(key.rstrip("/") + "/"):
             download_dir(self.store, key, target)
-        else:
+            return
+        try:
             self.store.download_file(key, target)
+        except StepError:
+            if not artifact.get("optional"):
+                raise
 
     def _upload(self, artifact: Mapping[str, Any], source: Path) -> None:
         key = artifact["gcs"]["key"]
         if source.is_dir():
-            for path in sorted(p for p in source.rglob("*") if p.is_file()):
-                self.store.upload_file(
-                    path, f"{key.rstrip('/')}/{path.relative_to(source).as_posix()}"
-                )
+            upload_dir(self.store, source, key)
         elif source.is_file():
             self.store.upload_file(source, key)
         else:

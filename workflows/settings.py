@@ -22,7 +22,8 @@ ENVIRONMENT = {
 
 @dataclass(frozen=True)
 class PipelineSettings:
-    """What one run trains. `rounds` shapes the DAG; the rest become workflow parameters."""
+    """What one run trains. `rounds` and the retry settings shape the DAG; the rest become workflow
+    parameters. `min_workers` 0 means every worker must deliver its model."""
 
     workers: int = 3
     epochs: int = 1
@@ -30,6 +31,8 @@ class PipelineSettings:
     rounds: int = 3
     learning_rate: float = 1e-3
     retries: int = 2
+    retry_backoff: str = "10s"
+    min_workers: int = 0
     limit: int = 0
     seed: int = 0
     partition: str = "iid"
@@ -39,8 +42,8 @@ class PipelineSettings:
     def parameters(self) -> dict[str, str]:
         """The Argo workflow parameters, as strings."""
         values = asdict(self)
-        values.pop("rounds")
-        values.pop("retries")
+        for structural in ("rounds", "retries", "retry_backoff"):
+            values.pop(structural)
         return {name.replace("_", "-"): str(value) for name, value in values.items()}
 
 

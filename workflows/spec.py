@@ -58,8 +58,9 @@ TASK_FIELDS = {
     "withParam",
     "continueOn",
 }
-ARTIFACT_FIELDS = {"name", "path", "gcs", "archive"}
-RETRY_FIELDS = {"limit", "retryPolicy", "backoff"}
+ARTIFACT_FIELDS = {"name", "path", "gcs", "archive", "optional"}
+RETRY_FIELDS = {"limit", "retryPolicy", "backoff", "expression"}
+RETRY_TERM = re.compile(r"asInt\(lastRetry\.exitCode\)\s*(==|!=|<=|>=|<|>)\s*(-?\d+)")
 
 EXPRESSION = re.compile(r"{{\s*([^{}]+?)\s*}}")
 
@@ -97,6 +98,12 @@ def check_supported(workflow: Mapping[str, Any]) -> None:
             _refuse_unknown(template["dag"], {"tasks"}, set(), f"{where}, dag")
             for task in template["dag"]["tasks"]:
                 _refuse_unknown(task, TASK_FIELDS, set(), f"{where}, task {task.get('name')!r}")
+                _refuse_unknown(
+                    task.get("continueOn", {}),
+                    {"failed"},
+                    set(),
+                    f"{where}, task {task.get('name')!r}, continueOn",
+                )
         else:
             raise UnsupportedFeature(f"the local runner runs container and dag templates ({where})")
         for side in ("inputs", "outputs"):
@@ -156,23 +163,53 @@ def substitute_all(value: Any, values: Mapping[str, str], where: str) -> Any:
     return value
 
 
-def task_dependencies(task: Mapping[str, Any]) -> list[str]:
-    """Task names this task waits for: `dependencies`, or a `depends` made of names joined by &&."""
+DEPENDS_TERM = re.compile(
+    r"([A-Za-z0-9][-A-Za-z0-9]*)(?:\.(Succeeded|Failed|AnySucceeded|AllFailed))?"
+)
+Depends = list[list[tuple[str, str]]]
+"""A `depends` expression as alternatives (||) of conditions (&&) on tasks: [[(task, condition)]]."""
+
+
+def parse_depends(task: Mapping[str, Any]) -> Depends:
+    """Read `dependencies`, or a `depends` of terms like a, a.Succeeded, a.AnySucceeded, a.AllFailed,
+    a.Failed joined by && and || (no parentheses or negation)."""
     if "dependencies" in task:
-        return list(task["dependencies"])
-    depends = task.get("depends", "").strip()
-    if not depends:
-        return []
-    names = []
-    for term in depends.split("&&"):
-        term = term.strip().removesuffix(".Succeeded")
-        if not re.fullmatch(r"[A-Za-z0-9][-A-Za-z0-9]*", term):
-            raise UnsupportedFeature(
-                f"the local runner reads depends as 'a && b', got {depends!r} "
-                f"(task {task['name']!r})"
-            )
-        names.append(term)
-    return names
+        return [[(name, "Succeeded") for name in task["dependencies"]]]
+    text = task.get("depends", "").strip()
+    if not text:
+        return [[]]
+    alternatives = []
+    for alternative in text.split("||"):
+        terms = []
+        for term in alternative.split("&&"):
+            match = DEPENDS_TERM.fullmatch(term.strip())
+            if not match:
+                raise UnsupportedFeature(
+                    f"the local runner reads depends as terms like 'a', 'a.AnySucceeded' joined "
+                    f"by && and ||, got {text!r} (task {task['name']!r})"
+                )
+            terms.append((match.group(1), match.group(2) or "Succeeded"))
+        alternatives.append(terms)
+    return alternatives
+
+
+def depends_on(depends: Depends) -> set[str]:
+    return {name for alternative in depends for name, _ in alternative}
+
+
+def depends_holds(depends: Depends, phases: Mapping[str, list[str]]) -> bool:
+    """Evaluate `depends` given the final phases of each finished task's nodes."""
+
+    def holds(name: str, condition: str) -> bool:
+        states = phases[name]
+        return {
+            "Succeeded": all(state == "Succeeded" for state in states),
+            "Failed": any(state == "Failed" for state in states),
+            "AnySucceeded": any(state == "Succeeded" for state in states),
+            "AllFailed": bool(states) and all(state == "Failed" for state in states),
+        }[condition]
+
+    return any(all(holds(name, condition) for name, condition in terms) for terms in depends)
 
 
 def templates_by_name(workflow: Mapping[str, Any]) -> dict[str, dict]:
@@ -186,3 +223,32 @@ def parse_duration(text: str | int) -> float:
         raise UnsupportedFeature(f"the local runner cannot read the duration {text!r}")
     scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
     return float(match.group(1)) * scale
+
+
+def retry_allowed(expression: str | None, exit_code: int | None) -> bool:
+    """Evaluate a retryStrategy expression made of `asInt(lastRetry.exitCode) <op> N` terms joined by
+    && and ||. No expression allows the retry; an exit code of None (no process ran) reads as -1."""
+    if not expression:
+        return True
+    code = -1 if exit_code is None else exit_code
+    compare = {
+        "==": code.__eq__,
+        "!=": code.__ne__,
+        "<": code.__lt__,
+        ">": code.__gt__,
+        "<=": code.__le__,
+        ">=": code.__ge__,
+    }
+    alternatives = []
+    for alternative in expression.split("||"):
+        terms = []
+        for term in alternative.split("&&"):
+            match = RETRY_TERM.fullmatch(term.strip())
+            if not match:
+                raise UnsupportedFeature(
+                    f"the local runner reads retry expressions like "
+                    f"'asInt(lastRetry.exitCode) != 2', got {expression!r}"
+                )
+            terms.append(compare[match.group(1)](int(match.group(2))))
+        alternatives.append(all(terms))
+    return any(alternatives)
