@@ -158,8 +158,9 @@ class GCSStore:
             return None, 0
         from google.api_core.exceptions import NotFound, PreconditionFailed
 
+        generation = blob.generation  # read first: a download may refresh the blob's properties
         try:
-            return blob.download_as_text(if_generation_match=blob.generation), blob.generation
+            return blob.download_as_text(if_generation_match=generation), generation
         except (NotFound, PreconditionFailed):  # replaced or deleted between the two calls
             return self.read_versioned(key)
 

@@ -96,3 +96,25 @@ def gcs_bucket(gcs_emulator: str, monkeypatch: pytest.MonkeyPatch) -> str:
     name = f"bucket-{time.monotonic_ns()}"
     storage.Client().create_bucket(name)
     return name
+
+
+@pytest.fixture(scope="session")
+def gcs_with_preconditions(gcs_emulator: str) -> str:
+    """The emulator behind a proxy that enforces ifGenerationMatch as real GCS does."""
+    from tests.gcs_preconditions import start_proxy
+
+    server = start_proxy(gcs_emulator)
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture
+def strict_gcs_bucket(gcs_with_preconditions: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Like gcs_bucket, reached through the precondition-enforcing proxy."""
+    from google.cloud import storage
+
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_with_preconditions)
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "test-project")
+    name = f"strict-{time.monotonic_ns()}"
+    storage.Client().create_bucket(name)
+    return name

@@ -1,0 +1,51 @@
+"""The artifact store: the same behaviour from a folder and from GCS (emulator), pointer swaps included."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from steps.cli import StepError
+from steps.storage import ArtifactStore, download_dir, open_store, upload_dir
+
+
+@pytest.fixture(params=["folder", "gcs"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> ArtifactStore:
+    if request.param == "folder":
+        return open_store(tmp_path / "store")
+    bucket = request.getfixturevalue("strict_gcs_bucket")
+    return open_store(f"gs://{bucket}/some/prefix")
+
+
+def test_files_and_folders_round_trip(store: ArtifactStore, tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    (source / "deep").mkdir(parents=True)
+    (source / "a.bin").write_bytes(b"\x00\x01")
+    (source / "deep" / "b.txt").write_text("bee")
+    upload_dir(store, source, "run-1/things")
+    assert store.list_keys("run-1/things") == ["run-1/things/a.bin", "run-1/things/deep/b.txt"]
+    assert download_dir(store, "run-1/things", tmp_path / "back") == 2
+    assert (tmp_path / "back" / "deep" / "b.txt").read_text() == "bee"
+    assert store.list_keys("run-1/thing") == []  # a prefix is a folder, not a string prefix
+
+
+def test_missing_keys_and_bad_keys_are_clear_errors(store: ArtifactStore, tmp_path: Path) -> None:
+    with pytest.raises(StepError, match="artifact not found: nope"):
+        store.download_file("nope", tmp_path / "x")
+    assert not (tmp_path / "x").exists()
+    assert store.read_text("nope") is None
+    for key in ("../escape", "/absolute", ""):
+        with pytest.raises(StepError, match="invalid artifact key"):
+            store.write_text(key, "x")
+
+
+def test_pointer_compare_and_swap(store: ArtifactStore) -> None:
+    assert store.read_versioned("models/LATEST") == (None, 0)
+    assert store.write_if_generation("models/LATEST", "run-a", 0)
+    assert not store.write_if_generation("models/LATEST", "run-b", 0), "must exist now"
+    text, generation = store.read_versioned("models/LATEST")
+    assert text == "run-a"
+    assert store.write_if_generation("models/LATEST", "run-b", generation)
+    assert not store.write_if_generation("models/LATEST", "run-c", generation), "stale generation"
+    assert store.read_text("models/LATEST") == "run-b"
