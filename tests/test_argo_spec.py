@@ -268,3 +268,31 @@ def test_render_prints_a_workflow_kubectl_can_create(tmp_path: Path) -> None:
     assert first_error(workflow_validator("Workflow"), rendered) is None
     parameters = {p["name"]: p["value"] for p in rendered["spec"]["arguments"]["parameters"]}
     assert parameters["workers"] == "4" and parameters["store"] == "gs://mnist-models"
+
+
+def test_evaluate_report_reads_at_a_glance() -> None:
+    from steps.evaluate import summary
+
+    per_class = {str(digit): 0.99 for digit in range(10)} | {"8": 0.93}
+    metrics = {"accuracy": 0.9771, "loss": 0.0712, "test_samples": 10000}
+    report = summary(metrics | {"per_class_accuracy": per_class}).splitlines()
+    assert report[0] == "test accuracy 0.9771, loss 0.0712 on 10000 digits"
+    assert report[1] == "weakest digit: 8 (0.9300)"
+    assert report[-1] == "    9  0.9900" and len(report) == 4 + 10
+
+
+def test_render_with_register_prints_the_template(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "workflows" / "submit.py"), "--render", "--register"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    rendered = yaml.safe_load(result.stdout)
+    assert rendered["kind"] == "WorkflowTemplate"
+    assert rendered["metadata"]["name"] == cluster.TEMPLATE_NAME
+    assert first_error(workflow_validator("WorkflowTemplate"), rendered) is None
+    assert "--artifacts gs://BUCKET" in result.stderr, "a local store is pointed out"

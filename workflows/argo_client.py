@@ -43,12 +43,8 @@ class ArgoServer:
     @property
     def root(self) -> str:
         """The server's root URL with its base href, ending in '/'."""
-        return (
-            self.url.rstrip("/")
-            + "/"
-            + self.base_href.strip("/")
-            + ("/" if self.base_href.strip("/") else "")
-        )
+        path = self.base_href.strip("/")
+        return f"{self.url.rstrip('/')}/{path + '/' if path else ''}"
 
     def ui_link(self, name: str) -> str:
         """The run's page in the Argo UI."""

@@ -327,6 +327,12 @@ def render(settings: PipelineSettings, store_uri: str, args: argparse.Namespace)
     else:
         document = compile_workflow(settings, image=args.image, store=store_uri)
     print(yaml.safe_dump(document, sort_keys=False), end="")
+    if not store_uri.startswith("gs://") or "://" not in args.source:
+        print(
+            "submit: note: the store or the data source is a path on this machine; a cluster "
+            "needs --artifacts gs://BUCKET and a URL or gs:// --source",
+            file=sys.stderr,
+        )
     return 0
 
 
