@@ -211,6 +211,12 @@ def test_spec_carries_what_a_cluster_needs() -> None:
     assert spec["podGC"]["strategy"] and spec["ttlStrategy"]["secondsAfterFailure"] > 0
     assert int(spec["activeDeadlineSeconds"]) > 0
     assert workflow["metadata"]["labels"]["app.kubernetes.io/name"] == cluster.APP_LABEL
+    # runs started from the WorkflowTemplate get their labels from workflowMetadata
+    run_labels = spec["workflowMetadata"]
+    assert run_labels["labels"] == workflow["metadata"]["labels"]
+    assert run_labels["labelsFrom"]["mnist-argo/workers"] == {
+        "expression": "workflow.parameters.workers"
+    }
     assert spec["metrics"]["prometheus"][0]["name"] == cluster.DURATION_METRIC
     templates = templates_by_name(workflow)
     for name in ("split", "init", "train", "aggregate", "evaluate", "publish"):

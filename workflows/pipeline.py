@@ -136,7 +136,11 @@ def _run_metadata(settings: PipelineSettings) -> dict:
         f"{cluster.APP_LABEL}/{name}": m.LabelValueFrom(expression=f"workflow.parameters.{name}")
         for name in ("workers", "epochs", "batch")
     }
-    return {"labels": labels, "workflow_metadata": m.WorkflowMetadata(labels_from=knobs)}
+    # workflowMetadata labels every run, also those started from the WorkflowTemplate
+    return {
+        "labels": labels,
+        "workflow_metadata": m.WorkflowMetadata(labels=labels, labels_from=knobs),
+    }
 
 
 def build_workflow(
