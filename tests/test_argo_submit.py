@@ -7,11 +7,13 @@ any was rejected.
 from __future__ import annotations
 
 import datetime
+import http.server
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -369,3 +371,30 @@ def test_the_double_rejects_what_the_api_does_not_allow(serve: Callable) -> None
     assert len(double.rejected) == 7
     double.rejected.clear()  # those were this test's own doing
     assert send("GET", "/api/v1/workflows/mnist/absent") == 404
+
+
+def test_a_server_that_is_not_argo(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Any web page answering 200 with HTML, as a wrong port-forward would."""
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"<html>hello</html>")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        on_argo(monkeypatch, f"http://127.0.0.1:{server.server_address[1]}")
+        code, _, err = submit(capsys)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert code == 2 and err.count("\n") == 1
+    assert "did not answer with JSON" in err

@@ -111,6 +111,10 @@ def _request(server: ArgoServer, method: str, path: str, body: Any = None) -> di
         raise _http_error(server, error) from None
     except (urllib.error.URLError, OSError) as error:
         raise _connection_error(server, error) from None
+    except ValueError:
+        raise ArgoError(
+            f"{server.url} did not answer with JSON; is ARGO_SERVER the Argo Server?"
+        ) from None
 
 
 def _connection_error(server: ArgoServer, error: Exception) -> ArgoError:

@@ -278,9 +278,9 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
     check_cluster_inputs(args)
     if args.register:
         template = compile_template(settings, args.image, args.artifacts, args.template_name)
-        _, created = register_template(server, template)
+        _, is_new = register_template(server, template)
         print(
-            f"{'created' if created else 'updated'} WorkflowTemplate {args.template_name} in "
+            f"{'created' if is_new else 'updated'} WorkflowTemplate {args.template_name} in "
             f"namespace {server.namespace}; start runs from {server.root}workflow-templates/"
             f"{server.namespace}/{args.template_name}"
         )
