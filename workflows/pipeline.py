@@ -4,7 +4,9 @@
     init ──┴─► train-round-1 (one task per shard) ─► aggregate-round-1 ─► … round R … ─► evaluate ─► publish
 
 Artifacts are key-only GCS artifacts: the cluster's default artifact repository supplies the bucket, and
-every key starts with the run's name, so runs never collide.
+every key starts with the run's name, so runs never collide. The fan-out takes its shard ids at run time
+(`withParam`), so `workers` stays a runtime parameter; Argo shows shard i of round r as
+`train-round-r(i:i)`. What only matters on a cluster (sizes, deadlines, names) comes from cluster.py.
 """
 
 from __future__ import annotations
@@ -87,9 +89,8 @@ def _step(
             memory_request=size.memory_request,
             memory_limit=size.memory_limit,
         ),
-        active_deadline_seconds=str(
-            size.deadline_seconds
-        ),  # IntOrString: Argo's schema wants a string
+        # an IntOrString, which Argo's schema types as a string
+        active_deadline_seconds=str(size.deadline_seconds),
         labels={f"{cluster.APP_LABEL}/step": name},
         retry_strategy=_retry(retries, retry_policy),
         metrics=metrics,
