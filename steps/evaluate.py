@@ -27,7 +27,7 @@ def parse_args() -> argparse.ArgumentParser:
         "--out-dir",
         type=Path,
         required=True,
-        help="writes metrics.json, confusion.png and accuracy.txt here",
+        help="writes metrics.json, confusion.png, report.txt and accuracy.txt here",
     )
     return parser
 
@@ -48,6 +48,21 @@ def missing_shards(text: str) -> dict[str, list]:
     if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
         raise StepError(f"--missing-shards must be a JSON object of lists, got {text!r}")
     return {round_: shards for round_, shards in value.items() if shards}
+
+
+def summary(metrics: dict) -> str:
+    """A short plain-text report: accuracy, loss, and each digit's accuracy."""
+    per_class = metrics["per_class_accuracy"]
+    weakest = min(per_class, key=per_class.get)
+    lines = [
+        f"test accuracy {metrics['accuracy']:.4f}, loss {metrics['loss']:.4f} "
+        f"on {metrics['test_samples']} digits",
+        f"weakest digit: {weakest} ({per_class[weakest]:.4f})",
+        "",
+        "digit  accuracy",
+        *(f"{digit:>5}  {value:.4f}" for digit, value in per_class.items()),
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def main(args: argparse.Namespace) -> None:
@@ -73,6 +88,7 @@ def main(args: argparse.Namespace) -> None:
     write_text(args.out_dir / "metrics.json", json.dumps(metrics, indent=2))
     with atomic_path(args.out_dir / "confusion.png") as temporary:
         draw_confusion(matrix).save(temporary, format="PNG")
+    write_text(args.out_dir / "report.txt", summary(metrics))
     write_text(args.out_dir / "accuracy.txt", f"{accuracy:.4f}")
     print(f"test accuracy {accuracy:.4f}, loss {loss:.4f} on {len(test)} samples", file=sys.stderr)
 

@@ -4,16 +4,29 @@
     init ──┴─► train-round-1 (one task per shard) ─► aggregate-round-1 ─► … round R … ─► evaluate ─► publish
 
 Artifacts are key-only GCS artifacts: the cluster's default artifact repository supplies the bucket, and
-every key starts with the run's name, so runs never collide.
+every key starts with the run's name, so runs never collide. The fan-out takes its shard ids at run time
+(`withParam`), so `workers` stays a runtime parameter; Argo shows shard i of round r as
+`train-round-r(i:i)`. What only matters on a cluster (sizes, deadlines, names) comes from cluster.py.
 """
 
 from __future__ import annotations
 
 import json
 
-from hera.workflows import DAG, Container, GCSArtifact, NoneArchiveStrategy, Parameter, Workflow
+from hera.workflows import (
+    DAG,
+    Container,
+    Gauge,
+    GCSArtifact,
+    Label,
+    NoneArchiveStrategy,
+    Parameter,
+    Resources,
+    Workflow,
+)
 from hera.workflows import models as m
 
+from workflows import cluster
 from workflows.settings import DEFAULT_IMAGE, DEFAULT_STORE, PipelineSettings
 
 WORKDIR = "/work"
@@ -38,16 +51,35 @@ def _output(name: str, path: str, key: str) -> GCSArtifact:
     return GCSArtifact(name=name, path=f"{WORKDIR}/{path}", key=key, archive=NoneArchiveStrategy())
 
 
+def _retry(limit: int, policy: str, backoff: str) -> m.RetryStrategy | None:
+    """Retry a failed try `limit` times, waiting `backoff`, then twice as long each time."""
+    if not limit:
+        return None
+    return m.RetryStrategy(
+        limit=str(limit),
+        retry_policy=policy,
+        # exit code 2 is the steps' bad input: the same input fails again, so it is not retried
+        expression="asInt(lastRetry.exitCode) != 2" if policy == "Always" else None,
+        backoff=m.Backoff(duration=backoff, **cluster.RETRY_BACKOFF),
+    )
+
+
 def _step(
     name: str,
     image: str,
     args: list[str],
     inputs: list,
     outputs: list,
-    retries: int | None = None,
-    backoff: str = "10s",
+    retries: int = 0,
+    retry_policy: str = "OnError",
+    metrics: list | None = None,
+    backoff: str = "15s",
 ) -> Container:
-    """A template running `python -m steps.<name> ARGS` in the steps' image."""
+    """A template running `python -m steps.<name> ARGS` in the steps' image, sized for that step.
+
+    By default only infrastructure errors (an evicted pod, a failed artifact transfer) are retried.
+    """
+    size = cluster.STEP_SIZES[name]
     return Container(
         name=name,
         image=image,
@@ -56,24 +88,97 @@ def _step(
         working_dir=WORKDIR,
         inputs=inputs,
         outputs=outputs,
-        retry_strategy=m.RetryStrategy(
-            limit=str(retries),
-            retry_policy="Always",
-            # exit code 2 is bad input: the same input fails again, so it is not retried
-            expression="asInt(lastRetry.exitCode) != 2",
-            backoff=m.Backoff(duration=backoff, factor="2"),
-        )
-        if retries
-        else None,
+        resources=Resources(
+            cpu_request=size.cpu_request,
+            cpu_limit=size.cpu_limit,
+            memory_request=size.memory_request,
+            memory_limit=size.memory_limit,
+        ),
+        # an IntOrString, which Argo's schema types as a string
+        active_deadline_seconds=str(size.deadline_seconds),
+        labels={f"{cluster.APP_LABEL}/step": name},
+        retry_strategy=_retry(retries, retry_policy, backoff),
+        metrics=metrics,
     )
+
+
+PARAMETER_HELP = {
+    "workers": "shards, and trainers running in parallel each round",
+    "epochs": "passes over its shard per worker and round",
+    "batch": "samples per gradient step",
+    "learning-rate": "Adam step size",
+    "limit": "use only this many training samples, 0 = all",
+    "seed": "seed for shards and the shared initial model",
+    "partition": "how shards are drawn: iid, or label-skewed dirichlet",
+    "alpha": "Dirichlet concentration, smaller is more skewed",
+    "source": "mnist.npz: URL or gs:// URI",
+    "store": "where the model is published: gs://bucket[/prefix]",
+    "min-workers": "aggregate when at least this many workers delivered a model; 0 = all",
+}
+PARAMETER_CHOICES = {"partition": ["iid", "dirichlet"]}
+
+
+def _arguments(settings: PipelineSettings, store: str) -> list[Parameter]:
+    """The workflow parameters, described for the Argo UI's submit form."""
+    values = {**settings.parameters(), "store": store}
+    return [
+        Parameter(
+            name=name,
+            value=value,
+            description=PARAMETER_HELP.get(name),
+            enum=PARAMETER_CHOICES.get(name),
+        )
+        for name, value in values.items()
+    ]
+
+
+def _run_metadata(settings: PipelineSettings) -> dict:
+    """Labels that say what a run is: fixed ones, and the run's knobs read from its parameters."""
+    labels = {
+        "app.kubernetes.io/name": cluster.APP_LABEL,
+        "app.kubernetes.io/component": "training",
+        f"{cluster.APP_LABEL}/rounds": str(settings.rounds),
+    }
+    knobs = {
+        f"{cluster.APP_LABEL}/{name}": m.LabelValueFrom(expression=f"workflow.parameters.{name}")
+        for name in ("workers", "epochs", "batch")
+    }
+    # workflowMetadata labels every run, also those started from the WorkflowTemplate
+    return {
+        "labels": labels,
+        "workflow_metadata": m.WorkflowMetadata(labels=labels, labels_from=knobs),
+    }
 
 
 def build_workflow(
     settings: PipelineSettings, image: str = DEFAULT_IMAGE, store: str = DEFAULT_STORE
 ) -> Workflow:
     """The whole run: `settings.rounds` rounds of train fan-out and FedAvg, then evaluate and publish."""
-    arguments = {**settings.parameters(), "store": store}
-    with Workflow(generate_name="mnist-", entrypoint="pipeline", arguments=arguments) as workflow:
+    metadata = _run_metadata(settings)
+    with Workflow(
+        generate_name="mnist-",
+        entrypoint="pipeline",
+        arguments=_arguments(settings, store),
+        labels=metadata["labels"],
+        workflow_metadata=metadata["workflow_metadata"],
+        pod_metadata=m.Metadata(labels={"app.kubernetes.io/name": cluster.APP_LABEL}),
+        service_account_name=cluster.SERVICE_ACCOUNT,
+        active_deadline_seconds=cluster.RUN_DEADLINE_SECONDS,
+        pod_gc=m.PodGC(strategy="OnWorkflowSuccess"),
+        ttl_strategy=m.TTLStrategy(
+            seconds_after_success=cluster.SUCCEEDED_RUN_TTL_SECONDS,
+            seconds_after_failure=cluster.FAILED_RUN_TTL_SECONDS,
+        ),
+        metrics=[
+            Gauge(
+                name=cluster.DURATION_METRIC,
+                help="Duration of an MNIST training run, in seconds",
+                labels=[Label(key="status", value="{{workflow.status}}")],
+                realtime=False,
+                value="{{workflow.duration}}",
+            )
+        ],
+    ) as workflow:
         split = _step(
             "split",
             image,
@@ -105,6 +210,8 @@ def build_workflow(
                 _output("shards", "out/shards", f"{RUN}/shards"),
                 _output("test", "out/test.npz", f"{RUN}/test.npz"),
             ],
+            retries=settings.retries,
+            backoff=settings.retry_backoff,
         )
         init = _step(
             "init",
@@ -112,6 +219,8 @@ def build_workflow(
             args=["--seed", _workflow_param("seed"), "--out", "out/model.h5"],
             inputs=[],
             outputs=[_output("model", "out/model.h5", f"{RUN}/init/model.h5")],
+            retries=settings.retries,
+            backoff=settings.retry_backoff,
         )
         model_key = f"{RUN}/round-{_param('round')}/models/{_param('shard')}"
         train = _step(
@@ -151,6 +260,7 @@ def build_workflow(
                 _output("stats", "out/stats.json", f"{model_key}.json"),
             ],
             retries=settings.retries,
+            retry_policy="Always",
             backoff=settings.retry_backoff,
         )
         aggregate = _step(
@@ -184,6 +294,8 @@ def build_workflow(
                 ),
                 _output("model", "out/model.h5", f"{RUN}/round-{_param('round')}/model.h5"),
             ],
+            retries=settings.retries,
+            backoff=settings.retry_backoff,
         )
         evaluate = _step(
             "evaluate",
@@ -210,6 +322,18 @@ def build_workflow(
                 ),
                 _output("metrics", "out/metrics.json", f"{RUN}/evaluation/metrics.json"),
                 _output("confusion", "out/confusion.png", f"{RUN}/evaluation/confusion.png"),
+                _output("report", "out/report.txt", f"{RUN}/evaluation/report.txt"),
+            ],
+            retries=settings.retries,
+            backoff=settings.retry_backoff,
+            metrics=[
+                Gauge(
+                    name=cluster.ACCURACY_METRIC,
+                    help="Test accuracy of the averaged MNIST model",
+                    when="{{status}} == Succeeded",
+                    realtime=False,
+                    value="{{outputs.parameters.accuracy}}",
+                )
             ],
         )
         run_settings = {name: _workflow_param(name) for name in settings.parameters()}
@@ -237,6 +361,8 @@ def build_workflow(
                 _input("confusion", "in/confusion.png", f"{RUN}/evaluation/confusion.png"),
             ],
             outputs=[],
+            retries=settings.retries,
+            backoff=settings.retry_backoff,
         )
 
         with DAG(name="pipeline"):
@@ -283,3 +409,24 @@ def compile_workflow(
 ) -> dict:
     """The Workflow manifest as a plain dict, exactly what goes to the Argo Server or the local runner."""
     return build_workflow(settings, image, store).to_dict()
+
+
+def compile_template(
+    settings: PipelineSettings,
+    image: str = DEFAULT_IMAGE,
+    store: str = DEFAULT_STORE,
+    name: str = cluster.TEMPLATE_NAME,
+) -> dict:
+    """The same pipeline as a WorkflowTemplate: registered once, started from the Argo UI's Submit form.
+
+    Every workflow parameter (workers, epochs, batch, ...) is a field of that form; `rounds` shapes the DAG,
+    so it is fixed when the template is registered.
+    """
+    workflow = compile_workflow(settings, image, store)
+    labels = workflow["metadata"].get("labels", {})
+    return {
+        "apiVersion": workflow["apiVersion"],
+        "kind": "WorkflowTemplate",
+        "metadata": {"name": name, "labels": labels},
+        "spec": workflow["spec"],
+    }

@@ -31,7 +31,7 @@ class PipelineSettings:
     rounds: int = 3
     learning_rate: float = 1e-3
     retries: int = 2
-    retry_backoff: str = "10s"
+    retry_backoff: str = "15s"
     min_workers: int = 0
     limit: int = 0
     seed: int = 0

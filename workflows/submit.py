@@ -1,6 +1,9 @@
-"""Build the pipeline's Workflow once, then run it: on this machine (the default) or print it.
+"""Build the pipeline's Workflow once, then run it: on this machine (the default), on an Argo Server,
+or print it.
 
 python workflows/submit.py --local --workers 5 --epochs 1 --batch 64 --rounds 3
+ARGO_SERVER=https://localhost:2746 ARGO_TOKEN=... python workflows/submit.py \\
+    --artifacts gs://BUCKET --workers 3 --epochs 2 --batch 100 --watch
 """
 
 from __future__ import annotations
@@ -17,7 +20,16 @@ if not __package__:  # run as a file: make the project importable, not the workf
 from steps.cli import StepError, non_negative_int, positive_float, positive_int
 from steps.registry import MODEL_FILE, run_prefix
 from steps.storage import open_store
-from workflows.pipeline import compile_workflow
+from workflows import cluster
+from workflows.argo_client import (
+    ArgoError,
+    ArgoServer,
+    create_workflow,
+    from_environment,
+    register_template,
+    submit_from_template,
+)
+from workflows.pipeline import compile_template, compile_workflow
 from workflows.runner import LocalRunner, WorkflowError
 from workflows.settings import (
     DEFAULT_IMAGE,
@@ -27,9 +39,18 @@ from workflows.settings import (
     environment_defaults,
 )
 from workflows.spec import UnresolvedReference, UnsupportedFeature
+from workflows.watch import POLL_SECONDS, failure, output, run_seconds, watch
 
 EXIT_RUN_FAILED = 1
 EXIT_USAGE = 2
+
+
+def _seconds(text: str) -> float:
+    """argparse type: a number of seconds, 0 or more."""
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
 
 
 def parser() -> argparse.ArgumentParser:
@@ -44,10 +65,12 @@ def parser() -> argparse.ArgumentParser:
     engine.add_argument(
         "--local",
         action="store_true",
-        help="run on this machine with the local runner (the default)",
+        help="run on this machine with the local runner (the default without ARGO_SERVER)",
     )
     engine.add_argument(
-        "--render", action="store_true", help="print the compiled Workflow as YAML and exit"
+        "--render",
+        action="store_true",
+        help="print the compiled Workflow (with --register: the WorkflowTemplate) as YAML and exit",
     )
     engine.add_argument(
         "--artifacts",
@@ -71,6 +94,55 @@ def parser() -> argparse.ArgumentParser:
         "--image",
         default=DEFAULT_IMAGE,
         help=f"the steps' container image (default: {DEFAULT_IMAGE})",
+    )
+    argo = p.add_argument_group("argo", "on an Argo Server; flags and variables as Argo's own CLI")
+    argo.add_argument(
+        "--argo-server",
+        default=None,
+        help="host:port or URL of the Argo Server (env ARGO_SERVER); runs there instead of locally",
+    )
+    argo.add_argument(
+        "-n",
+        "--namespace",
+        default=None,
+        help=f"namespace of the runs (env ARGO_NAMESPACE; default: {cluster.NAMESPACE})",
+    )
+    argo.add_argument(
+        "-k",
+        "--insecure-skip-verify",
+        action="store_true",
+        default=None,
+        help="accept the server's self-signed certificate (env ARGO_INSECURE_SKIP_VERIFY)",
+    )
+    argo.add_argument(
+        "--argo-base-href",
+        default=None,
+        help="path the Argo Server is served under (env ARGO_BASE_HREF; default: /)",
+    )
+    argo.add_argument("--watch", action="store_true", help="follow the run's steps until it ends")
+    argo.add_argument(
+        "--poll-seconds",
+        type=_seconds,
+        default=POLL_SECONDS,
+        help=f"seconds between reads of the run while watching (default: {POLL_SECONDS:.0f})",
+    )
+    argo.add_argument(
+        "--name", default=None, help="the run's name (default: mnist- and a generated suffix)"
+    )
+    argo.add_argument(
+        "--register",
+        action="store_true",
+        help="create or update the WorkflowTemplate, to start runs from the Argo UI",
+    )
+    argo.add_argument(
+        "--from-template",
+        action="store_true",
+        help="start the run from the registered WorkflowTemplate with these settings",
+    )
+    argo.add_argument(
+        "--template-name",
+        default=cluster.TEMPLATE_NAME,
+        help=f"the WorkflowTemplate's name (default: {cluster.TEMPLATE_NAME})",
     )
     run = p.add_argument_group("training")
     run.add_argument(
@@ -191,6 +263,94 @@ def run_locally(workflow: dict, store_uri: str, args: argparse.Namespace) -> int
     return 0
 
 
+def argo_server(args: argparse.Namespace) -> ArgoServer | None:
+    """The Argo Server to run on, or None to run locally."""
+    if args.local:
+        return None
+    return from_environment(
+        server=args.argo_server,
+        namespace=args.namespace,
+        insecure_skip_verify=args.insecure_skip_verify,
+        base_href=args.argo_base_href,
+    )
+
+
+def check_cluster_inputs(args: argparse.Namespace) -> None:
+    """A cluster cannot read this machine's files: the store and the data source must be URLs."""
+    if not args.artifacts.startswith("gs://"):
+        raise StepError(
+            "on Argo the model is published to a bucket: pass --artifacts gs://BUCKET[/PREFIX] "
+            "(env ARTIFACTS)"
+        )
+    if "://" not in args.source:
+        raise StepError(
+            f"on Argo the data must come from a URL or gs:// URI, not the local path {args.source}"
+        )
+
+
+def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.Namespace) -> int:
+    """Register, submit (directly or from the template), then optionally watch to the end."""
+    check_cluster_inputs(args)
+    if args.register:
+        template = compile_template(settings, args.image, args.artifacts, args.template_name)
+        _, is_new = register_template(server, template)
+        print(
+            f"{'created' if is_new else 'updated'} WorkflowTemplate {args.template_name} in "
+            f"namespace {server.namespace}; start runs from {server.root}workflow-templates/"
+            f"{server.namespace}/{args.template_name}"
+        )
+        if not args.from_template:
+            return 0
+    if args.from_template:
+        parameters = {**settings.parameters(), "store": args.artifacts}
+        created = submit_from_template(server, args.template_name, parameters, args.name)
+    else:
+        workflow = compile_workflow(settings, image=args.image, store=args.artifacts)
+        if args.name:
+            workflow["metadata"] = {
+                **{k: v for k, v in workflow["metadata"].items() if k != "generateName"},
+                "name": args.name,
+            }
+        created = create_workflow(server, workflow)
+    name = created["metadata"]["name"]
+    print(f"submitted {name} to {server.url} (namespace {server.namespace})")
+    print(f"  {server.ui_link(name)}", flush=True)
+    if not args.watch:
+        return 0
+    try:
+        final = watch(
+            server, name, echo=lambda line: print(line, flush=True), interval=args.poll_seconds
+        )
+    except KeyboardInterrupt:
+        print(f"submit: stopped watching; {name} goes on: {server.ui_link(name)}", file=sys.stderr)
+        return 130
+    status = final.get("status", {})
+    seconds = run_seconds(final)
+    print(f"\nrun {name} {status.get('phase')}" + (f" in {seconds:.0f}s" if seconds else ""))
+    if status.get("phase") != "Succeeded":
+        print(f"submit: {failure(final)}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    print(f"test accuracy: {output(final, 'evaluate', 'accuracy')}")
+    return 0
+
+
+def render(settings: PipelineSettings, store_uri: str, args: argparse.Namespace) -> int:
+    import yaml
+
+    if args.register:
+        document = compile_template(settings, args.image, store_uri, args.template_name)
+    else:
+        document = compile_workflow(settings, image=args.image, store=store_uri)
+    print(yaml.safe_dump(document, sort_keys=False), end="")
+    if not store_uri.startswith("gs://") or "://" not in args.source:
+        print(
+            "submit: note: the store or the data source is a path on this machine; a cluster "
+            "needs --artifacts gs://BUCKET and a URL or gs:// --source",
+            file=sys.stderr,
+        )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     settings = settings_from(args)
@@ -199,15 +359,26 @@ def main(argv: list[str] | None = None) -> int:
         if args.artifacts.startswith("gs://")
         else str(Path(args.artifacts).resolve())
     )
-    workflow = compile_workflow(settings, image=args.image, store=store_uri)
     if args.render:
-        import yaml
-
-        print(yaml.safe_dump(workflow, sort_keys=False), end="")
-        return 0
+        return render(settings, store_uri, args)
     try:
+        server = argo_server(args)
+        if server is not None:
+            return run_on_argo(server, settings, args)
+        if args.watch or args.register or args.from_template:
+            raise StepError(
+                "--watch, --register and --from-template need an Argo Server: "
+                "set ARGO_SERVER or --argo-server"
+            )
+        workflow = compile_workflow(settings, image=args.image, store=store_uri)
         return run_locally(workflow, store_uri, args)
-    except (StepError, WorkflowError, UnsupportedFeature, UnresolvedReference) as error:
+    except (
+        ArgoError,
+        StepError,
+        WorkflowError,
+        UnsupportedFeature,
+        UnresolvedReference,
+    ) as error:
         print(f"submit: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -1,0 +1,400 @@
+"""submit.py against a test double of the Argo Server (see argo_double.py: no cluster can run here).
+
+Every request the client sends is checked against the server's OpenAPI by the double; a test fails if
+any was rejected.
+"""
+
+from __future__ import annotations
+
+import datetime
+import http.server
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.argo_double import ACCURACY, FAILING_NODE, RETRIED_NODE, ArgoDouble
+from tests.argo_schema import first_error, workflow_validator
+from workflows import cluster
+from workflows.submit import main
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "Bearer good-token"
+STORE = "gs://mnist-models"
+ARGO_VARIABLES = (
+    "ARGO_SERVER",
+    "ARGO_TOKEN",
+    "ARGO_NAMESPACE",
+    "ARGO_INSECURE_SKIP_VERIFY",
+    "ARGO_BASE_HREF",
+    "ARGO_SECURE",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in (*ARGO_VARIABLES, "ARTIFACTS", "MNIST_SOURCE", "WORKER_NUMBER"):
+        monkeypatch.delenv(variable, raising=False)
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., tuple[ArgoDouble, str]]]:
+    """Start doubles of the Argo Server; each is checked for rejected requests and stopped after."""
+    started: list[ArgoDouble] = []
+
+    def start(**options: object) -> tuple[ArgoDouble, str]:
+        double = ArgoDouble(**options)
+        url = double.start()
+        started.append(double)
+        return double, url
+
+    yield start
+    for double in started:
+        double.stop()
+    for double in started:
+        assert double.rejected == [], "the client sent requests the Argo Server API does not allow"
+
+
+def on_argo(
+    monkeypatch: pytest.MonkeyPatch, url: str, token: str | None = TOKEN, **variables: str
+) -> None:
+    monkeypatch.setenv("ARGO_SERVER", url)
+    if token is not None:
+        monkeypatch.setenv("ARGO_TOKEN", token)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+
+
+def submit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["--artifacts", STORE, "--poll-seconds", "0", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def phases_of(out: str, node: str) -> list[str]:
+    return [line.split()[1] for line in out.splitlines() if line.split()[:1] == [node]]
+
+
+def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
+    double, url = serve()
+    environment = {
+        **os.environ,
+        "ARGO_SERVER": url,
+        "ARGO_TOKEN": TOKEN,
+        "ARTIFACTS": STORE,
+    }
+    command = [sys.executable, str(ROOT / "workflows" / "submit.py")]
+    arguments = ["--workers", "3", "--epochs", "2", "--batch", "100", "--watch"]
+    result = subprocess.run(
+        [*command, *arguments, "--poll-seconds", "0"],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    [(method, path, body)] = [r for r in double.requests if r[0] == "POST"]
+    assert (method, path) == ("POST", f"/api/v1/workflows/{cluster.NAMESPACE}")
+    sent = body["workflow"]
+    assert first_error(workflow_validator("Workflow"), sent) is None
+    parameters = {p["name"]: p["value"] for p in sent["spec"]["arguments"]["parameters"]}
+    assert (parameters["workers"], parameters["epochs"], parameters["batch"]) == ("3", "2", "100")
+    assert parameters["store"] == STORE
+    name = next(iter(double.runs))
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"submitted {name} to {url} (namespace {cluster.NAMESPACE})"
+    assert lines[1].strip() == f"{url}/workflows/{cluster.NAMESPACE}/{name}"
+    for node in ("split", "train-round-3(2:2)", "aggregate-round-3", "evaluate", "publish"):
+        assert phases_of(result.stdout, node) == ["Pending", "Running", "Succeeded"], node
+    assert f"run {name} Succeeded in " in result.stdout
+    assert f"test accuracy: {ACCURACY}" in result.stdout
+    assert result.stderr == ""
+
+
+def test_a_failed_run_names_the_failed_node(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, url = serve(outcome="fail")
+    on_argo(monkeypatch, url)
+    code, out, err = submit(capsys, "--workers", "2", "--rounds", "2", "--watch")
+    assert code == 1
+    assert err.splitlines() == [
+        f"submit: {FAILING_NODE} failed: Error (exit code 2): train: error: shard in/shard.npz "
+        "is empty"
+    ]
+    assert phases_of(out, FAILING_NODE)[-1] == "Failed"
+    assert "2 retries" in next(line for line in out.splitlines() if "Failed" in line)
+    assert "aggregate-round-1" not in out and "test accuracy" not in out
+
+
+def test_a_retried_node_shows_its_retries(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, url = serve(outcome="retry")
+    on_argo(monkeypatch, url)
+    code, out, _ = submit(capsys, "--workers", "2", "--rounds", "1", "--watch")
+    assert code == 0
+    retried = [line for line in out.splitlines() if line.split()[:1] == [RETRIED_NODE]]
+    assert [line.split()[1] for line in retried] == ["Pending", "Running", "Succeeded"]
+    assert retried[-1].rstrip().endswith("1 retry")
+    others = [line for line in out.splitlines() if "retry" in line and RETRIED_NODE not in line]
+    assert others == []
+
+
+def test_register_creates_then_updates_the_template(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    double, url = serve()
+    on_argo(monkeypatch, url)
+    code, out, _ = submit(capsys, "--register", "--rounds", "2")
+    assert code == 0
+    assert out.startswith(f"created WorkflowTemplate {cluster.TEMPLATE_NAME} in namespace mnist")
+    code, out, _ = submit(capsys, "--register", "--rounds", "4", "--image", "steps:2")
+    assert code == 0 and out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
+    assert [(m, p) for m, p, _ in double.requests] == [
+        ("POST", "/api/v1/workflow-templates/mnist"),
+        ("POST", "/api/v1/workflow-templates/mnist"),
+        ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
+        ("PUT", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
+    ]
+    template = double.templates[cluster.TEMPLATE_NAME]
+    assert template["metadata"]["resourceVersion"] == "2"
+    stored = {k: v for k, v in template.items() if k != "metadata"}
+    stored["metadata"] = {"name": cluster.TEMPLATE_NAME}
+    assert first_error(workflow_validator("WorkflowTemplate"), stored) is None
+    trains = [t for t in template["spec"]["templates"][-1]["dag"]["tasks"] if "withParam" in t]
+    assert len(trains) == 4
+    assert {t["container"]["image"] for t in template["spec"]["templates"] if "container" in t} == {
+        "steps:2"
+    }
+    form = {p["name"] for p in template["spec"]["arguments"]["parameters"]}
+    assert {"workers", "epochs", "batch", "store"} <= form
+
+
+def test_from_template_starts_a_run_with_the_given_settings(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    double, url = serve()
+    on_argo(monkeypatch, url)
+    code, out, err = submit(capsys, "--from-template", "--workers", "5")
+    assert code == 2
+    assert err.count("\n") == 1 and "mnist-pipeline" in err and "not found" in err
+    assert submit(capsys, "--register", "--rounds", "1")[0] == 0
+    code, out, _ = submit(capsys, "--from-template", "--workers", "5", "--epochs", "3", "--watch")
+    assert code == 0, out
+    [(_, path, body)] = [r for r in double.requests if r[1].endswith("/submit")][-1:]
+    assert path == "/api/v1/workflows/mnist/submit"
+    assert body["resourceKind"] == "WorkflowTemplate"
+    assert body["resourceName"] == cluster.TEMPLATE_NAME
+    assert {"workers=5", "epochs=3", f"store={STORE}"} <= set(body["submitOptions"]["parameters"])
+    assert phases_of(out, "train-round-1(4:4)") == ["Pending", "Running", "Succeeded"]
+    assert "train-round-1(5:5)" not in out
+    assert f"test accuracy: {ACCURACY}" in out
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1, like a port-forwarded Argo Server's."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "argo-server")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .sign(key, hashes.SHA256())
+    )
+    folder = tmp_path_factory.mktemp("tls")
+    (folder / "cert.pem").write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    (folder / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return folder / "cert.pem", folder / "key.pem"
+
+
+def test_tls_failure_says_how_to_accept_the_certificate(
+    serve: Callable,
+    certificate: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    double, url = serve(tls=certificate)
+    assert url.startswith("https://")
+    on_argo(monkeypatch, url.removeprefix("https://"))  # host:port, as Argo's CLI takes it
+    code, _, err = submit(capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "TLS" in err and "ARGO_INSECURE_SKIP_VERIFY=true" in err
+    assert double.requests == []
+    monkeypatch.setenv("ARGO_INSECURE_SKIP_VERIFY", "true")
+    code, out, _ = submit(capsys)
+    assert code == 0 and out.startswith("submitted mnist-")
+    assert len(double.runs) == 1
+
+
+def test_plain_http_server_spoken_to_with_tls(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, url = serve()
+    on_argo(monkeypatch, url.replace("http://", "https://"))
+    code, _, err = submit(capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "TLS failed" in err and "http://" in err
+
+
+@pytest.mark.parametrize(
+    ("token", "namespace", "expected"),
+    [
+        (None, "mnist", ["401", "set ARGO_TOKEN", "kubectl -n mnist create token mnist-pipeline"]),
+        ("Bearer stale", "mnist", ["401", "ARGO_TOKEN is not accepted"]),
+        ("Bearer read-only-token", "mnist", ["403", "ARGO_TOKEN", "namespace 'mnist'"]),
+        ("good-token", "nowhere", ["namespace 'nowhere' does not exist", "ARGO_NAMESPACE"]),
+    ],
+    ids=["no-token", "bad-token", "forbidden", "no-namespace"],
+)
+def test_server_refusals_are_one_clear_line(
+    token: str | None,
+    namespace: str,
+    expected: list[str],
+    serve: Callable,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    double, url = serve()
+    on_argo(monkeypatch, url, token=token, ARGO_NAMESPACE=namespace)
+    code, out, err = submit(capsys, "--watch")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("submit: error: ")
+    for words in expected:
+        assert words in err
+    assert double.runs == {}
+
+
+def test_unreachable_server(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    on_argo(monkeypatch, f"http://127.0.0.1:{free_port()}")
+    code, _, err = submit(capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "cannot reach the Argo Server" in err and "port-forward svc/argo-server 2746:2746" in err
+
+
+def test_a_name_already_taken(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    double, url = serve()
+    on_argo(monkeypatch, url)
+    assert submit(capsys, "--name", "mnist-nightly")[0] == 0
+    assert "mnist-nightly" in double.runs
+    code, _, err = submit(capsys, "--name", "mnist-nightly")
+    assert code == 2 and err.count("\n") == 1
+    assert "already taken" in err and "mnist-nightly" in err and "--name" in err
+
+
+def test_base_href_prefixes_api_and_ui_link(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    double, url = serve(base_href="/argo/")
+    on_argo(monkeypatch, url, ARGO_BASE_HREF="/argo/", ARGO_NAMESPACE="mnist")
+    code, out, _ = submit(capsys)
+    assert code == 0
+    name = next(iter(double.runs))
+    assert f"{url}/argo/workflows/mnist/{name}" in out
+
+
+def test_cluster_runs_need_a_bucket_and_a_url_source(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    double, url = serve()
+    on_argo(monkeypatch, url)
+    assert main(["--artifacts", ".runs"]) == 2
+    assert "--artifacts gs://BUCKET" in capsys.readouterr().err
+    code, _, err = submit(capsys, "--source", "data/mnist.npz")
+    assert code == 2 and "URL or gs:// URI" in err
+    assert double.requests == []
+
+
+def test_argo_only_flags_without_a_server(capsys: pytest.CaptureFixture[str]) -> None:
+    for flag in ("--watch", "--register", "--from-template"):
+        assert main([flag]) == 2
+        assert "need an Argo Server: set ARGO_SERVER" in capsys.readouterr().err
+
+
+def test_the_double_rejects_what_the_api_does_not_allow(serve: Callable) -> None:
+    double, url = serve()
+
+    def send(method: str, path: str, body: object = None) -> int:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            url + path, data=data, method=method, headers={"Authorization": TOKEN}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    workflow = {"metadata": {"generateName": "x-"}, "spec": {"entrypoint": "main"}}
+    assert send("POST", "/api/v1/workflows/mnist", {"workflow": {"spec": "nope"}}) == 400
+    assert send("POST", "/api/v1/workflows/mnist", {"workflow": workflow, "wokflow": {}}) == 400
+    assert send("POST", "/api/v1/workflows/mnist", {"workflow": {"spec": {}}}) == 400
+    assert send("PATCH", "/api/v1/workflows/mnist/x") == 400
+    assert send("GET", "/api/v1/workflows/mnist/x?watch=true") == 400
+    assert send("GET", "/api/v2/workflows/mnist") == 400
+    assert send("POST", "/api/v1/workflows/mnist") == 400
+    assert len(double.rejected) == 7
+    double.rejected.clear()  # those were this test's own doing
+    assert send("GET", "/api/v1/workflows/mnist/absent") == 404
+
+
+def test_a_server_that_is_not_argo(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Any web page answering 200 with HTML, as a wrong port-forward would."""
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"<html>hello</html>")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        on_argo(monkeypatch, f"http://127.0.0.1:{server.server_address[1]}")
+        code, _, err = submit(capsys)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert code == 2 and err.count("\n") == 1
+    assert "did not answer with JSON" in err
