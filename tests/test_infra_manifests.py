@@ -26,6 +26,10 @@ ARGO_SCHEMA = ROOT.parent / "shared" / "argo" / "workflow-schema.json"
 KUBERNETES_VERSIONS = [kubernetes_validate.latest_version(), "1.33.0"]
 # Settings of a rendered overlay: what infra/gke/up.sh writes for a project.
 PROJECT, BUCKET, REGION, TAG = "test-project", "test-bucket", "europe-west1", "abc1234"
+DIGEST = "sha256:" + "4d" * 32
+# The committed example overlay: what up.sh writes for these settings.
+EXAMPLE = {"PROJECT_ID": "my-project", "IMAGE_TAG": "0.1.0"}
+EXAMPLE_DIGEST = "sha256:" + "0123456789abcdef" * 4
 
 
 def render(tmp_path: Path, environment: dict[str, str], function: str, *args: str) -> str:
@@ -48,7 +52,7 @@ def rendered_overlay(tmp_path: Path) -> Path:
     shutil.copytree(K8S / "base", tmp_path / "k8s" / "base")
     overlay = tmp_path / "k8s" / "overlays" / "test"
     settings = {"PROJECT_ID": PROJECT, "BUCKET": BUCKET, "REGION": REGION, "IMAGE_TAG": TAG}
-    render(tmp_path, settings, "render_overlay", str(overlay), "../../base")
+    render(tmp_path, settings, "render_overlay", str(overlay), "../../base", DIGEST)
     return overlay
 
 
@@ -117,8 +121,9 @@ def test_kubectl_kustomize_assembles_the_same_objects(overlay: str, rendered_ove
 
 def test_example_overlay_is_what_up_sh_writes(tmp_path: Path) -> None:
     """The committed example is the renderer's output for the example settings, so it cannot go stale."""
-    settings = {"PROJECT_ID": "my-project", "IMAGE_TAG": "0.1.0"}
-    render(tmp_path, settings, "render_overlay", str(tmp_path / "example"), "../../base")
+    render(
+        tmp_path, EXAMPLE, "render_overlay", str(tmp_path / "example"), "../../base", EXAMPLE_DIGEST
+    )
     written = (tmp_path / "example" / "kustomization.yaml").read_text()
     assert written == (K8S / "overlays" / "example" / "kustomization.yaml").read_text()
 
@@ -134,7 +139,7 @@ def test_rendered_overlay_points_everything_at_the_project(rendered_overlay: Pat
         assert annotations[annotation] == f"{account}@{PROJECT}.iam.gserviceaccount.com"
     pod = one(manifests, "Deployment", "mnist-page")["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["image"] == f"{REGION}-docker.pkg.dev/{PROJECT}/mnist/mnist-argo-page:{TAG}"
+    assert container["image"] == f"{REGION}-docker.pkg.dev/{PROJECT}/mnist/mnist-argo-page@{DIGEST}"
     env = {item["name"]: item["value"] for item in container["env"]}
     assert env["MODEL_URI"] == f"gs://{BUCKET}/models/mnist/LATEST"
     repository = yaml.safe_load(
@@ -254,6 +259,20 @@ def test_lifecycle_rule_deletes_old_runs_and_keeps_published_models(tmp_path: Pa
     assert not gcs_lifecycle_deletes(rules, run_object, age_days=4)
     for name in published:
         assert not gcs_lifecycle_deletes(rules, name, age_days=10_000), name
+
+
+def test_overlay_refuses_anything_but_an_image_digest(tmp_path: Path) -> None:
+    with pytest.raises(subprocess.CalledProcessError) as failure:
+        render(
+            tmp_path,
+            {"PROJECT_ID": PROJECT},
+            "render_overlay",
+            str(tmp_path / "o"),
+            "../../base",
+            TAG,
+        )
+    assert "not an image digest" in failure.value.stderr
+    assert not (tmp_path / "o" / "kustomization.yaml").exists()
 
 
 def test_settings_that_would_delete_published_models_are_refused(tmp_path: Path) -> None:

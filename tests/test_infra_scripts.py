@@ -28,6 +28,7 @@ case "$*" in
     "config get-value project") exit 0 ;;
     *"--format value(workloadIdentityConfig.workloadPool)"*) echo "${PROJECT_ID}.svc.id.goog" ;;
     *"--format value(projectNumber)"*) echo 123456789 ;;
+    *"--format value(image_summary.digest)"*) echo "sha256:$(printf '%064d' 7)" ;;
     "container clusters describe"*) exists cluster ;;
     "storage buckets describe"*) exists bucket ;;
     "iam service-accounts describe"*) exists account ;;
@@ -171,6 +172,7 @@ def test_up_creates_everything_in_an_empty_project(sandbox: dict) -> None:
         sandbox["root"] / "infra" / "k8s" / "overlays" / "local" / "kustomization.yaml"
     ).read_text()
     assert "gs://test-project-mnist-argo/models/mnist/LATEST" in overlay
+    assert f"digest: sha256:{'7':0>64}" in overlay
 
 
 def test_up_run_again_reuses_what_exists(sandbox: dict) -> None:

@@ -59,12 +59,15 @@ render_lifecycle() {
 JSON
 }
 
-# A kustomize overlay for these settings in directory $1, on top of the base at $2 (a path relative to $1).
+# A kustomize overlay for these settings in directory $1, on top of the base at $2 (a path relative to $1),
+# running the page's image by its digest $3 (sha256:...), so the cluster runs exactly the image pushed.
 render_overlay() {
-    local directory="$1" base="$2"
+    local directory="$1" base="$2" digest="$3"
+    [[ "${digest}" =~ ^sha256:[0-9a-f]{64}$ ]] || die "not an image digest: '${digest}'"
     mkdir -p "${directory}"
     cat >"${directory}/kustomization.yaml" <<YAML
-# Written by infra/gke/up.sh for project ${PROJECT_ID}: change the settings (infra/gke/config.sh), not this file.
+# Written by infra/gke/up.sh for project ${PROJECT_ID}, image tag ${IMAGE_TAG}: change the settings
+# (infra/gke/config.sh) and run up.sh again rather than editing this file.
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -72,7 +75,7 @@ resources:
 images:
   - name: ${PAGE_IMAGE_NAME}
     newName: $(image_ref "${PAGE_IMAGE_NAME}")
-    newTag: "${IMAGE_TAG}"
+    digest: ${digest}
 patches:
   - patch: |
       apiVersion: v1

@@ -114,6 +114,10 @@ image_exists() {
     gcloud artifacts docker images describe "$1" --project "${PROJECT_ID}" >/dev/null 2>&1
 }
 
+image_digest() {
+    gcloud artifacts docker images describe "$1" --project "${PROJECT_ID}" --format 'value(image_summary.digest)'
+}
+
 build_images() {
     local steps page target
     steps="$(image_ref "${STEPS_IMAGE_NAME}"):${IMAGE_TAG}"
@@ -151,9 +155,10 @@ install_argo() {
 }
 
 apply_manifests() {
-    local overlay="infra/k8s/overlays/${OVERLAY}"
-    log "writing the kustomize overlay ${overlay} and applying it"
-    render_overlay "${overlay}" ../../base
+    local overlay="infra/k8s/overlays/${OVERLAY}" digest
+    digest="$(image_digest "$(image_ref "${PAGE_IMAGE_NAME}"):${IMAGE_TAG}")"
+    log "writing the kustomize overlay ${overlay} (page image ${digest}) and applying it"
+    render_overlay "${overlay}" ../../base "${digest}"
     kubectl apply --kustomize "${overlay}"
     kubectl --namespace "${NAMESPACE}" rollout status deployment/mnist-page --timeout 10m
 }
