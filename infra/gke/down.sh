@@ -4,6 +4,9 @@
 # accounts and the image repository. The bucket, which holds the published models, goes only if you say so
 # (DELETE_BUCKET=yes, or "y" at the prompt). Settings: the same environment variables as up.sh.
 set -euo pipefail
+# Name the command that failed; running the script again resumes, as every step reuses what exists.
+set -o errtrace
+trap 'printf "error: down.sh stopped at line %s: %s\n" "${LINENO}" "${BASH_COMMAND}" >&2' ERR
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "${here}/../.."

@@ -3,6 +3,9 @@
 # From an empty GCP project to Argo Workflows and the page on GKE. Safe to run again: every step creates what
 # is missing and reuses what exists. Settings: environment variables, see infra/gke/config.sh.
 set -euo pipefail
+# Name the command that failed; running the script again resumes, as every step reuses what exists.
+set -o errtrace
+trap 'printf "error: up.sh stopped at line %s: %s\n" "${LINENO}" "${BASH_COMMAND}" >&2' ERR
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "${here}/../.."
