@@ -275,7 +275,14 @@ def test_overlay_refuses_anything_but_an_image_digest(tmp_path: Path) -> None:
     assert not (tmp_path / "o" / "kustomization.yaml").exists()
 
 
-def test_settings_that_would_delete_published_models_are_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("prefix", ["m", "models", "models/", "models/mnist/"])
+def test_settings_that_would_delete_published_models_are_refused(
+    prefix: str, tmp_path: Path
+) -> None:
     with pytest.raises(subprocess.CalledProcessError) as failure:
-        render(tmp_path, {"PROJECT_ID": PROJECT, "RUN_PREFIX": "models"}, "check_settings")
-    assert "RUN_PREFIX" in failure.value.stderr
+        render(tmp_path, {"PROJECT_ID": PROJECT, "RUN_PREFIX": prefix}, "check_settings")
+    assert "would match published models" in failure.value.stderr
+
+
+def test_a_run_prefix_beside_models_is_accepted(tmp_path: Path) -> None:
+    render(tmp_path, {"PROJECT_ID": PROJECT, "RUN_PREFIX": "mnist-"}, "check_settings")

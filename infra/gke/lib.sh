@@ -29,7 +29,9 @@ check_settings() {
     [[ "${DISK_SIZE_GB}" =~ ^[1-9][0-9]*$ ]] || die "DISK_SIZE_GB must be a positive integer, got '${DISK_SIZE_GB}'"
     [[ "${ARTIFACT_TTL_DAYS}" =~ ^[1-9][0-9]*$ ]] ||
         die "ARTIFACT_TTL_DAYS must be a positive integer, got '${ARTIFACT_TTL_DAYS}'"
-    [[ "${RUN_PREFIX}" != models* ]] || die "RUN_PREFIX must not start with 'models': that would delete published models"
+    # The lifecycle rule deletes objects whose names start with RUN_PREFIX: none under models/ may match.
+    [[ -n "${RUN_PREFIX}" && "models/" != "${RUN_PREFIX}"* && "${RUN_PREFIX}" != models/* ]] ||
+        die "RUN_PREFIX '${RUN_PREFIX}' would match published models under models/: choose another"
     [[ "${OVERLAY}" =~ ^[a-z0-9][a-z0-9_-]*$ && "${OVERLAY}" != example ]] ||
         die "OVERLAY must be a plain directory name other than 'example', got '${OVERLAY}'"
     [[ "${BUILDER}" == cloudbuild || "${BUILDER}" == docker ]] ||
