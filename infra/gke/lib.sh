@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Helpers shared by up.sh and down.sh: messages, names derived from the settings, and rendered files.
+# Functions shared by up.sh and down.sh: messages, names derived from the settings, and rendered files.
 # Sourced after config.sh, not run.
 
 log() { printf '==> %s\n' "$*" >&2; }
