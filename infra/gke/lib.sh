@@ -1,0 +1,125 @@
+# shellcheck shell=bash
+# Functions shared by up.sh and down.sh: messages, names derived from the settings, and rendered files.
+# Sourced after config.sh, not run.
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() {
+    printf 'error: %s\n' "$*" >&2
+    exit 1
+}
+
+print_settings() {
+    local name
+    log "settings (override any with an environment variable):"
+    for name in "${SETTINGS[@]}"; do
+        printf '    %-18s %s\n' "${name}" "${!name}" >&2
+    done
+}
+
+require_commands() {
+    local command
+    for command in "$@"; do
+        command -v "${command}" >/dev/null 2>&1 || die "'${command}' is not installed or not on PATH"
+    done
+}
+
+check_settings() {
+    [[ -n "${PROJECT_ID}" ]] || die "PROJECT_ID is empty: set it, or run 'gcloud config set project ID'"
+    [[ "${NODE_COUNT}" =~ ^[1-9][0-9]*$ ]] || die "NODE_COUNT must be a positive integer, got '${NODE_COUNT}'"
+    [[ "${DISK_SIZE_GB}" =~ ^[1-9][0-9]*$ ]] || die "DISK_SIZE_GB must be a positive integer, got '${DISK_SIZE_GB}'"
+    [[ "${ARTIFACT_TTL_DAYS}" =~ ^[1-9][0-9]*$ ]] ||
+        die "ARTIFACT_TTL_DAYS must be a positive integer, got '${ARTIFACT_TTL_DAYS}'"
+    # The lifecycle rule deletes objects whose names start with RUN_PREFIX: none under models/ may match.
+    [[ -n "${RUN_PREFIX}" && "models/" != "${RUN_PREFIX}"* && "${RUN_PREFIX}" != models/* ]] ||
+        die "RUN_PREFIX '${RUN_PREFIX}' would match published models under models/: choose another"
+    [[ "${OVERLAY}" =~ ^[a-z0-9][a-z0-9_-]*$ && "${OVERLAY}" != example ]] ||
+        die "OVERLAY must be a plain directory name other than 'example', got '${OVERLAY}'"
+    [[ "${BUILDER}" == cloudbuild || "${BUILDER}" == docker ]] ||
+        die "BUILDER must be 'cloudbuild' or 'docker', got '${BUILDER}'"
+}
+
+# Google service account e-mail of a Kubernetes service account's twin, e.g. mnist-pipeline@PROJECT.iam...
+google_account() { printf '%s@%s.iam.gserviceaccount.com' "$1" "${PROJECT_ID}"; }
+
+# Workload Identity member naming a Kubernetes service account of the namespace.
+workload_member() { printf 'serviceAccount:%s.svc.id.goog[%s/%s]' "${PROJECT_ID}" "${NAMESPACE}" "$1"; }
+
+image_ref() { printf '%s-docker.pkg.dev/%s/%s/%s' "${REGION}" "${PROJECT_ID}" "${REPOSITORY}" "$1"; }
+
+# The bucket's lifecycle: delete run artifacts (names starting with RUN_PREFIX, the workflows' generateName)
+# after ARTIFACT_TTL_DAYS days. Nothing under models/ matches, so published models and LATEST stay.
+render_lifecycle() {
+    cat <<JSON
+{
+  "rule": [
+    {
+      "action": {"type": "Delete"},
+      "condition": {"age": ${ARTIFACT_TTL_DAYS}, "matchesPrefix": ["${RUN_PREFIX}"]}
+    }
+  ]
+}
+JSON
+}
+
+# A kustomize overlay for these settings in directory $1, on top of the base at $2 (a path relative to $1),
+# running the page's image by its digest $3 (sha256:...), so the cluster runs exactly the image pushed.
+render_overlay() {
+    local directory="$1" base="$2" digest="$3"
+    [[ "${digest}" =~ ^sha256:[0-9a-f]{64}$ ]] || die "not an image digest: '${digest}'"
+    mkdir -p "${directory}"
+    cat >"${directory}/kustomization.yaml" <<YAML
+# Written by infra/gke/up.sh for project ${PROJECT_ID}, image tag ${IMAGE_TAG}: change the settings
+# (infra/gke/config.sh) and run up.sh again rather than editing this file.
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ${base}
+images:
+  - name: ${PAGE_IMAGE_NAME}
+    newName: $(image_ref "${PAGE_IMAGE_NAME}")
+    digest: ${digest}
+patches:
+  - patch: |
+      apiVersion: v1
+      kind: ServiceAccount
+      metadata:
+        name: ${PIPELINE_ACCOUNT}
+        namespace: ${NAMESPACE}
+        annotations:
+          iam.gke.io/gcp-service-account: $(google_account "${PIPELINE_ACCOUNT}")
+  - patch: |
+      apiVersion: v1
+      kind: ServiceAccount
+      metadata:
+        name: ${PAGE_ACCOUNT}
+        namespace: ${NAMESPACE}
+        annotations:
+          iam.gke.io/gcp-service-account: $(google_account "${PAGE_ACCOUNT}")
+  - patch: |
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: artifact-repositories
+        namespace: ${NAMESPACE}
+      data:
+        default-v1: |
+          archiveLogs: true
+          gcs:
+            bucket: ${BUCKET}
+            keyFormat: "{{workflow.name}}/{{pod.name}}"
+  - patch: |
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: mnist-page
+        namespace: ${NAMESPACE}
+      spec:
+        template:
+          spec:
+            containers:
+              - name: page
+                env:
+                  - name: MODEL_URI
+                    value: gs://${BUCKET}/models/mnist/LATEST
+YAML
+}

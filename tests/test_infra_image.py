@@ -1,0 +1,228 @@
+"""The container images (infra/docker/Dockerfile): built from the project's own pyproject.toml, so what runs
+in the cluster is what CI installed and tested. No Docker engine runs here: the Dockerfile is parsed, and the
+wheel it installs is built from exactly the files .dockerignore lets into the build context."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+from dockerfile_parse import DockerfileParser
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCKERFILE = ROOT / "infra" / "docker" / "Dockerfile"
+PACKAGES = ("steps", "workflows", "ui")
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, value) in order, comments left out."""
+    structure = DockerfileParser(path=str(DOCKERFILE)).structure
+    return [
+        (item["instruction"], item["value"])
+        for item in structure
+        if item["instruction"] != "COMMENT"
+    ]
+
+
+def stages() -> dict[str, list[tuple[str, str]]]:
+    """Each named stage's instructions, FROM included."""
+    named: dict[str, list[tuple[str, str]]] = {}
+    current: list[tuple[str, str]] = []
+    for instruction, value in instructions():
+        if instruction == "FROM":
+            current = [(instruction, value)]
+            named[value.split()[-1]] = current
+        else:
+            current.append((instruction, value))
+    return named
+
+
+def shell_commands(run: str) -> list[list[str]]:
+    """A RUN line split into its commands (joined by && or ;)."""
+    commands, current = [], []
+    for word in shlex.split(run):
+        if word in ("&&", ";", "||"):
+            commands.append(current)
+            current = []
+        else:
+            current.append(word)
+    return [command for command in [*commands, current] if command]
+
+
+def pip_installs() -> list[list[str]]:
+    """The arguments of every `pip install` the Dockerfile runs."""
+    installs = []
+    for instruction, value in instructions():
+        for command in shell_commands(value) if instruction == "RUN" else []:
+            if Path(command[0]).name.startswith("pip") and command[1:2] == ["install"]:
+                installs.append(command[2:])
+            elif command[:4] == ["python", "-m", "pip", "install"]:
+                installs.append(command[4:])
+    return installs
+
+
+def test_base_images_are_one_pinned_python_matching_ci() -> None:
+    external = [
+        value.split()[0]
+        for instruction, value in instructions()
+        if instruction == "FROM" and value.split()[0] not in stages()
+    ]
+    assert external and len(set(external)) == 1, external
+    match = re.fullmatch(r"python:(\d+)\.(\d+)\.(\d+)-slim-\w+", external[0])
+    assert match, f"not a pinned python:X.Y.Z-slim-<debian> image: {external[0]}"
+    # CI tests the project on this interpreter; the image must run the same minor version.
+    assert (int(match[1]), int(match[2])) == sys.version_info[:2]
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    minimum = tuple(int(part) for part in requires.removeprefix(">=").split("."))
+    assert (int(match[1]), int(match[2])) >= minimum
+
+
+def test_the_only_install_source_is_the_projects_pyproject() -> None:
+    installs = pip_installs()
+    assert installs, "the Dockerfile installs nothing with pip"
+    for arguments in installs:
+        sources = [argument for argument in arguments if not argument.startswith("-")]
+        flags = [argument for argument in arguments if argument.startswith("-")]
+        assert sources == ["."], f"pip install of something other than the project: {arguments}"
+        assert set(flags) <= {"--no-deps"}, f"unexpected pip flags: {flags}"
+    assert ["."] in installs, "the dependencies must come from `pip install .`"
+    build = [value for _, value in stages()["build"]]
+    copied = next(i for i, value in enumerate(build) if "pyproject.toml" in value)
+    installed = next(i for i, value in enumerate(build) if "pip install ." in value)
+    assert copied < installed, (
+        "pyproject.toml must be in place before the dependencies are installed"
+    )
+    text = DOCKERFILE.read_text()
+    for other_source in ("requirements", "apt-get install", "conda ", "uv pip", "poetry"):
+        assert other_source not in text, other_source
+
+
+def test_images_run_as_a_non_root_user_with_their_commands() -> None:
+    named = stages()
+    assert {"steps", "page"} <= set(named)
+    for target in ("steps", "page"):
+        users = [value for instruction, value in named[target] if instruction == "USER"]
+        assert users and users[-1].split(":")[0].isdigit() and users[-1].split(":")[0] != "0", (
+            target
+        )
+    steps = dict(named["steps"])
+    assert steps["WORKDIR"] == "/work"
+    uid = steps["USER"].split(":")[0]
+    assert f"--owner={uid}" in steps["RUN"] and "/work" in steps["RUN"], (
+        "/work must belong to the user"
+    )
+    page = dict(named["page"])
+    assert shlex.split(page["CMD"].strip("[]").replace(",", " ")) == [
+        "streamlit",
+        "run",
+        "ui/app.py",
+    ]
+    assert page["EXPOSE"] == "8501" and "/_stcore/health" in page["HEALTHCHECK"]
+    # The final images copy the virtual environment, not the build stage's sources or caches.
+    runtime = [value for instruction, value in named["runtime"] if instruction == "COPY"]
+    assert runtime == ["--from=build /opt/venv /opt/venv"]
+
+
+def dockerignore_patterns() -> list[str]:
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def in_build_context(relative: str) -> bool:
+    """Docker's rule: the last pattern matching the path or one of its parent folders decides."""
+    parts = relative.split("/")
+    candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    included = True
+    for pattern in dockerignore_patterns():
+        negated = pattern.startswith("!")
+        pattern = pattern.removeprefix("!").rstrip("/")
+        if any(fnmatch.fnmatchcase(candidate, pattern) for candidate in candidates):
+            included = negated
+    return included
+
+
+def test_dockerignore_sends_the_project_and_nothing_else() -> None:
+    for needed in (
+        "pyproject.toml",
+        "README.md",
+        "steps/cli.py",
+        "workflows/pipeline.py",
+        "ui/app.py",
+    ):
+        assert in_build_context(needed), needed
+    for left_out in (
+        ".venv/bin/python",
+        ".runs/x",
+        ".git/HEAD",
+        "tests/conftest.py",
+        "steps/__pycache__/a.pyc",
+    ):
+        assert not in_build_context(left_out), left_out
+    copied = [value.split()[0] for instruction, value in instructions() if instruction == "COPY"]
+    for source in copied:
+        if not source.startswith("--from"):
+            assert in_build_context(source.rstrip("/")), source
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's wheel, built as the image builds it: from the files of the Docker build context."""
+    context = tmp_path_factory.mktemp("context")
+    # Top-level entries left out are not walked (.venv, .runs, .git can be large); the allow-list
+    # .dockerignore re-includes nothing below a left-out folder.
+    tops = [top for top in sorted(ROOT.iterdir()) if in_build_context(top.name)]
+    for path in [p for top in tops for p in ([top] if top.is_file() else sorted(top.rglob("*")))]:
+        relative = path.relative_to(ROOT).as_posix()
+        if path.is_file() and in_build_context(relative):
+            (context / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, context / relative)
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--quiet",
+            "--wheel-dir",
+            str(out),
+            ".",
+        ],
+        cwd=context,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    (built,) = out.glob("mnist_argo-*.whl")
+    return built
+
+
+def test_wheel_holds_every_package_the_images_run(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for package in PACKAGES:
+        assert f"{package}/__init__.py" in names, package
+        for module in (ROOT / package).glob("*.py"):
+            assert f"{package}/{module.name}" in names, module
+    assert "ui/app.py" in names and "steps/train.py" in names and "workflows/pipeline.py" in names
+
+
+def test_wheel_requires_exactly_the_projects_dependencies(wheel: Path) -> None:
+    archive = zipfile.ZipFile(wheel)
+    (metadata,) = [name for name in archive.namelist() if name.endswith(".dist-info/METADATA")]
+    lines = archive.read(metadata).decode().splitlines()
+    required = {
+        line.removeprefix("Requires-Dist: ") for line in lines if line.startswith("Requires-Dist: ")
+    }
+    runtime = {line for line in required if "extra ==" not in line}
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    normalise = lambda requirement: requirement.replace(" ", "").lower()  # noqa: E731
+    assert {normalise(item) for item in runtime} == {normalise(item) for item in declared}

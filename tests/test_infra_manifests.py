@@ -1,0 +1,288 @@
+"""The Kubernetes manifests under infra/k8s: assembled like kustomize, validated against Kubernetes' own
+schemas and Argo's, and holding the names the pipeline and the page rely on."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from infra_kustomize import Manifest, build, identity
+
+from steps.registry import run_prefix
+from workflows.pipeline import compile_workflow
+from workflows.settings import PipelineSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+K8S = ROOT / "infra" / "k8s"
+ARGO_SCHEMA = ROOT.parent / "shared" / "argo" / "workflow-schema.json"
+# The newest Kubernetes the validator knows, and an older minor still offered by GKE's stable channel.
+KUBERNETES_VERSIONS = [kubernetes_validate.latest_version(), "1.33.0"]
+# Settings of a rendered overlay: what infra/gke/up.sh writes for a project.
+PROJECT, BUCKET, REGION, TAG = "test-project", "test-bucket", "europe-west1", "abc1234"
+DIGEST = "sha256:" + "4d" * 32
+# The committed example overlay: what up.sh writes for these settings.
+EXAMPLE = {"PROJECT_ID": "my-project", "IMAGE_TAG": "0.1.0"}
+EXAMPLE_DIGEST = "sha256:" + "0123456789abcdef" * 4
+
+
+def render(tmp_path: Path, environment: dict[str, str], function: str, *args: str) -> str:
+    """Run one function of infra/gke/lib.sh (after config.sh) with these settings; return its stdout."""
+    script = f'source infra/gke/config.sh && source infra/gke/lib.sh && {function} "$@"'
+    result = subprocess.run(
+        ["bash", "-c", script, "render", *args],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **environment},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout
+
+
+@pytest.fixture
+def rendered_overlay(tmp_path: Path) -> Path:
+    """The overlay up.sh writes for PROJECT, next to a copy of the base, as in infra/k8s/overlays/<name>."""
+    shutil.copytree(K8S / "base", tmp_path / "k8s" / "base")
+    overlay = tmp_path / "k8s" / "overlays" / "test"
+    settings = {"PROJECT_ID": PROJECT, "BUCKET": BUCKET, "REGION": REGION, "IMAGE_TAG": TAG}
+    render(tmp_path, settings, "render_overlay", str(overlay), "../../base", DIGEST)
+    return overlay
+
+
+def by_identity(manifests: list[Manifest]) -> dict[tuple[str, str, str], Manifest]:
+    return {identity(manifest): manifest for manifest in manifests}
+
+
+def one(manifests: list[Manifest], kind: str, name: str) -> Manifest:
+    matches = [m for m in manifests if m["kind"] == kind and m["metadata"]["name"] == name]
+    assert len(matches) == 1, f"expected one {kind}/{name}, found {len(matches)}"
+    return matches[0]
+
+
+@pytest.mark.parametrize("overlay", ["base", "overlays/example", "rendered"])
+def test_every_manifest_validates_against_kubernetes(overlay: str, rendered_overlay: Path) -> None:
+    directory = rendered_overlay if overlay == "rendered" else K8S / overlay
+    manifests = build(directory)
+    assert {m["kind"] for m in manifests} >= {
+        "Namespace",
+        "ServiceAccount",
+        "Deployment",
+        "Service",
+    }
+    for version in KUBERNETES_VERSIONS:
+        for manifest in manifests:
+            try:
+                kubernetes_validate.validate(manifest, version, strict=True)
+            except kubernetes_validate.ValidationError as error:
+                pytest.fail(
+                    f"{overlay}: {identity(manifest)} is invalid for Kubernetes {version}: {error}"
+                )
+
+
+def test_an_invalid_manifest_is_rejected() -> None:
+    """The validator really checks: a Deployment with a misspelt field fails in strict mode."""
+    deployment = one(build(K8S / "base"), "Deployment", "mnist-page")
+    deployment["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = "Always"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, KUBERNETES_VERSIONS[0], strict=True)
+
+
+def _normalised(value: object) -> object:
+    """kustomize drops a block scalar's final newline inside an inline patch; nothing else differs."""
+    if isinstance(value, dict):
+        return {key: _normalised(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_normalised(item) for item in value]
+    return value.rstrip("\n") if isinstance(value, str) else value
+
+
+@pytest.mark.skipif(
+    shutil.which("kubectl") is None, reason="kubectl (with kustomize built in) not installed"
+)
+@pytest.mark.parametrize("overlay", ["base", "overlays/example", "rendered"])
+def test_kubectl_kustomize_assembles_the_same_objects(overlay: str, rendered_overlay: Path) -> None:
+    directory = rendered_overlay if overlay == "rendered" else K8S / overlay
+    output = subprocess.run(
+        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, check=True
+    ).stdout
+    theirs = by_identity([m for m in yaml.safe_load_all(output) if m])
+    ours = by_identity(build(directory))
+    assert sorted(ours) == sorted(theirs)
+    for key, manifest in ours.items():
+        assert _normalised(manifest) == _normalised(theirs[key]), key
+
+
+def test_example_overlay_is_what_up_sh_writes(tmp_path: Path) -> None:
+    """The committed example is the renderer's output for the example settings, so it cannot go stale."""
+    render(
+        tmp_path, EXAMPLE, "render_overlay", str(tmp_path / "example"), "../../base", EXAMPLE_DIGEST
+    )
+    written = (tmp_path / "example" / "kustomization.yaml").read_text()
+    assert written == (K8S / "overlays" / "example" / "kustomization.yaml").read_text()
+
+
+def test_rendered_overlay_points_everything_at_the_project(rendered_overlay: Path) -> None:
+    manifests = build(rendered_overlay)
+    assert {m["metadata"].get("namespace") for m in manifests if m["kind"] != "Namespace"} == {
+        "mnist"
+    }
+    annotation = "iam.gke.io/gcp-service-account"
+    for account in ("mnist-pipeline", "mnist-page"):
+        annotations = one(manifests, "ServiceAccount", account)["metadata"]["annotations"]
+        assert annotations[annotation] == f"{account}@{PROJECT}.iam.gserviceaccount.com"
+    pod = one(manifests, "Deployment", "mnist-page")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["image"] == f"{REGION}-docker.pkg.dev/{PROJECT}/mnist/mnist-argo-page@{DIGEST}"
+    env = {item["name"]: item["value"] for item in container["env"]}
+    assert env["MODEL_URI"] == f"gs://{BUCKET}/models/mnist/LATEST"
+    repository = yaml.safe_load(
+        one(manifests, "ConfigMap", "artifact-repositories")["data"]["default-v1"]
+    )
+    assert repository["gcs"]["bucket"] == BUCKET
+    assert "PROJECT_ID" not in json.dumps(manifests) and '"BUCKET' not in json.dumps(manifests)
+
+
+@functools.cache
+def artifact_repository_validator() -> jsonschema.Draft7Validator:
+    """Argo's ArtifactRepository definition, with unknown keys refused in it and its GCS block
+    (Argo's schema allows any extra key, which would hide a misspelt field)."""
+    schema = json.loads(ARGO_SCHEMA.read_text())
+    definitions = schema["definitions"]
+    for name in ("ArtifactRepository", "GCSArtifactRepository"):
+        definitions[f"io.argoproj.workflow.v1alpha1.{name}"]["additionalProperties"] = False
+    gcs = definitions["io.argoproj.workflow.v1alpha1.GCSArtifactRepository"]
+    gcs["required"] = ["bucket"]
+    root = {
+        "definitions": definitions,
+        "$ref": "#/definitions/io.argoproj.workflow.v1alpha1.ArtifactRepository",
+    }
+    return jsonschema.Draft7Validator(root)
+
+
+@pytest.mark.parametrize("overlay", ["base", "overlays/example", "rendered"])
+def test_artifact_repository_is_a_valid_argo_gcs_repository(
+    overlay: str, rendered_overlay: Path
+) -> None:
+    directory = rendered_overlay if overlay == "rendered" else K8S / overlay
+    config_map = one(build(directory), "ConfigMap", "artifact-repositories")
+    key = config_map["metadata"]["annotations"]["workflows.argoproj.io/default-artifact-repository"]
+    repository = yaml.safe_load(config_map["data"][key])
+    artifact_repository_validator().validate(repository)
+    assert set(repository) == {"gcs", "archiveLogs"}, (
+        "GCS only, with no key file (Workload Identity)"
+    )
+    assert repository["gcs"]["keyFormat"].startswith("{{workflow.name}}/")
+
+
+def test_the_schema_check_catches_a_misspelt_field() -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        artifact_repository_validator().validate({"gcs": {"bukket": "b"}})
+
+
+def test_executor_role_allows_task_results_and_nothing_more() -> None:
+    manifests = build(K8S / "base")
+    role = one(manifests, "Role", "mnist-pipeline-executor")
+    assert role["rules"] == [
+        {
+            "apiGroups": ["argoproj.io"],
+            "resources": ["workflowtaskresults"],
+            "verbs": ["create", "patch"],
+        }
+    ]
+    binding = one(manifests, "RoleBinding", "mnist-pipeline-executor")
+    assert binding["roleRef"]["name"] == "mnist-pipeline-executor"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "mnist-pipeline", "namespace": "mnist"}
+    ]
+    assert not [
+        m for m in manifests if m["kind"] in ("ClusterRole", "ClusterRoleBinding", "Secret")
+    ]
+
+
+def test_page_is_probed_served_on_port_80_and_locked_down() -> None:
+    manifests = build(K8S / "base")
+    deployment = one(manifests, "Deployment", "mnist-page")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert pod["serviceAccountName"] == "mnist-page"
+    ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+    assert ports == {"http": 8501}
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/_stcore/health", "port": "http"}
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] and not security["allowPrivilegeEscalation"]
+    assert pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["runAsUser"] != 0
+    assert container["resources"]["requests"] and container["resources"]["limits"]
+    env = {item["name"]: item["value"] for item in container["env"]}
+    writable = {mount["mountPath"] for mount in container["volumeMounts"]}
+    assert env["HOME"] in writable, "Streamlit and Keras write under HOME on a read-only root"
+    service = one(manifests, "Service", "mnist-page")
+    assert service["spec"]["type"] == "LoadBalancer"
+    assert service["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": "http"}]
+    assert (
+        service["spec"]["selector"].items()
+        <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    )
+
+
+def gcs_lifecycle_deletes(rules: list[dict], name: str, age_days: int) -> bool:
+    """Whether GCS would delete object `name` of this age: a rule applies when all its conditions hold."""
+    for rule in rules:
+        condition = rule["condition"]
+        if rule["action"]["type"] != "Delete" or set(condition) - {"age", "matchesPrefix"}:
+            raise ValueError(f"rule outside what this check models: {rule}")
+        prefixes = condition.get("matchesPrefix")
+        if age_days >= condition.get("age", 0) and (
+            prefixes is None or any(name.startswith(prefix) for prefix in prefixes)
+        ):
+            return True
+    return False
+
+
+def test_lifecycle_rule_deletes_old_runs_and_keeps_published_models(tmp_path: Path) -> None:
+    lifecycle = json.loads(
+        render(tmp_path, {"PROJECT_ID": PROJECT, "ARTIFACT_TTL_DAYS": "5"}, "render_lifecycle")
+    )
+    rules = lifecycle["rule"]
+    # Run artifacts are keyed "<workflow name>/..."; the workflow's generateName is that name's start.
+    generate_name = compile_workflow(PipelineSettings())["metadata"]["generateName"]
+    run_object = f"{generate_name}x7k2p/round-1/model.h5"
+    published = [f"{run_prefix(generate_name + 'x7k2p')}/model.h5", "models/mnist/LATEST"]
+    assert gcs_lifecycle_deletes(rules, run_object, age_days=5)
+    assert not gcs_lifecycle_deletes(rules, run_object, age_days=4)
+    for name in published:
+        assert not gcs_lifecycle_deletes(rules, name, age_days=10_000), name
+
+
+def test_overlay_refuses_anything_but_an_image_digest(tmp_path: Path) -> None:
+    with pytest.raises(subprocess.CalledProcessError) as failure:
+        render(
+            tmp_path,
+            {"PROJECT_ID": PROJECT},
+            "render_overlay",
+            str(tmp_path / "o"),
+            "../../base",
+            TAG,
+        )
+    assert "not an image digest" in failure.value.stderr
+    assert not (tmp_path / "o" / "kustomization.yaml").exists()
+
+
+@pytest.mark.parametrize("prefix", ["m", "models", "models/", "models/mnist/"])
+def test_settings_that_would_delete_published_models_are_refused(
+    prefix: str, tmp_path: Path
+) -> None:
+    with pytest.raises(subprocess.CalledProcessError) as failure:
+        render(tmp_path, {"PROJECT_ID": PROJECT, "RUN_PREFIX": prefix}, "check_settings")
+    assert "would match published models" in failure.value.stderr
+
+
+def test_a_run_prefix_beside_models_is_accepted(tmp_path: Path) -> None:
+    render(tmp_path, {"PROJECT_ID": PROJECT, "RUN_PREFIX": "mnist-"}, "check_settings")
