@@ -19,7 +19,8 @@ import tomllib
 from pathlib import Path
 
 import yaml
-from infra_kustomize import build
+
+from tests.infra_kustomize import build
 
 ROOT = Path(__file__).resolve().parents[1]
 

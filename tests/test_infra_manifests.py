@@ -13,9 +13,9 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from infra_kustomize import Manifest, build, identity
 
 from steps.registry import run_prefix
+from tests.infra_kustomize import Manifest, build, identity
 from workflows.pipeline import compile_workflow
 from workflows.settings import PipelineSettings
 
