@@ -145,7 +145,7 @@ def _http_error(server: ArgoServer, error: urllib.error.HTTPError) -> ArgoError:
         hint = "set ARGO_TOKEN" if not server.token else "ARGO_TOKEN is not accepted; renew it"
         return ArgoError(
             f"the Argo Server wants a valid token (401 {detail}): {hint}, e.g. "
-            f'ARGO_TOKEN="Bearer $(kubectl -n {server.namespace} create token {cluster.SERVICE_ACCOUNT})"'
+            f'ARGO_TOKEN="Bearer $(kubectl -n {server.namespace} create token {cluster.SUBMITTER_ACCOUNT})"'
         )
     if error.code == 403:
         return ArgoError(

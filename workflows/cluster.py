@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 NAMESPACE = "mnist"
-SERVICE_ACCOUNT = "mnist-pipeline"
+SERVICE_ACCOUNT = "mnist-pipeline"  # the workflow pods run as this one
+SUBMITTER_ACCOUNT = "mnist-submitter"  # its token submits runs and logs in to the Argo UI
 TEMPLATE_NAME = "mnist-pipeline"
 APP_LABEL = "mnist-argo"
 
