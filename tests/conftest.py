@@ -86,16 +86,21 @@ def gcs_emulator() -> str:
         server.wait(timeout=10)
 
 
-@pytest.fixture
-def gcs_bucket(gcs_emulator: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A fresh empty bucket on the emulator; STORAGE_EMULATOR_HOST is set for this test and its children."""
+def new_bucket(host: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Create an empty bucket at `host`; STORAGE_EMULATOR_HOST is set for this test and its children."""
     from google.cloud import storage
 
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_emulator)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", host)
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "test-project")
     name = f"bucket-{time.monotonic_ns()}"
     storage.Client().create_bucket(name)
     return name
+
+
+@pytest.fixture
+def gcs_bucket(gcs_emulator: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh empty bucket on the emulator."""
+    return new_bucket(gcs_emulator, monkeypatch)
 
 
 @pytest.fixture(scope="session")
@@ -111,10 +116,4 @@ def gcs_with_preconditions(gcs_emulator: str) -> str:
 @pytest.fixture
 def strict_gcs_bucket(gcs_with_preconditions: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """Like gcs_bucket, reached through the precondition-enforcing proxy."""
-    from google.cloud import storage
-
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_with_preconditions)
-    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "test-project")
-    name = f"strict-{time.monotonic_ns()}"
-    storage.Client().create_bucket(name)
-    return name
+    return new_bucket(gcs_with_preconditions, monkeypatch)
