@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import ui_support
-from PIL import Image
+from PIL import Image, ImageDraw
 from streamlit.testing.v1 import AppTest
 
 from steps.registry import LATEST_KEY, run_prefix
+from ui.predict import LOW_CONFIDENCE
 from ui.preprocess import MAX_PIXELS, MB
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,6 +134,37 @@ def test_a_file_over_the_upload_limit_is_refused(
     page = open_page(monkeypatch, latest_uri(published_store))
     upload(page, "big.png", data)
     assert f"the limit is {limit // MB} MB" in page.error[0].value
+
+
+def not_a_digit(name: str) -> bytes:
+    """Black shapes on white that are no digit: a decent model is unsure about some of them."""
+    image = Image.new("L", (200, 200), 255)
+    draw = ImageDraw.Draw(image)
+    strokes = {
+        "cross": [(30, 30, 170, 170), (30, 170, 170, 30)],
+        "hash": [(70, 30, 70, 170), (130, 30, 130, 170), (30, 70, 170, 70), (30, 130, 170, 130)],
+        "plus": [(100, 30, 100, 170), (30, 100, 170, 100)],
+        "ladder": [(60, 20, 60, 180), (140, 20, 140, 180), (60, 70, 140, 70), (60, 130, 140, 130)],
+    }
+    for line in strokes[name]:
+        draw.line(line, fill=0, width=14)
+    return png(image)
+
+
+def test_a_low_confidence_prediction_is_labelled_as_a_guess(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path
+) -> None:
+    page = open_page(monkeypatch, latest_uri(published_store))
+    confidences = []
+    for name in ("cross", "hash", "plus", "ladder"):
+        upload(page, f"{name}.png", not_a_digit(name))
+        confidence = float(metric(page, "Confidence").rstrip("%")) / 100
+        labelled = any("Low confidence" in warning.value for warning in page.warning)
+        assert labelled == (confidence < LOW_CONFIDENCE), (name, confidence)
+        confidences.append(confidence)
+    assert min(confidences) < LOW_CONFIDENCE, "no shape was a guess: nothing was checked"
+    upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
+    assert not page.warning
 
 
 def test_without_a_published_model_the_page_says_how_to_make_one(

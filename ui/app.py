@@ -99,7 +99,9 @@ def show_prediction(loaded: LoadedModel, data: bytes) -> None:
         (140, 140), Image.Resampling.NEAREST
     )
     left.image(seen, caption="What the model sees (28x28)")
-    right.metric("Prediction", prediction.digit, f"{prediction.confidence:.1%} confident")
+    digit, confidence = right.columns(2)
+    digit.metric("Prediction", prediction.digit)
+    confidence.metric("Confidence", f"{prediction.confidence:.1%}")
     if prediction.is_low_confidence:
         right.warning(
             f"Low confidence (under {LOW_CONFIDENCE:.0%}): this is a guess. "
