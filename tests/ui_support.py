@@ -45,7 +45,7 @@ def evaluate_model(mnist_path: Path, model: Path, out_dir: Path) -> Path:
     return out_dir
 
 
-def publish_run(store: Path, run: str, model: Path, evaluation: Path) -> None:
+def publish_run(store: str | Path, run: str, model: Path, evaluation: Path) -> None:
     """Publish `model` as `run` with the publish step: the run's files, then LATEST."""
     settings = {"workers": 1, "rounds": 1, "epochs": EPOCHS, "batch": BATCH}
     args = [
