@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
+import tempfile
 import tomllib
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +90,31 @@ def test_an_uploaded_sample_gets_its_digit(
     assert metric(page, "Prediction") == sample[0]
     assert not page.error
     assert "What the model sees (28x28)" in image_captions(page)
+
+
+def test_an_upload_is_never_written_to_disk_under_its_name(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where a temporary copy would go
+    tempfile.tempdir = None  # make tempfile read TMPDIR again
+    name = f"upload-{uuid.uuid4().hex}.jpg"
+    try:
+        page = open_page(monkeypatch, latest_uri(published_store))
+        upload(page, name, (SAMPLES / "7-photo.jpg").read_bytes(), "image/jpeg")
+        assert metric(page, "Prediction") == "7"
+    finally:
+        tempfile.tempdir = None
+    for folder in (tmp_path, published_store, ROOT):
+        assert name not in files_under(folder), f"{name} was written under {folder}"
+
+
+def files_under(folder: Path) -> set[str]:
+    """Names of the files under `folder`, leaving out virtual environments and git's store."""
+    names: set[str] = set()
+    for _, subfolders, files in os.walk(folder):
+        subfolders[:] = [sub for sub in subfolders if sub not in {".venv", ".git"}]
+        names.update(files)
+    return names
 
 
 def png(image: Image.Image) -> bytes:

@@ -213,7 +213,7 @@ class ModelKeeper:
                 loaded = fetch(self.source, store, version)
             except ModelUnavailable as error:
                 return Status(self.current, f"the newest model cannot be loaded: {error}")
-            except StepError as error:  # the store failed while downloading
+            except Exception as error:  # the store failed while downloading (network, permissions)
                 return Status(self.current, f"the newest model cannot be fetched: {error}")
             self.current = loaded
             return Status(loaded)
