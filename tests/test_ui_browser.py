@@ -30,44 +30,49 @@ PAGE_TIMEOUT_MS = 120_000  # the server imports TensorFlow and loads the model o
 
 
 @pytest.fixture(scope="module")
-def page_url(published_store: Path) -> Iterator[str]:
+def page_url(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`streamlit run ui/app.py` on 127.0.0.1, serving the test model."""
     port = free_port()
+    log = tmp_path_factory.mktemp("streamlit") / "server.log"
     env = {
         **os.environ,
         "MODEL_URI": str(published_store / LATEST_KEY),
         "PYTHONPATH": str(ROOT),
     }
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "ui/app.py",
-            "--server.headless",
-            "true",
-            "--server.address",
-            "127.0.0.1",
-            "--server.port",
-            str(port),
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, timeout=60)
-        url = f"http://127.0.0.1:{port}"
-        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=30) as response:
-            assert response.read() == b"ok"
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
+    with log.open("wb") as output:
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "ui/app.py",
+                "--server.headless",
+                "true",
+                "--server.address",
+                "127.0.0.1",
+                "--server.port",
+                str(port),
+                "--browser.gatherUsageStats",
+                "false",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            try:
+                wait_for_port(port, timeout=60)
+            except TimeoutError:
+                pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}")
+            url = f"http://127.0.0.1:{port}"
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=30) as response:
+                assert response.read() == b"ok"
+            yield url
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
 
 
 @pytest.fixture(scope="module")
