@@ -143,6 +143,7 @@ def test_a_truncated_image_is_refused(format: str) -> None:
     [int((MAX_PIXELS * 1.5) ** 0.5), int((MAX_PIXELS * 3) ** 0.5)],
     ids=["past the limit", "past twice the limit"],
 )
+@pytest.mark.filterwarnings("error::PIL.Image.DecompressionBombWarning")  # as ui.preprocess sets it
 def test_a_decompression_bomb_is_refused_before_it_is_decoded(side: int) -> None:
     with pytest.raises(ImageRejected, match="too many pixels"):
         prepare(png_with_size(side, side))
