@@ -1,4 +1,4 @@
-"""Helpers for the page's tests: one decent model trained once, published with the real steps."""
+"""What the page's tests share: one decent model trained once, published with the real steps."""
 
 from __future__ import annotations
 

@@ -181,7 +181,7 @@ def fetch(source: ModelSource, store: ArtifactStore | None, version: str) -> Loa
 class ModelKeeper:
     """Follows a source: loads each new version once, and keeps the last good model while a new one fails.
 
-    One per MODEL_URI per process; every page session asks it on every rerun (a cheap read of LATEST).
+    One per MODEL_URI per process; every visitor's page asks it on every rerun (a cheap read of LATEST).
     """
 
     def __init__(self, source: ModelSource) -> None:
