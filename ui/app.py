@@ -1,45 +1,166 @@
-"""The demo page: upload a digit, see what the published averaged model predicts."""
+"""The demo page: upload or draw a digit, see what the published averaged model says and why.
+
+streamlit run ui/app.py    (MODEL_URI picks the model; see ui/model_source.py)
+"""
 
 from __future__ import annotations
 
-import io
-import os
+import sys
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parents[1])
+if ROOT not in sys.path:  # `streamlit run ui/app.py` puts ui/ on the path, not the project
+    sys.path.insert(0, ROOT)
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 from PIL import Image
+from streamlit_drawable_canvas import st_canvas
 
-from steps.registry import MODEL_FILE, latest_run, run_prefix
-from steps.storage import open_store
+from steps.report import draw_confusion
+from ui.model_source import LoadedModel, ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
+from ui.predict import LOW_CONFIDENCE, classify
+from ui.preprocess import EXTENSIONS, MB, ImageRejected, prepare
 
-STORE = os.environ.get("ARTIFACTS", ".runs")
+CANVAS_SIDE = 280  # ten screen pixels per model pixel
+STROKE = 22  # about MNIST's stroke width once the drawing is scaled to 20 px
 
-st.set_page_config(page_title="MNIST on Argo", page_icon="✍️")
+st.set_page_config(page_title="Handwritten digits", page_icon="✍️")
+
+
+@st.cache_resource(show_spinner=False)
+def keeper_for(uri: str) -> ModelKeeper:
+    """One keeper per MODEL_URI for the whole server: the model loads once, not per visitor."""
+    return ModelKeeper(parse_model_uri(uri))
+
+
+def show_how_to(uri: str, problem: str | None) -> None:
+    st.info(
+        f"No model is published at `{uri}` yet.\n\n"
+        "Train and publish one on this machine, then reload this page:\n\n"
+        "```bash\nmake pipeline    # or: python workflows/submit.py --local\n```\n\n"
+        "Or point the page at a published model: `MODEL_URI=gs://BUCKET/models/mnist/LATEST`, "
+        "a store's `models/mnist/LATEST`, or a `.h5` file."
+    )
+    if problem:
+        st.warning(problem)
+
+
+def show_card(loaded: LoadedModel) -> None:
+    """Run id, test accuracy, the training settings and when it was published."""
+    card, settings = loaded.card, loaded.card.get("settings") or {}
+    accuracy = card.get("accuracy") or (loaded.metrics or {}).get("accuracy")
+    st.subheader("The model")
+    top = st.columns([3, 2])
+    top[0].metric("Run", card.get("run") or loaded.label)
+    top[1].metric("Test accuracy", f"{accuracy:.2%}" if isinstance(accuracy, float) else "—")
+    knobs = st.columns(4)
+    for column, name in zip(knobs, ("workers", "rounds", "epochs", "batch"), strict=True):
+        column.metric(name.capitalize(), str(settings.get(name, "—")))
+    if card.get("published_at"):
+        st.caption(f"Trained and published {card['published_at']}.")
+
+
+def show_report(loaded: LoadedModel) -> None:
+    """The confusion matrix and per-class accuracy from the run's metrics.json."""
+    metrics = loaded.metrics or {}
+    with st.expander("Model report: where it goes wrong"):
+        if loaded.confusion_png:
+            st.image(loaded.confusion_png, caption="Confusion matrix on the test set")
+        elif metrics.get("confusion_matrix"):
+            st.image(
+                draw_confusion(np.array(metrics["confusion_matrix"])), caption="Confusion matrix"
+            )
+        per_class = metrics.get("per_class_accuracy")
+        if per_class:
+            table = pd.DataFrame(
+                {"accuracy": [float(value) for value in per_class.values()]},
+                index=pd.Index(list(per_class), name="digit"),
+            )
+            st.bar_chart(table, y_label="accuracy on the test set", x_label="digit")
+            worst = table["accuracy"].idxmin()
+            st.caption(f"Weakest digit: {worst} ({table['accuracy'][worst]:.1%} right).")
+        if not metrics:
+            st.caption("This model came without a metrics.json.")
+
+
+def show_prediction(loaded: LoadedModel, data: bytes) -> None:
+    """Preprocess `data`, show what the model sees and what it says; a clear message for bad input."""
+    limit = st.get_option("server.maxUploadSize") * MB
+    try:
+        pixels = prepare(data, max_bytes=limit)
+    except ImageRejected as error:
+        st.error(str(error))
+        return
+    prediction = classify(loaded.model, pixels)
+    left, right = st.columns([1, 2])
+    seen = Image.fromarray((pixels * 255).astype(np.uint8)).resize(
+        (140, 140), Image.Resampling.NEAREST
+    )
+    left.image(seen, caption="What the model sees (28x28)")
+    digit, confidence = right.columns(2)
+    digit.metric("Prediction", prediction.digit)
+    confidence.metric("Confidence", f"{prediction.confidence:.1%}")
+    if prediction.is_low_confidence:
+        right.warning(
+            f"Low confidence (under {LOW_CONFIDENCE:.0%}): this is a guess. "
+            "Try a clearer image, one digit filling most of it."
+        )
+    probabilities = pd.DataFrame(
+        {"probability": prediction.probabilities},
+        index=pd.Index([str(digit) for digit in range(10)], name="digit"),
+    )
+    st.bar_chart(probabilities, x_label="digit", y_label="probability")
+
+
+def drawn_image() -> bytes | None:
+    """The canvas as PNG bytes once something is drawn on it."""
+    result = st_canvas(
+        stroke_width=STROKE,
+        stroke_color="#FFFFFF",
+        background_color="#000000",
+        width=CANVAS_SIDE,
+        height=CANVAS_SIDE,
+        drawing_mode="freedraw",
+        return_image_data=True,
+        key="canvas",
+    )
+    if not (result.json_data or {}).get("objects"):
+        return None
+    return result.image_bytes
+
+
 st.title("Handwritten digit recognition")
-
-
-@st.cache_resource
-def load(run: str):
-    import tempfile
-    from pathlib import Path
-
-    from steps.model import load_model
-
-    target = Path(tempfile.mkdtemp()) / MODEL_FILE
-    open_store(STORE).download_file(f"{run_prefix(run)}/{MODEL_FILE}", target)
-    return load_model(target)
-
-
-run = latest_run(open_store(STORE))
-if run is None:
-    st.info("No model is published yet. Train one with `python workflows/submit.py --local`.")
+st.write(
+    "A CNN trained by several workers on separate shards of MNIST, their weights averaged "
+    "(FedAvg). Upload a photo of one digit or draw one."
+)
+uri = model_uri()
+try:
+    status = keeper_for(uri).refresh()
+except ModelUnavailable as error:  # MODEL_URI itself is unusable
+    show_how_to(uri, str(error))
     st.stop()
-model = load(run)
-st.caption(f"Model: run {run}")
-upload = st.file_uploader("A digit image", type=["png", "jpg", "jpeg"])
-if upload is not None:
-    image = Image.open(io.BytesIO(upload.getvalue())).convert("L").resize((28, 28))
-    pixels = np.asarray(image, dtype="float32") / 255.0
-    probabilities = model.predict(pixels[np.newaxis, ..., np.newaxis], verbose=0)[0]
-    st.image(image, width=112)
-    st.metric("Prediction", int(probabilities.argmax()), f"{probabilities.max():.1%} confident")
+loaded = status.model
+if loaded is None:
+    show_how_to(uri, status.problem)
+    st.stop()
+if status.problem:
+    st.warning(f"Still serving {loaded.label}: {status.problem}.")
+if st.session_state.get("serving") not in (None, loaded.version):
+    st.toast(f"Now serving {loaded.label}.")
+st.session_state["serving"] = loaded.version
+
+show_card(loaded)
+upload_tab, draw_tab = st.tabs(["Upload an image", "Draw a digit"])
+with upload_tab:
+    upload = st.file_uploader("An image of one digit", type=list(EXTENSIONS))
+    if upload is not None:
+        show_prediction(loaded, upload.getvalue())  # in memory only; never written to disk
+with draw_tab:
+    st.caption("Draw one digit, large, with the mouse.")
+    drawing = drawn_image()
+    if drawing:
+        show_prediction(loaded, drawing)
+show_report(loaded)

@@ -1,0 +1,254 @@
+"""The real Streamlit page, run by streamlit.testing's AppTest: model card, predictions, bad input, LATEST."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tempfile
+import tomllib
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+from streamlit.testing.v1 import AppTest
+
+from steps.registry import LATEST_KEY, run_prefix
+from tests import ui_support
+from ui.predict import LOW_CONFIDENCE
+from ui.preprocess import MAX_PIXELS, MB
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "ui" / "app.py"
+SAMPLES = ROOT / "samples"
+TIMEOUT = 120  # the first run imports TensorFlow and loads the model
+
+
+def upload_limit() -> int:
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    return config["server"]["maxUploadSize"] * MB
+
+
+def open_page(monkeypatch: pytest.MonkeyPatch, model_uri: str) -> AppTest:
+    monkeypatch.setenv("MODEL_URI", model_uri)
+    monkeypatch.chdir(ROOT)  # where `streamlit run` reads .streamlit/config.toml
+    page = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    page.run()
+    assert not page.exception, page.exception
+    return page
+
+
+def metric(page: AppTest, label: str) -> str:
+    values = [item.value for item in page.metric if item.label == label]
+    assert values, f"no {label!r} on the page: {[item.label for item in page.metric]}"
+    return values[0]
+
+
+def image_captions(page: AppTest) -> list[str]:
+    return [caption for image in page.get("image") for caption in image.captions]
+
+
+def upload(page: AppTest, name: str, data: bytes, mime: str = "image/png") -> AppTest:
+    page.file_uploader[0].set_value((name, data, mime))
+    page.run()
+    assert not page.exception, page.exception
+    return page
+
+
+def latest_uri(store: Path) -> str:
+    return str(store / LATEST_KEY)
+
+
+@pytest.fixture
+def own_store(published_store: Path, tmp_path: Path) -> Path:
+    """A copy of the published store that a test may change."""
+    return Path(shutil.copytree(published_store, tmp_path / "store"))
+
+
+def test_the_page_shows_the_published_model(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path
+) -> None:
+    page = open_page(monkeypatch, latest_uri(published_store))
+    assert metric(page, "Run") == ui_support.FIRST_RUN
+    assert metric(page, "Test accuracy").endswith("%")
+    assert float(metric(page, "Test accuracy").rstrip("%")) > 90
+    assert metric(page, "Epochs") == str(ui_support.EPOCHS)
+    assert metric(page, "Batch") == str(ui_support.BATCH)
+    assert any("Trained and published" in caption.value for caption in page.caption)
+    assert "Confusion matrix on the test set" in image_captions(page)
+    assert not page.error and not page.warning
+
+
+@pytest.mark.parametrize("sample", ["7-photo.jpg", "2-mnist.png"])
+def test_an_uploaded_sample_gets_its_digit(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path, sample: str
+) -> None:
+    page = open_page(monkeypatch, latest_uri(published_store))
+    upload(page, sample, (SAMPLES / sample).read_bytes(), "image/jpeg")
+    assert metric(page, "Prediction") == sample[0]
+    assert not page.error
+    assert "What the model sees (28x28)" in image_captions(page)
+
+
+def test_an_upload_is_never_written_to_disk_under_its_name(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where a temporary copy would go
+    tempfile.tempdir = None  # make tempfile read TMPDIR again
+    name = f"upload-{uuid.uuid4().hex}.jpg"
+    try:
+        page = open_page(monkeypatch, latest_uri(published_store))
+        upload(page, name, (SAMPLES / "7-photo.jpg").read_bytes(), "image/jpeg")
+        assert metric(page, "Prediction") == "7"
+    finally:
+        tempfile.tempdir = None
+    for folder in (tmp_path, published_store, ROOT):
+        assert name not in files_under(folder), f"{name} was written under {folder}"
+
+
+def files_under(folder: Path) -> set[str]:
+    """Names of the files under `folder`, leaving out virtual environments and git's store."""
+    names: set[str] = set()
+    for _, subfolders, files in os.walk(folder):
+        subfolders[:] = [sub for sub in subfolders if sub not in {".venv", ".git"}]
+        names.update(files)
+    return names
+
+
+def png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+BAD_UPLOADS = {
+    "not an image": (b"just some text\n" * 10, "This is not an image the page can read"),
+    "truncated": ((SAMPLES / "4-photo.jpg").read_bytes()[:2000], "damaged or cut short"),
+    "0 bytes": (b"", "The file is empty"),
+    "no ink": (png(Image.new("RGB", (120, 90), "white")), "No digit found"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_UPLOADS))
+def test_a_bad_upload_gets_its_message_and_the_page_keeps_working(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path, case: str
+) -> None:
+    data, message = BAD_UPLOADS[case]
+    page = open_page(monkeypatch, latest_uri(published_store))
+    upload(page, "upload.png", data)
+    assert [message in error.value for error in page.error] == [True]
+    assert not [item for item in page.metric if item.label == "Prediction"]
+    upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())  # the next upload works
+    assert metric(page, "Prediction") == "7" and not page.error
+
+
+def test_a_decompression_bomb_is_refused(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path
+) -> None:
+    side = int((MAX_PIXELS * 3) ** 0.5)
+    page = open_page(monkeypatch, latest_uri(published_store))
+    upload(page, "bomb.png", png(Image.new("1", (side, side), 0)))
+    assert page.error[0].value.startswith("The image has too many pixels")
+
+
+def test_a_file_over_the_upload_limit_is_refused(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path
+) -> None:
+    # AppTest hands the bytes straight to the page; in a browser Streamlit refuses them earlier.
+    limit = upload_limit()
+    data = png(Image.new("L", (28, 28), 0)) + bytes(limit)
+    page = open_page(monkeypatch, latest_uri(published_store))
+    upload(page, "big.png", data)
+    assert f"the limit is {limit // MB} MB" in page.error[0].value
+
+
+def not_a_digit(name: str) -> bytes:
+    """Black shapes on white that are no digit: a decent model is unsure about some of them."""
+    image = Image.new("L", (200, 200), 255)
+    draw = ImageDraw.Draw(image)
+    strokes = {
+        "cross": [(30, 30, 170, 170), (30, 170, 170, 30)],
+        "hash": [(70, 30, 70, 170), (130, 30, 130, 170), (30, 70, 170, 70), (30, 130, 170, 130)],
+        "plus": [(100, 30, 100, 170), (30, 100, 170, 100)],
+        "ladder": [(60, 20, 60, 180), (140, 20, 140, 180), (60, 70, 140, 70), (60, 130, 140, 130)],
+    }
+    for line in strokes[name]:
+        draw.line(line, fill=0, width=14)
+    return png(image)
+
+
+def test_a_low_confidence_prediction_is_labelled_as_a_guess(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path
+) -> None:
+    page = open_page(monkeypatch, latest_uri(published_store))
+    confidences = []
+    for name in ("cross", "hash", "plus", "ladder"):
+        upload(page, f"{name}.png", not_a_digit(name))
+        confidence = float(metric(page, "Confidence").rstrip("%")) / 100
+        labelled = any("Low confidence" in warning.value for warning in page.warning)
+        assert labelled == (confidence < LOW_CONFIDENCE), (name, confidence)
+        confidences.append(confidence)
+    assert min(confidences) < LOW_CONFIDENCE, "no shape was a guess: nothing was checked"
+    upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
+    assert not page.warning
+
+
+def test_without_a_published_model_the_page_says_how_to_make_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    page = open_page(monkeypatch, latest_uri(tmp_path / "empty-store"))
+    assert "No model is published" in page.info[0].value
+    assert "make pipeline" in page.info[0].value
+    assert not page.file_uploader
+
+
+def test_the_default_model_uri_is_the_local_stores_latest(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path
+) -> None:
+    monkeypatch.setenv("ARTIFACTS", str(published_store))
+    page = open_page(monkeypatch, "")  # MODEL_URI empty: the default applies
+    assert metric(page, "Run") == ui_support.FIRST_RUN
+
+
+def test_a_new_latest_is_picked_up_and_a_broken_one_keeps_the_old_model(
+    monkeypatch: pytest.MonkeyPatch,
+    own_store: Path,
+    digit_model: Path,
+    model_evaluation: Path,
+) -> None:
+    page = open_page(monkeypatch, latest_uri(own_store))
+    assert metric(page, "Run") == ui_support.FIRST_RUN
+
+    ui_support.publish_run(own_store, "ui-test-2", digit_model, model_evaluation)
+    page.run()
+    assert metric(page, "Run") == "ui-test-2" and not page.warning
+
+    # LATEST names a run whose model never arrived: keep serving, and say so
+    (own_store / run_prefix("ui-test-3")).mkdir(parents=True)
+    (own_store / LATEST_KEY).write_text("ui-test-3")
+    page.run()
+    assert metric(page, "Run") == "ui-test-2"
+    assert (
+        "ui-test-3" in page.warning[0].value and "Still serving ui-test-2" in page.warning[0].value
+    )
+
+    # a model file that is not a model of this architecture: same
+    (own_store / run_prefix("ui-test-3") / "model.h5").write_bytes(b"not hdf5 at all")
+    page.run()
+    assert metric(page, "Run") == "ui-test-2"
+    assert "not a model of this project's architecture" in page.warning[0].value
+
+    # once it is whole, the page switches without a restart
+    shutil.copyfile(digit_model, own_store / run_prefix("ui-test-3") / "model.h5")
+    page.run()
+    assert metric(page, "Run") == "ui-test-3" and not page.warning
+    upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
+    assert metric(page, "Prediction") == "7"
+
+
+def test_the_canvas_is_offered(monkeypatch: pytest.MonkeyPatch, published_store: Path) -> None:
+    page = open_page(monkeypatch, latest_uri(published_store))
+    assert [tab.label for tab in page.tabs] == ["Upload an image", "Draw a digit"]
+    assert np.any(["Draw one digit" in caption.value for caption in page.caption])

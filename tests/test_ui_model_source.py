@@ -1,0 +1,118 @@
+"""MODEL_URI: a store's LATEST (folder or gs:// through the emulator), a store, or a model file."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from steps.registry import LATEST_KEY, MODEL_FILE, run_prefix
+from tests import ui_support
+from ui.model_source import (
+    ModelKeeper,
+    ModelSource,
+    ModelUnavailable,
+    default_model_uri,
+    model_uri,
+    parse_model_uri,
+)
+
+
+@pytest.mark.parametrize(
+    ("uri", "expected"),
+    [
+        (".runs/models/mnist/LATEST", ModelSource(".runs/models/mnist/LATEST", store=".runs")),
+        ("models/mnist/LATEST", ModelSource("models/mnist/LATEST", store=".")),
+        (
+            "gs://bucket/models/mnist/LATEST",
+            ModelSource("gs://bucket/models/mnist/LATEST", store="gs://bucket"),
+        ),
+        (
+            "gs://bucket/team/models/mnist/LATEST/",
+            ModelSource("gs://bucket/team/models/mnist/LATEST/", store="gs://bucket/team"),
+        ),
+        ("gs://bucket/team", ModelSource("gs://bucket/team", store="gs://bucket/team")),
+        ("some/model.h5", ModelSource("some/model.h5", file=Path("some/model.h5"))),
+    ],
+)
+def test_model_uris_are_parsed(uri: str, expected: ModelSource) -> None:
+    assert parse_model_uri(uri) == expected
+
+
+def test_a_bucket_model_file_is_refused_with_the_uri_to_use() -> None:
+    with pytest.raises(ModelUnavailable, match="gs://bucket/models/mnist/LATEST"):
+        parse_model_uri("gs://bucket/models/mnist/run-1/model.h5")
+
+
+def test_the_default_is_the_local_stores_latest() -> None:
+    assert default_model_uri({}) == f".runs/{LATEST_KEY}"
+    assert model_uri({}) == f".runs/{LATEST_KEY}"
+    assert model_uri({"ARTIFACTS": "/data/store/"}) == f"/data/store/{LATEST_KEY}"
+    assert model_uri({"ARTIFACTS": "gs://b/p", "MODEL_URI": "x.h5"}) == "x.h5"
+
+
+def test_a_folder_store_gives_model_card_metrics_and_picture(published_store: Path) -> None:
+    status = ModelKeeper(parse_model_uri(str(published_store / LATEST_KEY))).refresh()
+    assert status.problem is None
+    loaded = status.model
+    assert loaded.version == loaded.label == ui_support.FIRST_RUN
+    assert loaded.card["settings"]["epochs"] == ui_support.EPOCHS
+    assert loaded.metrics["test_samples"] == ui_support.EVAL_DIGITS
+    assert loaded.confusion_png.startswith(b"\x89PNG")
+    assert loaded.model.count_params() > 100_000
+
+
+def test_a_gcs_store_is_followed_through_latest(
+    gcs_bucket: str, digit_model: Path, model_evaluation: Path
+) -> None:
+    store = f"gs://{gcs_bucket}/team"
+    keeper = ModelKeeper(parse_model_uri(f"{store}/{LATEST_KEY}"))
+    assert keeper.refresh().model is None  # nothing published yet
+    ui_support.publish_run(store, "gcs-run-1", digit_model, model_evaluation)
+    loaded = keeper.refresh().model
+    assert loaded.label == "gcs-run-1"
+    assert loaded.metrics["accuracy"] == loaded.card["accuracy"]
+    assert loaded.confusion_png.startswith(b"\x89PNG")
+    ui_support.publish_run(store, "gcs-run-2", digit_model, model_evaluation)
+    assert keeper.refresh().model.label == "gcs-run-2"
+
+
+def test_a_model_file_with_its_run_files_beside_it(published_store: Path, tmp_path: Path) -> None:
+    run_folder = shutil.copytree(
+        published_store / run_prefix(ui_support.FIRST_RUN), tmp_path / "run"
+    )
+    model = Path(run_folder) / MODEL_FILE
+    keeper = ModelKeeper(parse_model_uri(str(model)))
+    first = keeper.refresh().model
+    assert first.label == MODEL_FILE
+    assert first.card["run"] == ui_support.FIRST_RUN and first.metrics and first.confusion_png
+    assert keeper.refresh().model is first  # unchanged file: not loaded again
+    model.write_bytes(model.read_bytes())  # rewritten: a new stamp, loaded again
+    (Path(run_folder) / "run.json").write_text(json.dumps({"run": "rewritten"}))
+    second = keeper.refresh()
+    assert second.model is not first and second.model.card["run"] == "rewritten"
+
+
+def test_a_broken_model_file_is_not_served(tmp_path: Path) -> None:
+    model = tmp_path / "model.h5"
+    model.write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(100))  # an HDF5 signature and nothing else
+    status = ModelKeeper(parse_model_uri(str(model))).refresh()
+    assert status.model is None
+    assert "not a model of this project's architecture" in status.problem
+
+
+def test_latest_naming_something_that_is_not_a_run_keeps_the_old_model(
+    published_store: Path, tmp_path: Path
+) -> None:
+    store = Path(shutil.copytree(published_store, tmp_path / "store"))
+    keeper = ModelKeeper(parse_model_uri(str(store)))
+    assert keeper.refresh().model.label == ui_support.FIRST_RUN
+    (store / LATEST_KEY).write_text("../../etc")
+    status = keeper.refresh()
+    assert status.model.label == ui_support.FIRST_RUN
+    assert "not a run id" in status.problem
+    (store / LATEST_KEY).unlink()
+    status = keeper.refresh()
+    assert status.model.label == ui_support.FIRST_RUN and "names no model" in status.problem

@@ -1,0 +1,172 @@
+"""Preprocessing: photographs of digits come out as MNIST digits, and bad images are refused clearly."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from steps.dataset import load_mnist
+from ui.make_samples import photograph
+from ui.preprocess import (
+    BOX,
+    CENTRE,
+    MAX_PIXELS,
+    MB,
+    SIDE,
+    ImageRejected,
+    prepare,
+)
+
+PHOTO_DIGITS = 1000  # test digits photographed for the accuracy comparison
+MAX_GAP = 0.02  # photographs may lose at most 2 points against the clean digits
+
+
+def encode(image: Image.Image, format: str = "PNG") -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format=format)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def test_digits(mnist_path: Path) -> tuple[np.ndarray, np.ndarray]:
+    _, test = load_mnist(mnist_path)
+    return test.x[:PHOTO_DIGITS], test.y[:PHOTO_DIGITS]
+
+
+def test_photographs_are_recognised_nearly_as_well_as_clean_digits(
+    digit_model: Path, test_digits: tuple[np.ndarray, np.ndarray]
+) -> None:
+    from steps.model import load_model, to_inputs
+
+    model = load_model(digit_model)
+    images, labels = test_digits
+    clean = model(to_inputs(images), training=False).numpy().argmax(axis=1)
+    rng = np.random.default_rng(7)
+    photos = np.stack([prepare(photograph(image, rng)) for image in images])
+    seen = model(photos[..., np.newaxis], training=False).numpy().argmax(axis=1)
+    clean_rate, photo_rate = float((clean == labels).mean()), float((seen == labels).mean())
+    print(f"\nclean digits: {clean_rate:.3f}, photographs: {photo_rate:.3f} ({len(labels)} digits)")
+    assert clean_rate > 0.9, "the test model did not learn"
+    assert photo_rate >= clean_rate - MAX_GAP
+
+
+def test_a_photograph_is_cropped_scaled_and_centred_like_mnist(
+    test_digits: tuple[np.ndarray, np.ndarray],
+) -> None:
+    image = test_digits[0][0]
+    pixels = prepare(photograph(image, np.random.default_rng(1)))
+    assert pixels.shape == (SIDE, SIDE) and pixels.dtype == np.float32
+    assert pixels.min() == 0.0 and pixels.max() == pytest.approx(1.0)
+    original = image.astype(np.float32) / 255
+    # the same digit, in the same place: far closer to the original than to any other digit
+    assert np.abs(pixels - original).mean() < 0.05
+    assert np.abs(pixels - test_digits[0][1].astype(np.float32) / 255).mean() > 0.1
+
+
+def test_dark_on_light_and_light_on_dark_give_the_same_input(
+    test_digits: tuple[np.ndarray, np.ndarray],
+) -> None:
+    digit = Image.fromarray(test_digits[0][3]).resize((140, 140), Image.Resampling.BICUBIC)
+    white_on_black = prepare(encode(digit))
+    black_on_white = prepare(encode(Image.eval(digit, lambda value: 255 - value)))
+    assert np.abs(white_on_black - black_on_white).max() < 0.02
+    assert white_on_black.sum() > 20  # and it is a digit, not an empty field
+
+
+@pytest.mark.parametrize("ink", [(0, 0, 0), (255, 255, 255), (40, 40, 200)])
+def test_ink_on_a_transparent_sheet_is_found(
+    test_digits: tuple[np.ndarray, np.ndarray], ink: tuple[int, int, int]
+) -> None:
+    alpha = Image.fromarray(test_digits[0][5]).resize((112, 112), Image.Resampling.BICUBIC)
+    sheet = Image.new("RGBA", alpha.size, (*ink, 0))
+    sheet.putalpha(alpha)
+    expected = prepare(encode(alpha))
+    assert np.abs(prepare(encode(sheet)) - expected).max() < 0.05
+
+
+def test_the_longer_side_becomes_20_pixels_and_the_aspect_is_kept() -> None:
+    bar = Image.new("L", (300, 200), "white")
+    bar.paste(0, (40, 20, 55, 170))  # a dark bar 15 wide, 150 tall, off-centre
+    pixels = prepare(encode(bar))
+    rows, columns = np.flatnonzero(pixels.any(axis=1)), np.flatnonzero(pixels.any(axis=0))
+    assert len(rows) in (BOX, BOX + 1)  # 20 px, plus at most a resampling fringe
+    assert 2 <= len(columns) <= 4  # 15/150 of 20 px = 2, plus a fringe
+    mass = pixels.sum()
+    centre_row = (np.arange(SIDE)[:, None] * pixels).sum() / mass
+    centre_column = (np.arange(SIDE)[None, :] * pixels).sum() / mass
+    assert abs(centre_row - CENTRE) <= 0.5 and abs(centre_column - CENTRE) <= 0.5
+
+
+def test_a_16_bit_grayscale_png_is_read_at_its_depth() -> None:
+    values = np.zeros((100, 100), dtype=np.uint16)
+    values[20:80, 45:55] = 60000
+    digit = prepare(encode(Image.fromarray(values)))
+    assert digit.max() == pytest.approx(1.0) and digit.sum() > 20
+
+
+def png_with_size(width: int, height: int) -> bytes:
+    """A real, mostly empty PNG of the given size; 1-bit keeps big ones cheap to make."""
+    return encode(Image.new("1", (width, height), 0))
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "The file is empty (0 bytes)."),
+        (b"hello, I am a text file\n" * 20, "This is not an image the page can read"),
+        (b"%PDF-1.7\n" + bytes(500), "This is not an image the page can read"),
+    ],
+    ids=["empty", "text", "pdf"],
+)
+def test_what_is_not_an_image_is_refused(data: bytes, message: str) -> None:
+    with pytest.raises(ImageRejected, match="^" + re.escape(message)):
+        prepare(data)
+
+
+@pytest.mark.parametrize("format", ["PNG", "JPEG", "GIF", "WEBP", "BMP"])
+def test_a_truncated_image_is_refused(format: str) -> None:
+    noise = np.random.default_rng(0).integers(0, 255, size=(120, 120, 3), dtype=np.uint8)
+    image = Image.fromarray(noise).convert("L" if format == "GIF" else "RGB")
+    whole = encode(image, format)
+    prepare(whole)  # the whole file is fine (noise has ink)
+    with pytest.raises(ImageRejected, match="damaged or cut short"):
+        prepare(whole[: len(whole) // 2])
+
+
+@pytest.mark.parametrize(
+    "side",
+    [int((MAX_PIXELS * 1.5) ** 0.5), int((MAX_PIXELS * 3) ** 0.5)],
+    ids=["past the limit", "past twice the limit"],
+)
+@pytest.mark.filterwarnings("error::PIL.Image.DecompressionBombWarning")  # as ui.preprocess sets it
+def test_a_decompression_bomb_is_refused_before_it_is_decoded(side: int) -> None:
+    with pytest.raises(ImageRejected, match="too many pixels"):
+        prepare(png_with_size(side, side))
+
+
+def test_a_file_over_the_byte_limit_is_refused() -> None:
+    data = encode(Image.new("L", (64, 64), 255))
+    with pytest.raises(ImageRejected, match="the limit is 1 MB"):
+        prepare(data + bytes(MB), max_bytes=MB)
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        Image.new("L", (200, 200), 255),
+        Image.new("RGB", (64, 48), (0, 0, 0)),
+        Image.new("RGBA", (64, 64), (0, 0, 0, 0)),
+        Image.fromarray(
+            np.clip(np.random.default_rng(0).normal(220, 4, (150, 150)), 0, 255).astype(np.uint8)
+        ),
+    ],
+    ids=["white", "black", "transparent", "paper-noise"],
+)
+def test_an_image_without_ink_is_refused(image: Image.Image) -> None:
+    with pytest.raises(ImageRejected, match=r"^No digit found"):
+        prepare(encode(image))

@@ -1,0 +1,96 @@
+"""Predict digits in image files with the page's preprocessing and model; one JSON object per line.
+
+python -m ui.predict IMAGE... [--model-uri URI]
+
+Each line holds `file`, `digit`, `confidence` and `probabilities` (digits 0-9), or `file` and `error`
+for a file that cannot be used. The exit code is 2 if any file failed or no model could be loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from steps.cli import EXIT_BAD_INPUT
+from ui.model_source import ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
+from ui.preprocess import ImageRejected, prepare
+
+LOW_CONFIDENCE = 0.6  # below this the page labels a prediction as a guess
+
+
+@dataclass(frozen=True)
+class Prediction:
+    digit: int
+    confidence: float
+    probabilities: list[float]  # index = digit
+
+    @property
+    def is_low_confidence(self) -> bool:
+        return self.confidence < LOW_CONFIDENCE
+
+
+def classify(model: object, pixels: np.ndarray) -> Prediction:
+    """What `model` says about one 28x28 image in [0, 1] (from ui.preprocess)."""
+    inputs = pixels.astype(np.float32).reshape(1, 28, 28, 1)
+    probabilities = model(inputs, training=False).numpy()[0].astype(float)
+    digit = int(probabilities.argmax())
+    return Prediction(digit, float(probabilities[digit]), [float(p) for p in probabilities])
+
+
+def predict_file(model: object, path: Path) -> dict:
+    """One output record for `path`: the prediction, or an error."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        return {"file": str(path), "error": f"cannot read the file ({error.strerror or error})"}
+    try:
+        prediction = classify(model, prepare(data))
+    except ImageRejected as error:
+        return {"file": str(path), "error": str(error)}
+    return {
+        "file": str(path),
+        "digit": prediction.digit,
+        "confidence": round(prediction.confidence, 6),
+        "probabilities": [round(p, 6) for p in prediction.probabilities],
+    }
+
+
+def parse_args() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m ui.predict", description=__doc__)
+    parser.add_argument("images", type=Path, nargs="+", metavar="IMAGE", help="image files")
+    parser.add_argument(
+        "--model-uri",
+        default=model_uri(),
+        help="a store's models/mnist/LATEST, a store, or a .h5 file "
+        "(env MODEL_URI; default: $ARTIFACTS/models/mnist/LATEST, ARTIFACTS defaulting to .runs)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args().parse_args(argv)
+    try:
+        status = ModelKeeper(parse_model_uri(args.model_uri)).refresh()
+    except ModelUnavailable as error:
+        status = None
+        problem = str(error)
+    else:
+        problem = status.problem or f"no model at {args.model_uri}; train one with `make pipeline`"
+    if status is None or status.model is None:
+        print(f"python -m ui.predict: error: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    failed = 0
+    for path in args.images:
+        record = predict_file(status.model.model, path)
+        failed += "error" in record
+        print(json.dumps(record), flush=True)
+    return EXIT_BAD_INPUT if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
