@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import free_port, wait_for_port
+from tests.conftest import free_port, wait_for_port
 
 from steps.registry import LATEST_KEY
 
