@@ -45,6 +45,6 @@ def draw_confusion(matrix: np.ndarray) -> Image.Image:
             font=font,
             anchor="mb",
         )
-    draw.text((MARGIN, 14), "predicted →", fill="black", font=font)
-    draw.text((6, MARGIN - 30), "true ↓", fill="black", font=font)
+    draw.text((MARGIN, 14), "predicted", fill="black", font=font)
+    draw.text((6, MARGIN - 30), "true", fill="black", font=font)
     return image
