@@ -106,26 +106,30 @@ def draw_curves(results: dict, size: tuple[int, int] = (900, 560)) -> Image.Imag
     ]
     max_seconds = max((p["seconds"] for _, _, run in runs for p in run["curve"]), default=1.0)
     max_seconds = max(max_seconds * 1.05, 1.0)
-    low = min([0.95, *(p["accuracy"] for _, _, run in runs for p in run["curve"])])
-    low = max(0.0, (int(low * 100) - 1) / 100)
+    # the axis spans the pipeline and centralized curves; a point below it sits on the bottom edge
+    # with its value written beside it
+    focus = [
+        p["accuracy"]
+        for key, _, _ in METHODS[1:]
+        for p in results["runs"].get(key, {}).get("curve", [])
+    ]
+    low = max(0.5, min([0.97, *focus]))
+    tick = next(step for step in (0.01, 0.02, 0.05, 0.1) if (1.0 - low) / step <= 10)
+    ticks = int((1.0 - low) / tick - 1e-9) + 1
+    low = round(1.0 - ticks * tick, 2)
 
     def at(seconds: float, accuracy: float) -> tuple[float, float]:
+        accuracy = max(accuracy, low)
         x = left + seconds / max_seconds * (width - left - right)
         y = top + (1.0 - accuracy) / (1.0 - low) * (height - top - bottom)
         return x, y
 
     draw.rectangle([left, top, width - right, height - bottom], outline="black")
-    steps = 10 if 1.0 - low > 0.1 else round((1.0 - low) * 100)
-    for index in range(steps + 1):
-        accuracy = low + (1.0 - low) * index / steps
+    for index in range(ticks + 1):
+        accuracy = low + tick * index
         x, y = at(0, accuracy)
         draw.line([x, y, width - right, y], fill=(230, 230, 230))
-        draw.text(
-            (x - 45, y - 6),
-            f"{accuracy:.0%}" if steps == 10 else f"{accuracy:.2f}",
-            fill="black",
-            font=font,
-        )
+        draw.text((x - 40, y - 6), f"{accuracy:.0%}", fill="black", font=font)
     for index in range(6):
         seconds = max_seconds * index / 5
         x, y = at(seconds, low)
@@ -146,8 +150,12 @@ def draw_curves(results: dict, size: tuple[int, int] = (900, 560)) -> Image.Imag
         points = [at(p["seconds"], p["accuracy"]) for p in run["curve"]]
         if len(points) > 1:
             draw.line(points, fill=colour, width=3)
-        for x, y in points:
+        for (x, y), point in zip(points, run["curve"], strict=True):
             draw.ellipse([x - 4, y - 4, x + 4, y + 4], fill=colour)
+            if point["accuracy"] < low:
+                draw.text(
+                    (x + 8, y - 16), f"{point['accuracy']:.1%} (off scale)", fill=colour, font=font
+                )
         legend_y = top + 30 + row * 22
         draw.line([width - right + 8, legend_y, width - right + 30, legend_y], fill=colour, width=3)
         draw.text((width - right + 36, legend_y - 6), label, fill="black", font=font)
