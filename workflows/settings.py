@@ -25,10 +25,12 @@ class PipelineSettings:
     """What one run trains. `rounds` shapes the DAG; the rest become workflow parameters."""
 
     workers: int = 3
-    epochs: int = 1
-    batch: int = 32
+    # Tuned on full MNIST (see the README's Results): 99.0% after round 3; round 1 alone is the
+    # seed's EPOCH=2, BATCH=100 and already scores 98.2%.
+    epochs: int = 2
+    batch: int = 100
     rounds: int = 3
-    learning_rate: float = 1e-3
+    learning_rate: float = 3e-3
     retries: int = 2
     limit: int = 0
     seed: int = 0
