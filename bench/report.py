@@ -130,8 +130,11 @@ def draw_curves(results: dict, size: tuple[int, int] = (900, 560)) -> Image.Imag
         x, y = at(0, accuracy)
         draw.line([x, y, width - right, y], fill=(230, 230, 230))
         draw.text((x - 40, y - 6), f"{accuracy:.0%}", fill="black", font=font)
-    for index in range(6):
-        seconds = max_seconds * index / 5
+    second_tick = next(
+        step for step in (10, 20, 25, 50, 100, 200, 500, 1000) if max_seconds / step <= 8
+    )
+    for index in range(int(max_seconds // second_tick) + 1):
+        seconds = second_tick * index
         x, y = at(seconds, low)
         draw.line([x, y, x, y + 4], fill="black")
         draw.text((x - 10, y + 8), f"{seconds:.0f}", fill="black", font=font)
