@@ -132,7 +132,7 @@ def pipeline(settings: dict[str, object], source: str, limit: int) -> dict:
 
 
 def targets(runs: dict) -> list[dict]:
-    """The issue's targets, checked against what was measured (only for the runs that were made)."""
+    """The project's targets, checked against what was measured (only for the runs that were made)."""
     checks = []
     if default := runs.get("pipeline_default"):
         checks.append(
