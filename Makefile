@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MNIST_SOURCE ?= $(wildcard ../shared/data/mnist.npz)
 export MNIST_SOURCE
 
-.PHONY: setup run pipeline page test lint format clean
+.PHONY: setup run pipeline page test lint format clean bench
 
 setup: $(STAMP)
 
@@ -24,6 +24,9 @@ pipeline: setup
 
 page: setup
 	$(BIN)/streamlit run ui/app.py
+
+bench: setup  ## the seed's method, the pipeline and centralized training on full MNIST (minutes)
+	$(BIN)/python -m bench.run $(BENCH_FLAGS)
 
 test: setup  ## lint, then the whole test suite
 	$(BIN)/ruff check .

@@ -90,7 +90,18 @@ def local_args(store: Path | str, logs: Path, source: Path, *extra: str) -> list
 
 
 def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path: Path) -> None:
-    settings = ["--workers", "2", "--epochs", "3", "--rounds", "1", "--limit", "5000"]
+    settings = [
+        "--workers",
+        "2",
+        "--epochs",
+        "3",
+        "--batch",
+        "32",
+        "--rounds",
+        "1",
+        "--limit",
+        "5000",
+    ]
     undisturbed = subprocess.run(
         [
             sys.executable,
@@ -146,7 +157,14 @@ def with_failing_shard(workflow: dict, shard: str, how: str) -> dict:
 
 def small_settings(source: Path, **changes: object) -> PipelineSettings:
     return PipelineSettings(
-        workers=3, epochs=1, rounds=1, limit=1500, source=str(source), retry_backoff="0s", **changes
+        workers=3,
+        batch=32,
+        epochs=1,
+        rounds=1,
+        limit=1500,
+        source=str(source),
+        retry_backoff="0s",
+        **changes,
     )
 
 
@@ -239,7 +257,7 @@ def test_two_runs_publishing_at_once_leave_latest_complete(
         if kind == "folder"
         else f"gs://{request.getfixturevalue('strict_gcs_bucket')}"
     )
-    args = ["--workers", "1", "--rounds", "1", "--limit", "1000"]
+    args = ["--workers", "1", "--rounds", "1", "--batch", "32", "--limit", "1000"]
     runs = [
         start_submit(local_args(store, tmp_path / f"logs-{i}", mnist_path, *args), "race")
         for i in range(2)

@@ -39,6 +39,8 @@ def small_run(store: str, source: Path, logs: Path) -> list[str]:
         "2",
         "--epochs",
         "1",
+        "--batch",
+        "32",
         "--rounds",
         "1",
         "--limit",

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import free_port, wait_for_port
 
 from steps.registry import LATEST_KEY
+from tests.conftest import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")

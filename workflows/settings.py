@@ -26,10 +26,12 @@ class PipelineSettings:
     parameters. `min_workers` 0 means every worker must deliver its model."""
 
     workers: int = 3
-    epochs: int = 1
-    batch: int = 32
+    # Tuned on full MNIST (see the README's Results): 99.0% after round 3; round 1 alone is the
+    # seed's EPOCH=2, BATCH=100 and already scores 98.2%.
+    epochs: int = 2
+    batch: int = 100
     rounds: int = 3
-    learning_rate: float = 1e-3
+    learning_rate: float = 3e-3
     retries: int = 2
     retry_backoff: str = "15s"
     min_workers: int = 0
