@@ -5,6 +5,7 @@ streamlit run ui/app.py    (MODEL_URI picks the model; see ui/model_source.py)
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 from pathlib import Path
 
@@ -47,6 +48,14 @@ def show_how_to(uri: str, problem: str | None) -> None:
         st.warning(problem)
 
 
+def published_text(stamp: str) -> str:
+    """'2026-11-29T18:48:58.897321+00:00' → '2026-11-29 18:48 UTC' (anything else as it is)."""
+    try:
+        return dt.datetime.fromisoformat(stamp).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    except ValueError:
+        return stamp
+
+
 def show_card(loaded: LoadedModel) -> None:
     """Run id, test accuracy, the training settings and when it was published."""
     card, settings = loaded.card, loaded.card.get("settings") or {}
@@ -59,7 +68,7 @@ def show_card(loaded: LoadedModel) -> None:
     for column, name in zip(knobs, ("workers", "rounds", "epochs", "batch"), strict=True):
         column.metric(name.capitalize(), str(settings.get(name, "—")))
     if card.get("published_at"):
-        st.caption(f"Trained and published {card['published_at']}.")
+        st.caption(f"Trained and published {published_text(card['published_at'])}.")
 
 
 def show_report(loaded: LoadedModel) -> None:
