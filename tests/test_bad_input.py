@@ -25,6 +25,19 @@ def call(module, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     return lines[0]
 
 
+def split_argv(source: Path, workers: int, out: Path) -> list:
+    return [
+        "--source",
+        source,
+        "--workers",
+        workers,
+        "--shards-dir",
+        out / "s",
+        "--test-out",
+        out / "t.npz",
+    ]
+
+
 def files_in(folder: Path) -> set[str]:
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
 
@@ -147,20 +160,7 @@ def test_missing_files_are_named(tmp_path: Path, models, capsys) -> None:
         capsys,
     )
     assert "starting model not found" in line
-    line = call(
-        split,
-        [
-            "--source",
-            missing,
-            "--workers",
-            2,
-            "--shards-dir",
-            tmp_path / "s",
-            "--test-out",
-            tmp_path / "t.npz",
-        ],
-        capsys,
-    )
+    line = call(split, split_argv(missing, 2, tmp_path), capsys)
     assert f"dataset not found: {missing}" in line
     assert "models folder not found" in call(
         aggregate, ["--models-dir", tmp_path / "no", "--out", tmp_path / "a.h5"], capsys
@@ -221,40 +221,14 @@ def test_aggregate_needs_each_models_sample_count(
 
 
 def test_split_refuses_more_workers_than_samples(small_mnist: Path, tmp_path: Path, capsys) -> None:
-    line = call(
-        split,
-        [
-            "--source",
-            small_mnist,
-            "--workers",
-            2001,
-            "--shards-dir",
-            tmp_path / "s",
-            "--test-out",
-            tmp_path / "t.npz",
-        ],
-        capsys,
-    )
+    line = call(split, split_argv(small_mnist, 2001, tmp_path), capsys)
     assert "--workers 2001 is more than the 2000 training samples" in line
     assert files_in(tmp_path) == set()
 
 
 def test_split_refuses_a_dataset_without_mnist_keys(tmp_path: Path, capsys) -> None:
     source = write_npz(tmp_path / "other.npz", **digits())
-    line = call(
-        split,
-        [
-            "--source",
-            source,
-            "--workers",
-            2,
-            "--shards-dir",
-            tmp_path / "s",
-            "--test-out",
-            tmp_path / "t.npz",
-        ],
-        capsys,
-    )
+    line = call(split, split_argv(source, 2, tmp_path), capsys)
     assert "missing keys" in line
 
 
