@@ -371,7 +371,8 @@ class ArgoDouble:
             pod_phase = "Failed"
         node = _node(run, display, "Pod", template["name"], pod_phase, level, done)
         if pod_phase == "Failed":
-            node["message"] = "Error (exit code 2): train: error: shard in/shard.npz is empty"
+            # a failure the spec retries (bad input, exit code 2, is not retried)
+            node["message"] = "OOMKilled (exit code 137)"
         if node["phase"] == "Succeeded" and template["name"] == "evaluate":
             node["outputs"] = {"parameters": [{"name": "accuracy", "value": ACCURACY}]}
         if "retryStrategy" not in template:

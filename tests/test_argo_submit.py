@@ -126,10 +126,7 @@ def test_a_failed_run_names_the_failed_node(
     on_argo(monkeypatch, url)
     code, out, err = submit(capsys, "--workers", "2", "--rounds", "2", "--watch")
     assert code == 1
-    assert err.splitlines() == [
-        f"submit: {FAILING_NODE} failed: Error (exit code 2): train: error: shard in/shard.npz "
-        "is empty"
-    ]
+    assert err.splitlines() == [f"submit: {FAILING_NODE} failed: OOMKilled (exit code 137)"]
     assert phases_of(out, FAILING_NODE)[-1] == "Failed"
     assert "2 retries" in next(line for line in out.splitlines() if "Failed" in line)
     assert "aggregate-round-1" not in out and "test accuracy" not in out

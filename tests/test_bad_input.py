@@ -25,6 +25,19 @@ def call(module, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     return lines[0]
 
 
+def train_argv(shard: Path, model: Path, out: Path) -> list:
+    return [
+        "--shard",
+        shard,
+        "--model",
+        model,
+        "--out",
+        out / "m.h5",
+        "--stats-out",
+        out / "s.json",
+    ]
+
+
 def split_argv(source: Path, workers: int, out: Path) -> list:
     return [
         "--source",
@@ -132,31 +145,13 @@ def test_missing_files_are_named(tmp_path: Path, models, capsys) -> None:
     missing = tmp_path / "nowhere.npz"
     assert "shard not found" in call(
         train,
-        [
-            "--shard",
-            missing,
-            "--model",
-            models["good"],
-            "--out",
-            tmp_path / "m.h5",
-            "--stats-out",
-            tmp_path / "s.json",
-        ],
+        train_argv(missing, models["good"], tmp_path),
         capsys,
     )
     shard = write_npz(tmp_path / "ok.npz", **digits())
     line = call(
         train,
-        [
-            "--shard",
-            shard,
-            "--model",
-            tmp_path / "none.h5",
-            "--out",
-            tmp_path / "m.h5",
-            "--stats-out",
-            tmp_path / "s.json",
-        ],
+        train_argv(shard, tmp_path / "none.h5", tmp_path),
         capsys,
     )
     assert "starting model not found" in line
@@ -172,16 +167,7 @@ def test_train_refuses_a_foreign_model(tmp_path: Path, models, capsys) -> None:
     shard = write_npz(tmp_path / "ok.npz", **digits())
     line = call(
         train,
-        [
-            "--shard",
-            shard,
-            "--model",
-            models["foreign"],
-            "--out",
-            tmp_path / "m.h5",
-            "--stats-out",
-            tmp_path / "s.json",
-        ],
+        train_argv(shard, models["foreign"], tmp_path),
         capsys,
     )
     assert f"{models['foreign']}: not a model of this project's architecture" in line
