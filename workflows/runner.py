@@ -83,7 +83,7 @@ class RunResult:
 
     @property
     def tolerated_failures(self) -> list[Node]:
-        """Nodes that failed in tasks marked continueOn.failed, without failing the run."""
+        """Failed nodes; in a run that succeeded, those its DAG tolerated (continueOn.failed)."""
         return [node for node in self.nodes if node.phase in ("Failed", "Error")]
 
     def output(self, task: str, parameter: str) -> str | None:
@@ -191,11 +191,9 @@ class LocalRunner:
                         if node.phase != "Succeeded" and not tolerated and failed is None:
                             failed = node
                             self._cancel(running)
-            except KeyboardInterrupt:
-                self.echo("interrupted: stopping every task")
-                self._cancel(running)
-                raise
-            except BaseException:
+            except BaseException as error:  # Ctrl-C, or a spec that cannot run: stop every task
+                if isinstance(error, KeyboardInterrupt):
+                    self.echo("interrupted: stopping every task")
                 self._cancel(running)
                 raise
         if failed is not None:
