@@ -1,0 +1,129 @@
+"""How the local runner starts one attempt of a container template: as a process, or in a container engine.
+
+The runner prepares an `Invocation` (the resolved command line, and a folder on this machine standing for the
+container's working directory, with the input artifacts already placed in it as Argo's executor places them);
+an engine runs it and leaves the outputs in that folder. Argo's `wait` container reads outputs the same way,
+whatever the exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import IO, Protocol
+
+import steps
+
+PROJECT_ROOT = Path(steps.__file__).resolve().parents[1]
+STOP_GRACE_SECONDS = 5.0
+
+
+class DeadlineExceeded(Exception):
+    """The attempt ran past its activeDeadlineSeconds and was stopped."""
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One attempt of a container template, resolved."""
+
+    name: str  # the node's name, e.g. train-round-1(0:0)
+    image: str
+    command: list[str]  # the container's command followed by its args
+    environment: dict[str, str]  # the container's env
+    working_dir: PurePosixPath  # the container's workingDir, e.g. /work
+    host_dir: Path  # this machine's folder standing for working_dir
+    inputs: tuple[PurePosixPath, ...] = ()  # input artifact paths, already placed under host_dir
+    outputs: tuple[PurePosixPath, ...] = ()  # paths the runner reads back from under host_dir
+    scratch: tuple[PurePosixPath, ...] = ()  # emptyDir volume mounts: writable, empty at start
+    progress_file: Path | None = None  # this machine's file the runner polls for `N/M` progress
+    cpu_limit: str | None = None  # resources.limits.cpu, e.g. "2" or "500m"
+    memory_limit: str | None = None  # resources.limits.memory, e.g. "3Gi"
+    network: bool = False  # whether the step reaches a store or data source over the network
+    # paths of this machine the step names on its command line (a folder store, a local data file),
+    # made visible at the same path: (path, writable)
+    mounts: tuple[tuple[Path, bool], ...] = ()
+
+    def host_path(self, path: PurePosixPath | str) -> Path:
+        """Where a container path under working_dir lives on this machine."""
+        posix = PurePosixPath(path)
+        relative = posix.relative_to(self.working_dir) if posix.is_absolute() else posix
+        return self.host_dir / relative
+
+
+class Engine(Protocol):
+    """Runs invocations; thread-safe, since the runner runs several at once."""
+
+    name: str
+
+    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None = None) -> int:
+        """Run to the end; return the exit code. Raise DeadlineExceeded after stopping it at `timeout`."""
+        ...
+
+    def stop_all(self) -> None:
+        """Stop everything still running (Ctrl-C, or a cancelled run)."""
+        ...
+
+
+@dataclass
+class ProcessEngine:
+    """Each attempt is a process of this machine's Python, in host_dir, with the container's command line."""
+
+    name: str = "process"
+    _running: set[subprocess.Popen] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None = None) -> int:
+        command = list(invocation.command)
+        if command[0] in ("python", "python3"):
+            command[0] = sys.executable
+        environment = os.environ | invocation.environment
+        environment["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(PROJECT_ROOT), environment.get("PYTHONPATH")])
+        )
+        environment["PYTHONUNBUFFERED"] = "1"
+        if invocation.progress_file is not None:
+            environment["ARGO_PROGRESS_FILE"] = str(invocation.progress_file)
+        for path in invocation.scratch:
+            invocation.host_path(path).mkdir(parents=True, exist_ok=True)
+        process = subprocess.Popen(
+            command,
+            cwd=invocation.host_dir,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=environment,
+            start_new_session=True,
+        )
+        with self._lock:
+            self._running.add(process)
+        try:
+            return process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stop_process(process)
+            raise DeadlineExceeded(invocation.name) from None
+        finally:
+            with self._lock:
+                self._running.discard(process)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            processes = list(self._running)
+        for process in processes:
+            stop_process(process)
+
+
+def stop_process(process: subprocess.Popen, grace: float = STOP_GRACE_SECONDS) -> None:
+    """SIGTERM the process group, then SIGKILL it if it lingers."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        pass
