@@ -17,10 +17,10 @@ import pytest
 import yaml
 
 from tests.argo_schema import first_error, workflow_validator
-from workflows import cluster
+from workflows import cluster, depends
 from workflows.pipeline import compile_template, compile_workflow
 from workflows.settings import PipelineSettings
-from workflows.spec import check_supported, depends_on, parse_depends, templates_by_name
+from workflows.spec import check_supported, templates_by_name
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = [(1, 1), (3, 2), (5, 3), (8, 1)]
@@ -99,7 +99,10 @@ def lint(workflow: dict) -> list[str]:
 def _lint_dag(dag_template: dict, templates: dict, globals_: set[str]) -> list[str]:
     problems: list[str] = []
     tasks = {task["name"]: task for task in dag_template["dag"]["tasks"]}
-    needs = {name: sorted(depends_on(parse_depends(task))) for name, task in tasks.items()}
+    needs = {
+        name: sorted(depends.tasks_named(depends.parse(depends.expression_text(task))))
+        for name, task in tasks.items()
+    }
     for name, task in tasks.items():
         where = f"task {name}"
         if task["template"] not in templates:

@@ -22,7 +22,8 @@ DURATION_METRIC = "mnist_run_duration_seconds"
 RUN_DEADLINE_SECONDS = 6 * 3600
 SUCCEEDED_RUN_TTL_SECONDS = 24 * 3600
 FAILED_RUN_TTL_SECONDS = 3 * 24 * 3600
-RETRY_BACKOFF = {"factor": "2", "maxDuration": "5m"}  # the first wait is a setting: retry_backoff
+RETRY_BACKOFF = {"factor": "2", "cap": "5m"}  # the first wait is a setting: retry_backoff
+READABLE_FOLDER_MODE = 0o755  # input folders the steps' non-root user must list
 
 
 @dataclass(frozen=True)

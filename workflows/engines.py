@@ -88,8 +88,11 @@ class ProcessEngine:
         environment["PYTHONUNBUFFERED"] = "1"
         if invocation.progress_file is not None:
             environment["ARGO_PROGRESS_FILE"] = str(invocation.progress_file)
-        for path in invocation.scratch:
-            invocation.host_path(path).mkdir(parents=True, exist_ok=True)
+        for (
+            path
+        ) in invocation.scratch:  # scratch outside the working folder (e.g. /tmp): the host's
+            if invocation.working_dir in path.parents:
+                invocation.host_path(path).mkdir(parents=True, exist_ok=True)
         process = subprocess.Popen(
             command,
             cwd=invocation.host_dir,
@@ -102,7 +105,7 @@ class ProcessEngine:
         with self._lock:
             self._running.add(process)
         try:
-            return process.wait(timeout=timeout)
+            return container_exit_code(process.wait(timeout=timeout))
         except subprocess.TimeoutExpired:
             stop_process(process)
             raise DeadlineExceeded(invocation.name) from None
@@ -115,6 +118,11 @@ class ProcessEngine:
             processes = list(self._running)
         for process in processes:
             stop_process(process)
+
+
+def container_exit_code(returncode: int) -> int:
+    """A process killed by signal N reports -N; a container's main process reports 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
 
 
 def stop_process(process: subprocess.Popen, grace: float = STOP_GRACE_SECONDS) -> None:

@@ -16,6 +16,7 @@ import json
 from hera.workflows import (
     DAG,
     Container,
+    EmptyDirVolume,
     Gauge,
     GCSArtifact,
     Label,
@@ -26,6 +27,7 @@ from hera.workflows import (
 )
 from hera.workflows import models as m
 
+from steps.cli import EXIT_BAD_INPUT
 from workflows import cluster
 from workflows.settings import DEFAULT_IMAGE, DEFAULT_STORE, PipelineSettings
 
@@ -41,9 +43,27 @@ def _workflow_param(name: str) -> str:
     return f"{{{{workflow.parameters.{name}}}}}"
 
 
-def _input(name: str, path: str, key: str, optional: bool | None = None) -> GCSArtifact:
-    """A key-only GCS artifact (a file, or every object under a key prefix) placed at `path`."""
-    return GCSArtifact(name=name, path=f"{WORKDIR}/{path}", key=key, optional=optional)
+def _input(name: str, path: str, key: str) -> GCSArtifact:
+    """A key-only GCS artifact (one object) placed at `path`."""
+    return GCSArtifact(name=name, path=f"{WORKDIR}/{path}", key=key)
+
+
+def _input_folder(name: str, path: str, key: str) -> GCSArtifact:
+    """Every object under a key prefix, as a folder at `path` the steps' user can read.
+
+    argoexec creates the folder with mode 0700 as its own user (artifacts/gcs/gcs.go:downloadObject), and only
+    an artifact's `mode` changes that (executor/executor.go:loadArtifact): without it the step, which runs as
+    the image's non-root user, cannot list the folder. Optional: when every worker failed there is nothing
+    under the prefix, and the step, not the artifact loader, says which shards are missing.
+    """
+    return GCSArtifact(
+        name=name,
+        path=f"{WORKDIR}/{path}",
+        key=key,
+        optional=True,
+        mode=cluster.READABLE_FOLDER_MODE,
+        recurse_mode=True,
+    )
 
 
 def _output(name: str, path: str, key: str) -> GCSArtifact:
@@ -51,15 +71,21 @@ def _output(name: str, path: str, key: str) -> GCSArtifact:
     return GCSArtifact(name=name, path=f"{WORKDIR}/{path}", key=key, archive=NoneArchiveStrategy())
 
 
-def _retry(limit: int, policy: str, backoff: str) -> m.RetryStrategy | None:
-    """Retry a failed try `limit` times, waiting `backoff`, then twice as long each time."""
+def _retry(limit: int, backoff: str) -> m.RetryStrategy | None:
+    """Retry a failed try `limit` times, waiting `backoff`, then twice as long each time (at most the cap).
+
+    Policy Always: a step's own failure (non-zero exit) and an eviction, OOM kill, preemption or node
+    shutdown end a pod as Failed, not Error (controller/operator.go:inferFailedReason), so OnError would
+    retry none of them. Exit code 2 is the steps' bad input: the same input fails again, so the expression
+    stops it. Backoff has no maxDuration: that is a budget from the first try's start which also becomes
+    every retry's deadline (operator.go:processNodeRetries); each try has its template's deadline instead.
+    """
     if not limit:
         return None
     return m.RetryStrategy(
         limit=str(limit),
-        retry_policy=policy,
-        # exit code 2 is the steps' bad input: the same input fails again, so it is not retried
-        expression="asInt(lastRetry.exitCode) != 2" if policy == "Always" else None,
+        retry_policy="Always",
+        expression=f"asInt(lastRetry.exitCode) != {EXIT_BAD_INPUT}",
         backoff=m.Backoff(duration=backoff, **cluster.RETRY_BACKOFF),
     )
 
@@ -71,14 +97,11 @@ def _step(
     inputs: list,
     outputs: list,
     retries: int = 0,
-    retry_policy: str = "OnError",
     metrics: list | None = None,
     backoff: str = "15s",
 ) -> Container:
-    """A template running `python -m steps.<name> ARGS` in the steps' image, sized for that step.
-
-    By default only infrastructure errors (an evicted pod, a failed artifact transfer) are retried.
-    """
+    """A template running `python -m steps.<name> ARGS` in the steps' image, sized for that step, on a
+    read-only root: the step writes only its outputs (an emptyDir at out/) and temporary files (/tmp)."""
     size = cluster.STEP_SIZES[name]
     return Container(
         name=name,
@@ -97,8 +120,18 @@ def _step(
         # an IntOrString, which Argo's schema types as a string
         active_deadline_seconds=str(size.deadline_seconds),
         labels={f"{cluster.APP_LABEL}/step": name},
-        retry_strategy=_retry(retries, retry_policy, backoff),
+        retry_strategy=_retry(retries, backoff),
         metrics=metrics,
+        volumes=[
+            EmptyDirVolume(name="out", mount_path=f"{WORKDIR}/out"),
+            EmptyDirVolume(name="tmp", mount_path="/tmp"),
+        ],
+        security_context=m.SecurityContext(
+            read_only_root_filesystem=True,
+            run_as_non_root=True,
+            allow_privilege_escalation=False,
+            capabilities=m.Capabilities(drop=["ALL"]),
+        ),
     )
 
 
@@ -260,7 +293,6 @@ def build_workflow(
                 _output("stats", "out/stats.json", f"{model_key}.json"),
             ],
             retries=settings.retries,
-            retry_policy="Always",
             backoff=settings.retry_backoff,
         )
         aggregate = _step(
@@ -281,11 +313,7 @@ def build_workflow(
             inputs=[
                 Parameter(name="round"),
                 Parameter(name="shards"),
-                # optional: when every worker failed there is nothing under the prefix, and
-                # aggregate, not the artifact loader, says which shards are missing
-                _input(
-                    "models", "in/models", f"{RUN}/round-{_param('round')}/models", optional=True
-                ),
+                _input_folder("models", "in/models", f"{RUN}/round-{_param('round')}/models"),
             ],
             outputs=[
                 Parameter(
@@ -380,9 +408,6 @@ def build_workflow(
                         "round": str(round_number),
                         "start-model": model,
                     },
-                    # a shard that still fails after its retries does not fail the run by itself:
-                    # aggregate decides, against --min-workers
-                    continue_on=m.ContinueOn(failed=True),
                 )
                 averaged = aggregate(
                     name=f"aggregate-round-{round_number}",
@@ -390,7 +415,13 @@ def build_workflow(
                         "round": str(round_number),
                         "shards": shards.get_parameter("shard-ids").value,
                     },
-                    depends=f"{trained.name}.AnySucceeded || {trained.name}.AllFailed",
+                    # Once every trainer has ended, however it ended: a shard that failed every retry
+                    # does not fail the run by itself; aggregate decides, against --min-workers.
+                    # (Argo refuses continueOn beside depends, and AllFailed is false when a trainer
+                    # ended in Error: controller/dag.go:evaluateDependsLogic.)
+                    depends=" || ".join(
+                        f"{trained.name}.{result}" for result in ("Succeeded", "Failed", "Errored")
+                    ),
                 )
                 previous >> trained
                 previous, model = [averaged], f"{RUN}/round-{round_number}/model.h5"

@@ -1,8 +1,15 @@
-"""The local engine: runs a compiled Workflow on this machine as Argo would run it on a cluster.
+"""The local engine: runs a compiled Workflow on this machine as Argo v4.1.2's controller would on a cluster.
 
-Each task is its own process with its container's command line, in a fresh working folder; the runner
-moves key-only artifacts between the store and that folder, reads output parameters from files, expands
-`withParam`, honours `retryStrategy`, and runs independent tasks in parallel.
+What follows the controller (the README's "Local runner and Argo" table lists every difference):
+- the DAG: a task starts once every task its `depends` names is fulfilled and the expression holds, else it is
+  Omitted; a failed task stops nothing already running; the run's phase comes from the target tasks
+  (workflows/dag.py, after controller/dag.go);
+- each node's tries: a step's non-zero exit is Failed, the runner's own artifact trouble is Error, retries are
+  decided in processNodeRetries' order (workflows/retries.py), template and workflow activeDeadlineSeconds end a
+  try as Failed;
+- artifacts are loaded and saved as argoexec does, outputs whatever the exit code (workflows/artifacts.py);
+- steps report progress through ARGO_PROGRESS_FILE (workflows/progress.py).
+Each try runs through an engine (workflows/engines.py): a process here, or the steps' container image.
 """
 
 from __future__ import annotations
@@ -12,40 +19,39 @@ import os
 import random
 import re
 import shutil
-import signal
 import string
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TextIO
 
-import steps
 from steps.cli import StepError
-from steps.storage import ArtifactStore, download_dir, upload_dir
+from steps.storage import ArtifactStore
+from workflows import artifacts, retries
+from workflows.dag import Dag, TaskOutcome, assess, read_dag, should_run
+from workflows.durations import deadline_seconds
+from workflows.engines import DeadlineExceeded, Engine, Invocation, ProcessEngine
+from workflows.progress import ProgressReport, read_progress
 from workflows.spec import (
-    Depends,
     UnresolvedReference,
     UnsupportedFeature,
     check_supported,
-    depends_holds,
-    depends_on,
-    parse_depends,
-    parse_duration,
-    retry_allowed,
+    emptydir_mounts,
     substitute,
     substitute_all,
     templates_by_name,
 )
 
-PROJECT_ROOT = Path(steps.__file__).resolve().parents[1]
 LOG_TAIL_LINES = 15
-FINAL = {"Succeeded", "Failed", "Error", "Omitted"}
+FINAL = {"Succeeded", "Failed", "Error", "Omitted", "Skipped"}
+POLL_SECONDS = 1.0
+POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
+SUMMARY_FILE = "summary.json"
 
 
 class WorkflowError(Exception):
@@ -54,7 +60,7 @@ class WorkflowError(Exception):
 
 @dataclass
 class Node:
-    """One execution of a template: a DAG task, or one item of a task's withParam."""
+    """One execution of a template: a DAG task, one item of a task's fan-out, or an Omitted/Skipped task."""
 
     name: str
     task: str
@@ -62,12 +68,21 @@ class Node:
     arguments: dict[str, str]
     log: Path
     phase: str = "Pending"
-    attempts: int = 0
-    exit_code: int | None = None
+    tries: list[retries.Attempt] = field(default_factory=list)
     message: str = ""
     started: float | None = None
     finished: float | None = None
     outputs: dict[str, str] = field(default_factory=dict)
+    progress: str = ""
+    progress_file: Path | None = None
+
+    @property
+    def attempts(self) -> int:
+        return len(self.tries) + (self.phase == "Succeeded")
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.tries[-1].exit_code if self.tries and self.phase != "Succeeded" else None
 
     @property
     def duration(self) -> float:
@@ -80,10 +95,11 @@ class RunResult:
     phase: str
     nodes: list[Node]
     message: str = ""
+    summary: Path | None = None
 
     @property
     def tolerated_failures(self) -> list[Node]:
-        """Failed nodes; in a run that succeeded, those its DAG tolerated (continueOn.failed)."""
+        """Nodes that failed in a run that still succeeded (or every failed node of a failed run)."""
         return [node for node in self.nodes if node.phase in ("Failed", "Error")]
 
     def output(self, task: str, parameter: str) -> str | None:
@@ -93,16 +109,17 @@ class RunResult:
         return None
 
 
-def _generate_name(prefix: str) -> str:
+def generate_name(prefix: str) -> str:
+    """A name as Kubernetes' generateName makes it: the prefix and five random characters."""
     return prefix + "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
 
 
-def _safe_filename(name: str) -> str:
+def safe_filename(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "-", name).strip("-")
 
 
 class LocalRunner:
-    """Holds what a run shares across threads: the store, the live processes, the progress output."""
+    """Holds what a run shares across threads: the store, the engine, the clock and the output."""
 
     def __init__(
         self,
@@ -110,172 +127,443 @@ class LocalRunner:
         logs_dir: Path,
         parallelism: int | None = None,
         echo: Callable[[str], None] = print,
+        engine: Engine | None = None,
+        image: str | None = None,
+        live_progress: bool | None = None,
     ) -> None:
         self.store = store
         self.logs_dir = Path(logs_dir)
         self.parallelism = parallelism or os.cpu_count() or 1
         self.echo = echo
+        self.engine = engine or ProcessEngine()
+        self.image = image
+        live = sys.stdout.isatty() and echo is print if live_progress is None else live_progress
+        self.progress = ProgressReport(echo, live)
         self._lock = threading.Lock()
-        self._processes: set[subprocess.Popen] = set()
-        self._cancelled = threading.Event()
+        self._stopping = threading.Event()
         self._started = time.monotonic()
+        self._deadline: float | None = None
 
-    # ---- the DAG ------------------------------------------------------------------------------
+    # ---- the run ------------------------------------------------------------------------------
 
     def run(
         self, workflow: Mapping[str, Any], parameters: Mapping[str, str] | None = None
     ) -> RunResult:
-        """Run `workflow` to the end; returns its result (phase Succeeded or Failed)."""
+        """Run `workflow` to the end; returns its result (phase Succeeded, Failed or Error)."""
         check_supported(workflow)
+        self.workflow = workflow
         metadata = workflow.get("metadata", {})
-        name = metadata.get("name") or _generate_name(metadata.get("generateName", "run-"))
+        name = metadata.get("name") or generate_name(metadata.get("generateName", "run-"))
         spec = workflow["spec"]
-        templates = templates_by_name(workflow)
-        arguments = {
-            p["name"]: str(p.get("value", ""))
-            for p in spec.get("arguments", {}).get("parameters", [])
-        }
-        unknown = sorted(set(parameters or {}) - set(arguments))
-        if unknown:
-            raise WorkflowError(f"no workflow parameter named {', '.join(unknown)}")
-        arguments.update(parameters or {})
-        self.globals = {"workflow.name": name} | {
-            f"workflow.parameters.{key}": value for key, value in arguments.items()
-        }
-        entry = templates.get(spec["entrypoint"])
+        self.templates = templates_by_name(workflow)
+        self.globals = self._globals(name, spec, parameters or {})
+        entry = self.templates.get(spec["entrypoint"])
         if entry is None or "dag" not in entry:
             raise UnsupportedFeature("the local runner needs a dag template as the entrypoint")
-        tasks = {task["name"]: task for task in entry["dag"]["tasks"]}
-        depends = {task: parse_depends(tasks[task]) for task in tasks}
-        _check_dag({task: sorted(depends_on(d)) for task, d in depends.items()}, tasks, templates)
-
+        try:
+            dag = read_dag(entry)
+        except ValueError as error:
+            raise WorkflowError(str(error)) from None
+        for task in dag.tasks.values():
+            if task["template"] not in self.templates:
+                raise WorkflowError(
+                    f"task {task['name']!r} names a template that does not exist: {task['template']!r}"
+                )
         self._started = time.monotonic()
-        self._cancelled.clear()
+        limit = deadline_seconds(spec.get("activeDeadlineSeconds"))
+        self._deadline = self._started + limit if limit is not None else None
+        self._stopping.clear()
         self.echo(
-            f"run {name}: {len(tasks)} tasks, parallelism {self.parallelism}, "
-            f"store {self.store.uri}, logs {self.logs_dir / name}"
+            f"run {name}: {len(dag.tasks)} tasks, parallelism {self.parallelism}, engine "
+            f"{self.engine.name}, store {self.store.uri}, logs {self.logs_dir / name}"
         )
-        nodes: list[Node] = []
-        task_nodes: dict[str, list[Node]] = {}
+        nodes: dict[str, list[Node]] = {}
+        phase = self._drive(name, dag, nodes)
+        every = [node for task_nodes in nodes.values() for node in task_nodes]
+        message = "" if phase == "Succeeded" else self._failure_message(every)
+        result = RunResult(name, phase, every, message)
+        result.summary = self._write_summary(result)
+        return result
+
+    def _globals(self, name: str, spec: Mapping[str, Any], given: Mapping[str, str]) -> dict:
+        declared = {
+            p["name"]: str(p.get("value", p.get("default", "")))
+            for p in spec.get("arguments", {}).get("parameters", [])
+        }
+        unknown = sorted(set(given) - set(declared))
+        if unknown:
+            raise WorkflowError(f"no workflow parameter named {', '.join(unknown)}")
+        declared.update(given)
+        return {"workflow.name": name} | {
+            f"workflow.parameters.{key}": value for key, value in declared.items()
+        }
+
+    def _drive(self, run: str, dag: Dag, nodes: dict[str, list[Node]]) -> str:
+        """Start tasks as their depends allow, until the DAG's phase is decided."""
         running: dict[Future, Node] = {}
-        failed: Node | None = None
         with ThreadPoolExecutor(max_workers=self.parallelism) as pool:
             try:
                 while True:
-                    decided = []
-                    if failed is None:
-                        for task_name in self._ready(depends, task_nodes):
-                            decided.append(task_name)
-                            phases = {
-                                need: [n.phase for n in task_nodes[need]]
-                                for need in depends_on(depends[task_name])
-                            }
-                            if not depends_holds(depends[task_name], phases):
-                                task_nodes[task_name] = [self._omitted(tasks[task_name], name)]
-                                continue
-                            expanded = self._expand(tasks[task_name], name, task_nodes)
-                            task_nodes[task_name] = expanded
-                            nodes.extend(expanded)
-                            for node in expanded:
-                                future = pool.submit(self._run_node, node, templates[node.template])
-                                running[future] = node
-                    if not running:
-                        if decided:
-                            continue
-                        break
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for task in dag.order():
+                        if task not in nodes:
+                            self._consider(run, dag, task, nodes, pool, running)
+                    phase = assess(dag, self._outcomes(dag, nodes))
+                    if phase != "Running" and not running:
+                        return phase
+                    if not running:  # nothing runs and nothing can start: a task never fulfilled
+                        return "Failed"
+                    done, _ = wait(running, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
                     for future in done:
-                        node = running.pop(future)
-                        future.result()
-                        tolerated = tasks[node.task].get("continueOn", {}).get("failed", False)
-                        if node.phase != "Succeeded" and not tolerated and failed is None:
-                            failed = node
-                            self._cancel(running)
+                        running.pop(future)
+                        future.result()  # a bug in the runner itself surfaces here
+                    self._show_progress(running.values())
             except BaseException as error:  # Ctrl-C, or a spec that cannot run: stop every task
+                self.progress.clear()
                 if isinstance(error, KeyboardInterrupt):
                     self.echo("interrupted: stopping every task")
-                self._cancel(running)
+                self._stopping.set()
+                self.engine.stop_all()
+                for future in running:
+                    future.cancel()
                 raise
-        if failed is not None:
-            return RunResult(name, "Failed", nodes, self._failure_message(failed))
-        return RunResult(name, "Succeeded", nodes)
 
-    def _ready(self, depends: dict[str, Depends], task_nodes: dict[str, list[Node]]) -> list[str]:
-        """Tasks not yet started whose every dependency has finished."""
+    def _consider(
+        self,
+        run: str,
+        dag: Dag,
+        task: str,
+        nodes: dict[str, list[Node]],
+        pool: ThreadPoolExecutor,
+        running: dict[Future, Node],
+    ) -> None:
+        """Start, omit or skip `task` once its dependencies are fulfilled."""
+        verdict = should_run(dag, task, self._outcomes(dag, nodes))
+        if verdict is None:
+            return
+        spec = dag.tasks[task]
+        if not verdict:
+            nodes[task] = [
+                self._final_node(run, spec, "Omitted", "omitted: depends condition not met")
+            ]
+            return
+        try:
+            expanded = self._expand(run, spec, nodes)
+        except (ValueError, UnresolvedReference) as error:
+            nodes[task] = [self._final_node(run, spec, "Error", str(error))]
+            return
+        if not expanded:
+            nodes[task] = [self._final_node(run, spec, "Skipped", "Skipped, empty params")]
+            return
+        nodes[task] = expanded
+        for node in expanded:
+            running[pool.submit(self._run_node, node, self.templates[node.template])] = node
 
-        def finished(task: str) -> bool:
-            return task in task_nodes and all(n.phase in FINAL for n in task_nodes[task])
+    def _outcomes(self, dag: Dag, nodes: Mapping[str, list[Node]]) -> dict[str, TaskOutcome]:
+        outcomes = {}
+        for task, task_nodes in nodes.items():
+            fan_out = any(key in dag.tasks[task] for key in ("withParam", "withItems"))
+            phases = tuple(n.phase if n.phase in FINAL else None for n in task_nodes)
+            if fan_out and task_nodes[0].phase not in ("Omitted", "Skipped", "Error"):
+                outcomes[task] = TaskOutcome(None, phases)
+            else:
+                outcomes[task] = TaskOutcome(phases[0])
+        return outcomes
 
-        return [
-            task
-            for task, expression in depends.items()
-            if task not in task_nodes and all(finished(need) for need in depends_on(expression))
-        ]
+    def _show_progress(self, running: Any) -> None:
+        progress = {}
+        for node in running:
+            value = read_progress(node.progress_file)
+            if value:
+                node.progress = value
+                progress[node.name] = value
+        with self._lock:
+            self.progress.update(progress, time.monotonic() - self._started)
 
-    def _omitted(self, task: Mapping[str, Any], run: str) -> Node:
-        node = self._node(run, task["name"], task, {})
-        node.phase, node.message = "Omitted", f"depends {task.get('depends')!r} is false"
-        self._say(f"omitted  {node.name}: {node.message}")
-        return node
+    # ---- tasks into nodes -----------------------------------------------------------------------
 
-    def _expand(
-        self, task: Mapping[str, Any], run: str, task_nodes: dict[str, list[Node]]
-    ) -> list[Node]:
-        """The task's nodes: one, or one per item of its withParam list."""
+    def _task_values(self, nodes: Mapping[str, list[Node]]) -> dict[str, str]:
+        """Globals plus `tasks.<name>.outputs.parameters.<p>` of single-node tasks ('' when Omitted)."""
         values = dict(self.globals)
-        for other, other_nodes in task_nodes.items():
-            if len(other_nodes) == 1:
-                values.update(
-                    {
-                        f"tasks.{other}.outputs.parameters.{key}": value
-                        for key, value in other_nodes[0].outputs.items()
-                    }
-                )
+        for task, task_nodes in nodes.items():
+            if len(task_nodes) != 1:
+                continue
+            node = task_nodes[0]
+            declared = self.templates[node.template].get("outputs", {}).get("parameters", [])
+            for parameter in declared:
+                value = node.outputs.get(parameter["name"], "")
+                values[f"tasks.{task}.outputs.parameters.{parameter['name']}"] = value
+        return values
+
+    def _expand(self, run: str, task: Mapping[str, Any], nodes: Mapping[str, list[Node]]) -> list:
+        """The task's nodes: one, or one per item of its withParam / withItems list."""
+        values = self._task_values(nodes)
         where = f"task {task['name']!r}"
         arguments = {
             p["name"]: p.get("value", "") for p in task.get("arguments", {}).get("parameters", [])
         }
-        if "withParam" not in task:
-            resolved = {
-                key: substitute(str(value), values, where) for key, value in arguments.items()
-            }
+        if "withParam" not in task and "withItems" not in task:
+            resolved = {key: substitute(str(v), values, where) for key, v in arguments.items()}
             return [self._node(run, task["name"], task, resolved)]
-        items = json.loads(substitute(task["withParam"], values, where))
-        if not isinstance(items, list):
-            raise WorkflowError(f"withParam of {where} is not a JSON list: {items!r}")
+        if "withItems" in task:
+            items = task["withItems"]
+        else:
+            text = substitute(task["withParam"], values, where)
+            try:
+                items = json.loads(text)
+            except ValueError:
+                items = None
+            if not isinstance(items, list):
+                raise ValueError(
+                    f"withParam value could not be parsed as a JSON list: {text.strip()}"
+                )
         expanded = []
         for index, item in enumerate(items):
-            item_values = values | {"item": item if isinstance(item, str) else json.dumps(item)}
+            label = item if isinstance(item, str) else json.dumps(item)
+            item_values = values | {"item": label}
             if isinstance(item, dict):
                 item_values |= {f"item.{key}": str(value) for key, value in item.items()}
-            resolved = {
-                key: substitute(str(value), item_values, where) for key, value in arguments.items()
-            }
-            label = item if isinstance(item, str) else json.dumps(item)
+            resolved = {key: substitute(str(v), item_values, where) for key, v in arguments.items()}
             expanded.append(self._node(run, f"{task['name']}({index}:{label})", task, resolved))
         return expanded
 
-    def _node(
-        self, run: str, name: str, task: Mapping[str, Any], arguments: dict[str, str]
-    ) -> Node:
+    def _node(self, run: str, name: str, task: Mapping[str, Any], arguments: dict) -> Node:
         return Node(
             name=name,
             task=task["name"],
             template=task["template"],
             arguments=arguments,
-            log=self.logs_dir / run / f"{_safe_filename(name)}.log",
+            log=self.logs_dir / run / f"{safe_filename(name)}.log",
         )
 
-    def _cancel(self, running: dict[Future, Node]) -> None:
-        self._cancelled.set()
-        for future in running:
-            future.cancel()
-        with self._lock:
-            processes = list(self._processes)
-        for process in processes:
-            _stop(process)
+    def _final_node(self, run: str, task: Mapping[str, Any], phase: str, message: str) -> Node:
+        node = self._node(run, task["name"], task, {})
+        node.phase, node.message = phase, message
+        self._say(f"{phase.lower():<8} {node.name}: {message}")
+        return node
 
-    def _failure_message(self, node: Node) -> str:
+    # ---- one node: its tries and retries -------------------------------------------------------
+
+    def _say(self, text: str) -> None:
+        with self._lock:
+            self.progress.clear()
+            self.echo(f"{time.monotonic() - self._started:7.1f}s  {text}")
+
+    def _run_node(self, node: Node, template: Mapping[str, Any]) -> None:
+        strategy = template.get("retryStrategy")
+        node.started = time.monotonic()
+        node.log.parent.mkdir(parents=True, exist_ok=True)
+        node.phase = "Running"
+        self._say(f"started  {node.name}")
+        retry_deadline = None
+        while True:
+            attempt = self._attempt(node, template, retry_deadline)
+            if attempt is None:
+                node.phase = "Succeeded"
+                break
+            node.tries.append(attempt)
+            node.message = attempt.message
+            decision = self._decide(node, strategy)
+            if isinstance(decision, retries.Stop):
+                node.phase = attempt.phase
+                if decision.message != attempt.message:
+                    node.message = f"{attempt.message} ({decision.message})"
+                break
+            retry_deadline = decision.deadline
+            self._say(
+                f"retrying {node.name} (attempt {len(node.tries) + 1} of "
+                f"{int(strategy.get('limit', 0)) + 1}): {attempt.message}"
+            )
+        node.finished = time.monotonic()
+        tries = (
+            f", {len(node.tries)} failed tries" if node.tries and node.phase == "Succeeded" else ""
+        )
+        retried = f", {len(node.tries) - 1} retries" if len(node.tries) > 1 else ""
+        progress = f", progress {node.progress}" if node.progress else ""
+        if node.phase == "Succeeded":
+            self._say(f"done     {node.name} ({node.duration:.1f}s{tries}{progress})")
+        else:
+            self._say(
+                f"{node.phase.upper():<8} {node.name} ({node.duration:.1f}s{retried}): {node.message}"
+            )
+
+    def _decide(
+        self, node: Node, strategy: Mapping[str, Any] | None
+    ) -> retries.Stop | retries.Retry:
+        """Wait out Argo's backoff, then whether to try again (retries.decide)."""
+        if not strategy:
+            return retries.Stop(node.tries[-1].message)
+        while True:
+            decision = retries.decide(
+                strategy, node.tries, time.monotonic(), self._deadline, self._stopping.is_set()
+            )
+            if not isinstance(decision, retries.Wait):
+                return decision
+            delay = decision.until - time.monotonic()
+            self._say(f"backoff  {node.name}: {delay:.0f}s before deciding on a retry")
+            self._stopping.wait(max(0.0, delay))
+
+    def _attempt(
+        self, node: Node, template: Mapping[str, Any], retry_deadline: float | None
+    ) -> retries.Attempt | None:
+        """One try: None when it succeeded, else what went wrong (Failed: the step; Error: the runner)."""
+        started = time.monotonic()
+
+        def ended(phase: str, message: str, exit_code: int | None = None) -> retries.Attempt:
+            return retries.Attempt(phase, exit_code, message, started, time.monotonic())
+
+        if self._stopping.is_set():
+            return ended("Failed", "Stopped with strategy 'Stop'")
+        timeout = self._timeout(template, retry_deadline)
+        if timeout is not None and timeout <= 0:
+            return ended("Failed", "Step exceeded its deadline")
+        try:
+            resolved = self._resolve(node, template)
+        except (UnresolvedReference, UnsupportedFeature) as error:
+            return ended("Error", str(error))
+        attempt_dir = Path(tempfile.mkdtemp(prefix=f"{safe_filename(node.name)}-"))
+        try:
+            invocation = self._invocation(node, resolved, attempt_dir)
+            try:
+                for artifact in resolved["inputs"]:
+                    artifacts.load_input(
+                        self.store, artifact, invocation.host_path(artifact["path"])
+                    )
+            except (artifacts.ArtifactMissing, StepError, OSError) as error:
+                return ended("Error", f"init: {error}")
+            node.progress_file = invocation.progress_file
+            with node.log.open("a") as log:
+                log.write(f"--- attempt {len(node.tries) + 1}: {' '.join(invocation.command)}\n")
+                log.flush()
+                exit_code, deadline_hit = self._execute(invocation, log, timeout)
+            node.progress = read_progress(invocation.progress_file) or node.progress
+            saved = self._save_outputs(resolved["outputs"], invocation)
+            if self._stopping.is_set():
+                return ended("Failed", "Stopped with strategy 'Stop'", exit_code)
+            if deadline_hit:
+                return ended("Failed", POD_DEADLINE_MESSAGE)
+            if exit_code != 0:
+                return ended("Failed", f"exit code {exit_code}: {_last_line(node.log)}", exit_code)
+            if saved:
+                return ended("Error", f"wait: {saved}", exit_code)
+            try:
+                node.outputs = self._output_parameters(resolved["outputs"], invocation)
+            except (OSError, ValueError) as error:
+                return ended("Error", f"wait: {error}", exit_code)
+            return None
+        finally:
+            shutil.rmtree(attempt_dir, ignore_errors=True)
+
+    def _timeout(self, template: Mapping[str, Any], retry_deadline: float | None) -> float | None:
+        """Seconds this try may run: the template's deadline, maxDuration's, the workflow's."""
+        now = time.monotonic()
+        limits = [
+            deadline_seconds(template.get("activeDeadlineSeconds")),
+            None if retry_deadline is None else retry_deadline - now,
+            None if self._deadline is None else self._deadline - now,
+        ]
+        present = [limit for limit in limits if limit is not None]
+        return min(present) if present else None
+
+    def _resolve(self, node: Node, template: Mapping[str, Any]) -> dict[str, Any]:
+        """The template with its inputs, the workflow's globals and the node's arguments filled in."""
+        where = f"template {template['name']!r}"
+        values = dict(self.globals)
+        for parameter in template.get("inputs", {}).get("parameters", []):
+            value = node.arguments.get(parameter["name"], parameter.get("value"))
+            if value is None:
+                value = parameter.get("default")
+            if value is None:
+                raise UnresolvedReference(
+                    f"input parameter {parameter['name']!r} has no value ({where})"
+                )
+            values[f"inputs.parameters.{parameter['name']}"] = str(value)
+        return {
+            "container": substitute_all(template["container"], values, where),
+            "inputs": substitute_all(
+                template.get("inputs", {}).get("artifacts", []), values, where
+            ),
+            "outputs": substitute_all(template.get("outputs", {}), values, where),
+            "scratch": emptydir_mounts(self.workflow, template),
+        }
+
+    def _invocation(self, node: Node, resolved: Mapping[str, Any], attempt_dir: Path) -> Invocation:
+        container = resolved["container"]
+        command = [*container["command"], *container.get("args", [])]
+        working_dir = PurePosixPath(container.get("workingDir", "/"))
+        outputs = resolved["outputs"]
+        paths = [a["path"] for a in outputs.get("artifacts", [])]
+        paths += [p["valueFrom"]["path"] for p in outputs.get("parameters", [])]
+        for path in [*paths, *(a["path"] for a in resolved["inputs"])]:
+            if PurePosixPath(path).is_absolute() and working_dir not in PurePosixPath(path).parents:
+                raise UnsupportedFeature(
+                    f"the local runner needs artifact paths under workingDir {working_dir}, got {path}"
+                )
+        limits = container.get("resources", {}).get("limits", {})
+        (attempt_dir / "work").mkdir()
+        (attempt_dir / "argo").mkdir()
+        return Invocation(
+            name=node.name,
+            image=self.image or container.get("image", ""),
+            command=command,
+            environment={v["name"]: v.get("value", "") for v in container.get("env", [])},
+            working_dir=working_dir,
+            host_dir=attempt_dir / "work",
+            inputs=tuple(PurePosixPath(a["path"]) for a in resolved["inputs"]),
+            outputs=tuple(PurePosixPath(path) for path in paths),
+            scratch=tuple(PurePosixPath(path) for path in resolved["scratch"]),
+            progress_file=attempt_dir / "argo" / "progress",
+            cpu_limit=limits.get("cpu"),
+            memory_limit=limits.get("memory"),
+            network=any("://" in part for part in command),
+            mounts=_host_paths(command),
+        )
+
+    def _execute(self, invocation: Invocation, log: TextIO, timeout: float | None) -> tuple:
+        """(exit code, whether the deadline stopped it)."""
+        try:
+            return self.engine.execute(invocation, log, timeout), False
+        except DeadlineExceeded:
+            return None, True
+
+    def _save_outputs(self, outputs: Mapping[str, Any], invocation: Invocation) -> str:
+        """Save every output artifact that exists, whatever the exit code; '' or what went wrong."""
+        problems = []
+        for artifact in outputs.get("artifacts", []):
+            try:
+                saved = artifacts.save_output(
+                    self.store, artifact, invocation.host_path(artifact["path"])
+                )
+            except (OSError, StepError) as error:
+                problems.append(f"output artifact {artifact['name']!r}: {error}")
+                continue
+            if not saved and not artifact.get("optional"):
+                problems.append(
+                    f"output artifact {artifact['name']!r} was not written at {artifact['path']}"
+                )
+        return "; ".join(problems)
+
+    def _output_parameters(self, outputs: Mapping[str, Any], invocation: Invocation) -> dict:
+        values = {}
+        for parameter in outputs.get("parameters", []):
+            source = parameter["valueFrom"]
+            path = invocation.host_path(source["path"])
+            if path.is_file():
+                values[parameter["name"]] = path.read_text().strip()
+            elif "default" in source:
+                values[parameter["name"]] = str(source["default"])
+            else:
+                raise ValueError(
+                    f"output parameter {parameter['name']!r}: {source['path']} not found"
+                )
+        return values
+
+    # ---- reporting ------------------------------------------------------------------------------
+
+    def _failure_message(self, nodes: list[Node]) -> str:
+        failed = [node for node in nodes if node.phase in ("Failed", "Error")]
+        if not failed:
+            return "the run did not succeed"
+        node = max(failed, key=lambda n: n.finished or 0)  # the failure that decided the run
         tail = (
             node.log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
             if node.log.exists()
@@ -284,216 +572,55 @@ class LocalRunner:
         lines = [f"{node.name} failed: {node.message}"] + [f"  | {line}" for line in tail]
         return "\n".join(lines)
 
-    # ---- one node -----------------------------------------------------------------------------
-
-    def _say(self, text: str) -> None:
-        with self._lock:
-            self.echo(f"{time.monotonic() - self._started:7.1f}s  {text}")
-
-    def _run_node(self, node: Node, template: Mapping[str, Any]) -> None:
-        retry = template.get("retryStrategy", {})
-        limit = int(retry.get("limit", 0)) if retry else 0
-        policy = retry.get("retryPolicy", "OnFailure")
-        backoff = retry.get("backoff", {})
-        node.started = time.monotonic()
-        node.log.parent.mkdir(parents=True, exist_ok=True)
-        node.phase = "Running"
-        self._say(f"started  {node.name}")
-        while not self._cancelled.is_set():
-            node.attempts += 1
-            kind = self._attempt(node, template)
-            if kind is None:
-                node.phase = "Succeeded"
-                break
-            retryable = (
-                policy == "Always"
-                or (policy == "OnFailure" and kind == "Failed")
-                or (policy == "OnError" and kind == "Error")
-            )
-            if retryable and not retry_allowed(retry.get("expression"), node.exit_code):
-                retryable = False
-                node.message += f" (not retried: {retry['expression']} is false)"
-            if not retryable or node.attempts > limit or self._cancelled.is_set():
-                node.phase = kind
-                break
-            delay = _backoff_delay(backoff, node.attempts)
-            self._say(
-                f"retrying {node.name} in {delay:.0f}s (attempt {node.attempts + 1} of "
-                f"{limit + 1}): {node.message}"
-            )
-            if self._cancelled.wait(delay):
-                break
-        if self._cancelled.is_set() and node.phase == "Running":
-            node.phase, node.message = "Failed", "stopped: the run was cancelled"
-        node.finished = time.monotonic()
-        retries = f", {node.attempts - 1} retries" if node.attempts > 1 else ""
-        if node.phase == "Succeeded":
-            self._say(f"done     {node.name} ({node.duration:.1f}s{retries})")
-        else:
-            self._say(f"FAILED   {node.name} ({node.duration:.1f}s{retries}): {node.message}")
-
-    def _attempt(self, node: Node, template: Mapping[str, Any]) -> str | None:
-        """One try: None on success, else 'Failed' (the step exited non-zero) or 'Error' (runner-side)."""
-        where = f"template {template['name']!r}"
-        node.exit_code = None
-        values = dict(self.globals)
-        for parameter in template.get("inputs", {}).get("parameters", []):
-            value = node.arguments.get(parameter["name"], parameter.get("value"))
-            if value is None:
-                raise UnresolvedReference(
-                    f"input parameter {parameter['name']!r} has no value ({where})"
-                )
-            values[f"inputs.parameters.{parameter['name']}"] = str(value)
-        container = substitute_all(template["container"], values, where)
-        inputs = substitute_all(template.get("inputs", {}).get("artifacts", []), values, where)
-        outputs = substitute_all(template.get("outputs", {}), values, where)
-        workdir = Path(tempfile.mkdtemp(prefix=f"{_safe_filename(node.name)}-"))
-        try:
-            root = PurePosixPath(container.get("workingDir", "/"))
-            try:
-                for artifact in inputs:
-                    self._download(artifact, _local(workdir, root, artifact["path"]))
-            except StepError as error:
-                node.message = f"input artifact: {error}"
-                return "Error"
-            with node.log.open("a") as log:
-                log.write(
-                    f"--- attempt {node.attempts}: {' '.join(container['command'] + container.get('args', []))}\n"
-                )
-                log.flush()
-                node.exit_code = self._execute(container, workdir, log)
-            if self._cancelled.is_set():
-                return "Failed"
-            if node.exit_code != 0:
-                node.message = f"exit code {node.exit_code}; last line: {_last_line(node.log)}"
-                return "Failed"
-            try:
-                for parameter in outputs.get("parameters", []):
-                    path = _local(workdir, root, parameter["valueFrom"]["path"])
-                    node.outputs[parameter["name"]] = path.read_text().strip()
-                for artifact in outputs.get("artifacts", []):
-                    self._upload(artifact, _local(workdir, root, artifact["path"]))
-            except (OSError, StepError) as error:
-                node.message = f"output: {error}"
-                return "Error"
-            return None
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-
-    def _execute(self, container: Mapping[str, Any], workdir: Path, log: Any) -> int:
-        command = list(container["command"]) + list(container.get("args", []))
-        if command[0] in ("python", "python3"):
-            command[0] = sys.executable
-        environment = os.environ | {v["name"]: v.get("value", "") for v in container.get("env", [])}
-        environment["PYTHONPATH"] = os.pathsep.join(
-            filter(None, [str(PROJECT_ROOT), environment.get("PYTHONPATH")])
-        )
-        environment["PYTHONUNBUFFERED"] = "1"
-        process = subprocess.Popen(
-            command,
-            cwd=workdir,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=environment,
-            start_new_session=True,
-        )
-        with self._lock:
-            self._processes.add(process)
-        try:
-            return process.wait()
-        finally:
-            with self._lock:
-                self._processes.discard(process)
-
-    def _download(self, artifact: Mapping[str, Any], target: Path) -> None:
-        """A key is a file, or a prefix standing for every object under it (a directory)."""
-        key = artifact["gcs"]["key"]
-        if self.store.list_keys(key.rstrip("/") + "/"):
-            download_dir(self.store, key, target)
-            return
-        try:
-            self.store.download_file(key, target)
-        except StepError:
-            if not artifact.get("optional"):
-                raise
-
-    def _upload(self, artifact: Mapping[str, Any], source: Path) -> None:
-        key = artifact["gcs"]["key"]
-        if source.is_dir():
-            upload_dir(self.store, source, key)
-        elif source.is_file():
-            self.store.upload_file(source, key)
-        else:
-            raise StepError(
-                f"output artifact {artifact['name']!r} was not written at {artifact['path']}"
-            )
+    def _write_summary(self, result: RunResult) -> Path:
+        """The run as data, for tools: every node with its phase, tries, timings and outputs."""
+        folder = self.logs_dir / result.name
+        folder.mkdir(parents=True, exist_ok=True)
+        summary = {
+            "name": result.name,
+            "phase": result.phase,
+            "message": result.message,
+            "engine": self.engine.name,
+            "seconds": time.monotonic() - self._started,
+            "nodes": [
+                {
+                    "name": node.name,
+                    "task": node.task,
+                    "template": node.template,
+                    "phase": node.phase,
+                    "message": node.message,
+                    "started": None if node.started is None else node.started - self._started,
+                    "finished": None if node.finished is None else node.finished - self._started,
+                    "tries": [
+                        asdict(t)
+                        | {
+                            "started": t.started - self._started,
+                            "finished": t.finished - self._started,
+                        }
+                        for t in node.tries
+                    ],
+                    "attempts": node.attempts,
+                    "outputs": node.outputs,
+                    "progress": node.progress,
+                    "log": str(node.log),
+                }
+                for node in result.nodes
+            ],
+        }
+        path = folder / SUMMARY_FILE
+        path.write_text(json.dumps(summary, indent=2))
+        return path
 
 
-def _local(workdir: Path, root: PurePosixPath, path: str) -> Path:
-    """Map a container path under workingDir into this node's working folder."""
-    posix = PurePosixPath(path)
-    if not posix.is_absolute():
-        return workdir / posix
-    try:
-        return workdir / posix.relative_to(root)
-    except ValueError:
-        raise UnsupportedFeature(
-            f"the local runner needs artifact paths under workingDir {root}, got {path}"
-        ) from None
-
-
-def _backoff_delay(backoff: Mapping[str, Any], attempt: int) -> float:
-    if not backoff:
-        return 0.0
-    delay = parse_duration(backoff.get("duration", "0")) * float(backoff.get("factor", 1)) ** (
-        attempt - 1
-    )
-    if "maxDuration" in backoff:
-        delay = min(delay, parse_duration(backoff["maxDuration"]))
-    return delay
+def _host_paths(command: list[str]) -> tuple[tuple[Path, bool], ...]:
+    """Absolute paths of this machine a step names (a folder store: writable; a data file: read-only)."""
+    found = []
+    for part in command:
+        if part.startswith("/") and Path(part).exists():
+            found.append((Path(part), Path(part).is_dir()))
+    return tuple(found)
 
 
 def _last_line(log: Path) -> str:
     lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
     return lines[-1] if lines else "(no output)"
-
-
-def _stop(process: subprocess.Popen, grace: float = 5.0) -> None:
-    """SIGTERM the process group, then SIGKILL it if it lingers."""
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-def _check_dag(
-    dependencies: dict[str, list[str]], tasks: Mapping[str, Any], templates: Mapping[str, Any]
-) -> None:
-    for task, needs in dependencies.items():
-        if tasks[task]["template"] not in templates:
-            raise WorkflowError(
-                f"task {task!r} names a template that does not exist: {tasks[task]['template']!r}"
-            )
-        for need in needs:
-            if need not in dependencies:
-                raise WorkflowError(f"task {task!r} depends on {need!r}, which does not exist")
-    visiting: set[str] = set()
-    done: set[str] = set()
-
-    def visit(task: str) -> None:
-        if task in done:
-            return
-        if task in visiting:
-            raise WorkflowError(f"the DAG has a cycle through {task!r}")
-        visiting.add(task)
-        for need in dependencies[task]:
-            visit(need)
-        visiting.discard(task)
-        done.add(task)
-
-    for task in dependencies:
-        visit(task)

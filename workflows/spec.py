@@ -1,7 +1,10 @@
-"""Reading a compiled Workflow: the Argo features the local runner supports, and template expressions.
+"""What of a compiled Workflow the local runner honours, ignores or refuses, and `{{…}}` substitution.
 
-Anything outside the supported set is refused with a message naming it, so the local engine and Argo
-cannot drift apart silently. Fields that only mean something on a cluster are accepted and ignored.
+The rule: a field is honoured when it changes what a step computes or how the run proceeds (the DAG, parameters,
+artifacts, retries, deadlines); it is ignored when it only places or labels pods on a cluster (service account,
+pod GC, TTL, metrics, node selection, requests); the container's image, limits, security context and emptyDir
+volumes are honoured by the container engines and ignored by the process engine. Anything else is refused with
+a message naming it, so the local engine and Argo cannot drift apart silently.
 """
 
 from __future__ import annotations
@@ -10,12 +13,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-SPEC_FIELDS = {"entrypoint", "templates", "arguments"}
+SPEC_FIELDS = {"entrypoint", "templates", "arguments", "activeDeadlineSeconds", "volumes"}
 SPEC_CLUSTER_ONLY = {
     "serviceAccountName",
     "podGC",
     "ttlStrategy",
-    "activeDeadlineSeconds",
     "metrics",
     "podMetadata",
     "workflowMetadata",
@@ -31,24 +33,40 @@ SPEC_CLUSTER_ONLY = {
     "podPriorityClassName",
     "imagePullSecrets",
 }
-TEMPLATE_FIELDS = {"name", "container", "dag", "inputs", "outputs", "retryStrategy"}
+TEMPLATE_FIELDS = {
+    "name",
+    "container",
+    "dag",
+    "inputs",
+    "outputs",
+    "retryStrategy",
+    "activeDeadlineSeconds",
+    "volumes",
+}
 TEMPLATE_CLUSTER_ONLY = {
     "metadata",
-    "activeDeadlineSeconds",
     "metrics",
     "podSpecPatch",
     "serviceAccountName",
     "nodeSelector",
     "tolerations",
     "affinity",
-    "timeout",
     "archiveLocation",
     "securityContext",
     "priorityClassName",
     "synchronization",
 }
-CONTAINER_FIELDS = {"image", "command", "args", "workingDir", "env"}
-CONTAINER_CLUSTER_ONLY = {"resources", "imagePullPolicy", "securityContext", "name"}
+CONTAINER_FIELDS = {
+    "image",
+    "command",
+    "args",
+    "workingDir",
+    "env",
+    "resources",
+    "securityContext",
+    "volumeMounts",
+}
+CONTAINER_CLUSTER_ONLY = {"imagePullPolicy", "name"}
 TASK_FIELDS = {
     "name",
     "template",
@@ -56,11 +74,13 @@ TASK_FIELDS = {
     "depends",
     "dependencies",
     "withParam",
+    "withItems",
     "continueOn",
 }
-ARTIFACT_FIELDS = {"name", "path", "gcs", "archive", "optional"}
+DAG_FIELDS = {"tasks", "target", "failFast"}
+ARTIFACT_FIELDS = {"name", "path", "gcs", "archive", "optional", "mode", "recurseMode"}
 RETRY_FIELDS = {"limit", "retryPolicy", "backoff", "expression"}
-RETRY_TERM = re.compile(r"asInt\(lastRetry\.exitCode\)\s*(==|!=|<=|>=|<|>)\s*(-?\d+)")
+BACKOFF_FIELDS = {"duration", "factor", "cap", "maxDuration"}
 
 EXPRESSION = re.compile(r"{{\s*([^{}]+?)\s*}}")
 
@@ -87,23 +107,17 @@ def check_supported(workflow: Mapping[str, Any]) -> None:
     """Raise UnsupportedFeature for the first field the local runner cannot honour."""
     spec = workflow.get("spec", {})
     _refuse_unknown(spec, SPEC_FIELDS, SPEC_CLUSTER_ONLY, "workflow spec")
+    _check_volumes(spec.get("volumes", []), "workflow spec")
     for template in spec.get("templates", []):
         where = f"template {template.get('name')!r}"
         _refuse_unknown(template, TEMPLATE_FIELDS, TEMPLATE_CLUSTER_ONLY, where)
+        _check_volumes(template.get("volumes", []), where)
         if "container" in template:
-            _refuse_unknown(template["container"], CONTAINER_FIELDS, CONTAINER_CLUSTER_ONLY, where)
-            for variable in template["container"].get("env", []):
-                _refuse_unknown(variable, {"name", "value"}, set(), f"{where}, env")
+            _check_container(template["container"], where)
         elif "dag" in template:
-            _refuse_unknown(template["dag"], {"tasks"}, set(), f"{where}, dag")
+            _refuse_unknown(template["dag"], DAG_FIELDS, set(), f"{where}, dag")
             for task in template["dag"]["tasks"]:
                 _refuse_unknown(task, TASK_FIELDS, set(), f"{where}, task {task.get('name')!r}")
-                _refuse_unknown(
-                    task.get("continueOn", {}),
-                    {"failed"},
-                    set(),
-                    f"{where}, task {task.get('name')!r}, continueOn",
-                )
         else:
             raise UnsupportedFeature(f"the local runner runs container and dag templates ({where})")
         for side in ("inputs", "outputs"):
@@ -112,21 +126,32 @@ def check_supported(workflow: Mapping[str, Any]) -> None:
             for artifact in section.get("artifacts", []):
                 _check_artifact(artifact, side, f"{where}, artifact {artifact.get('name')!r}")
             for parameter in section.get("parameters", []):
-                _refuse_unknown(
-                    parameter,
-                    {"name", "value", "valueFrom", "default", "description"},
-                    set(),
-                    f"{where}, parameter {parameter.get('name')!r}",
-                )
-                _refuse_unknown(
-                    parameter.get("valueFrom", {}),
-                    {"path", "default"},
-                    set(),
-                    f"{where}, parameter {parameter.get('name')!r}",
-                )
+                _check_parameter(parameter, f"{where}, parameter {parameter.get('name')!r}")
+        retry = template.get("retryStrategy", {})
+        _refuse_unknown(retry, RETRY_FIELDS, {"affinity"}, f"{where}, retryStrategy")
+        _refuse_unknown(retry.get("backoff", {}), BACKOFF_FIELDS, set(), f"{where}, backoff")
+
+
+def _check_container(container: Mapping[str, Any], where: str) -> None:
+    _refuse_unknown(container, CONTAINER_FIELDS, CONTAINER_CLUSTER_ONLY, where)
+    for variable in container.get("env", []):
+        _refuse_unknown(variable, {"name", "value"}, set(), f"{where}, env")
+    for mount in container.get("volumeMounts", []):
+        _refuse_unknown(mount, {"name", "mountPath"}, set(), f"{where}, volumeMounts")
+
+
+def _check_volumes(volumes: list, where: str) -> None:
+    for volume in volumes:
         _refuse_unknown(
-            template.get("retryStrategy", {}), RETRY_FIELDS, {"affinity"}, f"{where}, retryStrategy"
+            volume, {"name", "emptyDir"}, set(), f"{where}, volume {volume.get('name')!r}"
         )
+
+
+def _check_parameter(parameter: Mapping[str, Any], where: str) -> None:
+    _refuse_unknown(
+        parameter, {"name", "value", "valueFrom", "default", "description", "enum"}, set(), where
+    )
+    _refuse_unknown(parameter.get("valueFrom", {}), {"path", "default"}, set(), where)
 
 
 def _check_artifact(artifact: Mapping[str, Any], side: str, where: str) -> None:
@@ -163,92 +188,19 @@ def substitute_all(value: Any, values: Mapping[str, str], where: str) -> Any:
     return value
 
 
-DEPENDS_TERM = re.compile(
-    r"([A-Za-z0-9][-A-Za-z0-9]*)(?:\.(Succeeded|Failed|AnySucceeded|AllFailed))?"
-)
-Depends = list[list[tuple[str, str]]]
-"""A `depends` expression as alternatives (||) of conditions (&&) on tasks: [[(task, condition)]]."""
-
-
-def parse_depends(task: Mapping[str, Any]) -> Depends:
-    """Read `dependencies`, or a `depends` of terms like a, a.Succeeded, a.AnySucceeded, a.AllFailed,
-    a.Failed joined by && and || (no parentheses or negation)."""
-    if "dependencies" in task:
-        return [[(name, "Succeeded") for name in task["dependencies"]]]
-    text = task.get("depends", "").strip()
-    if not text:
-        return [[]]
-    alternatives = []
-    for alternative in text.split("||"):
-        terms = []
-        for term in alternative.split("&&"):
-            match = DEPENDS_TERM.fullmatch(term.strip())
-            if not match:
-                raise UnsupportedFeature(
-                    f"the local runner reads depends as terms like 'a', 'a.AnySucceeded' joined "
-                    f"by && and ||, got {text!r} (task {task['name']!r})"
-                )
-            terms.append((match.group(1), match.group(2) or "Succeeded"))
-        alternatives.append(terms)
-    return alternatives
-
-
-def depends_on(depends: Depends) -> set[str]:
-    return {name for alternative in depends for name, _ in alternative}
-
-
-def depends_holds(depends: Depends, phases: Mapping[str, list[str]]) -> bool:
-    """Evaluate `depends` given the final phases of each finished task's nodes."""
-
-    def holds(name: str, condition: str) -> bool:
-        states = phases[name]
-        return {
-            "Succeeded": all(state == "Succeeded" for state in states),
-            "Failed": any(state == "Failed" for state in states),
-            "AnySucceeded": any(state == "Succeeded" for state in states),
-            "AllFailed": bool(states) and all(state == "Failed" for state in states),
-        }[condition]
-
-    return any(all(holds(name, condition) for name, condition in terms) for terms in depends)
-
-
 def templates_by_name(workflow: Mapping[str, Any]) -> dict[str, dict]:
     return {template["name"]: template for template in workflow["spec"]["templates"]}
 
 
-def parse_duration(text: str | int) -> float:
-    """Argo durations: '10s', '2m', '1h', or bare seconds."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", str(text))
-    if not match:
-        raise UnsupportedFeature(f"the local runner cannot read the duration {text!r}")
-    scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
-    return float(match.group(1)) * scale
-
-
-def retry_allowed(expression: str | None, exit_code: int | None) -> bool:
-    """Evaluate a retryStrategy expression made of `asInt(lastRetry.exitCode) <op> N` terms joined by
-    && and ||. No expression allows the retry; an exit code of None (no process ran) reads as -1."""
-    if not expression:
-        return True
-    code = -1 if exit_code is None else exit_code
-    compare = {
-        "==": code.__eq__,
-        "!=": code.__ne__,
-        "<": code.__lt__,
-        ">": code.__gt__,
-        "<=": code.__le__,
-        ">=": code.__ge__,
+def emptydir_mounts(workflow: Mapping[str, Any], template: Mapping[str, Any]) -> tuple[str, ...]:
+    """Mount paths of the template container's emptyDir volumes (scratch space)."""
+    volumes = {
+        volume["name"]
+        for volume in [*workflow["spec"].get("volumes", []), *template.get("volumes", [])]
+        if "emptyDir" in volume
     }
-    alternatives = []
-    for alternative in expression.split("||"):
-        terms = []
-        for term in alternative.split("&&"):
-            match = RETRY_TERM.fullmatch(term.strip())
-            if not match:
-                raise UnsupportedFeature(
-                    f"the local runner reads retry expressions like "
-                    f"'asInt(lastRetry.exitCode) != 2', got {expression!r}"
-                )
-            terms.append(compare[match.group(1)](int(match.group(2))))
-        alternatives.append(all(terms))
-    return any(alternatives)
+    return tuple(
+        mount["mountPath"]
+        for mount in template.get("container", {}).get("volumeMounts", [])
+        if mount["name"] in volumes
+    )

@@ -29,6 +29,7 @@ from workflows.argo_client import (
     register_template,
     submit_from_template,
 )
+from workflows.engines import Engine, ProcessEngine
 from workflows.pipeline import compile_template, compile_workflow
 from workflows.runner import LocalRunner, WorkflowError
 from workflows.settings import (
@@ -43,6 +44,7 @@ from workflows.watch import POLL_SECONDS, failure, output, run_seconds, watch
 
 EXIT_RUN_FAILED = 1
 EXIT_USAGE = 2
+ENGINES = ("process", "podman", "docker")
 
 
 def _seconds(text: str) -> float:
@@ -94,6 +96,12 @@ def parser() -> argparse.ArgumentParser:
         "--image",
         default=DEFAULT_IMAGE,
         help=f"the steps' container image (default: {DEFAULT_IMAGE})",
+    )
+    engine.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="process",
+        help="locally, run each step as a process (default) or in the steps' image with docker or podman",
     )
     argo = p.add_argument_group("argo", "on an Argo Server; flags and variables as Argo's own CLI")
     argo.add_argument(
@@ -242,9 +250,20 @@ def settings_from(args: argparse.Namespace) -> PipelineSettings:
     )
 
 
+def local_engine(name: str) -> Engine:
+    """The engine that starts each step locally: a process, or a container of the steps' image."""
+    if name == "process":
+        return ProcessEngine()
+    from workflows.containers import ContainerEngine
+
+    return ContainerEngine(program=name)
+
+
 def run_locally(workflow: dict, store_uri: str, args: argparse.Namespace) -> int:
     store = open_store(store_uri)
-    runner = LocalRunner(store, args.logs_dir.resolve(), args.parallelism)
+    runner = LocalRunner(
+        store, args.logs_dir.resolve(), args.parallelism, engine=local_engine(args.engine)
+    )
     started = time.monotonic()
     result = runner.run(workflow)
     elapsed = time.monotonic() - started
