@@ -216,7 +216,7 @@ def test_a_corrupt_shard_fails_its_trainer_with_a_clear_message(
         "2",
         "printf 'not a zip archive' > in/shard.npz",
     )
-    result, progress = run_locally(workflow, tmp_path / "store", tmp_path / "logs")
+    result, _ = run_locally(workflow, tmp_path / "store", tmp_path / "logs")
     assert result.phase == "Failed"
     trainer = next(n for n in result.nodes if n.name == "train-round-1(2:2)")
     assert trainer.attempts == 1, "bad input (exit 2) is not retried"
