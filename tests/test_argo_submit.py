@@ -156,8 +156,8 @@ def test_register_creates_then_updates_the_template(
     assert out.startswith(f"created WorkflowTemplate {cluster.TEMPLATE_NAME} in namespace mnist")
     code, out, _ = submit(capsys, "--register", "--rounds", "4", "--image", "steps:2")
     assert code == 0 and out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
-    assert [(m, p) for m, p, _ in double.requests] == [
-        ("POST", "/api/v1/workflow-templates/mnist"),
+    assert [(m, p) for m, p, _ in double.requests] == [  # as Hera's WorkflowTemplate.update()
+        ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
         ("POST", "/api/v1/workflow-templates/mnist"),
         ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
         ("PUT", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
