@@ -236,6 +236,30 @@ def test_a_retried_trainer_shows_its_current_tries_progress(
     assert progress_of(out, RETRIED_NODE) == [third, two_thirds, third, two_thirds]
 
 
+def test_readme_names_the_metrics_as_the_controller_exports_them() -> None:
+    """Argo's controller exports a custom metric `name` as `argo_workflows_name`
+    (../shared/argo/upstream/docs/metrics.md)."""
+    import re
+
+    from workflows.pipeline import compile_workflow
+    from workflows.settings import PipelineSettings
+
+    workflow = compile_workflow(PipelineSettings())
+    owners = [workflow["spec"], *workflow["spec"]["templates"]]
+    metrics = {
+        metric["name"]
+        for owner in owners
+        for metric in owner.get("metrics", {}).get("prometheus", [])
+    }
+    assert metrics
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Run on Argo\n")[1].split("\n## ")[0]
+    named = set(re.findall(r"`([a-z_]+)(?:\{[^`]*\})?`", section))
+    for metric in metrics:
+        assert f"argo_workflows_{metric}" in named, metric
+        assert metric not in named, f"{metric} named without the controller's prefix"
+
+
 def test_register_creates_then_updates_the_template(
     serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
