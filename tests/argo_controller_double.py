@@ -424,10 +424,9 @@ class RunPlan:
         if tick >= self.finished:
             status["phase"], status["finishedAt"] = self.phase, stamp(self.finished)
             if self.phase != "Succeeded":
-                failed = next(
-                    n for n in self.nodes if n.kind != "TaskGroup" and n.phase == self.phase
-                )
-                status["message"] = f"child '{self._id(failed.display)}' failed"
+                failed = [n for n in self.nodes if n.kind == "Pod" and n.phase == self.phase]
+                if failed:
+                    status["message"] = f"child '{self._id(failed[0].display)}' failed"
         return status
 
     def _id(self, display: str) -> str:

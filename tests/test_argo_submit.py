@@ -16,6 +16,7 @@ import sys
 import threading
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -386,9 +387,12 @@ def test_tls_failure_says_how_to_accept_the_certificate(
     assert "TLS" in err and "ARGO_INSECURE_SKIP_VERIFY=true" in err
     assert double.requests == []
     monkeypatch.setenv("ARGO_INSECURE_SKIP_VERIFY", "true")
-    code, out, _ = submit(capsys)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        code, out, err = submit(capsys)
     assert code == 0 and out.startswith("submitted mnist-")
     assert len(double.runs) == 1
+    assert err == "" and [w.message for w in warned] == []  # asked for: no warning per request
 
 
 def test_plain_http_server_spoken_to_with_tls(
