@@ -8,10 +8,16 @@ resolved into `definitions`, unknown fields refused). A request that does not co
 in `rejected`. Its answers are validated against the same document before they are sent.
 
 What it serves, as the server would: create and get workflows, create/get/update WorkflowTemplates, and
-submit from a template. A created run advances one step per GET of it: each DAG level's nodes appear
-Pending, then Running, then Succeeded, the next level after them. `outcome` picks the story: "succeed",
-"fail" (one train node fails every try and the run fails) or "retry" (one train node fails once, its retry
-succeeds). Bearer tokens, namespaces and names behave as on a cluster: 401, 403, 404 namespace, 409 name.
+submit from a template. A run submitted from a template is named `<template>-` and five characters, unless
+submitOptions.generateName or .name say otherwise (upstream workflow/common/convert.go,
+NewWorkflowFromWorkflowTemplate; SubmitOpts in the OpenAPI: "GenerateName overrides
+metadata.generateName"). Bearer tokens, namespaces and names behave as on a cluster: 401, 403, 404
+namespace, 409 name.
+
+A created run is played by the stand-in for Argo's controller and the steps in argo_controller_double.py:
+it moves on one tick (SECONDS_PER_TICK of run time) every `reads_per_tick` GETs of it, so a watcher polling
+faster than the run changes reads the same state again. `outcome` picks the story: "succeed", "fail" or
+"retry".
 """
 
 from __future__ import annotations
@@ -23,20 +29,21 @@ import ssl
 import string
 import threading
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.argo_controller_double import (
+    ACCURACY,
+    FAILING_NODE,
+    RETRIED_NODE,
+    START,
+    RunPlan,
+)
 from tests.argo_schema import first_error, openapi, openapi_validator
-from workflows.spec import depends_on, parse_depends
 
-START = datetime.now(UTC).replace(microsecond=0)
-SECONDS_PER_TICK = 10
-FAILING_NODE = "train-round-1(1:1)"
-RETRIED_NODE = "train-round-1(0:0)"
-ACCURACY = "0.9771"
+__all__ = ["ACCURACY", "FAILING_NODE", "RETRIED_NODE", "ArgoDouble"]
 
 
 class Refused(Exception):
@@ -62,11 +69,10 @@ def _routes() -> list[tuple[re.Pattern[str], str, dict]]:
 
 @dataclass
 class Run:
-    """A created Workflow and how many times it was read."""
+    """A created Workflow, how it will go, and how far it went."""
 
     workflow: dict
-    spec: dict  # the spec that runs: its own, or the template's it refers to
-    parameters: dict[str, str]
+    plan: RunPlan
     reads: int = 0
 
 
@@ -76,6 +82,7 @@ class ArgoDouble:
     forbidden_token: str = "Bearer read-only-token"
     namespaces: tuple[str, ...] = ("mnist",)
     outcome: str = "succeed"
+    reads_per_tick: int = 1
     base_href: str = "/"
     tls: tuple[Path, Path] | None = None  # certificate and key files: serve HTTPS
     requests: list[tuple[str, str, Any]] = field(default_factory=list)
@@ -226,7 +233,7 @@ class ArgoDouble:
                 "creationTimestamp": START.isoformat().replace("+00:00", "Z"),
             },
         }
-        self.runs[name] = Run(created, spec, parameters)
+        self.runs[name] = Run(created, RunPlan(name, spec, parameters, self.outcome))
         return created
 
     def _op_WorkflowService_CreateWorkflow(self, namespace: str, _: Any, body: dict) -> tuple:
@@ -252,7 +259,7 @@ class ArgoDouble:
         workflow = {
             "metadata": {
                 **({"name": options["name"]} if options.get("name") else {}),
-                "generateName": template["metadata"]["name"] + "-",
+                "generateName": options.get("generateName") or template["metadata"]["name"] + "-",
                 "labels": {"workflows.argoproj.io/workflow-template": template["metadata"]["name"]},
             },
             "spec": {
@@ -268,7 +275,8 @@ class ArgoDouble:
         if run is None:
             raise Refused(404, 5, f'workflows.argoproj.io "{name}" not found')
         run.reads += 1
-        answer = {**run.workflow, "status": self._status(run)}
+        tick = -(-run.reads // self.reads_per_tick)
+        answer = {**run.workflow, "status": run.plan.status(tick)}
         return answer, "#/definitions/io.argoproj.workflow.v1alpha1.Workflow"
 
     # ---- templates -----------------------------------------------------------------------------
@@ -309,148 +317,3 @@ class ArgoDouble:
         stored["metadata"]["resourceVersion"] = str(int(version) + 1)
         self.templates[name] = stored
         return stored, "#/definitions/io.argoproj.workflow.v1alpha1.WorkflowTemplate"
-
-    # ---- how a run progresses ------------------------------------------------------------------
-
-    def _status(self, run: Run) -> dict:
-        """The run's status after `run.reads` reads: nodes level by level, one phase per read."""
-        name = run.workflow["metadata"]["name"]
-        templates = {t["name"]: t for t in run.spec["templates"]}
-        tasks = templates[run.spec["entrypoint"]]["dag"]["tasks"]
-        levels = _levels(tasks)
-        workers = int(run.parameters["workers"])
-        tick = run.reads
-        nodes: dict[str, dict] = {}
-        root = _node(name, name, "DAG", "pipeline", "Running", 0, None)
-        nodes[root["id"]] = root
-        failed = None
-        last_level = max(levels.values())
-        for task in tasks:
-            level = levels[task["name"]]
-            phase, done_tick = _phase(level, tick)
-            if phase is None or (failed and level > failed):
-                continue
-            template = templates[task["template"]]
-            items = range(workers) if "withParam" in task else [None]
-            parent = root
-            if "withParam" in task:
-                group = _node(name, task["name"], "TaskGroup", None, phase, level, done_tick)
-                nodes[group["id"]] = group
-                root["children"].append(group["id"])
-                parent = group
-            for item in items:
-                display = task["name"] if item is None else f"{task['name']}({item}:{item})"
-                step = self._step(name, display, template, phase, level, done_tick)
-                for node in step:
-                    nodes[node["id"]] = node
-                parent["children"].append(step[0]["id"])
-                if step[0]["phase"] == "Failed":
-                    failed = level
-                    parent["phase"] = "Failed"
-        status: dict[str, Any] = {"startedAt": _stamp(0), "nodes": nodes}
-        if failed is not None and _phase(failed, tick)[0] == "Succeeded":
-            root["phase"] = "Failed"
-            status |= {"phase": "Failed", "message": f"child '{name}.{FAILING_NODE}' failed"}
-        elif _phase(last_level, tick)[0] == "Succeeded":
-            root["phase"] = "Succeeded"
-            status["phase"] = "Succeeded"
-        else:
-            status["phase"] = "Running"
-        if status["phase"] != "Running":
-            status["finishedAt"] = _stamp(tick)
-            root["finishedAt"] = status["finishedAt"]
-        return status
-
-    def _step(
-        self, run: str, display: str, template: dict, phase: str, level: int, done: int | None
-    ) -> list[dict]:
-        """The nodes of one step: a Pod, or a Retry node with one Pod per try."""
-        story = {"fail": FAILING_NODE, "retry": RETRIED_NODE}.get(self.outcome)
-        pod_phase = phase
-        if display == story and self.outcome == "fail" and phase == "Succeeded":
-            pod_phase = "Failed"
-        node = _node(run, display, "Pod", template["name"], pod_phase, level, done)
-        if pod_phase == "Failed":
-            # a failure the spec retries (bad input, exit code 2, is not retried)
-            node["message"] = "OOMKilled (exit code 137)"
-        if node["phase"] == "Succeeded" and template["name"] == "evaluate":
-            node["outputs"] = {"parameters": [{"name": "accuracy", "value": ACCURACY}]}
-        if "retryStrategy" not in template:
-            return [node]
-        limit = int(template["retryStrategy"]["limit"])
-        tries = 1
-        if display == story and phase != "Pending":
-            tries = limit + 1 if self.outcome == "fail" else 2
-        retry = {**node, "type": "Retry", "children": []}
-        pods = []
-        for attempt in range(tries):
-            pod = _node(
-                run, f"{display}({attempt})", "Pod", template["name"], pod_phase, level, done
-            )
-            if attempt < tries - 1:
-                pod["phase"] = "Failed"
-                pod["message"] = "Error (exit code 1): connection reset while reading the shard"
-            elif pod_phase == "Failed":
-                pod["message"] = node["message"]
-            pods.append(pod)
-            retry["children"].append(pod["id"])
-        if pod_phase == "Failed":
-            retry["message"] = "No more retries left"
-        return [retry, *pods]
-
-
-def _levels(tasks: list[dict]) -> dict[str, int]:
-    """Each task's depth in the DAG: 0 for tasks without dependencies."""
-    needs = {t["name"]: sorted(depends_on(parse_depends(t))) for t in tasks}
-    levels: dict[str, int] = {}
-
-    def level(task: str) -> int:
-        if task not in levels:
-            levels[task] = 1 + max((level(n) for n in needs[task]), default=-1)
-        return levels[task]
-
-    for task in needs:
-        level(task)
-    return levels
-
-
-def _phase(level: int, tick: int) -> tuple[str | None, int | None]:
-    """A level's nodes appear Pending at tick 2L+1, run at 2L+2, succeed from 2L+3."""
-    if tick < 2 * level + 1:
-        return None, None
-    if tick == 2 * level + 1:
-        return "Pending", None
-    if tick == 2 * level + 2:
-        return "Running", None
-    return "Succeeded", 2 * level + 3
-
-
-def _stamp(tick: int) -> str:
-    return (START + timedelta(seconds=tick * SECONDS_PER_TICK)).isoformat().replace("+00:00", "Z")
-
-
-def _node(
-    run: str,
-    display: str,
-    kind: str,
-    template: str | None,
-    phase: str,
-    level: int,
-    done: int | None,
-) -> dict:
-    name = run if display == run else f"{run}.{display}"
-    node: dict[str, Any] = {
-        "id": f"{run}-{abs(hash(name)) % 10**10}",
-        "name": name,
-        "displayName": display,
-        "type": kind,
-        "phase": phase,
-        "children": [],
-    }
-    if template:
-        node["templateName"] = template
-    if phase != "Pending":
-        node["startedAt"] = _stamp(2 * level + 2)
-    if done is not None:
-        node["finishedAt"] = _stamp(done)
-    return node

@@ -16,6 +16,7 @@ import sys
 import threading
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,7 +25,9 @@ import pytest
 from tests.argo_double import ACCURACY, FAILING_NODE, RETRIED_NODE, ArgoDouble
 from tests.argo_schema import first_error, workflow_validator
 from workflows import cluster
+from workflows.argo_client import from_environment
 from workflows.submit import main
+from workflows.watch import watch
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "Bearer good-token"
@@ -79,8 +82,21 @@ def submit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, st
     return code, out, err
 
 
+def lines_of(out: str, node: str) -> list[str]:
+    return [line for line in out.splitlines() if line.split()[:1] == [node]]
+
+
 def phases_of(out: str, node: str) -> list[str]:
-    return [line.split()[1] for line in out.splitlines() if line.split()[:1] == [node]]
+    """The node's phases as the watch printed them, without its progress lines."""
+    return [line.split()[1] for line in lines_of(out, node) if " progress " not in line]
+
+
+def progress_of(out: str, node: str) -> list[str]:
+    return [
+        line.split(" progress ")[1].split()[0]
+        for line in lines_of(out, node)
+        if " progress " in line
+    ]
 
 
 def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
@@ -128,8 +144,24 @@ def test_a_failed_run_names_the_failed_node(
     assert code == 1
     assert err.splitlines() == [f"submit: {FAILING_NODE} failed: OOMKilled (exit code 137)"]
     assert phases_of(out, FAILING_NODE)[-1] == "Failed"
-    assert "2 retries" in next(line for line in out.splitlines() if "Failed" in line)
-    assert "aggregate-round-1" not in out and "test accuracy" not in out
+    assert "2 retries" in lines_of(out, FAILING_NODE)[-1]
+    # the other trainer delivered, so aggregate runs, and fails: every worker must deliver
+    assert phases_of(out, "aggregate-round-1")[-1] == "Failed"
+    assert "train-round-2" not in out and "test accuracy" not in out
+
+
+def test_a_run_goes_ahead_without_a_failed_trainer_when_min_workers_allow(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, url = serve(outcome="fail")
+    on_argo(monkeypatch, url)
+    code, out, err = submit(
+        capsys, "--workers", "2", "--rounds", "1", "--min-workers", "1", "--watch"
+    )
+    assert code == 0, out + err
+    assert phases_of(out, FAILING_NODE)[-1] == "Failed"
+    assert phases_of(out, "aggregate-round-1")[-1] == "Succeeded"
+    assert f"test accuracy: {ACCURACY}" in out
 
 
 def test_a_retried_node_shows_its_retries(
@@ -139,11 +171,94 @@ def test_a_retried_node_shows_its_retries(
     on_argo(monkeypatch, url)
     code, out, _ = submit(capsys, "--workers", "2", "--rounds", "1", "--watch")
     assert code == 0
-    retried = [line for line in out.splitlines() if line.split()[:1] == [RETRIED_NODE]]
-    assert [line.split()[1] for line in retried] == ["Pending", "Running", "Succeeded"]
-    assert retried[-1].rstrip().endswith("1 retry")
+    retried = [line for line in lines_of(out, RETRIED_NODE) if " progress " not in line]
+    first, waiting, second = retried[:2], retried[2], retried[3:]
+    assert [line.split()[1] for line in first] == ["Pending", "Running"]
+    # the failed try, and the wait before the next (the Retry node stays Running meanwhile)
+    assert waiting.split()[1] == "Running" and "Error (exit code 1)" in waiting
+    assert [line.split()[1] for line in second] == ["Pending", "Running", "Succeeded"]
+    assert all(line.rstrip().endswith("1 retry") for line in second)
     others = [line for line in out.splitlines() if "retry" in line and RETRIED_NODE not in line]
     assert others == []
+
+
+def watch_polls(double: ArgoDouble, url: str) -> list[tuple[int, str]]:
+    """Watch the double's only run with watch() itself: (poll number, line) for every line echoed."""
+    [name] = double.runs
+    server = from_environment({"ARGO_SERVER": url, "ARGO_TOKEN": TOKEN})
+    polls, lines = [0], []
+
+    def next_poll(_: float) -> None:
+        polls[0] += 1
+
+    watch(server, name, echo=lambda line: lines.append((polls[0], line)), sleep=next_poll)
+    return lines
+
+
+def test_watch_prints_each_trainers_progress_once_per_change(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trainers report batches done (ARGO_PROGRESS_FILE); the server returns it as each node's
+    `progress`. Polling twice as fast as the run changes, the watch still prints each value once,
+    at most one line per step per poll, and none for steps that report nothing."""
+    double, url = serve(reads_per_tick=2)
+    on_argo(monkeypatch, url)
+    assert (
+        submit(capsys, "--workers", "3", "--rounds", "2", "--epochs", "1", "--batch", "50")[0] == 0
+    )
+    lines = watch_polls(double, url)
+    out = "\n".join(line for _, line in lines)
+    batches = 1 * 20000 // 50
+    for shard in range(3):
+        for train_round in (1, 2):
+            node = f"train-round-{train_round}({shard}:{shard})"
+            assert progress_of(out, node) == [
+                f"{batches // 3}/{batches}",
+                f"{2 * batches // 3}/{batches}",
+            ]
+            assert phases_of(out, node) == ["Pending", "Running", "Succeeded"]
+    for node in ("split", "init", "aggregate-round-1", "evaluate", "publish"):
+        assert progress_of(out, node) == [], node
+    steps_per_poll = [(poll, line.split()[0]) for poll, line in lines]
+    assert len(steps_per_poll) == len(set(steps_per_poll)), "two lines for one step in one poll"
+
+
+def test_a_retried_trainer_shows_its_current_tries_progress(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Retry node's own progress sums all its tries (Argo's UpdateProgress); the watch shows the
+    running try's, which starts again from the beginning."""
+    _, url = serve(outcome="retry")
+    on_argo(monkeypatch, url)
+    code, out, _ = submit(capsys, "--workers", "2", "--rounds", "1", "--watch")
+    assert code == 0
+    batches = 2 * 30000 // 100
+    third, two_thirds = f"{batches // 3}/{batches}", f"{2 * batches // 3}/{batches}"
+    assert progress_of(out, RETRIED_NODE) == [third, two_thirds, third, two_thirds]
+
+
+def test_readme_names_the_metrics_as_the_controller_exports_them() -> None:
+    """Argo's controller exports a custom metric `name` as `argo_workflows_name`
+    (../shared/argo/upstream/docs/metrics.md)."""
+    import re
+
+    from workflows.pipeline import compile_workflow
+    from workflows.settings import PipelineSettings
+
+    workflow = compile_workflow(PipelineSettings())
+    owners = [workflow["spec"], *workflow["spec"]["templates"]]
+    metrics = {
+        metric["name"]
+        for owner in owners
+        for metric in owner.get("metrics", {}).get("prometheus", [])
+    }
+    assert metrics
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Run on Argo\n")[1].split("\n## ")[0]
+    named = set(re.findall(r"`([a-z_]+)(?:\{[^`]*\})?`", section))
+    for metric in metrics:
+        assert f"argo_workflows_{metric}" in named, metric
+        assert metric not in named, f"{metric} named without the controller's prefix"
 
 
 def test_register_creates_then_updates_the_template(
@@ -156,8 +271,8 @@ def test_register_creates_then_updates_the_template(
     assert out.startswith(f"created WorkflowTemplate {cluster.TEMPLATE_NAME} in namespace mnist")
     code, out, _ = submit(capsys, "--register", "--rounds", "4", "--image", "steps:2")
     assert code == 0 and out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
-    assert [(m, p) for m, p, _ in double.requests] == [
-        ("POST", "/api/v1/workflow-templates/mnist"),
+    assert [(m, p) for m, p, _ in double.requests] == [  # as Hera's WorkflowTemplate.update()
+        ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
         ("POST", "/api/v1/workflow-templates/mnist"),
         ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
         ("PUT", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
@@ -195,6 +310,28 @@ def test_from_template_starts_a_run_with_the_given_settings(
     assert phases_of(out, "train-round-1(4:4)") == ["Pending", "Running", "Succeeded"]
     assert "train-round-1(5:5)" not in out
     assert f"test accuracy: {ACCURACY}" in out
+
+
+def test_runs_from_the_template_are_named_like_direct_runs(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server names a template's run `<template>-xxxxx` unless submitOptions.generateName is
+    sent (a field of SubmitOpts in the server's OpenAPI, checked by the double)."""
+    double, url = serve()
+    on_argo(monkeypatch, url)
+    assert submit(capsys, "--register")[0] == 0
+    code, out, _ = submit(capsys)
+    assert code == 0
+    [direct] = double.runs
+    code, out, _ = submit(capsys, "--from-template")
+    assert code == 0
+    [from_template] = set(double.runs) - {direct}
+    prefix = direct[:-5]
+    assert prefix == "mnist-" and from_template.startswith(prefix), from_template
+    assert len(from_template) == len(direct)
+    assert out.startswith(f"submitted {from_template} ")
+    code, out, _ = submit(capsys, "--from-template", "--name", "mnist-nightly")
+    assert code == 0 and "mnist-nightly" in double.runs
 
 
 def free_port() -> int:
@@ -250,9 +387,12 @@ def test_tls_failure_says_how_to_accept_the_certificate(
     assert "TLS" in err and "ARGO_INSECURE_SKIP_VERIFY=true" in err
     assert double.requests == []
     monkeypatch.setenv("ARGO_INSECURE_SKIP_VERIFY", "true")
-    code, out, _ = submit(capsys)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        code, out, err = submit(capsys)
     assert code == 0 and out.startswith("submitted mnist-")
     assert len(double.runs) == 1
+    assert err == "" and [w.message for w in warned] == []  # asked for: no warning per request
 
 
 def test_plain_http_server_spoken_to_with_tls(

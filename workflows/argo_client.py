@@ -1,25 +1,43 @@
-"""A small client for the Argo Server's REST API: create and get workflows, register a WorkflowTemplate,
-submit a run from it. Settings follow Argo's own CLI (ARGO_SERVER, ARGO_TOKEN, ARGO_NAMESPACE, ...).
+"""The Argo Server, reached through Hera's client (`hera.workflows.WorkflowsService`): create and get
+workflows, register a WorkflowTemplate, start a run from it. Settings follow Argo's own CLI (ARGO_SERVER,
+ARGO_TOKEN, ARGO_NAMESPACE, ...).
 
 Every failure becomes one ArgoError whose message is a single line saying what to do about it.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import ssl
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+import pydantic
+import requests
+import urllib3
+from hera import exceptions as hera_errors
+from hera.workflows import WorkflowsService
+from hera.workflows.models import (
+    SubmitOpts,
+    Workflow,
+    WorkflowCreateRequest,
+    WorkflowSubmitRequest,
+    WorkflowTemplate,
+    WorkflowTemplateCreateRequest,
+    WorkflowTemplateUpdateRequest,
+)
 
 from workflows import cluster
 
 TIMEOUT_SECONDS = 30
 TRUE = {"1", "true", "yes", "on"}
+# How hera.exceptions word an answer other than 2xx: "Server returned status code 401 with message: `...`"
+HERA_MESSAGE = re.compile(r"status code (\d+) with message: `(.*)`\s*$", re.DOTALL)
+Answer = TypeVar("Answer")
 
 
 class ArgoError(Exception):
@@ -82,149 +100,191 @@ def from_environment(
     )
 
 
-def _authorization(token: str) -> str:
-    """ARGO_TOKEN may be given as Argo's CLI prints it ('Bearer ...') or bare."""
-    token = token.strip()
-    return token if token.lower().startswith(("bearer ", "basic ")) else f"Bearer {token}"
+class _TimedSession(requests.Session):
+    """Hera's client passes no timeout; a dropped port-forward must not hang the CLI forever."""
+
+    def request(self, *args: Any, **kwargs: Any) -> requests.Response:
+        kwargs.setdefault("timeout", TIMEOUT_SECONDS)
+        return super().request(*args, **kwargs)
 
 
-def _request(server: ArgoServer, method: str, path: str, body: Any = None) -> dict:
-    """One API call; returns the decoded JSON answer or raises ArgoError with one line."""
-    url = server.root + path.lstrip("/")
-    data = json.dumps(body).encode() if body is not None else None
-    headers = {"Accept": "application/json"}
-    if data is not None:
-        headers["Content-Type"] = "application/json"
-    if server.token:
-        headers["Authorization"] = _authorization(server.token)
-    request = urllib.request.Request(url, data=data, method=method, headers=headers)
-    context = None
-    if url.startswith("https://"):
-        context = ssl.create_default_context()
-        if server.insecure_skip_verify:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS, context=context) as answer:
-            return json.loads(answer.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        raise _http_error(server, error) from None
-    except (urllib.error.URLError, OSError) as error:
-        raise _connection_error(server, error) from None
-    except ValueError:
-        raise ArgoError(
-            f"{server.url} did not answer with JSON; is ARGO_SERVER the Argo Server?"
-        ) from None
+def service(server: ArgoServer) -> WorkflowsService:
+    """Hera's client for this server. ARGO_TOKEN may be 'Bearer ...' (as Argo's CLI prints it) or bare:
+    Hera adds 'Bearer ' to a bare token."""
+    return WorkflowsService(
+        host=server.root,  # Hera joins "api/v1/..." to it, so the base href stays in every path
+        verify_ssl=not server.insecure_skip_verify,
+        token=server.token.strip() or None,
+        namespace=server.namespace,
+        session=_TimedSession(),
+    )
 
 
-def _connection_error(server: ArgoServer, error: Exception) -> ArgoError:
-    reason = getattr(error, "reason", error)
-    if isinstance(reason, ssl.SSLCertVerificationError):
+def _find(error: BaseException | None, kind: type[BaseException]) -> BaseException | None:
+    """The first exception of `kind` wrapped anywhere in `error` (requests wraps urllib3 wraps ssl)."""
+    seen: set[int] = set()
+    stack: list[Any] = [error]
+    while stack:
+        current = stack.pop()
+        if not isinstance(current, BaseException) or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, kind):
+            return current
+        stack.extend([*current.args, getattr(current, "reason", None)])
+        stack.extend([current.__cause__, current.__context__])
+    return None
+
+
+def _connection_error(server: ArgoServer, error: requests.RequestException) -> ArgoError:
+    unverified = _find(error, ssl.SSLCertVerificationError)
+    if isinstance(unverified, ssl.SSLCertVerificationError):
         return ArgoError(
-            f"TLS: cannot verify the certificate of {server.url} ({reason.verify_message}); "
+            f"TLS: cannot verify the certificate of {server.url} ({unverified.verify_message}); "
             "a port-forwarded Argo Server has a self-signed one: set ARGO_INSECURE_SKIP_VERIFY=true"
         )
-    if isinstance(reason, ssl.SSLError):
+    tls = _find(error, ssl.SSLError)
+    if isinstance(tls, ssl.SSLError):
         return ArgoError(
-            f"TLS failed with {server.url} ({reason.reason or reason}); if the server runs "
+            f"TLS failed with {server.url} ({tls.reason or tls}); if the server runs "
             "without TLS (argo server --secure=false), use an http:// ARGO_SERVER"
         )
+    reason = _find(error, OSError) or error
     return ArgoError(
-        f"cannot reach the Argo Server at {server.url} ({reason}); is "
+        f"cannot reach the Argo Server at {server.url} ({' '.join(str(reason).split())}); is "
         "`kubectl -n argo port-forward svc/argo-server 2746:2746` running, and ARGO_SERVER right?"
     )
 
 
-def _http_error(server: ArgoServer, error: urllib.error.HTTPError) -> ArgoError:
-    try:
-        detail = json.loads(error.read() or b"{}").get("message", "")
-    except ValueError:
-        detail = ""
-    detail = " ".join(str(detail or error.reason).split())
-    if error.code == 401:
+def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
+    """One actionable line for an answer other than 2xx, from the status and the server's message."""
+    match = HERA_MESSAGE.search(str(error))
+    status = int(match.group(1)) if match else getattr(error, "status_code", 0)
+    detail = " ".join((match.group(2) if match else str(error)).split())
+    if status == 401:
         hint = "set ARGO_TOKEN" if not server.token else "ARGO_TOKEN is not accepted; renew it"
         return ArgoError(
             f"the Argo Server wants a valid token (401 {detail}): {hint}, e.g. "
             f'ARGO_TOKEN="Bearer $(kubectl -n {server.namespace} create token {cluster.SUBMITTER_ACCOUNT})"'
         )
-    if error.code == 403:
+    if status == 403:
         return ArgoError(
             f"the token in ARGO_TOKEN may not do this in namespace {server.namespace!r} "
             f"(403 {detail}); use a token of a ServiceAccount allowed there"
         )
-    if error.code == 404 and "namespace" in detail.lower():
+    if status == 404 and "namespace" in detail.lower():
         return ArgoError(
             f"namespace {server.namespace!r} does not exist on the cluster ({detail}); "
             "set ARGO_NAMESPACE or --namespace"
         )
-    if error.code == 409:
+    if status == 409:
         return NameTaken(
             f"the name is already taken in namespace {server.namespace!r} ({detail}); "
             "choose another --name"
         )
-    return ArgoError(f"the Argo Server answered {error.code}: {detail}")
+    return ArgoError(f"the Argo Server answered {status or 'an error'}: {detail}")
+
+
+@contextmanager
+def _talking_to(server: ArgoServer) -> Iterator[None]:
+    """Turn whatever Hera, requests or pydantic raise into one ArgoError line."""
+    try:
+        with warnings.catch_warnings():
+            if server.insecure_skip_verify:  # asked for: do not warn on every request
+                warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)  # Hera calls pydantic's .json()
+            yield
+    except hera_errors.HeraException as error:
+        raise _refusal(server, error) from None
+    except requests.JSONDecodeError:
+        raise ArgoError(
+            f"{server.url} did not answer with JSON; is ARGO_SERVER the Argo Server?"
+        ) from None
+    except requests.RequestException as error:
+        raise _connection_error(server, error) from None
+    except (KeyError, pydantic.ValidationError) as error:
+        # an error answer without Argo's "message", or a body that is not an Argo resource
+        raise ArgoError(
+            f"{server.url} answered with something other than the Argo Server's API "
+            f"({type(error).__name__}); is ARGO_SERVER the Argo Server?"
+        ) from None
+
+
+def _call(server: ArgoServer, operation: Callable[[WorkflowsService], Answer]) -> Answer:
+    with _talking_to(server), service(server) as argo:
+        return operation(argo)
+
+
+def _as_dict(resource: pydantic.BaseModel) -> dict:
+    """A Hera model as the JSON document the server sent."""
+    return resource.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def create_workflow(server: ArgoServer, workflow: dict) -> dict:
     """Submit a Workflow; returns it as created, with its generated name."""
-    return _request(
-        server,
-        "POST",
-        f"api/v1/workflows/{server.namespace}",
-        {"namespace": server.namespace, "workflow": workflow},
-    )
+    request = WorkflowCreateRequest(namespace=server.namespace, workflow=Workflow(**workflow))
+    return _as_dict(_call(server, lambda argo: argo.create_workflow(request)))
 
 
 def get_workflow(server: ArgoServer, name: str) -> dict:
     """The Workflow with its current status and nodes."""
-    return _request(
-        server, "GET", f"api/v1/workflows/{server.namespace}/{urllib.parse.quote(name)}"
-    )
+    return _as_dict(_call(server, lambda argo: argo.get_workflow(name)))
 
 
 def register_template(server: ArgoServer, template: dict) -> tuple[dict, bool]:
-    """Create the WorkflowTemplate, or replace the one of the same name; returns (it, created?)."""
+    """Create the WorkflowTemplate, or replace the one of that name; returns (it, created?).
+
+    As Hera's WorkflowTemplate.update(): read the current one for its resourceVersion, then replace it,
+    or create it when there is none.
+    """
     name = template["metadata"]["name"]
-    path = f"api/v1/workflow-templates/{server.namespace}"
-    try:
-        created = _request(
-            server, "POST", path, {"namespace": server.namespace, "template": template}
+
+    def create_or_update(argo: WorkflowsService) -> tuple[WorkflowTemplate, bool]:
+        try:
+            current = argo.get_workflow_template(name)
+        except hera_errors.NotFound:
+            created = argo.create_workflow_template(
+                WorkflowTemplateCreateRequest(
+                    namespace=server.namespace, template=WorkflowTemplate(**template)
+                )
+            )
+            return created, True
+        metadata = {**template["metadata"], "resourceVersion": current.metadata.resource_version}
+        replacement = WorkflowTemplate(**{**template, "metadata": metadata})
+        updated = argo.update_workflow_template(
+            name,
+            WorkflowTemplateUpdateRequest(
+                name=name, namespace=server.namespace, template=replacement
+            ),
         )
-        return created, True
-    except NameTaken:
-        pass
-    current = _request(server, "GET", f"{path}/{urllib.parse.quote(name)}")
-    version = current["metadata"]["resourceVersion"]
-    replacement = {**template, "metadata": {**template["metadata"], "resourceVersion": version}}
-    updated = _request(
-        server,
-        "PUT",
-        f"{path}/{urllib.parse.quote(name)}",
-        {"namespace": server.namespace, "name": name, "template": replacement},
-    )
-    return updated, False
+        return updated, False
+
+    stored, created = _call(server, create_or_update)
+    return _as_dict(stored), created
 
 
 def submit_from_template(
     server: ArgoServer,
     template_name: str,
     parameters: Mapping[str, str],
+    generate_name: str,
     name: str | None = None,
 ) -> dict:
-    """Start a run of a registered WorkflowTemplate with these parameter values."""
-    options: dict[str, Any] = {
-        "parameters": [f"{key}={value}" for key, value in parameters.items()]
-    }
-    if name:
-        options["name"] = name
-    return _request(
-        server,
-        "POST",
-        f"api/v1/workflows/{server.namespace}/submit",
-        {
-            "namespace": server.namespace,
-            "resourceKind": "WorkflowTemplate",
-            "resourceName": template_name,
-            "submitOptions": options,
-        },
+    """Start a run of a registered WorkflowTemplate with these parameter values.
+
+    The server names a run after the template (`<template>-xxxxx`) unless submitOptions.generateName
+    says otherwise (upstream workflow/common/convert.go, NewWorkflowFromWorkflowTemplate); send the
+    prefix of direct runs so both kinds of run are named alike.
+    """
+    options = SubmitOpts(
+        parameters=[f"{key}={value}" for key, value in parameters.items()],
+        generate_name=None if name else generate_name,
+        name=name,
     )
+    request = WorkflowSubmitRequest(
+        namespace=server.namespace,
+        resource_kind="WorkflowTemplate",
+        resource_name=template_name,
+        submit_options=options,
+    )
+    return _as_dict(_call(server, lambda argo: argo.submit_workflow(request)))

@@ -320,11 +320,14 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
         )
         if not args.from_template:
             return 0
+    workflow = compile_workflow(settings, image=args.image, store=args.artifacts)
     if args.from_template:
         parameters = {**settings.parameters(), "store": args.artifacts}
-        created = submit_from_template(server, args.template_name, parameters, args.name)
+        name_prefix = workflow["metadata"]["generateName"]  # template runs are named as direct ones
+        created = submit_from_template(
+            server, args.template_name, parameters, name_prefix, args.name
+        )
     else:
-        workflow = compile_workflow(settings, image=args.image, store=args.artifacts)
         if args.name:
             workflow["metadata"] = {
                 **{k: v for k, v in workflow["metadata"].items() if k != "generateName"},

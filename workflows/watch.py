@@ -1,6 +1,11 @@
-"""A compact live view of a run on the Argo Server: one line each time a step changes phase.
+"""A compact live view of a run on the Argo Server: one line each time a step changes phase, and one
+when a running step's own progress report changes.
 
-Steps are the workflow's Pod nodes, or for a retried step its Retry node (its children are the tries).
+Steps are the workflow's Pod nodes, or for a retried step its Retry node (its children are the tries):
+while a try is pending or running the step shows that try's phase and progress. Progress is Argo's
+`N/M` (docs/progress.md): a Pod node holds "0/1" until the step writes its own to ARGO_PROGRESS_FILE,
+which the trainers do (batches done of all batches); a Retry node holds the sum over all its tries, so
+the current try's own is shown instead.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from datetime import UTC, datetime
 from workflows.argo_client import ArgoError, ArgoServer, get_workflow
 
 DONE = {"Succeeded", "Failed", "Error"}
+FULFILLED = DONE | {"Skipped", "Omitted"}
+UNREPORTED = {"", "0/1"}  # Argo's default for a Pod that has not reported its own progress
 POLL_SECONDS = 5.0
 UNREACHABLE_POLLS = 6  # give a dropped port-forward half a minute before giving up
 
@@ -28,6 +35,7 @@ class Step:
     retries: int
     message: str
     outputs: dict[str, str]
+    progress: str = ""  # the running try's own report, N/M; empty when it made none
 
 
 def _time(text: str | None) -> datetime | None:
@@ -38,15 +46,34 @@ def _seconds(node: dict, now: datetime) -> float:
     started = _time(node.get("startedAt"))
     if started is None:
         return 0.0
-    return ((_time(node.get("finishedAt")) or now) - started).total_seconds()
+    # never negative: the cluster's clock and this machine's may disagree
+    return max(0.0, ((_time(node.get("finishedAt")) or now) - started).total_seconds())
 
 
-def _message(node: dict, nodes: dict[str, dict]) -> str:
-    """A node's message; for a retried step, its last try's (why it failed), else its own."""
-    tries = [nodes[child] for child in node.get("children", []) if child in nodes]
-    if node["type"] == "Retry" and tries and tries[-1].get("message"):
-        return tries[-1]["message"]
-    return node.get("message", "")
+def _tries(node: dict, nodes: dict[str, dict]) -> list[dict]:
+    """A Retry node's tries, oldest first (its children; a try's own children are later tasks)."""
+    return [nodes[child] for child in node.get("children", []) if child in nodes]
+
+
+def _view(node: dict, nodes: dict[str, dict]) -> tuple[str, str, str]:
+    """(phase, message, progress) of a step as shown: a retried step that is not over shows its
+    current try's phase and progress; one waiting to retry says why the last try failed."""
+    phase = node.get("phase") or "Pending"
+    if node["type"] != "Retry":
+        return phase, node.get("message", ""), _reported(node)
+    tries = _tries(node, nodes)
+    last = tries[-1] if tries else {}
+    if phase in FULFILLED:  # over: why the last try failed says more than "No more retries left"
+        return phase, last.get("message") or node.get("message", ""), ""
+    if last and last.get("phase") not in FULFILLED:
+        return last.get("phase") or "Pending", last.get("message", ""), _reported(last)
+    reasons = (last.get("message", ""), node.get("message", ""))
+    return phase, "; ".join(reason for reason in reasons if reason), ""
+
+
+def _reported(node: dict) -> str:
+    progress = node.get("progress", "")
+    return "" if progress in UNREPORTED or node.get("phase") != "Running" else progress
 
 
 def steps_of(workflow: dict, now: datetime | None = None) -> list[Step]:
@@ -65,31 +92,38 @@ def steps_of(workflow: dict, now: datetime | None = None) -> list[Step]:
         if node["type"] == "Retry" or (node["type"] == "Pod" and node["id"] not in retried)
     ]
     shown.sort(key=lambda node: (node.get("startedAt") or "~", node.get("displayName", "")))
-    return [
-        Step(
-            name=node.get("displayName") or node["name"],
-            template=node.get("templateName", ""),
-            phase=node.get("phase", "Pending"),
-            seconds=_seconds(node, now),
-            retries=max(0, len(node.get("children", [])) - 1) if node["type"] == "Retry" else 0,
-            message=_message(node, nodes),
-            outputs={
-                p["name"]: p.get("value", "")
-                for p in node.get("outputs", {}).get("parameters", []) or []
-            },
+    steps = []
+    for node in shown:
+        phase, message, progress = _view(node, nodes)
+        tries = len(_tries(node, nodes)) if node["type"] == "Retry" else 1
+        steps.append(
+            Step(
+                name=node.get("displayName") or node["name"],
+                template=node.get("templateName", ""),
+                phase=phase,
+                seconds=_seconds(node, now),
+                retries=max(0, tries - 1),
+                message=message,
+                outputs={
+                    p["name"]: p.get("value", "")
+                    for p in node.get("outputs", {}).get("parameters", []) or []
+                },
+                progress=progress,
+            )
         )
-        for node in shown
-    ]
+    return steps
 
 
 def describe(step: Step) -> str:
-    """One line: name, phase, duration, retries, and the message of a step that did not succeed."""
+    """One line: name, phase, duration, retries, the progress of a running step that reports it, and
+    the message of a step that did not succeed."""
     retries = (
         f"  {step.retries} {'retry' if step.retries == 1 else 'retries'}" if step.retries else ""
     )
     duration = f"{step.seconds:6.0f}s" if step.seconds else "       "
+    progress = f"  progress {step.progress}" if step.progress else ""
     message = f"  {step.message}" if step.message and step.phase != "Succeeded" else ""
-    return f"  {step.name:<28} {step.phase:<10}{duration}{retries}{message}"
+    return f"  {step.name:<28} {step.phase:<10}{duration}{retries}{progress}{message}"
 
 
 def failure(workflow: dict) -> str:
@@ -122,8 +156,10 @@ def watch(
     interval: float = POLL_SECONDS,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict:
-    """Poll the run until it ends, echoing each change; returns the final Workflow."""
-    seen: dict[str, tuple[str, int]] = {}
+    """Poll the run until it ends; returns the final Workflow. Each poll echoes at most one line per
+    step: when its phase, retries or message changed, or else when its progress report changed."""
+    seen: dict[str, tuple[str, int, str]] = {}
+    progress_seen: dict[str, str] = {}
     misses = 0
     while True:
         try:
@@ -136,9 +172,9 @@ def watch(
             sleep(interval)
             continue
         for step in steps_of(workflow):
-            state = (step.phase, step.retries)
-            if seen.get(step.name) != state:
-                seen[step.name] = state
+            state = (step.phase, step.retries, step.message)
+            if seen.get(step.name) != state or progress_seen.get(step.name, "") != step.progress:
+                seen[step.name], progress_seen[step.name] = state, step.progress
                 echo(describe(step))
         phase = workflow.get("status", {}).get("phase", "")
         if phase in DONE:

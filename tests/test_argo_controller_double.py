@@ -1,0 +1,156 @@
+"""The Argo double's stand-in for the workflow controller keeps Argo's rules (the Go source it follows is
+in ../shared/argo/upstream/workflow/controller). Small hand-written specs, so these cases do not move
+when the pipeline's own spec does."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.argo_controller_double import (
+    FAILING_NODE,
+    RETRIED_NODE,
+    SECONDS_PER_TICK,
+    RunPlan,
+    depends_holds,
+)
+
+PARAMETERS = {"workers": "2", "epochs": "1", "batch": "100", "limit": "600", "min-workers": "0"}
+
+
+def results(phase: str, any_succeeded: bool = False, all_failed: bool = False) -> dict[str, bool]:
+    """What a finished task offers `depends` (dag.go evaluateDependsLogic)."""
+    names = {"Error": "Errored"}
+    answer = {r: names.get(phase, phase) == r for r in ("Succeeded", "Failed", "Errored")}
+    answer |= {"Skipped": phase == "Skipped", "Omitted": phase == "Omitted", "Daemoned": False}
+    return answer | {"AnySucceeded": any_succeeded, "AllFailed": all_failed}
+
+
+@pytest.mark.parametrize(
+    ("depends", "result", "expected"),
+    [
+        ("a", results("Succeeded"), True),
+        ("a", results("Omitted"), False),  # a bare name: Succeeded || Skipped || Daemoned
+        ("a", results("Skipped"), True),
+        ("a.AnySucceeded || a.AllFailed", results("Failed", any_succeeded=True), True),
+        ("a.AnySucceeded || a.AllFailed", results("Failed", all_failed=True), True),
+        ("a.AnySucceeded || a.AllFailed", results("Error"), False),
+        ("(a.Failed || a.Errored) && !a.Succeeded", results("Error"), True),
+    ],
+)
+def test_depends_as_dag_go_evaluates_it(depends: str, result: dict, expected: bool) -> None:
+    assert depends_holds({"name": "b", "depends": depends}, {"a": result}) is expected
+
+
+@pytest.mark.parametrize(
+    ("children", "any_succeeded", "all_failed"),
+    [
+        (("Succeeded", "Failed"), True, False),
+        (("Failed", "Failed"), False, True),
+        (("Failed", "Error"), False, False),  # AllFailed: every child exactly Failed
+    ],
+)
+def test_a_fan_outs_results_count_its_children_as_dag_go_does(
+    children: tuple[str, ...], any_succeeded: bool, all_failed: bool
+) -> None:
+    plan = RunPlan("run", pipeline_spec(None, "train-round-1"), PARAMETERS, "succeed")
+    items = plan.children_of["train-round-1"]
+    for item, phase in zip(items, children, strict=True):
+        item.phase = phase
+    offered = plan._results("train-round-1")
+    assert (offered["AnySucceeded"], offered["AllFailed"]) == (any_succeeded, all_failed)
+
+
+def pipeline_spec(retry_strategy: dict | None, aggregate_depends: str) -> dict:
+    """A fan-out of trainers and the task gathering them, as the pipeline's DAG has them."""
+    train = {"name": "train", "container": {"command": ["python", "-m", "steps.train"]}}
+    aggregate = {"name": "aggregate", "container": {"command": ["python", "-m", "steps.aggregate"]}}
+    publish = {"name": "publish", "container": {"command": ["python", "-m", "steps.publish"]}}
+    if retry_strategy:
+        train["retryStrategy"] = retry_strategy
+    tasks = [
+        {"name": "train-round-1", "template": "train", "withParam": "[0, 1]"},
+        {"name": "aggregate-round-1", "template": "aggregate", "depends": aggregate_depends},
+        {"name": "publish", "template": "publish", "depends": "aggregate-round-1"},
+    ]
+    dag = {"name": "main", "dag": {"tasks": tasks}}
+    return {"entrypoint": "main", "templates": [train, aggregate, publish, dag]}
+
+
+def nodes_at(plan: RunPlan, tick: int) -> dict[str, dict]:
+    return {node["displayName"]: node for node in plan.status(tick)["nodes"].values()}
+
+
+def test_a_failed_try_waits_its_backoff_and_is_retried_within_the_limit() -> None:
+    strategy = {"limit": "1", "retryPolicy": "OnFailure", "backoff": {"duration": "20s"}}
+    plan = RunPlan("run", pipeline_spec(strategy, "train-round-1"), PARAMETERS, "retry")
+    retry = next(n for n in plan.nodes if n.display == RETRIED_NODE)
+    first, second = (n for n in plan.nodes if n.display.startswith(f"{RETRIED_NODE}("))
+    assert first.phase == "Failed" and second.phase == "Succeeded"
+    assert second.created - first.finished == 20 // SECONDS_PER_TICK
+    waiting = nodes_at(plan, first.finished)[RETRIED_NODE]
+    assert waiting["phase"] == "Running"  # the Retry node stays Running through the backoff
+    assert waiting["message"].startswith("Backoff for")
+    assert retry.phase == "Succeeded" and plan.phase == "Succeeded"
+
+
+def test_backoff_comes_before_the_policy_and_max_duration_counts_from_the_first_try() -> None:
+    """processNodeRetries: the wait is taken before retryPolicy decides, and a try ending past
+    maxDuration from the first try's start is not retried."""
+    not_retried = {"limit": "2", "retryPolicy": "OnError", "backoff": {"duration": "30s"}}
+    plan = RunPlan("run", pipeline_spec(not_retried, "train-round-1"), PARAMETERS, "fail")
+    [failed_try] = [n for n in plan.nodes if n.display.startswith(f"{FAILING_NODE}(")]
+    step = next(n for n in plan.nodes if n.display == FAILING_NODE)
+    assert step.phase == "Failed" and step.message == failed_try.message
+    assert step.finished == failed_try.finished + 30 // SECONDS_PER_TICK
+
+    budget = {
+        "limit": "5",
+        "retryPolicy": "Always",
+        "backoff": {"duration": "1s", "maxDuration": "20s"},
+    }
+    plan = RunPlan("run", pipeline_spec(budget, "train-round-1"), PARAMETERS, "fail")
+    step = next(n for n in plan.nodes if n.display == FAILING_NODE)
+    assert step.message == "Max duration limit exceeded"
+    assert len([n for n in plan.nodes if n.display.startswith(f"{FAILING_NODE}(")]) == 1
+
+
+def test_the_expression_is_evaluated_over_the_last_try() -> None:
+    strategy = {
+        "limit": "3",
+        "retryPolicy": "Always",
+        "expression": "asInt(lastRetry.exitCode) != 137",
+    }
+    plan = RunPlan("run", pipeline_spec(strategy, "train-round-1"), PARAMETERS, "fail")
+    step = next(n for n in plan.nodes if n.display == FAILING_NODE)
+    assert step.message == "retryStrategy.expression evaluated to false"
+
+
+def test_omitted_targets_take_their_branchs_failure() -> None:
+    """assessDAGPhase: a failed trainer omits its dependents, and the omitted target fails the run."""
+    plan = RunPlan("run", pipeline_spec(None, "train-round-1"), PARAMETERS, "fail")
+    final = nodes_at(plan, plan.finished)
+    assert final["aggregate-round-1"]["phase"] == "Omitted"
+    assert final["publish"]["phase"] == "Omitted"
+    assert plan.phase == "Failed"
+    assert plan.status(plan.finished)["phase"] == "Failed"
+
+
+def test_progress_as_argo_sums_it() -> None:
+    """A Pod holds its own report (N/N once Succeeded; "0/1" before it reports); a Retry node sums its
+    tries; the run sums its Pods."""
+    strategy = {"limit": "1", "retryPolicy": "OnFailure", "backoff": {"duration": "10s"}}
+    plan = RunPlan("run", pipeline_spec(strategy, "train-round-1"), PARAMETERS, "retry")
+    first, second = (n for n in plan.nodes if n.display.startswith(f"{RETRIED_NODE}("))
+    batches = 3  # 600 digits over 2 workers, batch 100, 1 epoch
+    assert nodes_at(plan, first.started)[f"{RETRIED_NODE}(0)"]["progress"] == "0/1"
+    assert nodes_at(plan, first.started + 1)[f"{RETRIED_NODE}(0)"]["progress"] == "1/3"
+    during_second = nodes_at(plan, second.started + 2)
+    assert during_second[f"{RETRIED_NODE}(0)"]["progress"] == "2/3"  # a failed try keeps its last
+    assert during_second[f"{RETRIED_NODE}(1)"]["progress"] == "2/3"
+    assert during_second[RETRIED_NODE]["progress"] == "4/6"
+    final = plan.status(plan.finished)
+    pods = [n for n in final["nodes"].values() if n["type"] == "Pod"]
+    done = sum(int(n["progress"].split("/")[0]) for n in pods)
+    total = sum(int(n["progress"].split("/")[1]) for n in pods)
+    assert final["progress"] == f"{done}/{total}"
+    assert nodes_at(plan, plan.finished)[f"{RETRIED_NODE}(1)"]["progress"] == f"{batches}/{batches}"
