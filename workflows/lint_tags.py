@@ -1,0 +1,145 @@
+"""Argo's `{{…}}` template tags, as its validation reads them: finding, checking and substituting them.
+
+Follows Argo v4.1.2: `util/template` (tags are found with fasttemplate over the JSON of an object; `{{=…}}`
+expression tags are never checked), `workflow/validate/validate.go:resolveAllVariables` (which references
+resolve, and the prefixes it lets through), and `workflow/common/util.go:SubstituteParams` (globals first,
+then inputs, over the JSON text).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Iterator, Mapping, Set
+from typing import Any
+
+# workflow/common/common.go:GlobalVarValidWorkflowVariablePrefix: only tags starting so are checked.
+CHECKED_PREFIXES = ("item.", "steps.", "inputs.", "outputs.", "pod.", "workflow.", "tasks.")
+# resolveAllVariables: tags under these prefixes resolve at run time, so they always pass.
+RUNTIME_PREFIXES = (
+    "outputs.",  # a template's own outputs, for its metrics
+    "workflow.creationTimestamp",
+    "workflow.scheduledTime",
+    "workflow.duration",
+    "tasks.name",
+    "steps.name",
+    "node.name",
+)
+WORKFLOW_PARAMETERS = "workflow.parameters"
+# A scope entry ending in ".*" lets through every reference under its prefix: Argo's `item.*` (withParam)
+# and `workflow.outputs.{parameters,artifacts}.*` (a globalName that is itself a parameter).
+ANY_SUFFIX = ".*"
+# util/template: the internal placeholders validation substitutes for values known only at run time.
+PLACEHOLDER_PREFIX = "__argo__internal__placeholder-"
+# validate.go:paramRegex: a string holding a simple reference, e.g. a globalName given as a parameter.
+PARAMETER_RE = re.compile(r"{{[-a-zA-Z0-9]+(\.[-a-zA-Z0-9_]+)*}}")
+
+START, END = "{{", "}}"
+
+
+class TagError(ValueError):
+    """A `{{` without its `}}` (fasttemplate refuses the whole text)."""
+
+
+class Placeholders:
+    """Fresh placeholder values, one per variable that has no value before the run."""
+
+    def __init__(self) -> None:
+        self._counter = itertools.count(1)
+
+    def next(self) -> str:
+        return f"{PLACEHOLDER_PREFIX}{next(self._counter)}"
+
+
+def is_placeholder(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(PLACEHOLDER_PREFIX)
+
+
+def is_parameter(text: str) -> bool:
+    """Whether `text` contains a simple reference such as `{{inputs.parameters.x}}`."""
+    return PARAMETER_RE.search(text) is not None
+
+
+def go_json(value: Any) -> str:
+    """JSON text as Go's encoding/json writes it (HTML-safe escapes), the text Argo scans for tags."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        text = text.replace(char, escaped)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _spans(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, tag) for each `{{tag}}`, as fasttemplate finds them: the first `}}` closes a tag."""
+    position = 0
+    while (start := text.find(START, position)) >= 0:
+        end = text.find(END, start + len(START))
+        if end < 0:
+            snippet = text[start : start + 60]
+            raise TagError(f'Cannot find end tag="}}}}" in the template starting from "{snippet}"')
+        yield start, end + len(END), text[start + len(START) : end]
+        position = end + len(END)
+
+
+def tags(text: str) -> list[str]:
+    """Every tag in `text`, in order (raises TagError for an unclosed `{{`)."""
+    return [tag for _, _, tag in _spans(text)]
+
+
+def is_expression(tag: str) -> bool:
+    """`{{=…}}`: an expression tag, which validation never checks."""
+    return tag.startswith("=")
+
+
+def has_simple_tag(text: str) -> bool:
+    """validate.go:VerifyResolvedVariables: any simple tag left means the object needs run-time values."""
+    try:
+        return any(not is_expression(tag) for tag in tags(text))
+    except TagError:
+        return True
+
+
+def unresolved(
+    text: str, scope: Set[str], globals_: Mapping[str, str], template_validation: bool
+) -> str | None:
+    """The first simple tag in `text` that does not resolve in `scope`, as Argo's error names it.
+
+    validate.go:resolveAllVariables. Raises TagError when a `{{` is never closed.
+    """
+    wildcards = [entry[: -len(ANY_SUFFIX) + 1] for entry in scope if entry.endswith(ANY_SUFFIX)]
+    for tag in tags(text):
+        if is_expression(tag):
+            continue
+        name = tag.strip()
+        if not name.startswith(CHECKED_PREFIXES) or name in scope or name in globals_:
+            continue
+        if any(name.startswith(prefix) for prefix in wildcards):
+            continue
+        if name.startswith(RUNTIME_PREFIXES):
+            continue
+        if template_validation and name.startswith(WORKFLOW_PARAMETERS):
+            # a WorkflowTemplate's parameters may come from the Workflow that runs it
+            continue
+        return f"failed to resolve {{{{{tag}}}}}"
+    return None
+
+
+def _escaped(value: str) -> str:
+    """`value` as it sits inside a JSON string (Argo quotes replacements before inserting them)."""
+    return go_json(value)[1:-1]
+
+
+def substitute(text: str, values: Mapping[str, str]) -> str:
+    """Replace each simple tag named in `values`; leave the others (and expressions) as written.
+
+    util/template Replace with unresolved tags allowed, as SubstituteParams calls it during validation.
+    """
+    pieces, position = [], 0
+    for start, end, tag in _spans(text):
+        name = tag.strip()
+        if is_expression(tag) or name not in values:
+            continue
+        pieces += [text[position:start], _escaped(values[name])]
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces)
