@@ -1,13 +1,12 @@
 """The compiled Workflow and WorkflowTemplate: valid for Argo, every reference resolving, ready for a cluster.
 
-No cluster runs here; Argo's own JSON Schema and a reference lint are the honest substitutes.
+No cluster runs here; Argo's own JSON Schema and the project's port of Argo's validation (workflows/lint.py)
+are the honest substitutes.
 """
 
 from __future__ import annotations
 
 import copy
-import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,16 +16,14 @@ import pytest
 import yaml
 
 from tests.argo_schema import first_error, workflow_validator
-from workflows import cluster, depends
+from workflows import cluster
+from workflows.lint import check as check_with_argo_rules
 from workflows.pipeline import compile_template, compile_workflow
 from workflows.settings import PipelineSettings
 from workflows.spec import check_supported, templates_by_name
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = [(1, 1), (3, 2), (5, 3), (8, 1)]
-EXPRESSION = re.compile(r"{{\s*([^{}]+?)\s*}}")
-# Variables Argo itself defines; anything else must be declared by the spec.
-ARGO_GLOBALS = {"workflow.name", "workflow.status", "workflow.duration"}
 
 
 def compiled(workers: int, rounds: int) -> tuple[dict, dict]:
@@ -65,95 +62,11 @@ def test_schema_validation_catches_a_broken_spec(break_it: Any, complaint: str) 
     assert error is not None and complaint in error
 
 
-def lint(workflow: dict) -> list[str]:
-    """Every problem found: unresolved {{...}}, missing templates or tasks, arguments that do not fit."""
-    problems: list[str] = []
-    spec = workflow["spec"]
-    templates = templates_by_name(workflow)
-    workflow_parameters = {p["name"] for p in spec["arguments"]["parameters"]}
-    globals_ = ARGO_GLOBALS | {f"workflow.parameters.{name}" for name in workflow_parameters}
-
-    def check(value: Any, known: set[str], where: str) -> None:
-        for reference in EXPRESSION.findall(json.dumps(value)):
-            if reference not in known:
-                problems.append(f"{{{{{reference}}}}} does not resolve ({where})")
-
-    check(spec.get("metrics", {}), globals_, "workflow metrics")
-    for template in spec["templates"]:
-        where = f"template {template['name']}"
-        inputs = template.get("inputs", {})
-        outputs = template.get("outputs", {})
-        local = globals_ | {
-            f"inputs.{kind}.{item['name']}" for kind in inputs for item in inputs[kind]
-        }
-        check({k: v for k, v in template.items() if k not in ("dag", "metrics")}, local, where)
-        produced = {f"outputs.parameters.{p['name']}" for p in outputs.get("parameters", [])}
-        check(template.get("metrics", {}), local | produced | {"status"}, f"{where} metrics")
-        if "dag" in template:
-            problems += _lint_dag(template, templates, globals_)
-    if spec["entrypoint"] not in templates:
-        problems.append(f"entrypoint {spec['entrypoint']} is not a template")
-    return problems
-
-
-def _lint_dag(dag_template: dict, templates: dict, globals_: set[str]) -> list[str]:
-    problems: list[str] = []
-    tasks = {task["name"]: task for task in dag_template["dag"]["tasks"]}
-    needs = {
-        name: sorted(depends.tasks_named(depends.parse(depends.expression_text(task))))
-        for name, task in tasks.items()
-    }
-    for name, task in tasks.items():
-        where = f"task {name}"
-        if task["template"] not in templates:
-            problems.append(f"{where}: template {task['template']} does not exist")
-            continue
-        problems += [
-            f"{where}: depends on {n}, no such task" for n in needs[name] if n not in tasks
-        ]
-        upstream = _upstream(name, needs)
-        known = set(globals_) | {"item"} if "withParam" in task else set(globals_)
-        for other in upstream & set(tasks):
-            other_template = templates.get(tasks[other]["template"], {})
-            for parameter in other_template.get("outputs", {}).get("parameters", []):
-                known.add(f"tasks.{other}.outputs.parameters.{parameter['name']}")
-        check_task = {k: v for k, v in task.items() if k in ("arguments", "withParam")}
-        for reference in EXPRESSION.findall(json.dumps(check_task)):
-            if reference not in known:
-                problems.append(f"{{{{{reference}}}}} does not resolve ({where})")
-        declared = {
-            p["name"]
-            for p in templates[task["template"]].get("inputs", {}).get("parameters", [])
-            if "value" not in p and "default" not in p
-        }
-        given = {p["name"] for p in task.get("arguments", {}).get("parameters", [])}
-        if declared != given:
-            problems.append(f"{where}: passes {sorted(given)}, template wants {sorted(declared)}")
-    problems += _cycles(needs)
-    return problems
-
-
-def _upstream(task: str, needs: dict[str, list[str]]) -> set[str]:
-    seen: set[str] = set()
-    stack = list(needs.get(task, []))
-    while stack:
-        name = stack.pop()
-        if name not in seen:
-            seen.add(name)
-            stack.extend(needs.get(name, []))
-    return seen
-
-
-def _cycles(needs: dict[str, list[str]]) -> list[str]:
-    return [
-        f"the DAG has a cycle through {task}" for task in needs if task in _upstream(task, needs)
-    ]
-
-
 @pytest.mark.parametrize(("workers", "rounds"), SHAPES)
-def test_every_reference_resolves_and_the_dag_is_acyclic(workers: int, rounds: int) -> None:
-    workflow, _ = compiled(workers, rounds)
-    assert lint(workflow) == []
+def test_argo_would_accept_the_workflow_and_the_template(workers: int, rounds: int) -> None:
+    workflow, template = compiled(workers, rounds)
+    assert check_with_argo_rules(workflow).line() == "ok"
+    assert check_with_argo_rules(template).line() == "ok"
     tasks = templates_by_name(workflow)["pipeline"]["dag"]["tasks"]
     assert [t["name"] for t in tasks if t["template"] == "train"] == [
         f"train-round-{r}" for r in range(1, rounds + 1)
@@ -164,50 +77,50 @@ def test_every_reference_resolves_and_the_dag_is_acyclic(workers: int, rounds: i
     ("break_it", "problem"),
     [
         (
-            lambda tasks, _: tasks[2]["arguments"]["parameters"][0].update(value="{{item.id}}"),
-            "{{item.id}} does not resolve",
-        ),
-        (
             lambda tasks, _: tasks[2].update(withParam="{{tasks.split.outputs.parameters.ids}}"),
-            "{{tasks.split.outputs.parameters.ids}} does not resolve",
+            "failed to resolve {{tasks.split.outputs.parameters.ids}}",
         ),
-        (lambda tasks, _: tasks[3].update(template="average"), "template average does not exist"),
+        (lambda tasks, _: tasks[3].update(template="average"), "template name 'average' undefined"),
         (lambda tasks, _: tasks[0].update(depends="publish"), "cycle"),
         (
             lambda _, templates: templates[0]["container"]["args"].append(
                 "{{workflow.parameters.epoch}}"
             ),
-            "{{workflow.parameters.epoch}} does not resolve",
+            "failed to resolve {{workflow.parameters.epoch}}",
         ),
         (
             lambda _, templates: templates[2]["container"]["args"].append(
                 "{{inputs.parameters.shards}}"
             ),
-            "{{inputs.parameters.shards}} does not resolve",
+            "failed to resolve {{inputs.parameters.shards}}",
         ),
         (
             lambda tasks, _: tasks[3]["arguments"]["parameters"].clear(),
-            "template wants ['round', 'shards']",
+            "inputs.parameters.round was not supplied",
+        ),
+        (
+            lambda tasks, _: tasks[2].update(continueOn={"failed": True}),
+            "cannot use 'continueOn' when using 'depends'",
         ),
     ],
     ids=[
-        "item-field",
         "task-output",
         "template",
         "cycle",
         "workflow-parameter",
         "input",
         "argument",
+        "continue-on",
     ],
 )
-def test_lint_catches_what_would_not_resolve(break_it: Any, problem: str) -> None:
+def test_the_lint_catches_a_broken_spec(break_it: Any, problem: str) -> None:
     workflow, _ = compiled(3, 2)
     broken = copy.deepcopy(workflow)
     templates = broken["spec"]["templates"]
     tasks = templates_by_name(broken)["pipeline"]["dag"]["tasks"]
     assert [t["name"] for t in tasks[:4]] == ["split", "init", "train-round-1", "aggregate-round-1"]
     break_it(tasks, templates)
-    assert any(problem in line for line in lint(broken)), lint(broken)
+    assert problem in check_with_argo_rules(broken).line()
 
 
 def test_spec_carries_what_a_cluster_needs() -> None:
@@ -308,3 +221,42 @@ def test_render_with_register_prints_the_template(tmp_path: Path) -> None:
     assert rendered["metadata"]["name"] == cluster.TEMPLATE_NAME
     assert first_error(workflow_validator("WorkflowTemplate"), rendered) is None
     assert "--artifacts gs://BUCKET" in result.stderr, "a local store is pointed out"
+
+
+def with_continue_on(original: Any) -> Any:
+    """compile_workflow/compile_template as they were before the fix: continueOn beside depends."""
+
+    def compile_with_fault(*args: Any, **kwargs: Any) -> dict:
+        document = original(*args, **kwargs)
+        tasks = templates_by_name(document)["pipeline"]["dag"]["tasks"]
+        tasks[2]["continueOn"] = {"failed": True}
+        return document
+
+    return compile_with_fault
+
+
+@pytest.mark.parametrize("flags", [["--render"], ["--render", "--register"], ["--local"]])
+def test_submit_refuses_what_argo_would_refuse(
+    flags: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from workflows import submit
+
+    monkeypatch.setattr(submit, "compile_workflow", with_continue_on(compile_workflow))
+    monkeypatch.setattr(submit, "compile_template", with_continue_on(compile_template))
+    monkeypatch.delenv("ARGO_SERVER", raising=False)
+    assert submit.main([*flags, "--artifacts", "gs://bucket"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    [line] = captured.err.splitlines()
+    assert "Argo would refuse the" in line
+    assert "cannot use 'continueOn' when using 'depends'" in line
+
+
+def test_no_lint_prints_the_spec_anyway(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from workflows import submit
+
+    monkeypatch.setattr(submit, "compile_workflow", with_continue_on(compile_workflow))
+    assert submit.main(["--render", "--no-lint", "--artifacts", "gs://bucket"]) == 0
+    assert "continueOn" in capsys.readouterr().out

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from steps.storage import open_store
-from workflows.runner import POD_DEADLINE_MESSAGE, LocalRunner
+from workflows.runner import POD_DEADLINE_MESSAGE, LocalRunner, WorkflowRefused
 
 RUN = "{{workflow.name}}"
 
@@ -320,3 +320,18 @@ def test_the_run_summary_is_written_as_data(tmp_path: Path) -> None:
     assert by_name["a"]["phase"] == "Succeeded" and by_name["a"]["attempts"] == 1
     assert [t["exit_code"] for t in by_name["b"]["tries"]] == [4, 4]
     assert stat.S_ISREG(Path(by_name["b"]["log"]).stat().st_mode)
+
+
+def test_a_spec_argo_would_refuse_does_not_run_here_either(tmp_path: Path) -> None:
+    manifest = workflow(
+        [
+            {"name": "a", "template": "ok", "continueOn": {"failed": True}},
+            {"name": "b", "template": "ok", "depends": "a"},
+        ],
+        [step("ok", "raise SystemExit('must not run')")],
+    )
+    with pytest.raises(WorkflowRefused, match="cannot use 'continueOn' when using 'depends'"):
+        run(tmp_path, manifest)
+    assert not (tmp_path / "logs").exists()
+    result, _, _ = run(tmp_path, manifest, lint=False)
+    assert result.phase == "Failed"

@@ -8,7 +8,8 @@ What follows the controller (the README's "Local runner and Argo" table lists ev
   decided in processNodeRetries' order (workflows/retries.py), template and workflow activeDeadlineSeconds end a
   try as Failed;
 - artifacts are loaded and saved as argoexec does, outputs whatever the exit code (workflows/artifacts.py);
-- steps report progress through ARGO_PROGRESS_FILE (workflows/progress.py).
+- steps report progress through ARGO_PROGRESS_FILE (workflows/progress.py);
+- a spec Argo would refuse (workflows/lint.py) does not run here either.
 Each try runs through an engine (workflows/engines.py): a process here, or the steps' container image.
 """
 
@@ -36,6 +37,7 @@ from workflows import artifacts, retries
 from workflows.dag import Dag, TaskOutcome, assess, read_dag, should_run
 from workflows.durations import deadline_seconds
 from workflows.engines import DeadlineExceeded, Engine, Invocation, ProcessEngine
+from workflows.lint import check as check_with_argo_rules
 from workflows.progress import ProgressReport, read_progress
 from workflows.spec import (
     UnresolvedReference,
@@ -56,6 +58,10 @@ SUMMARY_FILE = "summary.json"
 
 class WorkflowError(Exception):
     """The spec cannot run: a reference that does not resolve, a cycle, a missing template."""
+
+
+class WorkflowRefused(WorkflowError):
+    """Argo would refuse the spec (workflows.lint): it does not run here either."""
 
 
 @dataclass
@@ -130,6 +136,7 @@ class LocalRunner:
         engine: Engine | None = None,
         image: str | None = None,
         live_progress: bool | None = None,
+        lint: bool = True,
     ) -> None:
         self.store = store
         self.logs_dir = Path(logs_dir)
@@ -137,6 +144,7 @@ class LocalRunner:
         self.echo = echo
         self.engine = engine or ProcessEngine()
         self.image = image
+        self.lint = lint
         live = sys.stdout.isatty() and echo is print if live_progress is None else live_progress
         self.progress = ProgressReport(echo, live)
         self._lock = threading.Lock()
@@ -150,6 +158,10 @@ class LocalRunner:
         self, workflow: Mapping[str, Any], parameters: Mapping[str, str] | None = None
     ) -> RunResult:
         """Run `workflow` to the end; returns its result (phase Succeeded, Failed or Error)."""
+        if self.lint:
+            report = check_with_argo_rules(workflow)
+            if not report.ok:
+                raise WorkflowRefused(f"Argo would refuse this workflow: {report.line()}")
         check_supported(workflow)
         self.workflow = workflow
         metadata = workflow.get("metadata", {})

@@ -30,8 +30,9 @@ from workflows.argo_client import (
     submit_from_template,
 )
 from workflows.engines import Engine, ProcessEngine
+from workflows.lint import check as check_with_argo_rules
 from workflows.pipeline import compile_template, compile_workflow
-from workflows.runner import LocalRunner, WorkflowError
+from workflows.runner import LocalRunner, WorkflowError, WorkflowRefused
 from workflows.settings import (
     DEFAULT_IMAGE,
     DEFAULT_STORE,
@@ -96,6 +97,12 @@ def parser() -> argparse.ArgumentParser:
         "--image",
         default=DEFAULT_IMAGE,
         help=f"the steps' container image (default: {DEFAULT_IMAGE})",
+    )
+    engine.add_argument(
+        "--no-lint",
+        dest="lint",
+        action="store_false",
+        help="skip the offline check of Argo's validation rules before running, submitting or printing",
     )
     engine.add_argument(
         "--engine",
@@ -262,7 +269,11 @@ def local_engine(name: str) -> Engine:
 def run_locally(workflow: dict, store_uri: str, args: argparse.Namespace) -> int:
     store = open_store(store_uri)
     runner = LocalRunner(
-        store, args.logs_dir.resolve(), args.parallelism, engine=local_engine(args.engine)
+        store,
+        args.logs_dir.resolve(),
+        args.parallelism,
+        engine=local_engine(args.engine),
+        lint=args.lint,
     )
     started = time.monotonic()
     result = runner.run(workflow)
@@ -307,12 +318,21 @@ def check_cluster_inputs(args: argparse.Namespace) -> None:
         )
 
 
+def checked(document: dict, args: argparse.Namespace) -> dict:
+    """`document`, once Argo's validation rules pass it offline (skipped with --no-lint)."""
+    if args.lint:
+        report = check_with_argo_rules(document)
+        if not report.ok:
+            raise WorkflowRefused(f"Argo would refuse the {document['kind']}: {report.line()}")
+    return document
+
+
 def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.Namespace) -> int:
     """Register, submit (directly or from the template), then optionally watch to the end."""
     check_cluster_inputs(args)
     if args.register:
         template = compile_template(settings, args.image, args.artifacts, args.template_name)
-        _, is_new = register_template(server, template)
+        _, is_new = register_template(server, checked(template, args))
         print(
             f"{'created' if is_new else 'updated'} WorkflowTemplate {args.template_name} in "
             f"namespace {server.namespace}; start runs from {server.root}workflow-templates/"
@@ -333,7 +353,7 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
                 **{k: v for k, v in workflow["metadata"].items() if k != "generateName"},
                 "name": args.name,
             }
-        created = create_workflow(server, workflow)
+        created = create_workflow(server, checked(workflow, args))
     name = created["metadata"]["name"]
     print(f"submitted {name} to {server.url} (namespace {server.namespace})")
     print(f"  {server.ui_link(name)}", flush=True)
@@ -363,7 +383,7 @@ def render(settings: PipelineSettings, store_uri: str, args: argparse.Namespace)
         document = compile_template(settings, args.image, store_uri, args.template_name)
     else:
         document = compile_workflow(settings, image=args.image, store=store_uri)
-    print(yaml.safe_dump(document, sort_keys=False), end="")
+    print(yaml.safe_dump(checked(document, args), sort_keys=False), end="")
     if not store_uri.startswith("gs://") or "://" not in args.source:
         print(
             "submit: note: the store or the data source is a path on this machine; a cluster "
@@ -381,9 +401,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.artifacts.startswith("gs://")
         else str(Path(args.artifacts).resolve())
     )
-    if args.render:
-        return render(settings, store_uri, args)
     try:
+        if args.render:
+            return render(settings, store_uri, args)
         server = argo_server(args)
         if server is not None:
             return run_on_argo(server, settings, args)
@@ -393,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
                 "set ARGO_SERVER or --argo-server"
             )
         workflow = compile_workflow(settings, image=args.image, store=store_uri)
-        return run_locally(workflow, store_uri, args)
+        return run_locally(checked(workflow, args), store_uri, args)
     except (
         ArgoError,
         StepError,
