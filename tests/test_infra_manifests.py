@@ -103,11 +103,21 @@ def _normalised(value: object) -> object:
     return value.rstrip("\n") if isinstance(value, str) else value
 
 
+# Every kustomization under infra/k8s (the base, the committed overlays and any up.sh wrote here), and the
+# one up.sh writes for a test project.
+KUSTOMIZATIONS = [
+    *sorted(str(path.parent.relative_to(K8S)) for path in K8S.rglob("kustomization.yaml")),
+    "rendered",
+]
+
+
 @pytest.mark.skipif(
-    shutil.which("kubectl") is None, reason="kubectl (with kustomize built in) not installed"
+    shutil.which("kubectl") is None,
+    reason="kubectl is not installed on this machine (kustomize is built into it)",
 )
-@pytest.mark.parametrize("overlay", ["base", "overlays/example", "rendered"])
+@pytest.mark.parametrize("overlay", KUSTOMIZATIONS)
 def test_kubectl_kustomize_assembles_the_same_objects(overlay: str, rendered_overlay: Path) -> None:
+    """The real kustomize builds every overlay, into exactly what the tests' loader assembles."""
     directory = rendered_overlay if overlay == "rendered" else K8S / overlay
     output = subprocess.run(
         ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, check=True
@@ -204,6 +214,62 @@ def test_executor_role_allows_task_results_and_nothing_more() -> None:
     assert not [
         m for m in manifests if m["kind"] in ("ClusterRole", "ClusterRoleBinding", "Secret")
     ]
+
+
+def role_allows(role: Manifest, group: str, resource: str, verb: str) -> bool:
+    """Kubernetes RBAC for one request: some rule names the group, the resource and the verb (or '*')."""
+    return any(
+        {group, "*"} & set(rule.get("apiGroups", []))
+        and {resource, "*"} & set(rule.get("resources", []))
+        and {verb, "*"} & set(rule.get("verbs", []))
+        for rule in role["rules"]
+    )
+
+
+# What the Argo Server does with the caller's token (--auth-mode=client) for each action of the UI and of
+# submit.py; from Argo's server/workflow/workflow_server.go and server/workflowtemplate (v3.5 to v4).
+ARGO_UI_ACTIONS = {
+    "list and watch runs": [("argoproj.io", "workflows", v) for v in ("list", "watch", "get")],
+    "submit": [("argoproj.io", "workflows", "create")],
+    "submit from the template": [
+        ("argoproj.io", "workflowtemplates", "get"),
+        ("argoproj.io", "workflows", "create"),
+    ],
+    "register the template": [
+        ("argoproj.io", "workflowtemplates", verb) for verb in ("create", "update", "get")
+    ],
+    # RetryWorkflow: FormulateRetryWorkflow, then the failed nodes' pods deleted, then the Workflow updated.
+    "retry": [
+        ("argoproj.io", "workflows", "get"),
+        ("", "pods", "delete"),
+        ("argoproj.io", "workflows", "update"),
+    ],
+    # ResubmitWorkflow: FormulateResubmitWorkflow, then SubmitWorkflow creates a new Workflow.
+    "resubmit": [("argoproj.io", "workflows", "get"), ("argoproj.io", "workflows", "create")],
+    "stop, terminate, suspend, resume": [("argoproj.io", "workflows", "update")],
+    "delete a run": [("argoproj.io", "workflows", "delete")],
+    "logs and events of a step": [
+        ("", "pods", "get"),
+        ("", "pods/log", "get"),
+        ("", "events", "list"),
+        ("", "events", "watch"),
+    ],
+    # docs/security.md, "UI Access": the read-only role of a namespace's UI user.
+    "event flow page": [("argoproj.io", "workfloweventbindings", "list")],
+}
+
+
+@pytest.mark.parametrize("action", sorted(ARGO_UI_ACTIONS))
+def test_submitter_may_do_what_the_argo_ui_does(action: str) -> None:
+    role = one(build(K8S / "base"), "Role", "mnist-submitter")
+    for group, resource, verb in ARGO_UI_ACTIONS[action]:
+        assert role_allows(role, group, resource, verb), f"{action}: {verb} {resource}"
+
+
+def test_submitter_reads_no_secrets_and_runs_nothing_in_pods() -> None:
+    role = one(build(K8S / "base"), "Role", "mnist-submitter")
+    for resource, verb in [("secrets", "get"), ("pods/exec", "create"), ("pods", "create")]:
+        assert not role_allows(role, "", resource, verb), f"{verb} {resource}"
 
 
 def test_page_is_probed_served_on_port_80_and_locked_down() -> None:

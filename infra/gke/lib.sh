@@ -12,7 +12,7 @@ print_settings() {
     local name
     log "settings (override any with an environment variable):"
     for name in "${SETTINGS[@]}"; do
-        printf '    %-18s %s\n' "${name}" "${!name}" >&2
+        printf '    %-18s %s\n' "${name}" "${!name:-(unset)}" >&2
     done
 }
 
@@ -26,6 +26,8 @@ require_commands() {
 check_settings() {
     [[ -n "${PROJECT_ID}" ]] || die "PROJECT_ID is empty: set it, or run 'gcloud config set project ID'"
     [[ "${NODE_COUNT}" =~ ^[1-9][0-9]*$ ]] || die "NODE_COUNT must be a positive integer, got '${NODE_COUNT}'"
+    [[ -z "${ZONE}" || "${ZONE}" =~ ^${REGION}-[a-z]$ ]] ||
+        die "ZONE '${ZONE}' is not a zone of REGION '${REGION}' (e.g. ${REGION}-b), or leave it unset"
     [[ "${DISK_SIZE_GB}" =~ ^[1-9][0-9]*$ ]] || die "DISK_SIZE_GB must be a positive integer, got '${DISK_SIZE_GB}'"
     [[ "${ARTIFACT_TTL_DAYS}" =~ ^[1-9][0-9]*$ ]] ||
         die "ARTIFACT_TTL_DAYS must be a positive integer, got '${ARTIFACT_TTL_DAYS}'"
@@ -36,7 +38,65 @@ check_settings() {
         die "OVERLAY must be a plain directory name other than 'example', got '${OVERLAY}'"
     [[ "${BUILDER}" == cloudbuild || "${BUILDER}" == docker ]] ||
         die "BUILDER must be 'cloudbuild' or 'docker', got '${BUILDER}'"
+    # Bucket names have at most 63 characters, and the build bucket's is BUCKET's with a suffix.
+    ((${#BUCKET} <= 63 - ${#BUILD_BUCKET_SUFFIX})) ||
+        die "BUCKET '${BUCKET}' is too long: at most $((63 - ${#BUILD_BUCKET_SUFFIX})) characters"
 }
+
+# The project's number, which the names of Google's default accounts and Workload Identity principals carry.
+PROJECT_NUMBER=""
+load_project_number() {
+    PROJECT_NUMBER="$(gcloud projects describe "${PROJECT_ID}" --format 'value(projectNumber)')"
+    [[ "${PROJECT_NUMBER}" =~ ^[0-9]+$ ]] ||
+        die "no project number for '${PROJECT_ID}': does the project exist?"
+}
+
+# The zone of an existing cluster named CLUSTER in REGION, or nothing.
+existing_cluster_zone() {
+    local name location
+    while read -r name location; do
+        if [[ "${name}" == "${CLUSTER}" && "${location}" =~ ^${REGION}-[a-z]$ ]]; then
+            printf '%s' "${location}"
+            return
+        fi
+    done < <(gcloud container clusters list --project "${PROJECT_ID}" --format 'value(name,location)' \
+        --quiet 2>/dev/null)
+}
+
+# Sets ZONE when it is unset: the zone of the existing cluster, else REGION's first zone (by name) that is up.
+# Zones are "<region>-<letter>", but not every region has "-a" (europe-west1 has b, c and d).
+resolve_zone() {
+    local zones
+    [[ -z "${ZONE}" ]] || return 0
+    ZONE="$(existing_cluster_zone)"
+    if [[ -n "${ZONE}" ]]; then
+        log "zone ${ZONE}: where cluster ${CLUSTER} is"
+        return
+    fi
+    zones="$(gcloud compute zones list --project "${PROJECT_ID}" --filter 'status=UP' --format 'value(name)')"
+    ZONE="$(grep -E "^${REGION}-[a-z]\$" <<<"${zones}" | LC_ALL=C sort | head -n 1 || true)"
+    [[ -n "${ZONE}" ]] || die "no zone of REGION '${REGION}' is up: is it a Compute Engine region?"
+    log "zone ${ZONE}: the first of ${REGION} (set ZONE to choose another)"
+}
+
+# The Compute Engine default service account, which the nodes run as (the cluster names no other) and which
+# Cloud Build uses by default in projects made since 2024.
+node_account() { printf '%s-compute@developer.gserviceaccount.com' "${PROJECT_NUMBER}"; }
+
+# The Argo Server's own Kubernetes service account (argo/argo-server, from Argo's install manifest) as a
+# Workload Identity principal that IAM policies can name directly.
+argo_server_member() {
+    printf 'principal://iam.googleapis.com/projects/%s/locations/global/workloadIdentityPools/%s/subject/%s' \
+        "${PROJECT_NUMBER}" "${PROJECT_ID}.svc.id.goog" ns/argo/sa/argo-server
+}
+
+# Cloud Build's source uploads go to a bucket of their own (objects deleted after a day), instead of the
+# project-wide gs://PROJECT_cloudbuild that gcloud would otherwise create and that other builds may share.
+BUILD_BUCKET_SUFFIX=-build
+build_bucket() { printf '%s%s' "${BUCKET}" "${BUILD_BUCKET_SUFFIX}"; }
+
+# The kubeconfig context (and cluster and user entry) `gcloud container clusters get-credentials` writes.
+kube_context() { printf 'gke_%s_%s_%s' "${PROJECT_ID}" "$1" "${CLUSTER}"; }
 
 # Google service account e-mail of a Kubernetes service account's twin, e.g. mnist-pipeline@PROJECT.iam...
 google_account() { printf '%s@%s.iam.gserviceaccount.com' "$1" "${PROJECT_ID}"; }
@@ -45,6 +105,11 @@ google_account() { printf '%s@%s.iam.gserviceaccount.com' "$1" "${PROJECT_ID}"; 
 workload_member() { printf 'serviceAccount:%s.svc.id.goog[%s/%s]' "${PROJECT_ID}" "${NAMESPACE}" "$1"; }
 
 image_ref() { printf '%s-docker.pkg.dev/%s/%s/%s' "${REGION}" "${PROJECT_ID}" "${REPOSITORY}" "$1"; }
+
+# The build bucket's lifecycle: a build reads its uploaded source within minutes; delete it after a day.
+render_build_lifecycle() {
+    printf '{"rule": [{"action": {"type": "Delete"}, "condition": {"age": 1}}]}\n'
+}
 
 # The bucket's lifecycle: delete run artifacts (names starting with RUN_PREFIX, the workflows' generateName)
 # after ARTIFACT_TTL_DAYS days. Nothing under models/ matches, so published models and LATEST stay.

@@ -26,10 +26,18 @@ retry() {
 }
 
 enable_services() {
-    log "enabling the APIs used (GKE, Artifact Registry, Cloud Build, IAM credentials, Cloud Storage)"
-    gcloud services enable container.googleapis.com artifactregistry.googleapis.com \
-        cloudbuild.googleapis.com iamcredentials.googleapis.com storage.googleapis.com \
-        --project "${PROJECT_ID}"
+    log "enabling the APIs used (GKE, Compute Engine, Artifact Registry, Cloud Build, IAM, Storage, ...)"
+    gcloud services enable container.googleapis.com compute.googleapis.com artifactregistry.googleapis.com \
+        cloudbuild.googleapis.com iam.googleapis.com iamcredentials.googleapis.com \
+        cloudresourcemanager.googleapis.com storage.googleapis.com --project "${PROJECT_ID}"
+}
+
+# The nodes' account gets the role GKE documents for node service accounts (write logs and metrics, read
+# node configuration). Google grants it by itself only where the organisation allows default grants.
+grant_node_account() {
+    log "granting roles/container.defaultNodeServiceAccount to the nodes' account $(node_account)"
+    retry gcloud projects add-iam-policy-binding "${PROJECT_ID}" --member "serviceAccount:$(node_account)" \
+        --role roles/container.defaultNodeServiceAccount --condition None >/dev/null
 }
 
 ensure_cluster() {
@@ -96,8 +104,19 @@ ensure_google_account() {
         --role roles/iam.workloadIdentityUser --member "$(workload_member "${name}")" >/dev/null
 }
 
+# The Argo Server reads artifacts and archived logs for the UI with its own identity, argo/argo-server, not
+# the workflow's. It gets read access to the bucket through Workload Identity, granted to that Kubernetes
+# service account directly as a principal (Cloud Storage accepts these) rather than through a Google service
+# account: the account belongs to Argo's install manifest, which every run of up.sh applies again, so this
+# needs no annotation on it, no Google service account to create or delete, and down.sh revokes it as one
+# binding.
+grant_argo_server_read() {
+    log "granting roles/storage.objectViewer on gs://${BUCKET} to argo/argo-server (the Argo UI's artifacts)"
+    retry gcloud storage buckets add-iam-policy-binding "gs://${BUCKET}" --project "${PROJECT_ID}" \
+        --member "$(argo_server_member)" --role roles/storage.objectViewer >/dev/null
+}
+
 ensure_registry() {
-    local project_number
     if gcloud artifacts repositories describe "${REPOSITORY}" --location "${REGION}" --project "${PROJECT_ID}" \
         >/dev/null 2>&1; then
         log "reusing Artifact Registry repository ${REPOSITORY} in ${REGION}"
@@ -106,11 +125,42 @@ ensure_registry() {
         gcloud artifacts repositories create "${REPOSITORY}" --repository-format docker \
             --location "${REGION}" --project "${PROJECT_ID}" --description "mnist-argo images"
     fi
-    # The nodes pull images as the project's default compute service account.
-    project_number="$(gcloud projects describe "${PROJECT_ID}" --format 'value(projectNumber)')"
-    gcloud artifacts repositories add-iam-policy-binding "${REPOSITORY}" --location "${REGION}" \
+    # The nodes pull images as their account.
+    retry gcloud artifacts repositories add-iam-policy-binding "${REPOSITORY}" --location "${REGION}" \
         --project "${PROJECT_ID}" --role roles/artifactregistry.reader \
-        --member "serviceAccount:${project_number}-compute@developer.gserviceaccount.com" >/dev/null
+        --member "serviceAccount:$(node_account)" >/dev/null
+}
+
+# What Cloud Build's account needs to build here: read the uploaded source (its own bucket), write build
+# logs, push to the repository. Projects made since mid-2024 build as the Compute Engine default service
+# account, which has no roles where the organisation forbids default grants; the legacy Cloud Build account
+# (PROJECT_NUMBER@cloudbuild.gserviceaccount.com) has them already.
+ensure_build_access() {
+    local account bucket lifecycle
+    account="$(gcloud builds get-default-service-account --project "${PROJECT_ID}" \
+        --format 'value(serviceAccountEmail.segment(3))')"
+    [[ "${account}" == *@*.gserviceaccount.com ]] ||
+        die "no Cloud Build service account found (got '${account}')"
+    bucket="gs://$(build_bucket)"
+    if gcloud storage buckets describe "${bucket}" --project "${PROJECT_ID}" >/dev/null 2>&1; then
+        log "reusing build bucket ${bucket}"
+    else
+        log "creating build bucket ${bucket} for Cloud Build's source uploads"
+        gcloud storage buckets create "${bucket}" --project "${PROJECT_ID}" --location "${REGION}" \
+            --uniform-bucket-level-access --public-access-prevention --soft-delete-duration 0
+    fi
+    lifecycle="$(mktemp)"
+    render_build_lifecycle >"${lifecycle}"
+    gcloud storage buckets update "${bucket}" --project "${PROJECT_ID}" --lifecycle-file "${lifecycle}"
+    rm -f "${lifecycle}"
+    log "granting Cloud Build's account ${account}: read ${bucket}, write logs, push to ${REPOSITORY}"
+    retry gcloud storage buckets add-iam-policy-binding "${bucket}" --project "${PROJECT_ID}" \
+        --member "serviceAccount:${account}" --role roles/storage.objectViewer >/dev/null
+    retry gcloud projects add-iam-policy-binding "${PROJECT_ID}" --member "serviceAccount:${account}" \
+        --role roles/logging.logWriter --condition None >/dev/null
+    retry gcloud artifacts repositories add-iam-policy-binding "${REPOSITORY}" --location "${REGION}" \
+        --project "${PROJECT_ID}" --member "serviceAccount:${account}" --role roles/artifactregistry.writer \
+        >/dev/null
 }
 
 image_exists() {
@@ -130,8 +180,12 @@ build_images() {
         return
     fi
     if [[ "${BUILDER}" == cloudbuild ]]; then
+        ensure_build_access
+        # Each build starts on a fresh worker with an empty layer cache: both images are built from scratch
+        # (about 10 minutes), which is why this runs only for a new IMAGE_TAG (a new content hash).
         log "building ${steps} and ${page} with Cloud Build"
         gcloud builds submit --project "${PROJECT_ID}" --config infra/gke/cloudbuild.yaml \
+            --gcs-source-staging-dir "gs://$(build_bucket)/source" \
             --substitutions "_STEPS_IMAGE=${steps},_PAGE_IMAGE=${page}" .
     else
         require_commands docker
@@ -182,27 +236,38 @@ wait_for_page_address() {
     fi
 }
 
+# How to reach the Argo UI and train on the cluster: commands to paste into the same shell, in this order.
+print_next_steps() {
+    cat >&2 <<NEXT
+==> done. Next, in this shell (the Argo UI is then at https://localhost:2746; its certificate is self-signed):
+    kubectl -n argo port-forward service/argo-server 2746:2746 >/dev/null 2>&1 &
+    export ARGO_SERVER=https://localhost:2746 ARGO_INSECURE_SKIP_VERIFY=true ARGO_NAMESPACE=${NAMESPACE}
+    export ARGO_TOKEN="Bearer \$(kubectl -n ${NAMESPACE} create token ${SUBMITTER_ACCOUNT} --duration 8h)"
+    .venv/bin/python workflows/submit.py --artifacts gs://${BUCKET} \\
+        --image $(image_ref "${STEPS_IMAGE_NAME}"):${IMAGE_TAG} --watch
+NEXT
+}
+
 main() {
     print_settings
     check_settings
-    require_commands gcloud kubectl
+    # kubectl reaches GKE through gcloud's credential plugin: without it every kubectl call fails.
+    require_commands gcloud kubectl gke-gcloud-auth-plugin
     enable_services
+    load_project_number
+    resolve_zone
+    grant_node_account
     ensure_cluster
     ensure_bucket
     ensure_google_account "${PIPELINE_ACCOUNT}" roles/storage.objectUser
     ensure_google_account "${PAGE_ACCOUNT}" roles/storage.objectViewer
+    grant_argo_server_read
     ensure_registry
     build_images
     install_argo
     apply_manifests
     wait_for_page_address
-    cat >&2 <<NEXT
-==> done. Next:
-    kubectl -n argo port-forward service/argo-server 2746:2746     # Argo UI at https://localhost:2746
-    export ARGO_TOKEN="Bearer \$(kubectl -n ${NAMESPACE} create token ${SUBMITTER_ACCOUNT} --duration 8h)"
-    ARGO_SERVER=https://localhost:2746 python workflows/submit.py --artifacts gs://${BUCKET} \\
-        --image $(image_ref "${STEPS_IMAGE_NAME}"):${IMAGE_TAG} --watch
-NEXT
+    print_next_steps
 }
 
 main "$@"
