@@ -1,10 +1,10 @@
 """Per-epoch training checkpoints kept in the artifact store, so a retried trainer resumes, not restarts.
 
 A checkpoint is one .npz (no pickles): the model's weights, the optimizer's state, and a JSON record
-(`meta`, a text scalar) of how many epochs are done, the last epoch's metrics, and a fingerprint of the inputs,
-so a checkpoint from other inputs is never resumed. It lives in a store others can write to, so it is
-read like any untrusted file: declared shapes checked before reading, fields typed and ranged, values
-finite. One that fails any check is ignored with a warning line, and training starts over.
+(`meta`, a text scalar) of how many epochs are done, the last epoch's metrics, and a fingerprint of the
+inputs, so a checkpoint from other inputs is never resumed. It lives in a store others can write to, so
+it is read like any untrusted file: declared shapes checked before reading, fields typed and ranged,
+values finite. One that fails any check is ignored with a warning line, and training starts over.
 """
 
 from __future__ import annotations

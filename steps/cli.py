@@ -18,6 +18,8 @@ from pathlib import Path
 EXIT_BAD_INPUT = 2
 MAX_SEED = 2**32 - 1  # what numpy's and Keras's global seeds accept
 MAX_JSON_BYTES = 1 << 20  # a stats file, metrics or a settings object is a few KiB
+UMASK = os.umask(0o022)  # read once (the call sets it), then restored
+os.umask(UMASK)
 
 
 class StepError(Exception):
@@ -180,6 +182,7 @@ def _temporary_file(final: Path) -> tuple[Path, list[Path]]:
     except NotADirectoryError:
         raise StepError(f"cannot create {final}: a parent is a file") from None
     os.close(handle)
+    os.chmod(name, 0o666 & ~UMASK)  # mkstemp's 0600 would carry over to the output
     return Path(name), created
 
 
@@ -242,6 +245,7 @@ class StagedOutputs:
             raise StepError(f"output folder is a file: {final}")
         self._created[:0] = _make_parent(final)
         temporary = Path(tempfile.mkdtemp(prefix=f".{final.name[:40]}.", dir=final.parent))
+        temporary.chmod(0o777 & ~UMASK)  # mkdtemp's 0700 would carry over to the output
         self._staged.append((temporary, final, True))
         return temporary
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from steps.cli import StepError
 
+READ_BYTES = 1 << 20
 MAX_HEADER_BYTES = 4096  # an .npy header is a short dict literal; numpy's own limit is 10000
 ALLOWED_COMPRESSION = (
     zipfile.ZIP_STORED,
@@ -130,8 +131,8 @@ def _read_member(
         array = np.empty(shape, dtype)
         view = memoryview(array.reshape(-1).view(np.uint8))
         filled = 0
-        while filled < size:
-            count = stream.readinto(view[filled:])
+        while filled < size:  # in bounded pieces: one read of it all would hold a second copy
+            count = stream.readinto(view[filled : filled + READ_BYTES])
             if not count:
                 raise StepError(f"{where}: truncated ({filled} of {size} bytes)")
             filled += count
