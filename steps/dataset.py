@@ -18,9 +18,10 @@ KERAS_MNIST_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/m
 KERAS_MNIST_SHA256 = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1"
 IMAGE_SHAPE = (28, 28)
 NUM_CLASSES = 10
-# The most digits any file the steps read may hold: four times MNIST's 60,000 training digits (EMNIST's
-# 240,000 digits fit), and small enough that split's peak (the source plus its shards, ~400 MB) stays
-# inside its pod's 768 MiB. Also the bound on a worker's FedAvg weight: no shard can hold more.
+# The most digits any file the steps read may hold: about four times MNIST's 60,000 training digits
+# (EMNIST's 240,000 digits fit), and small enough that split's peak (the source plus its shards,
+# ~400 MB) stays inside its pod's 768 MiB. Also the bound on a worker's FedAvg weight: no shard can
+# hold more.
 MAX_SAMPLES = 250_000
 IMAGES = ArraySpec(np.dtype(np.uint8), (None, *IMAGE_SHAPE), MAX_SAMPLES)
 LABELS = ArraySpec(np.dtype(np.uint8), (None,), MAX_SAMPLES)
