@@ -170,17 +170,26 @@ def test_fuzzed_model_files_through_aggregate_leave_no_output(tmp_path: Path, ca
         ),
         ('{"1": ["2"], "2": []}', "missing-shards"),
         ('["0", "1", "2"]', "shards"),
+        ('{"workers": "3", "learning-rate": "0.003", "partition": "iid"}', "settings"),
     ],
 )
 def test_fuzzed_json(text: str, reader: str, tmp_path: Path) -> None:
     from steps.evaluate import missing_shards
     from steps.metrics import check_metrics
+    from steps.publish import read_json_object, typed
 
     readers = {
         "stats": aggregate.sample_count,
         "metrics": lambda path: check_metrics(parse_json(path.read_bytes(), "m"), "m"),
         "missing-shards": lambda path: missing_shards(path.read_bytes().decode("latin-1")),
         "shards": lambda path: aggregate.expected_shards(path.read_bytes().decode("latin-1"), []),
+        "settings": lambda path: json.dumps(
+            {
+                key: typed(value)
+                for key, value in read_json_object(path.read_bytes().decode("latin-1"), "s").items()
+            },
+            allow_nan=False,
+        ),
     }
     seed = tmp_path / f"{reader}.json"
     seed.write_text(text)

@@ -222,7 +222,7 @@ def test_crafted_model_files_are_refused(craft: str, message: str, tmp_path: Pat
     assert not (tmp_path / "avg.h5").exists()
 
 
-def test_train_refuses_a_nan_start_model(tmp_path: Path, capsys) -> None:
+def test_train_and_evaluate_refuse_a_nan_model(tmp_path: Path, capsys) -> None:
     model = copy_model(tmp_path / "start.h5")
     from steps.weights import read_weights
 
@@ -238,6 +238,9 @@ def test_train_refuses_a_nan_start_model(tmp_path: Path, capsys) -> None:
         ],
         capsys,
     )
+    assert "NaN or infinite" in line
+    assert not (tmp_path / "o").exists()
+    line = call(evaluate, ["--model", model, "--test", shard, "--out-dir", tmp_path / "o"], capsys)
     assert "NaN or infinite" in line
     assert not (tmp_path / "o").exists()
 
