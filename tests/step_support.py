@@ -5,6 +5,7 @@ Every crafted file is made here, small, by the tests themselves.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import shutil
@@ -41,7 +42,9 @@ def model_file() -> Path:
     """A real model file of the project's architecture (Keras writes it once per test process)."""
     from steps.model import build_model, save_model
 
-    path = Path(tempfile.mkdtemp(prefix="model-")) / "model.h5"
+    folder = Path(tempfile.mkdtemp(prefix="model-"))
+    atexit.register(shutil.rmtree, folder, True)
+    path = folder / "model.h5"
     save_model(build_model(), path)
     return path
 
