@@ -1,14 +1,33 @@
-"""Average the workers' models into one (FedAvg: weights weighted by each worker's sample count)."""
+"""Average the workers' models into one (FedAvg: weights weighted by each worker's sample count).
+
+Only h5py and numpy: every model file is checked against the known architecture's weight layout
+(steps.weights), averaged, and written as a full Keras model. A model counts only with its stats file
+(train writes it last, as its commit record): Argo saves a failed attempt's outputs too, so a model
+without valid stats is treated as missing.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 from pathlib import Path
 
 from steps.averaging import federated_average
-from steps.cli import StepError, non_negative_int, run, write_text
+from steps.cli import (
+    StepError,
+    non_negative_int,
+    parse_json,
+    read_json_file,
+    run,
+    staged_outputs,
+    to_json,
+)
+from steps.dataset import MAX_SAMPLES
+from steps.weights import read_model_file, write_model_file
+
+MAX_SHARDS = 10_000
+MAX_STATS_BYTES = 64 << 10
 
 
 def parse_args() -> argparse.ArgumentParser:
@@ -39,60 +58,89 @@ def parse_args() -> argparse.ArgumentParser:
 def expected_shards(text: str | None, present: list[str]) -> list[str]:
     if text is None:
         return present
-    try:
-        shards = json.loads(text)
-    except ValueError:
-        shards = None
-    if not isinstance(shards, list):
-        raise StepError(f"--shards must be a JSON list of shard ids, got {text!r}")
+    shards = parse_json(text, "--shards")
+    if not isinstance(shards, list) or len(shards) > MAX_SHARDS:
+        raise StepError(f"--shards must be a JSON list of shard ids, got {text[:80]!r}")
+    if not all(type(shard) in (int, str) and str(shard).isalnum() for shard in shards):
+        raise StepError(f"--shards: shard ids are numbers or letters and digits, got {text[:80]!r}")
     return [str(shard) for shard in shards]
 
 
 def sample_count(stats_path: Path) -> int:
-    """The `samples` field of a worker's stats file."""
+    """The `samples` field of a worker's stats file: an integer in 1..MAX_SAMPLES."""
     if not stats_path.is_file():
-        raise StepError(f"stats file not found: {stats_path} (written by train beside its model)")
-    try:
-        samples = json.loads(stats_path.read_text())["samples"]
-    except (ValueError, KeyError, TypeError):
-        raise StepError(f"{stats_path}: not a stats file with a 'samples' count") from None
-    if not isinstance(samples, int) or samples < 1:
-        raise StepError(f"{stats_path}: 'samples' must be a positive integer, got {samples!r}")
+        raise StepError(f"stats file not found: {stats_path} (written by train after its model)")
+    stats = read_json_file(stats_path, "stats file", MAX_STATS_BYTES)
+    samples = stats.get("samples") if isinstance(stats, dict) else None
+    if type(samples) is not int or not 1 <= samples <= MAX_SAMPLES:
+        raise StepError(
+            f"{stats_path}: 'samples' must be an integer in 1..{MAX_SAMPLES}, got {str(samples)[:40]}"
+        )
     return samples
+
+
+def list_models(folder: Path) -> list[Path]:
+    """The .h5 files in `folder`; no folder means no worker delivered."""
+    try:
+        names = sorted(entry.name for entry in os.scandir(folder))
+    except FileNotFoundError:
+        return []
+    except OSError as error:  # e.g. argoexec's 0700 root-owned input folder, read by uid 10001
+        raise StepError(
+            f"cannot read the models folder {folder}: {error.strerror} "
+            f"(the step runs as uid {os.getuid()})"
+        ) from None
+    return [folder / name for name in names if name.endswith(".h5") and not name.startswith(".")]
+
+
+def committed(paths: list[Path]) -> tuple[dict[str, tuple[Path, int]], dict[str, str]]:
+    """Models with valid stats, {shard: (path, samples)}, and why the others do not count."""
+    counted, ignored = {}, {}
+    for path in paths:
+        try:
+            counted[path.stem] = (path, sample_count(path.with_suffix(".json")))
+        except StepError as error:
+            ignored[path.stem] = str(error)
+    return counted, ignored
 
 
 def main(args: argparse.Namespace) -> None:
     if not args.models_dir.is_dir() and args.shards is None:
         raise StepError(f"models folder not found: {args.models_dir}")
-    paths = sorted(args.models_dir.glob("*.h5"))  # no folder: no worker delivered
-    expected = expected_shards(args.shards, [path.stem for path in paths])
-    missing = [shard for shard in expected if not (args.models_dir / f"{shard}.h5").is_file()]
-    needed = args.min_workers or len(expected)
-    if len(paths) < max(needed, 1):
-        if not paths and not expected:
-            raise StepError(f"no .h5 models in {args.models_dir}")
-        raise StepError(
-            f"only {len(paths)} of {len(expected)} workers delivered a model, fewer than the "
-            f"{needed} required; missing shards: {', '.join(missing)}"
-        )
-    counts = [sample_count(path.with_suffix(".json")) for path in paths]
-
-    from steps.model import load_model, save_model
-
-    models = [load_model(path) for path in paths]
-    averaged = models[0]
-    averaged.set_weights(federated_average([model.get_weights() for model in models], counts))
-    save_model(averaged, args.out)
-    if args.missing_out:
-        write_text(args.missing_out, json.dumps(missing))
+    with staged_outputs() as outputs:
+        model_out = outputs.file(args.out)
+        missing_out = outputs.file(args.missing_out) if args.missing_out else None
+        paths = list_models(args.models_dir)
+        expected = expected_shards(args.shards, [path.stem for path in paths])
+        counted, ignored = committed(paths)
+        missing = [shard for shard in expected if shard not in counted]
+        needed = args.min_workers or len(expected)
+        if len(counted) < max(needed, 1):
+            if not paths and not expected:
+                raise StepError(f"no .h5 models in {args.models_dir}")
+            why = "".join(f"; {shard}.h5 does not count: {ignored[shard]}" for shard in ignored)
+            raise StepError(
+                f"only {len(counted)} of {len(expected)} workers delivered a model, fewer than the "
+                f"{needed} required; missing shards: {', '.join(missing)}{why}"
+            )
+        for shard, reason in ignored.items():
+            print(f"ignoring {shard}.h5 as missing: {reason}", file=sys.stderr)
+        shards = sorted(counted)
+        models = [read_model_file(counted[shard][0]) for shard in shards]
+        counts = [counted[shard][1] for shard in shards]
+        averaged = federated_average([model.weights for model in models], counts)
+        write_model_file(model_out, models[0], averaged)
+        if missing_out:
+            missing_out.write_text(to_json(missing))
     if missing:
         print(
             f"going ahead without shards {', '.join(missing)} (--min-workers {needed})",
             file=sys.stderr,
         )
-    shares = ", ".join(f"{path.name}: {count}" for path, count in zip(paths, counts, strict=True))
+    shares = ", ".join(f"{shard}.h5: {counted[shard][1]}" for shard in shards)
     print(
-        f"averaged {len(paths)} models weighted by samples ({shares}) → {args.out}", file=sys.stderr
+        f"averaged {len(shards)} models weighted by samples ({shares}) → {args.out}",
+        file=sys.stderr,
     )
 
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from steps.cli import StepError, atomic_path, run, write_text
+from steps.cli import StepError, parse_json, run, staged_outputs, to_json
 from steps.dataset import NUM_CLASSES, read_shard
+from steps.metrics import MAX_ROUNDS, check_metrics
 from steps.report import draw_confusion
+
+OUTPUTS = ("metrics.json", "confusion.png", "report.txt", "accuracy.txt")
 
 
 def parse_args() -> argparse.ArgumentParser:
@@ -41,12 +44,18 @@ def confusion_matrix(labels: np.ndarray, predicted: np.ndarray) -> np.ndarray:
 
 def missing_shards(text: str) -> dict[str, list]:
     """Rounds that went ahead without some shards: {"1": ["2"]}; rounds with none are left out."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = None
-    if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
-        raise StepError(f"--missing-shards must be a JSON object of lists, got {text!r}")
+    value = parse_json(text, "--missing-shards")
+    if (
+        not isinstance(value, dict)
+        or len(value) > MAX_ROUNDS
+        or not all(
+            isinstance(shards, list) and all(type(s) in (int, str) for s in shards)
+            for shards in value.values()
+        )
+    ):
+        raise StepError(
+            f"--missing-shards must be a JSON object of lists of ids, got {text[:80]!r}"
+        )
     return {round_: shards for round_, shards in value.items() if shards}
 
 
@@ -66,30 +75,36 @@ def summary(metrics: dict) -> str:
 
 
 def main(args: argparse.Namespace) -> None:
-    test = read_shard(args.test)
     missing = missing_shards(args.missing_shards)
+    with staged_outputs() as outputs:  # all four files appear together, or none does
+        paths = {name: outputs.file(args.out_dir / name) for name in OUTPUTS}
+        test = read_shard(args.test)
 
-    from steps.model import compile_model, load_model, to_inputs
+        from steps.model import compile_model, load_model, to_inputs
 
-    model = compile_model(load_model(args.model), learning_rate=1e-3)
-    probabilities = model.predict(to_inputs(test.x), batch_size=1000, verbose=0)
-    loss = float(model.evaluate(to_inputs(test.x), test.y, batch_size=1000, verbose=0)[0])
-    matrix = confusion_matrix(test.y, probabilities.argmax(axis=1))
-    per_class = matrix.diagonal() / np.maximum(matrix.sum(axis=1), 1)
-    accuracy = float(matrix.trace() / matrix.sum())
-    metrics = {
-        "accuracy": accuracy,
-        "loss": loss,
-        "test_samples": len(test),
-        "per_class_accuracy": {str(digit): float(value) for digit, value in enumerate(per_class)},
-        "confusion_matrix": matrix.tolist(),
-        "missing_shards": missing,
-    }
-    write_text(args.out_dir / "metrics.json", json.dumps(metrics, indent=2))
-    with atomic_path(args.out_dir / "confusion.png") as temporary:
-        draw_confusion(matrix).save(temporary, format="PNG")
-    write_text(args.out_dir / "report.txt", summary(metrics))
-    write_text(args.out_dir / "accuracy.txt", f"{accuracy:.4f}")
+        model = compile_model(load_model(args.model), learning_rate=1e-3)
+        probabilities = model.predict(to_inputs(test.x), batch_size=1000, verbose=0)
+        loss = float(model.evaluate(to_inputs(test.x), test.y, batch_size=1000, verbose=0)[0])
+        if not math.isfinite(loss):
+            raise StepError(f"{args.model}: the test loss is {loss}")
+        matrix = confusion_matrix(test.y, probabilities.argmax(axis=1))
+        per_class = matrix.diagonal() / np.maximum(matrix.sum(axis=1), 1)
+        accuracy = float(matrix.trace() / matrix.sum())
+        metrics = check_metrics(
+            {
+                "accuracy": accuracy,
+                "loss": loss,
+                "test_samples": len(test),
+                "per_class_accuracy": {str(d): float(value) for d, value in enumerate(per_class)},
+                "confusion_matrix": matrix.tolist(),
+                "missing_shards": missing,
+            },
+            "metrics",
+        )
+        paths["metrics.json"].write_text(to_json(metrics, indent=2))
+        draw_confusion(matrix).save(paths["confusion.png"], format="PNG")
+        paths["report.txt"].write_text(summary(metrics))
+        paths["accuracy.txt"].write_text(f"{accuracy:.4f}")
     print(f"test accuracy {accuracy:.4f}, loss {loss:.4f} on {len(test)} samples", file=sys.stderr)
 
 

@@ -6,22 +6,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from steps.cli import run
+from steps.cli import run, seed
 
 
 def parse_args() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.init", description=__doc__)
     parser.add_argument(
-        "--seed", type=int, default=0, help="weight initialisation seed (default: 0)"
+        "--seed", type=seed, default=0, help="weight initialisation seed (default: 0)"
     )
     parser.add_argument("--out", type=Path, required=True, help="the model file to write (.h5)")
     return parser
 
 
 def main(args: argparse.Namespace) -> None:
-    import keras
-
-    from steps.model import build_model, save_model
+    from steps.model import build_model, keras, save_model
 
     keras.utils.set_random_seed(args.seed)
     model = build_model()

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import logging
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-logging.getLogger("absl").setLevel(logging.ERROR)  # Keras warns that HDF5 is "legacy" on every save
-
-import keras
-
 from steps.cli import StepError, atomic_path
 from steps.dataset import IMAGE_SHAPE, NUM_CLASSES
+from steps.progress import ProgressFile
+from steps.tensorflow_setup import import_keras
+from steps.weights import check_finite, read_weights
+
+keras = import_keras()
 
 
 def build_model() -> keras.Model:
@@ -53,22 +51,27 @@ def to_inputs(images: np.ndarray) -> np.ndarray:
 
 
 def load_model(path: Path) -> keras.Model:
-    """Rebuild the known architecture and load `path`'s weights into it; never trust the file's layers."""
+    """Rebuild the known architecture and set `path`'s weights into it; never trust the file's layers.
+
+    The file is checked (layout, storage, finite values) by steps.weights before a weight is read.
+    """
     if not Path(path).is_file():
         raise StepError(f"model not found: {path}")
     model = build_model()
-    try:
-        model.load_weights(str(path))
-    except Exception as error:  # Keras and h5py raise many types for a foreign or broken file
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise StepError(f"{path}: not a model of this project's architecture ({reason})") from None
+    model.set_weights(read_weights(Path(path)))
     return model
 
 
 def save_model(model: keras.Model, path: Path) -> None:
-    """Write a full Keras HDF5 model (architecture + weights) atomically."""
+    """Write a full Keras HDF5 model (architecture + weights) atomically; refuse non-finite weights."""
     with atomic_path(Path(path)) as temporary:
-        model.save(temporary)
+        write_model(model, temporary)
+
+
+def write_model(model: keras.Model, path: Path) -> None:
+    """Write a full Keras HDF5 model to `path` (a .h5 name); refuse non-finite weights."""
+    check_finite(model.get_weights(), f"model for {path} (training diverged?)")
+    model.save(path)
 
 
 class EpochLogger(keras.callbacks.Callback):
@@ -90,3 +93,17 @@ class EpochLogger(keras.callbacks.Callback):
             file=sys.stderr,
             flush=True,
         )
+
+
+class BatchProgress(keras.callbacks.Callback):
+    """Counts training batches into a ProgressFile (Argo's self-reported progress)."""
+
+    def __init__(self, progress: ProgressFile) -> None:
+        super().__init__()
+        self.progress = progress
+
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        self.progress.advance()
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        self.progress.finish()

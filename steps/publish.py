@@ -1,4 +1,8 @@
-"""Publish a model and its metrics under models/mnist/<run>/ in the store, then move LATEST to it, last."""
+"""Publish a model and its metrics under models/mnist/<run>/ in the store, then move LATEST to it, last.
+
+No TensorFlow: the model is verified with h5py against the known architecture (steps.weights), the
+same check the page's loader makes, so only a model the page can load is published.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from steps.cli import StepError, require_file, run
+from steps.cli import StepError, parse_json, read_json_file, require_file, run, to_json
+from steps.metrics import check_metrics
 from steps.registry import (
     LATEST_KEY,
     METRICS_FILE,
@@ -19,6 +24,7 @@ from steps.registry import (
     run_prefix,
 )
 from steps.storage import open_store
+from steps.weights import read_weights
 
 
 def parse_args() -> argparse.ArgumentParser:
@@ -43,40 +49,47 @@ def parse_args() -> argparse.ArgumentParser:
 
 
 def read_json_object(text: str, what: str) -> dict:
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise StepError(f"{what}: not valid JSON ({error})") from None
+    value = parse_json(text, what)
     if not isinstance(value, dict):
         raise StepError(f"{what}: expected a JSON object")
     return value
 
 
 def typed(value: object) -> object:
-    """'3' → 3, '0.001' → 0.001; anything else stays as it is (workflow parameters are strings)."""
+    """'3' → 3, '0.001' → 0.001; anything else stays as it is (workflow parameters are strings).
+
+    Only plain numbers, booleans and null are converted, never to NaN or an infinity.
+    """
     if isinstance(value, str):
         try:
-            return json.loads(value)
-        except ValueError:
+            converted = json.loads(value, parse_constant=str)
+        except (ValueError, RecursionError):
             return value
+        if (
+            converted is None
+            or type(converted) in (bool, int)
+            or (
+                type(converted) is float
+                and converted == converted
+                and abs(converted) != float("inf")
+            )
+        ):
+            return converted
     return value
 
 
 def main(args: argparse.Namespace) -> None:
     if not RUN_ID.match(args.run):
-        raise StepError(f"--run {args.run!r}: use lowercase letters, digits, '-' and '.'")
+        raise StepError(
+            f"--run {args.run[:80]!r}: use lowercase letters, digits, '-' and '.' (63 at most)"
+        )
     settings = {
         key: typed(value) for key, value in read_json_object(args.settings, "--settings").items()
     }
-    metrics = read_json_object(require_file(args.metrics, "metrics").read_text(), str(args.metrics))
-    if not isinstance(metrics.get("accuracy"), float):
-        raise StepError(f"{args.metrics}: has no 'accuracy'")
+    metrics = check_metrics(read_json_file(args.metrics, "metrics"), str(args.metrics))
     for path in args.attach:
         require_file(path, "attachment")
-
-    from steps.model import load_model
-
-    load_model(args.model)  # publish only what the page will be able to load
+    read_weights(require_file(args.model, "model"))  # publish only what the page can load
     store = open_store(args.store)
     prefix = run_prefix(args.run)
     card = {
@@ -88,7 +101,7 @@ def main(args: argparse.Namespace) -> None:
     for path in args.attach:
         store.upload_file(path, f"{prefix}/{path.name}")
     store.upload_file(args.metrics, f"{prefix}/{METRICS_FILE}")
-    store.write_text(f"{prefix}/{RUN_FILE}", json.dumps(card, indent=2))
+    store.write_text(f"{prefix}/{RUN_FILE}", to_json(card, indent=2))
     store.upload_file(args.model, f"{prefix}/{MODEL_FILE}")
     try:
         latest = move_latest(store, args.run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+from steps.cli import StepError
 from steps.storage import ArtifactStore
 
 PUBLISHED = "models/mnist"
@@ -12,7 +13,10 @@ LATEST_KEY = f"{PUBLISHED}/LATEST"
 MODEL_FILE = "model.h5"
 METRICS_FILE = "metrics.json"
 RUN_FILE = "run.json"
-RUN_ID = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+MAX_CARD_BYTES = 1 << 20
+# A run id is an Argo workflow name: a DNS-1123 subdomain of at most 63 characters
+# (workflow/validate/validate.go: maxCharsInObjectName)
+RUN_ID = re.compile(r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
 def run_prefix(run: str) -> str:
@@ -28,12 +32,14 @@ def latest_run(store: ArtifactStore) -> str | None:
 
 
 def published_at(store: ArtifactStore, run: str) -> str:
-    """When `run` was published (ISO 8601 from its run.json), or '' if unknown."""
-    text = store.read_text(f"{run_prefix(run)}/{RUN_FILE}")
+    """When `run` was published (ISO 8601 from its run.json), or '' if unknown or unreadable."""
     try:
-        return str(json.loads(text or "{}").get("published_at", ""))
-    except ValueError:
+        text = store.read_text(f"{run_prefix(run)}/{RUN_FILE}")
+        card = json.loads(text or "{}") if len(text or "") <= MAX_CARD_BYTES else None
+    except (ValueError, RecursionError, StepError):  # not a run id, not JSON, not text
         return ""
+    stamp = card.get("published_at") if isinstance(card, dict) else None
+    return stamp if isinstance(stamp, str) else ""
 
 
 def move_latest(store: ArtifactStore, run: str, attempts: int = 10) -> str:

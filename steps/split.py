@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import json
+import re
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from steps.cli import StepError, atomic_dir, non_negative_int, positive_float, positive_int, run
-from steps.cli import write_text as write_text_file
+from steps.cli import (
+    StepError,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    run,
+    seed,
+    staged_outputs,
+    to_json,
+)
 from steps.dataset import (
     KERAS_MNIST_URL,
     Digits,
@@ -18,8 +26,10 @@ from steps.dataset import (
     load_mnist,
     partition_dirichlet,
     partition_iid,
-    write_shard,
+    save_shard,
 )
+
+SHARD_NAME = re.compile(r"^[0-9]+\.npz$")
 
 
 def parse_args() -> argparse.ArgumentParser:
@@ -30,7 +40,7 @@ def parse_args() -> argparse.ArgumentParser:
         help="mnist.npz as a URL, a gs:// URI or a path (default: the Keras URL)",
     )
     parser.add_argument("--workers", type=positive_int, required=True, help="number of shards")
-    parser.add_argument("--seed", type=int, default=0, help="shuffling seed (default: 0)")
+    parser.add_argument("--seed", type=seed, default=0, help="shuffling seed (default: 0)")
     parser.add_argument(
         "--limit",
         type=non_negative_int,
@@ -71,16 +81,44 @@ def split(
     return [train.take(indices) for indices in parts]
 
 
+def check_replaceable(folder: Path) -> None:
+    """Refuse to replace anything but a missing or empty folder, or one holding only shards."""
+    if not folder.exists():
+        return
+    if not folder.is_dir():
+        raise StepError(f"--shards-dir {folder} is a file")
+    try:
+        foreign = sorted(
+            entry.name
+            for entry in folder.iterdir()
+            if not (SHARD_NAME.match(entry.name) and entry.is_file() and not entry.is_symlink())
+        )
+    except OSError as error:
+        raise StepError(f"cannot read --shards-dir {folder}: {error.strerror}") from None
+    if foreign:
+        raise StepError(
+            f"--shards-dir {folder} holds files that are not shards ({', '.join(foreign[:5])}); "
+            "it is replaced as a whole, so give an empty or new folder"
+        )
+
+
 def main(args: argparse.Namespace) -> None:
-    train, test = load_mnist(fetch_source(args.source))
-    shards = split(train, args.workers, args.seed, args.limit, args.partition, args.alpha)
-    with atomic_dir(args.shards_dir) as folder:
+    check_replaceable(args.shards_dir)
+    for other in filter(None, (args.test_out, args.ids_out)):
+        if other.resolve().is_relative_to(args.shards_dir.resolve()):
+            raise StepError(f"{other} is inside --shards-dir {args.shards_dir}")
+    with staged_outputs() as outputs:  # all three appear together, or none does
+        folder = outputs.folder(args.shards_dir)
+        test_out = outputs.file(args.test_out)
+        ids_out = outputs.file(args.ids_out) if args.ids_out else None
+        train, test = load_mnist(fetch_source(args.source))
+        shards = split(train, args.workers, args.seed, args.limit, args.partition, args.alpha)
+        ids = to_json(list(range(len(shards))))
         for index, shard in enumerate(shards):
-            write_shard(folder / f"{index}.npz", shard)
-        write_shard(args.test_out, test)
-    ids = json.dumps(list(range(len(shards))))
-    if args.ids_out:
-        write_text_file(args.ids_out, ids)
+            save_shard(folder / f"{index}.npz", shard)
+        save_shard(test_out, test)
+        if ids_out:
+            ids_out.write_text(ids)
     sizes = ", ".join(str(len(shard)) for shard in shards)
     print(
         f"split {sum(map(len, shards))} samples into {len(shards)} shards ({sizes}); "

@@ -33,6 +33,13 @@ def check_key(key: str) -> str:
     return key
 
 
+def _decode(content: bytes, key: str) -> str:
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise StepError(f"artifact {key} is not UTF-8 text") from None
+
+
 def upload_dir(store: ArtifactStore, local_dir: Path, prefix: str) -> None:
     """Upload every file under `local_dir` to `prefix/<relative path>`."""
     for path in sorted(p for p in local_dir.rglob("*") if p.is_file()):
@@ -43,20 +50,31 @@ def download_dir(store: ArtifactStore, prefix: str, local_dir: Path) -> int:
     """Download every key under `prefix/` into `local_dir`; return how many files came."""
     prefix = prefix.rstrip("/") + "/"
     keys = store.list_keys(prefix)
+    root = Path(local_dir).resolve()
     for key in keys:
-        store.download_file(key, local_dir / key.removeprefix(prefix))
+        relative = check_key(key.removeprefix(prefix))  # a stored name may hold '..'
+        target = (root / relative).resolve()
+        if not target.is_relative_to(root):
+            raise StepError(f"artifact {key} would land outside {local_dir}")
+        store.download_file(key, target)
     return len(keys)
 
 
 class LocalStore:
-    """Keys are files under a root folder; every write is a rename, so readers never see half a file."""
+    """Keys are files under a root folder; every write is a rename, so readers never see half a file.
+
+    A key resolves to a path inside the root, symlinks followed: one leading out is refused.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()
         self.uri = str(self.root)
 
     def _path(self, key: str) -> Path:
-        return self.root / check_key(key)
+        path = (self.root / check_key(key)).resolve()
+        if path != self.root and not path.is_relative_to(self.root):
+            raise StepError(f"artifact key {key!r} leads outside the store {self.uri}")
+        return path
 
     def upload_file(self, local: Path, key: str) -> None:
         with atomic_path(self._path(key)) as temporary:
@@ -70,18 +88,21 @@ class LocalStore:
             shutil.copyfile(source, temporary)
 
     def list_keys(self, prefix: str) -> list[str]:
-        base = self.root / prefix.rstrip("/") if prefix.rstrip("/") else self.root
+        """Regular files under `prefix`, not following symlinks, not hidden (temporary) ones."""
+        base = self._path(prefix.rstrip("/")) if prefix.rstrip("/") else self.root
         if not base.is_dir():
             return []
-        return sorted(
-            path.relative_to(self.root).as_posix()
-            for path in base.rglob("*")
-            if path.is_file() and not path.name.startswith(".")
-        )
+        keys = []
+        for folder, _, names in os.walk(base):  # os.walk does not enter symlinked folders
+            for name in names:
+                path = Path(folder) / name
+                if not name.startswith(".") and path.is_file() and not path.is_symlink():
+                    keys.append(path.relative_to(self.root).as_posix())
+        return sorted(keys)
 
     def read_text(self, key: str) -> str | None:
         path = self._path(key)
-        return path.read_text() if path.is_file() else None
+        return _decode(path.read_bytes(), key) if path.is_file() else None
 
     def write_text(self, key: str, text: str) -> None:
         with atomic_path(self._path(key)) as temporary:
@@ -96,7 +117,7 @@ class LocalStore:
         except FileNotFoundError:
             return None, 0
         digest = hashlib.sha256(content + str(modified).encode()).digest()
-        return content.decode(), int.from_bytes(digest[:8], "big") or 1
+        return content.decode(errors="replace"), int.from_bytes(digest[:8], "big") or 1
 
     def write_if_generation(self, key: str, text: str, generation: int) -> bool:
         """Write only if `key` is still at `generation` (compare-and-swap under a file lock)."""
@@ -136,6 +157,8 @@ class GCSStore:
                 raise StepError(f"artifact not found: {key} in {self.uri}") from None
 
     def list_keys(self, prefix: str) -> list[str]:
+        if prefix.rstrip("/"):
+            check_key(prefix.rstrip("/"))
         start = len(self.prefix) + 1 if self.prefix else 0
         return sorted(
             blob.name[start:]
@@ -146,7 +169,7 @@ class GCSStore:
 
     def read_text(self, key: str) -> str | None:
         blob = self.bucket.blob(self._name(key))
-        return blob.download_as_text() if blob.exists() else None
+        return _decode(blob.download_as_bytes(), key) if blob.exists() else None
 
     def write_text(self, key: str, text: str) -> None:
         self.bucket.blob(self._name(key)).upload_from_string(text, content_type="text/plain")
@@ -160,7 +183,8 @@ class GCSStore:
 
         generation = blob.generation  # read first: a download may refresh the blob's properties
         try:
-            return blob.download_as_text(if_generation_match=generation), generation
+            content = blob.download_as_bytes(if_generation_match=generation)
+            return content.decode(errors="replace"), generation
         except (NotFound, PreconditionFailed):  # replaced or deleted between the two calls
             return self.read_versioned(key)
 

@@ -1,15 +1,32 @@
-"""Train a copy of the starting model on one shard; write the trained model and its sample count."""
+"""Train a copy of the starting model on one shard; write the trained model and its sample count.
+
+The model is written first and the stats file last: the stats are the commit record, so a model found
+without its stats (an attempt that failed in between, whose outputs Argo still saves) is not counted.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import sys
 from pathlib import Path
 
-from steps.cli import StepError, positive_float, positive_int, require_file, run, write_text
+from steps.cli import (
+    StepError,
+    positive_float,
+    positive_int,
+    require_file,
+    run,
+    seed,
+    staged_outputs,
+    to_json,
+)
 from steps.dataset import read_shard
+from steps.progress import from_environment
 from steps.storage import open_store
+from steps.weights import check_finite
+
+METRICS = ("loss", "accuracy")  # the training metrics kept in the stats file
 
 
 def parse_args() -> argparse.ArgumentParser:
@@ -19,13 +36,13 @@ def parse_args() -> argparse.ArgumentParser:
     parser.add_argument("--epochs", type=positive_int, default=1, help="passes over the shard")
     parser.add_argument("--batch", type=positive_int, default=64, help="samples per gradient step")
     parser.add_argument("--learning-rate", type=positive_float, default=1e-3, help="Adam step size")
-    parser.add_argument("--seed", type=int, default=0, help="shuffling and dropout seed")
+    parser.add_argument("--seed", type=seed, default=0, help="shuffling and dropout seed")
     parser.add_argument("--out", type=Path, required=True, help="the trained model to write (.h5)")
     parser.add_argument(
         "--stats-out",
         type=Path,
         required=True,
-        help="JSON with the sample count (FedAvg weight) and final training metrics",
+        help="JSON with the sample count (FedAvg weight) and final training metrics; written last",
     )
     parser.add_argument(
         "--checkpoint-store",
@@ -36,57 +53,84 @@ def parse_args() -> argparse.ArgumentParser:
     return parser
 
 
+def stats(samples: int, epochs: int, metrics: dict[str, float]) -> str:
+    """The stats file: the final metrics, then the epochs and, last, the FedAvg weight."""
+    kept = {name: float(metrics[name]) for name in METRICS if name in metrics}
+    return to_json({**kept, "epochs": epochs, "samples": samples})
+
+
 def main(args: argparse.Namespace) -> None:
-    shard = read_shard(args.shard)
-    require_file(args.model, "starting model")
+    with staged_outputs() as outputs:  # renamed in this order: the model, then its stats
+        model_out = outputs.file(args.out)
+        stats_out = outputs.file(args.stats_out)
+        shard = read_shard(args.shard)
+        require_file(args.model, "starting model")
 
-    import keras
-
-    from steps.model import EpochLogger, compile_model, load_model, save_model, to_inputs
-
-    keras.utils.set_random_seed(args.seed)
-    model = compile_model(load_model(args.model), args.learning_rate)
-    callbacks: list[keras.callbacks.Callback] = [EpochLogger(args.epochs)]
-    done, final = 0, {}
-    if args.checkpoint_store and args.checkpoint_key:
-        from steps.checkpoint import StoreCheckpoint, fingerprint
-
-        inputs = fingerprint(
-            args.shard, args.model, f"{args.epochs} {args.batch} {args.learning_rate}"
+        from steps.model import (
+            BatchProgress,
+            EpochLogger,
+            compile_model,
+            keras,
+            load_model,
+            to_inputs,
+            write_model,
         )
-        checkpoint = StoreCheckpoint(open_store(args.checkpoint_store), args.checkpoint_key, inputs)
-        checkpoint.set_model(model)
-        done, final = checkpoint.resume() or (0, {})
-        if done:
-            print(
-                f"resuming from checkpoint: {done} epoch(s) done, starting at epoch {done + 1}",
-                file=sys.stderr,
-                flush=True,
+
+        keras.utils.set_random_seed(args.seed)
+        model = compile_model(load_model(args.model), args.learning_rate)
+        callbacks: list[keras.callbacks.Callback] = [EpochLogger(args.epochs)]
+        done, final = 0, {}
+        if args.checkpoint_store and args.checkpoint_key:
+            from steps.checkpoint import StoreCheckpoint, fingerprint
+
+            inputs = fingerprint(
+                args.shard, args.model, f"{args.epochs} {args.batch} {args.learning_rate}"
             )
-        callbacks.append(checkpoint)
-    print(
-        f"training on {args.shard} ({len(shard)} samples), {args.epochs} epoch(s), "
-        f"batch {args.batch}",
-        file=sys.stderr,
-        flush=True,
-    )
-    if done < args.epochs:
-        history = model.fit(
-            to_inputs(shard.x),
-            shard.y,
-            initial_epoch=done,
-            epochs=args.epochs,
-            batch_size=args.batch,
-            verbose=0,
-            callbacks=callbacks,
+            checkpoint = StoreCheckpoint(
+                open_store(args.checkpoint_store), args.checkpoint_key, inputs, args.epochs
+            )
+            checkpoint.set_model(model)
+            done, final = checkpoint.resume() or (0, {})
+            if done:
+                print(
+                    f"resuming from checkpoint: {done} epoch(s) done, starting at epoch {done + 1}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            callbacks.append(checkpoint)
+        batches = math.ceil(len(shard) / args.batch)
+        progress = from_environment(args.epochs * batches, done * batches)
+        if progress:
+            callbacks.append(BatchProgress(progress))
+        print(
+            f"training on {args.shard} ({len(shard)} samples), {args.epochs} epoch(s), "
+            f"batch {args.batch}",
+            file=sys.stderr,
+            flush=True,
         )
-        final = {name: float(values[-1]) for name, values in history.history.items()}
-    if any(value != value for value in final.values()):  # NaN: diverged
-        raise StepError(
-            f"training diverged on {args.shard} (metrics {final}); try a smaller --learning-rate"
+        if done < args.epochs:
+            history = model.fit(
+                to_inputs(shard.x),
+                shard.y,
+                initial_epoch=done,
+                epochs=args.epochs,
+                batch_size=args.batch,
+                verbose=0,
+                callbacks=callbacks,
+            )
+            final = {name: float(values[-1]) for name, values in history.history.items()}
+        elif progress:
+            progress.finish()
+        final = {name: value for name, value in final.items() if name in METRICS}
+        if not all(math.isfinite(value) for value in final.values()):
+            raise StepError(
+                f"training diverged on {args.shard} (metrics {final}); try a smaller --learning-rate"
+            )
+        check_finite(
+            model.get_weights(), f"{args.out}: training diverged (try a smaller --learning-rate)"
         )
-    save_model(model, args.out)
-    write_text(args.stats_out, json.dumps({"samples": len(shard), "epochs": args.epochs, **final}))
+        write_model(model, model_out)
+        stats_out.write_text(stats(len(shard), args.epochs, final))
     print(f"trained model → {args.out}", file=sys.stderr)
 
 

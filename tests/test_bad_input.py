@@ -11,18 +11,8 @@ import numpy as np
 import pytest
 
 from steps import aggregate, evaluate, init, publish, split, train
-from steps.cli import EXIT_BAD_INPUT, run
-
-
-def call(module, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    """Run a step in-process; assert the bad-input contract; return its one error line."""
-    code = run(module.main, module.parse_args(), [str(a) for a in argv])
-    error = capsys.readouterr().err.strip()
-    assert code == EXIT_BAD_INPUT, error
-    lines = error.splitlines()
-    assert len(lines) == 1, error
-    assert lines[0].startswith(f"python -m steps.{module.__name__.split('.')[-1]}: error: ")
-    return lines[0]
+from steps.cli import run
+from tests.step_support import call, digits, files_in, write_npz
 
 
 def train_argv(shard: Path, model: Path, out: Path) -> list:
@@ -51,10 +41,6 @@ def split_argv(source: Path, workers: int, out: Path) -> list:
     ]
 
 
-def files_in(folder: Path) -> set[str]:
-    return {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
-
-
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A real starting model, and one of a foreign architecture."""
@@ -69,16 +55,6 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     )
     foreign.save(folder / "foreign.h5")
     return {"good": folder / "good.h5", "foreign": folder / "foreign.h5"}
-
-
-def write_npz(path: Path, **arrays: np.ndarray) -> Path:
-    np.savez(path, **arrays)
-    return path
-
-
-def digits(n: int = 8, dtype=np.uint8, shape=(28, 28), labels=None) -> dict[str, np.ndarray]:
-    y = np.arange(n) % 10 if labels is None else labels
-    return {"x": np.zeros((n, *shape), dtype=dtype), "y": np.asarray(y, dtype=np.uint8)}
 
 
 BAD_SHARDS = {
@@ -188,8 +164,8 @@ def test_aggregate_refuses_models_of_another_architecture(tmp_path: Path, models
     ("stats", "message"),
     [
         (None, "stats file not found"),
-        ("{broken", "not a stats file"),
-        ('{"samples": 0}', "positive"),
+        ("{broken", "not valid JSON"),
+        ('{"samples": 0}', "'samples' must be an integer in 1..250000, got 0"),
     ],
 )
 def test_aggregate_needs_each_models_sample_count(
@@ -200,7 +176,9 @@ def test_aggregate_needs_each_models_sample_count(
     (folder / "0.h5").write_bytes(models["good"].read_bytes())
     if stats is not None:
         (folder / "0.json").write_text(stats)
-    assert message in call(aggregate, ["--models-dir", folder, "--out", tmp_path / "a.h5"], capsys)
+    line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "a.h5"], capsys)
+    assert "only 0 of 1 workers delivered a model" in line  # a model without valid stats is missing
+    assert message in line
     assert call(aggregate, ["--models-dir", tmp_path, "--out", tmp_path / "a.h5"], capsys).endswith(
         f"no .h5 models in {tmp_path}"
     )

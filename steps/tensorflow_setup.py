@@ -1,0 +1,81 @@
+"""TensorFlow as the training steps want it: silent while it starts, with the thread pools it is told.
+
+TensorFlow's C++ start-up lines (oneDNN, CUDA probing, CPU features) are written to the process's stderr
+before its logging is set up, whatever TF_CPP_MIN_LOG_LEVEL says, so they would come before a step's one
+error line. They are caught while TensorFlow loads and initialises its devices, and shown only if that
+fails. TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS, when set (the runner sizes them per task), are
+applied through tf.config.threading before any operation runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import TypeVar
+
+from steps.cli import StepError
+
+THREAD_VARIABLES = {
+    "TF_NUM_INTRAOP_THREADS": "set_intra_op_parallelism_threads",
+    "TF_NUM_INTEROP_THREADS": "set_inter_op_parallelism_threads",
+}
+MAX_THREADS = 1024
+Result = TypeVar("Result")
+
+
+def thread_settings(environ: dict[str, str] | os._Environ = os.environ) -> dict[str, int]:
+    """The thread counts the environment asks for: {variable: count}; StepError for a bad value."""
+    settings = {}
+    for variable in THREAD_VARIABLES:
+        text = environ.get(variable, "").strip()
+        if not text:
+            continue
+        if not text.isdigit() or not 1 <= int(text) <= MAX_THREADS:
+            raise StepError(
+                f"{variable} must be a whole number in 1..{MAX_THREADS}, got {text[:20]!r}"
+            )
+        settings[variable] = int(text)
+    return settings
+
+
+def quietly(load: Callable[[], Result]) -> Result:
+    """Run `load` with the process's stderr (file descriptor 2) caught; replay it if `load` fails."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            return load()
+        except BaseException:
+            os.dup2(saved, 2)
+            caught.seek(0)
+            sys.stderr.write(caught.read().decode(errors="replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def _load_keras():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    threads = thread_settings()
+    import tensorflow as tf
+
+    for variable, count in threads.items():
+        getattr(tf.config.threading, THREAD_VARIABLES[variable])(count)
+    tf.config.list_physical_devices()  # device probing logs too: do it now, while stderr is caught
+    import keras
+
+    logging.getLogger("absl").setLevel(logging.ERROR)  # Keras warns HDF5 is "legacy" on every save
+    return keras
+
+
+def import_keras():
+    """Keras on TensorFlow, loaded once, quietly, with the environment's thread pools applied."""
+    if "keras" in sys.modules and "tensorflow" in sys.modules:
+        return sys.modules["keras"]
+    thread_settings()  # a bad value is an error line, not a traceback from inside the import
+    return quietly(_load_keras)

@@ -1,0 +1,258 @@
+"""A step's outputs appear together or not at all, never over something it does not own; bad arguments
+and bad output paths are the steps' one line and exit 2; a model only counts with its stats."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from steps import aggregate, evaluate, init, split, train
+from steps.cli import run
+from tests.step_support import call, copy_model, digits, files_in, write_json, write_npz
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def split_argv(source: Path, out: Path, *extra) -> list:
+    return [
+        "--source",
+        source,
+        "--workers",
+        2,
+        "--shards-dir",
+        out / "shards",
+        "--test-out",
+        out / "test.npz",
+        *extra,
+    ]
+
+
+def test_split_refuses_to_replace_a_folder_that_is_not_its_own(
+    small_mnist: Path, tmp_path: Path, capsys
+) -> None:
+    (tmp_path / "shards").mkdir()
+    (tmp_path / "shards" / "thesis.tex").write_text("years of work")
+    line = call(split, split_argv(small_mnist, tmp_path), capsys)
+    assert "holds files that are not shards (thesis.tex)" in line
+    assert files_in(tmp_path) == {"shards", "shards/thesis.tex"}
+
+
+def test_split_replaces_its_own_previous_shards(small_mnist: Path, tmp_path: Path, capsys) -> None:
+    for workers in (3, 2):
+        argv = split_argv(small_mnist, tmp_path)
+        argv[argv.index(2)] = workers
+        assert run(split.main, split.parse_args(), [str(a) for a in argv]) == 0
+    assert sorted(p.name for p in (tmp_path / "shards").iterdir()) == ["0.npz", "1.npz"]
+    assert files_in(tmp_path) == {"shards", "shards/0.npz", "shards/1.npz", "test.npz"}
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert (tmp_path / "shards").stat().st_mode & 0o777 == 0o777 & ~umask  # not mkdtemp's 0700
+    assert (tmp_path / "test.npz").stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's 0600
+
+
+def test_split_writes_nothing_when_its_last_output_cannot_be_written(
+    small_mnist: Path, tmp_path: Path, capsys
+) -> None:
+    (tmp_path / "ids.json").mkdir()
+    line = call(
+        split, split_argv(small_mnist, tmp_path, "--ids-out", tmp_path / "ids.json"), capsys
+    )
+    assert f"output path is a folder: {tmp_path / 'ids.json'}" in line
+    assert files_in(tmp_path) == {"ids.json"}
+
+
+def test_evaluate_writes_all_four_files_or_none(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    (out / "report.txt").mkdir(parents=True)
+    test_set = write_npz(tmp_path / "test.npz", **digits(20, labels=np.arange(20) % 10))
+    argv = ["--model", copy_model(tmp_path / "m.h5"), "--test", test_set, "--out-dir", out]
+    assert "output path is a folder" in call(evaluate, argv, capsys)
+    assert files_in(out) == {"report.txt"}
+    (out / "report.txt").rmdir()
+    assert run(evaluate.main, evaluate.parse_args(), [str(a) for a in argv]) == 0
+    assert files_in(out) == {"metrics.json", "confusion.png", "report.txt", "accuracy.txt"}
+
+
+@pytest.mark.parametrize(
+    ("module", "argv"),
+    [
+        (init, ["--out", "{out}"]),
+        (train, ["--shard", "{shard}", "--model", "{model}", "--out", "{out}", "--stats-out", "s"]),
+        (aggregate, ["--models-dir", "{models}", "--out", "{out}"]),
+    ],
+)
+def test_an_output_path_that_is_a_folder_is_one_line(
+    module, argv: list[str], tmp_path: Path, capsys
+) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "models").mkdir()
+    copy_model(tmp_path / "models" / "0.h5")
+    write_json(tmp_path / "models" / "0.json", {"samples": 8})
+    paths = {
+        "out": tmp_path / "out",
+        "shard": write_npz(tmp_path / "shard.npz", **digits()),
+        "model": tmp_path / "models" / "0.h5",
+        "models": tmp_path / "models",
+    }
+    filled = [arg.format(**paths) if arg.startswith("{") else arg for arg in argv]
+    filled = [str(tmp_path / arg) if arg == "s" else arg for arg in filled]
+    line = call(module, filled, capsys)
+    assert f"output path is a folder: {tmp_path / 'out'}" in line
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["-1", str(2**64), "x"])
+def test_out_of_range_seeds_are_refused_by_the_parser(value: str, tmp_path: Path) -> None:
+    for module in ("split", "init", "train"):
+        result = subprocess.run(
+            [sys.executable, "-m", f"steps.{module}", "--seed", value, "--help-not-reached"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        assert result.returncode == 2
+        assert "argument --seed" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_a_seed_out_of_numpys_range_cannot_reach_split(small_mnist: Path, tmp_path: Path) -> None:
+    from steps.cli import seed
+
+    assert seed("0") == 0 and seed(str(2**32 - 1)) == 2**32 - 1
+    with pytest.raises(Exception, match=r"must be in 0\.\.4294967295"):
+        seed("-1")
+
+
+# --- train: the model first, its stats last; aggregate counts a model only with its stats
+
+
+def test_train_renames_its_model_before_its_stats(tmp_path: Path, monkeypatch, capsys) -> None:
+    renamed = []
+    real_replace = os.replace
+
+    def recording_replace(source, target):
+        renamed.append(Path(target).name)
+        real_replace(source, target)
+
+    import steps.cli
+
+    monkeypatch.setattr(steps.cli.os, "replace", recording_replace)
+    shard = write_npz(tmp_path / "shard.npz", **digits(20, labels=np.arange(20) % 10))
+    argv = ["--shard", shard, "--model", copy_model(tmp_path / "m.h5")]
+    argv += ["--out", tmp_path / "out/model.h5", "--stats-out", tmp_path / "out/stats.json"]
+    assert run(train.main, train.parse_args(), [str(a) for a in argv]) == 0
+    assert renamed[-2:] == ["model.h5", "stats.json"]
+
+
+def models_of(tmp_path: Path, stats: dict[str, int | None]) -> Path:
+    """A fan-in folder: shard → samples, or None for a model whose stats were never written."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for shard, samples in stats.items():
+        copy_model(folder / f"{shard}.h5")
+        if samples is not None:
+            write_json(folder / f"{shard}.json", {"samples": samples, "epochs": 1})
+    return folder
+
+
+def test_a_model_without_stats_is_ignored_as_missing(tmp_path: Path, capsys) -> None:
+    """Argo saves a failed attempt's model.h5 too (executor.go: SaveArtifacts runs whatever the exit
+    code); without the stats train writes last, that model is not averaged in."""
+    folder = models_of(tmp_path, {"0": 100, "1": 100, "2": None})
+    argv = ["--models-dir", folder, "--out", tmp_path / "avg.h5"]
+    argv += ["--shards", "[0, 1, 2]", "--min-workers", "2", "--missing-out", tmp_path / "m.json"]
+    assert run(aggregate.main, aggregate.parse_args(), [str(a) for a in argv]) == 0
+    error = capsys.readouterr().err
+    assert "ignoring 2.h5 as missing: stats file not found" in error
+    assert "averaged 2 models" in error
+    assert json.loads((tmp_path / "m.json").read_text()) == ["2"]
+
+
+def test_without_enough_committed_models_the_error_says_why(tmp_path: Path, capsys) -> None:
+    folder = models_of(tmp_path, {"0": 100, "1": None})
+    line = call(
+        aggregate,
+        ["--models-dir", folder, "--out", tmp_path / "avg.h5", "--shards", "[0, 1]"],
+        capsys,
+    )
+    assert "only 1 of 2 workers delivered a model" in line
+    assert "missing shards: 1; 1.h5 does not count: stats file not found" in line
+    assert not (tmp_path / "avg.h5").exists()
+
+
+def test_an_unreadable_models_folder_is_one_line(tmp_path: Path) -> None:
+    """argoexec creates a key-prefix input folder with os.MkdirAll(dir, 0o700) as root
+    (executor.go: loadArtifact; artifacts/gcs/gcs.go), and the step runs as uid 10001.
+
+    As root, the step's process drops to uid 10001 once its modules are loaded (the interpreter
+    itself may live where that uid cannot read); otherwise the folder is made unreadable to us.
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        base = Path(scratch)
+        base.chmod(0o755)
+        folder = models_of(base, {"0": 100})
+        folder.chmod(0o700)
+        out = base / "out"
+        out.mkdir()
+        out.chmod(0o777)
+        argv = ["--models-dir", str(folder), "--out", str(out / "avg.h5"), "--shards", "[0]"]
+        as_step_user = (
+            "import locale, os, sys\n"
+            "from steps import aggregate\n"
+            "from steps.cli import run\n"
+            "parser = aggregate.parse_args()\n"
+            "if os.geteuid() == 0:\n"
+            "    os.setgroups([]); os.setgid(10001); os.setuid(10001)\n"
+            f"sys.exit(run(aggregate.main, parser, {argv!r}))\n"
+        )
+        if os.geteuid() != 0:
+            folder.chmod(0o000)
+        try:
+            result = subprocess.run(
+                [sys.executable, "-c", as_step_user],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                timeout=120,
+            )
+        finally:
+            folder.chmod(0o700)
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr
+        [line] = result.stderr.strip().splitlines()
+        assert line.startswith(
+            f"python -m steps.aggregate: error: cannot read the models folder {folder}"
+        )
+        assert "Permission denied" in line
+        assert list(out.iterdir()) == []
+
+
+def test_tensorflow_start_up_lines_do_not_precede_the_error_line(tmp_path: Path) -> None:
+    """A step that fails after TensorFlow loaded still prints exactly one line."""
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "x.h5").write_bytes(b"not an HDF5 file")
+    shard = write_npz(tmp_path / "shard.npz", **digits())
+    result = subprocess.run(
+        [
+            *(sys.executable, "-m", "steps.train", "--shard", str(shard)),
+            *("--model", str(folder / "x.h5"), "--out", str(tmp_path / "o.h5")),
+            *("--stats-out", str(tmp_path / "s.json")),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"},
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("python -m steps.train: error: ")
+    assert "not a model of this project's architecture" in result.stderr

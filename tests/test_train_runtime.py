@@ -1,0 +1,144 @@
+"""train as a pod runs it: progress in Argo's N/M format where ARGO_PROGRESS_FILE says, and the thread
+counts the runner sets through TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS really applied."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from steps import train
+from steps.cli import run
+from steps.progress import ProgressFile
+from tests.step_support import copy_model, digits, write_npz
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def progress_writes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every value the progress file took, read back from the file after each write."""
+    values: list[str] = []
+    real_write = ProgressFile.write
+
+    def recording_write(self: ProgressFile) -> None:
+        before = self.written
+        real_write(self)
+        if self.written != before:
+            values.append(self.path.read_text())
+
+    monkeypatch.setattr(ProgressFile, "write", recording_write)
+    return values
+
+
+def train_argv(tmp_path: Path, epochs: int, *extra) -> list[str]:
+    shard = write_npz(tmp_path / "shard.npz", **digits(250, labels=np.arange(250) % 10))
+    argv = ["--shard", shard, "--model", copy_model(tmp_path / "start.h5"), "--epochs", epochs]
+    argv += ["--batch", 50, "--out", tmp_path / "out/m.h5", "--stats-out", tmp_path / "out/s.json"]
+    return [str(a) for a in [*argv, *extra]]
+
+
+def test_train_reports_batches_done_of_all_its_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str]
+) -> None:
+    target = tmp_path / "argo" / "progress"
+    monkeypatch.setenv("ARGO_PROGRESS_FILE", str(target))
+    assert run(train.main, train.parse_args(), train_argv(tmp_path, 2)) == 0
+    assert progress_writes[0] == "0/10\n"  # 250 samples, batch 50: 5 batches per epoch, 2 epochs
+    assert progress_writes[-1] == "10/10\n"
+    done = [int(value.split("/")[0]) for value in progress_writes]
+    assert done == sorted(done)
+    assert target.read_text() == "10/10\n"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["progress"]  # no temporary left
+
+
+def test_a_resumed_trainer_starts_at_the_resumed_epochs_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str], capsys
+) -> None:
+    store = ["--checkpoint-store", str(tmp_path / "store"), "--checkpoint-key", "c/0.npz"]
+    argv = train_argv(tmp_path, 3, *store)
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_first_epoch(self, epoch, logs=None):
+        original(self, epoch, logs)
+        raise Stop
+
+    from steps.checkpoint import StoreCheckpoint
+
+    original = StoreCheckpoint.on_epoch_end
+    monkeypatch.setattr(StoreCheckpoint, "on_epoch_end", stop_after_first_epoch)
+    with pytest.raises(Stop):  # the first attempt dies after its first checkpoint
+        run(train.main, train.parse_args(), argv)
+    monkeypatch.setattr(StoreCheckpoint, "on_epoch_end", original)
+
+    monkeypatch.setenv("ARGO_PROGRESS_FILE", str(tmp_path / "progress"))
+    assert run(train.main, train.parse_args(), argv) == 0
+    assert "resuming from checkpoint: 1 epoch(s) done" in capsys.readouterr().err
+    assert progress_writes[0] == "5/15\n"
+    assert progress_writes[-1] == "15/15\n"
+
+
+def test_progress_writes_are_throttled_but_the_last_value_is_always_written(
+    tmp_path: Path, progress_writes: list[str]
+) -> None:
+    progress = ProgressFile(tmp_path / "p", total=1000, interval=3600)
+    for _ in range(999):
+        progress.advance()
+    assert progress_writes == ["0/1000\n"]
+    progress.advance()
+    progress.finish()
+    assert progress_writes == ["0/1000\n", "1000/1000\n"]
+
+
+def test_without_the_variable_no_progress_file_is_written(tmp_path: Path, progress_writes) -> None:
+    assert run(train.main, train.parse_args(), train_argv(tmp_path, 1)) == 0
+    assert progress_writes == []
+
+
+def thread_probe(environment: dict[str, str]) -> subprocess.CompletedProcess:
+    """Load TensorFlow as the training steps do, run an op, report the pools' configured sizes."""
+    code = (
+        "from steps.tensorflow_setup import import_keras\n"
+        "import_keras()\n"
+        "import tensorflow as tf\n"
+        "tf.matmul(tf.ones((64, 64)), tf.ones((64, 64)))\n"
+        "print(tf.config.threading.get_intra_op_parallelism_threads(),"
+        " tf.config.threading.get_inter_op_parallelism_threads())\n"
+    )
+    env = {**os.environ, **environment}
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300
+    )
+
+
+def test_thread_variables_are_applied_through_tf_config_and_start_up_is_silent() -> None:
+    result = thread_probe({"TF_NUM_INTRAOP_THREADS": "3", "TF_NUM_INTEROP_THREADS": "2"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["3", "2"]
+    assert result.stderr == ""
+
+
+def test_a_bad_thread_count_is_the_steps_one_line(tmp_path: Path) -> None:
+    from steps.tensorflow_setup import thread_settings
+
+    assert thread_settings({"TF_NUM_INTRAOP_THREADS": " 4 "}) == {"TF_NUM_INTRAOP_THREADS": 4}
+    result = subprocess.run(
+        [sys.executable, "-m", "steps.train", *train_argv(tmp_path, 1)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "TF_NUM_INTEROP_THREADS": "zero"},
+        timeout=300,
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        "python -m steps.train: error: "
+        "TF_NUM_INTEROP_THREADS must be a whole number in 1..1024, got 'zero'\n"
+    )
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,566 @@
+"""Files from untrusted hands, crafted as an attacker would: each is refused with the steps' one line and
+exit 2, before it can cost memory, and nothing it names outside the step's own paths is read or written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from steps import aggregate, evaluate, publish, split, train
+from steps.cli import StepError
+from tests.step_support import (
+    call,
+    copy_model,
+    corrupt_deflate_npz,
+    digits,
+    files_in,
+    json_nested,
+    npy_header,
+    raw_zip,
+    weight_paths,
+    write_json,
+    write_model_weights,
+    write_npz,
+    zip_bomb_npz,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def peak_memory_mb(code: str) -> tuple[float, str]:
+    """Run `code` in a fresh interpreter; its peak resident memory (MB) and its stdout.
+
+    The peak is the kernel's VmHWM, which starts afresh at exec (getrusage's ru_maxrss would carry
+    the forking test process's own peak over).
+    """
+    probe = (
+        f"{code}\n"
+        "import re\n"
+        "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    *lines, peak_kb = result.stdout.strip().splitlines()
+    return int(peak_kb) / 1024, "\n".join(lines)
+
+
+# --- .npz: declared sizes are checked before anything is inflated or allocated
+
+
+def test_a_zip_bomb_shard_is_refused_without_inflating_it(tmp_path: Path) -> None:
+    """0.8 MB on disk declaring 784 MB of images: refused from its header, at a small peak."""
+    bomb = zip_bomb_npz(tmp_path / "bomb.npz", rows=1_000_000)
+    assert bomb.stat().st_size < 1 << 20
+    peak, output = peak_memory_mb(
+        "from pathlib import Path\n"
+        "from steps.cli import StepError\n"
+        "from steps.dataset import read_shard\n"
+        "try:\n"
+        f"    read_shard(Path({str(bomb)!r}))\n"
+        "except StepError as error:\n"
+        "    print(error)\n"
+    )
+    assert "more than 250000 rows" in output
+    assert peak < 200, f"peak {peak:.0f} MB"
+
+
+def test_an_npy_header_declaring_a_huge_shape_is_one_line(tmp_path: Path, capsys) -> None:
+    header = npy_header((10**12, 28, 28))
+    labels = npy_header((2,)) + bytes(2)
+    shard = raw_zip(
+        tmp_path / "huge.npz",
+        {
+            "x.npy": (header + bytes(64), 0, len(header) + 64),
+            "y.npy": (labels, 0, len(labels)),
+        },
+    )
+    out = tmp_path / "out"
+    line = call(
+        evaluate,
+        ["--model", copy_model(tmp_path / "m.h5"), "--test", shard, "--out-dir", out],
+        capsys,
+    )
+    assert "more than 250000 rows" in line
+    assert not out.exists()
+
+
+def test_a_corrupt_deflate_stream_is_one_line(tmp_path: Path, capsys) -> None:
+    shard = corrupt_deflate_npz(tmp_path / "corrupt.npz")
+    line = call(
+        train,
+        [
+            *("--shard", shard, "--model", copy_model(tmp_path / "m.h5")),
+            *("--out", tmp_path / "o/m.h5", "--stats-out", tmp_path / "o/s.json"),
+        ],
+        capsys,
+    )
+    assert "not a readable .npz file" in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_source_whose_members_lie_about_their_size_is_refused(tmp_path: Path, capsys) -> None:
+    """The archive declares more bytes than the array holds: refused before reading."""
+    x = npy_header((2, 28, 28)) + bytes(2 * 784)
+    y = npy_header((2,)) + bytes(2)
+    members = {
+        "x_train.npy": (x, 0, len(x) + 10),
+        "y_train.npy": (y, 0, len(y)),
+        "x_test.npy": (x, 0, len(x)),
+        "y_test.npy": (y, 0, len(y)),
+    }
+    source = raw_zip(tmp_path / "mnist.npz", members)
+    line = call(
+        split,
+        [
+            *("--source", source, "--workers", 1),
+            *("--shards-dir", tmp_path / "s", "--test-out", tmp_path / "t.npz"),
+        ],
+        capsys,
+    )
+    assert "declares" in line
+    assert files_in(tmp_path) == {"mnist.npz"}
+
+
+# --- .h5 models: the known layout is checked before a weight is read
+
+
+def replace_weight(path: Path, index: int, **dataset_options) -> Path:
+    """Replace a model file's weight `index` by a dataset made with `dataset_options`."""
+    name = weight_paths(path)[index]
+    with h5py.File(path, "r+") as handle:
+        del handle[name]
+        handle.create_dataset(name, **dataset_options)
+    return path
+
+
+def models_folder(tmp_path: Path, *models: Path) -> Path:
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for index, model in enumerate(models):
+        os.replace(model, folder / f"{index}.h5")
+        write_json(folder / f"{index}.json", {"samples": 100, "epochs": 1})
+    return folder
+
+
+def test_a_model_declaring_a_huge_weight_is_refused_before_allocation(tmp_path: Path) -> None:
+    """A 2.6 GB dense kernel declared in a file of a few MB (chunked, never written)."""
+    crafted = replace_weight(
+        copy_model(tmp_path / "big.h5"), 4, shape=(1600, 400_000), dtype="f4", chunks=(16, 4000)
+    )
+    assert crafted.stat().st_size < 8 << 20
+    folder = models_folder(tmp_path, crafted)
+    peak, output = peak_memory_mb(
+        "from steps import aggregate\n"
+        "from steps.cli import run\n"
+        f"print(run(aggregate.main, aggregate.parse_args(), ['--models-dir', {str(folder)!r}, "
+        f"'--out', {str(tmp_path / 'avg.h5')!r}]))\n"
+    )
+    assert output == "2"
+    assert peak < 400, f"peak {peak:.0f} MB"
+    assert not (tmp_path / "avg.h5").exists()
+
+
+@pytest.mark.parametrize(
+    ("craft", "message"),
+    [
+        ("soft link", "not a hard link"),
+        ("external link", "not a hard link"),
+        ("external storage", "plain contiguous"),
+        ("compressed", "plain contiguous"),
+        ("float64", "expected float32"),
+        ("huge layer_names", "too large"),
+        ("lambda layer", "model_config"),
+        ("nan", "NaN or infinite"),
+    ],
+)
+def test_crafted_model_files_are_refused(craft: str, message: str, tmp_path: Path, capsys) -> None:
+    model = copy_model(tmp_path / "crafted.h5")
+    names = weight_paths(model)
+    outside = tmp_path / "outside.bin"
+    np.ones(32, np.float32).tofile(outside)
+    with h5py.File(model, "r+") as handle:
+        bias = handle[names[1]][()]
+        if craft == "soft link":
+            handle["model_weights/elsewhere"] = bias
+            del handle[names[1]]
+            handle[names[1]] = h5py.SoftLink("/model_weights/elsewhere")
+        elif craft == "external link":
+            del handle[names[1]]
+            handle[names[1]] = h5py.ExternalLink(str(tmp_path / "other.h5"), "/bias")
+            with h5py.File(tmp_path / "other.h5", "w") as other:
+                other["bias"] = bias
+        elif craft == "external storage":  # the weight's bytes come from another file
+            del handle[names[1]]
+            handle.create_dataset(names[1], shape=(32,), dtype="f4", external=[(outside, 0, 128)])
+        elif craft == "compressed":
+            del handle[names[1]]
+            handle.create_dataset(names[1], data=bias, compression="gzip")
+        elif craft == "float64":
+            del handle[names[1]]
+            handle.create_dataset(names[1], data=bias.astype("f8"))
+        elif craft == "huge layer_names":
+            handle["model_weights"].attrs["layer_names"] = np.array([b"conv2d"] * 5000)
+        elif craft == "lambda layer":
+            config = json.loads(handle.attrs["model_config"])
+            config["config"]["layers"][6]["class_name"] = "Lambda"
+            handle.attrs["model_config"] = json.dumps(config)
+        elif craft == "nan":
+            handle[names[1]][0] = np.nan
+    folder = models_folder(tmp_path, model)
+    line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert "not a model of this project's architecture" in line
+    assert message in line
+    assert not (tmp_path / "avg.h5").exists()
+
+
+def test_train_and_evaluate_refuse_a_nan_model(tmp_path: Path, capsys) -> None:
+    model = copy_model(tmp_path / "start.h5")
+    from steps.weights import read_weights
+
+    weights = read_weights(model)
+    weights[0][0, 0, 0, 0] = np.nan
+    write_model_weights(model, weights)
+    shard = write_npz(tmp_path / "shard.npz", **digits())
+    line = call(
+        train,
+        [
+            *("--shard", shard, "--model", model),
+            *("--out", tmp_path / "o/m.h5", "--stats-out", tmp_path / "o/s.json"),
+        ],
+        capsys,
+    )
+    assert "NaN or infinite" in line
+    assert not (tmp_path / "o").exists()
+    line = call(evaluate, ["--model", model, "--test", shard, "--out-dir", tmp_path / "o"], capsys)
+    assert "NaN or infinite" in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_diverging_trainer_writes_nothing(tmp_path: Path, small_mnist: Path, capsys) -> None:
+    from steps.cli import run
+    from steps.dataset import load_mnist, write_shard
+
+    train_digits, _ = load_mnist(small_mnist)
+    write_shard(tmp_path / "shard.npz", train_digits.take(np.arange(300)))
+    argv = ["--shard", tmp_path / "shard.npz", "--model", copy_model(tmp_path / "start.h5")]
+    argv += ["--learning-rate", "1e30", "--batch", "100"]
+    argv += ["--out", tmp_path / "o/m.h5", "--stats-out", tmp_path / "o/s.json"]
+    assert run(train.main, train.parse_args(), [str(a) for a in argv]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # after the epoch's own log line
+    assert last.startswith("python -m steps.train: error: ")
+    assert f"{tmp_path / 'o/m.h5'}: training diverged" in last
+    assert not (tmp_path / "o").exists()
+
+
+# --- JSON: size, encoding, nesting, types and ranges
+
+
+@pytest.mark.parametrize(
+    ("stats", "message"),
+    [
+        (json_nested(10_000), "nested too deeply"),
+        ('{"samples": 1' + "0" * 400 + "}", "in 1..250000"),
+        ('{"samples": 1e300}', "in 1..250000"),
+        ('{"samples": true}', "in 1..250000"),
+        ('{"samples": NaN}', "not valid JSON"),
+        ('{"samples": 250001}', "in 1..250000"),
+        (b'{"samples": "\xff"}', "not UTF-8"),
+    ],
+)
+def test_forged_sample_counts_do_not_count(
+    stats: str | bytes, message: str, tmp_path: Path, capsys
+) -> None:
+    folder = models_folder(tmp_path, copy_model(tmp_path / "0.h5"))
+    target = folder / "0.json"
+    target.write_bytes(stats if isinstance(stats, bytes) else stats.encode())
+    line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert "only 0 of 1 workers delivered a model" in line
+    assert message in line
+    assert not (tmp_path / "avg.h5").exists()
+
+
+def test_nested_json_arguments_are_one_line(tmp_path: Path, capsys) -> None:
+    folder = models_folder(tmp_path, copy_model(tmp_path / "0.h5"))
+    nested = json_nested()
+    line = call(
+        aggregate, ["--models-dir", folder, "--out", tmp_path / "a.h5", "--shards", nested], capsys
+    )
+    assert "--shards: JSON nested too deeply" in line
+    test_set = write_npz(tmp_path / "test.npz", **digits())
+    line = call(
+        evaluate,
+        [
+            *("--model", folder / "0.h5", "--test", test_set),
+            *("--out-dir", tmp_path / "out", "--missing-shards", nested),
+        ],
+        capsys,
+    )
+    assert "--missing-shards: JSON nested too deeply" in line
+    assert files_in(tmp_path) == {"test.npz", "models", "models/0.h5", "models/0.json"}
+
+
+def publish_argv(tmp_path: Path, metrics: Path, *extra) -> list:
+    return [
+        "--store",
+        tmp_path / "store",
+        "--run",
+        "mnist-abc12",
+        "--model",
+        copy_model(tmp_path / "model.h5"),
+        "--metrics",
+        metrics,
+        *extra,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("metrics", "message"),
+    [
+        (b'{"accuracy": NaN}', "not valid JSON"),
+        (b'{"accuracy": Infinity}', "not valid JSON"),
+        (b'{"accuracy": 1e400}', "number in [0, 1]"),
+        (b'{"accuracy": -5.0}', "number in [0, 1]"),
+        (b'{"accuracy": true}', "number in [0, 1]"),
+        (b'{"accuracy": 0.9, "confusion_matrix": [[1]]}', "10 rows of 10"),
+        (json_nested().encode(), "nested too deeply"),
+        (b'{"accuracy": 0.9, "note": "\xff\xfe"}', "not UTF-8"),
+    ],
+)
+def test_publish_refuses_poisoned_metrics(
+    metrics: bytes, message: str, tmp_path: Path, capsys
+) -> None:
+    path = tmp_path / "metrics.json"
+    path.write_bytes(metrics)
+    line = call(publish, publish_argv(tmp_path, path), capsys)
+    assert message in line
+    assert not (tmp_path / "store").exists()
+
+
+def test_publish_refuses_nested_settings_and_overlong_runs(tmp_path: Path, capsys) -> None:
+    metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
+    argv = publish_argv(tmp_path, metrics, "--settings", json_nested())
+    assert "--settings: JSON nested too deeply" in call(publish, argv, capsys)
+    argv = publish_argv(tmp_path, metrics)
+    argv[argv.index("mnist-abc12")] = "a" * 5000
+    assert "(63 at most)" in call(publish, argv, capsys)
+    assert not (tmp_path / "store").exists()
+
+
+def test_publish_refuses_a_nan_model(tmp_path: Path, capsys) -> None:
+    metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
+    argv = publish_argv(tmp_path, metrics)
+    from steps.weights import read_weights
+
+    model = Path(argv[argv.index("--model") + 1])
+    weights = read_weights(model)
+    weights[-1][:] = np.inf
+    write_model_weights(model, weights)
+    assert "NaN or infinite" in call(publish, argv, capsys)
+    assert not (tmp_path / "store").exists()
+
+
+def test_settings_never_become_nan(tmp_path: Path, capsys) -> None:
+    from steps.publish import typed
+
+    assert typed("NaN") == "NaN" and typed("1e400") == "1e400" and typed("3") == 3
+
+
+# --- checkpoints: a forged one is ignored with a warning, never trusted
+
+
+@pytest.fixture
+def trainer_inputs(tmp_path: Path, small_mnist: Path) -> dict:
+    from steps.dataset import load_mnist, write_shard
+
+    train_digits, _ = load_mnist(small_mnist)
+    write_shard(tmp_path / "shard.npz", train_digits.take(np.arange(200)))
+    return {
+        "shard": tmp_path / "shard.npz",
+        "model": copy_model(tmp_path / "start.h5"),
+        "store": tmp_path / "store",
+        "key": "run/checkpoints/0.npz",
+        "epochs": 1,
+    }
+
+
+def forge_checkpoint(inputs: dict, record: dict, weights: list | None = None) -> None:
+    """A checkpoint whose fingerprint matches train's inputs, with a `record` of our choosing."""
+    from steps.checkpoint import fingerprint
+    from steps.model import compile_model, load_model
+
+    model = compile_model(load_model(inputs["model"]), 1e-3)
+    model.optimizer.build(model.trainable_variables)
+    arrays = {f"w{i}": w for i, w in enumerate(weights or model.get_weights())}
+    arrays |= {f"o{i}": np.asarray(v) for i, v in enumerate(model.optimizer.variables)}
+    record.setdefault(
+        "inputs",
+        fingerprint(inputs["shard"], inputs["model"], f"{inputs['epochs']} 50 0.001"),
+    )
+    path = inputs["store"] / inputs["key"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, meta=np.array(json.dumps(record)), **arrays)
+
+
+def run_trainer(inputs: dict, out: Path, capsys) -> str:
+    from steps.cli import run
+
+    argv = [
+        "--shard",
+        inputs["shard"],
+        "--model",
+        inputs["model"],
+        "--epochs",
+        inputs["epochs"],
+        "--batch",
+        50,
+        "--out",
+        out / "model.h5",
+        "--stats-out",
+        out / "stats.json",
+        "--checkpoint-store",
+        inputs["store"],
+        "--checkpoint-key",
+        inputs["key"],
+    ]
+    code = run(train.main, train.parse_args(), [str(a) for a in argv])
+    error = capsys.readouterr().err
+    assert code == 0, error
+    return error
+
+
+@pytest.mark.parametrize(
+    ("record", "why"),
+    [
+        ({"epochs_done": 99, "logs": {}}, "epochs_done must be an integer in 1..1"),
+        ({"epochs_done": "1", "logs": {}}, "epochs_done must be an integer"),
+        ({"epochs_done": True, "logs": {}}, "epochs_done must be an integer"),
+        ({"epochs_done": 1, "logs": 5}, "logs must be an object"),
+        ({"epochs_done": 1, "logs": {"samples": 10**9}}, "logs must be an object of loss"),
+        ({"epochs_done": 1, "logs": {"loss": "x"}}, "logs must hold finite, non-negative numbers"),
+        (
+            {"epochs_done": 1, "logs": {}, "inputs": ["not", "a", "string"]},
+            "it was made from other",
+        ),
+    ],
+)
+def test_a_forged_checkpoint_is_ignored_and_training_runs(
+    record: dict, why: str, trainer_inputs: dict, tmp_path: Path, capsys
+) -> None:
+    forge_checkpoint(trainer_inputs, record)
+    error = run_trainer(trainer_inputs, tmp_path / "out", capsys)
+    assert f"ignoring the stored checkpoint: {why}" in error
+    assert "resuming" not in error
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert stats["samples"] == 200
+    from steps.weights import read_weights
+
+    trained, start = read_weights(tmp_path / "out/model.h5"), read_weights(trainer_inputs["model"])
+    assert not all(np.array_equal(a, b) for a, b in zip(trained, start, strict=True))
+
+
+def test_a_checkpoint_with_nan_weights_is_ignored(trainer_inputs: dict, tmp_path: Path, capsys):
+    from steps.weights import read_weights
+
+    weights = read_weights(trainer_inputs["model"])
+    weights[2][:] = np.nan
+    forge_checkpoint(trainer_inputs, {"epochs_done": 1, "logs": {"loss": 0.1}}, weights)
+    error = run_trainer(trainer_inputs, tmp_path / "out", capsys)
+    assert "ignoring the stored checkpoint: it holds NaN or infinite values" in error
+
+
+def test_a_finished_checkpoint_is_used_and_cannot_change_the_sample_count(
+    trainer_inputs: dict, tmp_path: Path, capsys
+) -> None:
+    """epochs_done == epochs: a trainer that finished and failed after; its weights are kept."""
+    forge_checkpoint(trainer_inputs, {"epochs_done": 1, "logs": {"loss": 0.25, "accuracy": 0.5}})
+    error = run_trainer(trainer_inputs, tmp_path / "out", capsys)
+    assert "resuming from checkpoint: 1 epoch(s) done" in error
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert stats == {"loss": 0.25, "accuracy": 0.5, "epochs": 1, "samples": 200}
+    assert list(stats)[-1] == "samples"
+
+
+# --- the folder store stays inside its root
+
+
+def test_the_folder_store_refuses_paths_through_symlinks_out_of_its_root(tmp_path: Path) -> None:
+    from steps.storage import open_store
+
+    root, outside = tmp_path / "store", tmp_path / "outside"
+    (root / "models").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    (root / "models" / "mnist").symlink_to(outside)
+    (root / "leak.txt").symlink_to(outside / "secret.txt")
+    store = open_store(root)
+    for action in (
+        lambda: store.write_text("models/mnist/LATEST", "x"),
+        lambda: store.upload_file(outside / "secret.txt", "models/mnist/run/model.h5"),
+        lambda: store.read_text("leak.txt"),
+        lambda: store.download_file("leak.txt", tmp_path / "copy.txt"),
+        lambda: store.list_keys(".."),
+        lambda: store.list_keys("models/mnist"),
+        lambda: store.write_if_generation("models/mnist/LATEST", "x", 0),
+    ):
+        with pytest.raises(StepError, match=r"invalid artifact key|leads outside the store"):
+            action()
+    assert store.list_keys("") == []
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+    assert not (tmp_path / "copy.txt").exists()
+
+
+def test_listing_does_not_follow_symlinks(tmp_path: Path) -> None:
+    from steps.storage import open_store
+
+    root, outside = tmp_path / "store", tmp_path / "outside"
+    (root / "run").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    (root / "run" / "own.txt").write_text("own")
+    (root / "run" / "leak.txt").symlink_to(outside / "secret.txt")
+    (root / "run" / "folder").symlink_to(outside)
+    assert open_store(root).list_keys("run") == ["run/own.txt"]
+
+
+def test_publish_through_a_symlinked_store_folder_writes_nothing_outside(
+    tmp_path: Path, capsys
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "store" / "models").mkdir(parents=True)
+    (tmp_path / "store" / "models" / "mnist").symlink_to(outside)
+    metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
+    line = call(publish, publish_argv(tmp_path, metrics), capsys)
+    assert "leads outside the store" in line
+    assert list(outside.iterdir()) == []
+
+
+def test_download_dir_keeps_stored_names_inside_the_target(tmp_path: Path) -> None:
+    """GCS allows an object named 'run/x/../../escape.txt': it must not land outside the target.
+
+    A stand-in listing: the GCS emulator drops the connection on such a name, real GCS stores it.
+    """
+    from steps.storage import download_dir
+
+    class Listing:
+        uri = "gs://bucket"
+
+        def list_keys(self, prefix: str) -> list[str]:
+            return [f"{prefix}../../escape.txt"]
+
+        def download_file(self, key: str, local: Path) -> None:
+            local.parent.mkdir(parents=True, exist_ok=True)
+            local.write_text("escaped")
+
+    with pytest.raises(StepError, match="invalid artifact key"):
+        download_dir(Listing(), "run/x", tmp_path / "in" / "models")
+    assert files_in(tmp_path) == set()

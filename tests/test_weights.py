@@ -1,0 +1,153 @@
+"""Model files without TensorFlow: the layout the code owns is the network's, aggregate's output is a full
+Keras model holding the FedAvg mean, and the steps that do not train never import TensorFlow."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from steps import aggregate
+from steps.cli import run
+from steps.weights import CONFIG_CLASSES, CONFIG_MODULES, LAYER_CLASSES, WEIGHT_LAYOUT
+from tests.step_support import copy_model, write_json, write_model_weights
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_owned_layout_is_the_networks() -> None:
+    from steps.model import build_model
+
+    model = build_model()
+    layers = [layer for layer in model.layers if layer.weights]
+    owned = [
+        (type(layer).__name__.lower(), weight.name, tuple(weight.shape))
+        for layer in layers
+        for weight in layer.weights
+    ]
+    assert owned == [(kind, name, shape) for kind, name, shape in WEIGHT_LAYOUT]
+    assert all(weight.dtype == "float32" for weight in model.weights)
+
+
+def test_the_owned_config_rules_accept_the_networks_config() -> None:
+    from steps.model import build_model
+
+    config = json.loads(build_model().to_json())
+    assert tuple(layer["class_name"] for layer in config["config"]["layers"]) == LAYER_CLASSES
+    named, pending = set(), [config]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            if "class_name" in value:
+                named.add((value["class_name"], value.get("module")))
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    assert {name for name, _ in named} <= CONFIG_CLASSES
+    assert {module for _, module in named} <= CONFIG_MODULES
+
+
+def test_aggregate_writes_a_keras_model_holding_the_weighted_mean(tmp_path: Path) -> None:
+    import keras
+
+    from steps.model import build_model, to_inputs
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    sets, counts = [], [100, 300, 50]
+    for shard, count in enumerate(counts):
+        weights = [
+            rng.normal(0, 0.05, size=w.shape).astype(np.float32)
+            for w in build_model().get_weights()
+        ]
+        write_model_weights(copy_model(folder / f"{shard}.h5"), weights)
+        write_json(folder / f"{shard}.json", {"loss": 0.1, "epochs": 1, "samples": count})
+        sets.append(weights)
+    out = tmp_path / "avg.h5"
+    assert (
+        run(
+            aggregate.main, aggregate.parse_args(), ["--models-dir", str(folder), "--out", str(out)]
+        )
+        == 0
+    )
+
+    opened = keras.models.load_model(out, compile=False)  # a full model, architecture included
+    reference = build_model()  # the mean computed with Keras's own tensors
+    reference.set_weights(
+        [
+            keras.ops.convert_to_numpy(
+                sum(
+                    keras.ops.convert_to_tensor(s[i]) * c for s, c in zip(sets, counts, strict=True)
+                )
+                / sum(counts)
+            )
+            for i in range(len(sets[0]))
+        ]
+    )
+    for got, want in zip(opened.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    images = to_inputs(rng.integers(0, 256, size=(32, 28, 28), dtype=np.uint8))
+    np.testing.assert_allclose(
+        opened.predict(images, verbose=0), reference.predict(images, verbose=0), atol=1e-5
+    )
+
+
+def test_aggregates_output_is_checked_like_any_input(tmp_path: Path) -> None:
+    from steps.weights import read_model_file
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    copy_model(folder / "0.h5")
+    write_json(folder / "0.json", {"samples": 5})
+    out = tmp_path / "avg.h5"
+    assert (
+        run(
+            aggregate.main, aggregate.parse_args(), ["--models-dir", str(folder), "--out", str(out)]
+        )
+        == 0
+    )
+    written = read_model_file(out)
+    assert set(written.attributes) == {"backend", "keras_version", "model_config"}
+
+
+def step_commands(tmp_path: Path, small_mnist: Path) -> dict[str, list[str]]:
+    models = tmp_path / "models"
+    models.mkdir()
+    copy_model(models / "0.h5")
+    write_json(models / "0.json", {"samples": 5})
+    metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.5})
+    return {
+        "split": [
+            *("--source", str(small_mnist), "--workers", "2"),
+            *("--shards-dir", str(tmp_path / "shards"), "--test-out", str(tmp_path / "test.npz")),
+        ],
+        "aggregate": ["--models-dir", str(models), "--out", str(tmp_path / "avg.h5")],
+        "publish": [
+            *("--store", str(tmp_path / "store"), "--run", "mnist-notf1"),
+            *("--model", str(models / "0.h5"), "--metrics", str(metrics)),
+        ],
+    }
+
+
+@pytest.mark.parametrize("step", ["split", "aggregate", "publish"])
+def test_steps_that_do_not_train_never_import_tensorflow(
+    step: str, tmp_path: Path, small_mnist: Path
+) -> None:
+    argv = step_commands(tmp_path, small_mnist)[step]
+    probe = (
+        "import atexit, runpy, sys\n"
+        "atexit.register(lambda: print(sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('tensorflow', 'keras')), file=sys.stderr))\n"
+        f"sys.argv = ['steps.{step}', *{argv!r}]\n"
+        f"runpy.run_module('steps.{step}', run_name='__main__')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "[]", result.stderr
