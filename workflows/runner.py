@@ -52,6 +52,7 @@ from workflows.spec import (
 LOG_TAIL_LINES = 15
 FINAL = {"Succeeded", "Failed", "Error", "Omitted", "Skipped"}
 POLL_SECONDS = 1.0
+MAX_PARALLELISM = 64  # without --parallelism every ready task starts at once, as on a cluster
 POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 SUMMARY_FILE = "summary.json"
 
@@ -140,7 +141,9 @@ class LocalRunner:
     ) -> None:
         self.store = store
         self.logs_dir = Path(logs_dir)
-        self.parallelism = parallelism or os.cpu_count() or 1
+        self.cores = os.cpu_count() or 1
+        self.parallelism = parallelism or MAX_PARALLELISM
+        self._active = 0  # tries submitted and not yet finished: they share the cores
         self.echo = echo
         self.engine = engine or ProcessEngine()
         self.image = image
@@ -268,6 +271,8 @@ class LocalRunner:
             return
         nodes[task] = expanded
         for node in expanded:
+            with self._lock:
+                self._active += 1
             running[pool.submit(self._run_node, node, self.templates[node.template])] = node
 
     def _outcomes(self, dag: Dag, nodes: Mapping[str, list[Node]]) -> dict[str, TaskOutcome]:
@@ -517,7 +522,8 @@ class LocalRunner:
             name=node.name,
             image=self.image or container.get("image", ""),
             command=command,
-            environment={v["name"]: v.get("value", "") for v in container.get("env", [])},
+            environment=self._thread_environment()
+            | {v["name"]: v.get("value", "") for v in container.get("env", [])},
             working_dir=working_dir,
             host_dir=attempt_dir / "work",
             inputs=tuple(PurePosixPath(a["path"]) for a in resolved["inputs"]),
@@ -529,6 +535,14 @@ class LocalRunner:
             network=any("://" in part for part in command),
             mounts=_host_paths(command),
         )
+
+    def _thread_environment(self) -> dict[str, str]:
+        """Thread pools sized so the tries running together share the cores instead of fighting over
+        them: one TensorFlow process does not keep two cores busy, two processes with one thread each do."""
+        with self._lock:
+            sharing = max(1, min(self._active, self.parallelism))
+        threads = str(max(1, self.cores // sharing))
+        return {"TF_NUM_INTRAOP_THREADS": threads, "OMP_NUM_THREADS": threads}
 
     def _execute(self, invocation: Invocation, log: TextIO, timeout: float | None) -> tuple:
         """(exit code, whether the deadline stopped it)."""

@@ -84,8 +84,9 @@ def parser() -> argparse.ArgumentParser:
     engine.add_argument(
         "--parallelism",
         type=positive_int,
-        default=os.cpu_count() or 1,
-        help="tasks running at once, locally (default: the CPU count)",
+        default=None,
+        help="at most this many tasks at once, locally (default: every ready task, as on a "
+        "cluster; the cores are shared out among them)",
     )
     engine.add_argument(
         "--logs-dir",
