@@ -25,7 +25,7 @@ pipeline: setup
 page: setup
 	$(BIN)/streamlit run ui/app.py
 
-bench: setup  ## the seed's method, the pipeline and centralized training on full MNIST (minutes)
+bench: setup  ## every contender on full MNIST against the targets, printed met or not (about 35 minutes)
 	$(BIN)/python -m bench.run $(BENCH_FLAGS)
 
 test: setup  ## lint, then the whole test suite

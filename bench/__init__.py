@@ -1,1 +1,1 @@
-"""The benchmark: the seed's method, the pipeline and centralized training side by side (`make bench`)."""
+"""The benchmark (`make bench`): the pipeline against its targets, centralized training and the replaced system."""

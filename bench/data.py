@@ -1,13 +1,13 @@
-"""The benchmark's data: the full MNIST (or a seeded subset of its training digits), as model inputs."""
+"""The benchmark's data: MNIST split as the pipeline's split step splits it (same function, same seed)."""
 
 from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
-from steps.cli import non_negative_int
+from steps.cli import non_negative_int, positive_int, seed
 from steps.dataset import Digits, fetch_source, load_mnist
+from steps.split import split
+from workflows.settings import PipelineSettings
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,14 +16,28 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
         "--limit",
         type=non_negative_int,
         default=0,
-        help="keep this many training digits, 0 = all (the same subset as split's --limit)",
+        help="keep this many training digits, 0 = all (the same subset as the pipeline's --limit)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=seed,
+        default=0,
+        help="the pipeline's --seed: subset, shards and initial model",
     )
 
 
-def load(source: str, limit: int) -> tuple[Digits, Digits]:
-    """(train, test); with `limit`, the same seeded subset the split step keeps (seed 0)."""
+def add_training_arguments(parser: argparse.ArgumentParser) -> None:
+    """What each worker's training takes, as the pipeline's flags of the same names."""
+    parser.add_argument("--epochs", type=positive_int, required=True)
+    parser.add_argument("--batch", type=positive_int, required=True)
+
+
+def iid_shards(train: Digits, workers: int, seed: int, limit: int) -> list[Digits]:
+    """The IID training shards the split step makes for `workers` (its own function)."""
+    return split(train, workers, seed, limit, "iid", PipelineSettings().alpha)
+
+
+def shards(source: str, workers: int, seed: int, limit: int) -> tuple[list[Digits], Digits]:
+    """(the IID training shards split makes for `workers`, the 10000 test digits)."""
     train, test = load_mnist(fetch_source(source))
-    if limit:
-        rng = np.random.default_rng(0)
-        train = train.take(np.sort(rng.permutation(len(train))[:limit]))
-    return train, test
+    return iid_shards(train, workers, seed, limit), test

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,7 @@ class Measurement:
 
     command: list[str]
     returncode: int
+    started: float  # time.monotonic() when the process was started
     wall_seconds: float
     cpu_seconds: float
     peak_rss_mb: float
@@ -27,31 +29,45 @@ class Measurement:
     lines: list[tuple[float, str]] = field(default_factory=list)
     stderr: str = ""
 
-    def conditions(self) -> dict[str, object]:
-        """The machine's state around the measurement, for the reader of the numbers."""
+    def record(self) -> dict[str, object]:
+        """The costs and the machine's state around the measurement, for the reader of the numbers."""
         return {
-            "cpu_count": os.cpu_count(),
+            "wall_seconds": round(self.wall_seconds, 1),
+            "cpu_seconds": round(self.cpu_seconds, 1),
+            "peak_rss_mb": round(self.peak_rss_mb),
             "loadavg_before": [round(value, 2) for value in self.load_before],
             "loadavg_after": [round(value, 2) for value in self.load_after],
         }
+
+
+class ChildFailed(RuntimeError):
+    """A measured command ended with a non-zero exit code."""
 
 
 def python_module(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
 
-def measure(command: list[str], echo: bool = True) -> Measurement:
+def measure(
+    command: list[str], echo: bool = True, environment: Mapping[str, str | None] | None = None
+) -> Measurement:
     """Run `command` from the project root; wait4 gives the tree's CPU time and its largest peak RSS.
 
     The kernel reports, for a reaped child, its own usage plus that of every descendant it reaped,
-    and as maxrss the peak resident set of the largest single process among them.
+    and as maxrss the peak resident set of the largest single process among them. `environment`
+    adds variables (None removes one).
     """
-    environment = os.environ | {
+    child_environment = os.environ | {
         "PYTHONPATH": os.pathsep.join(
             filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")])
         ),
         "PYTHONUNBUFFERED": "1",
     }
+    for name, value in (environment or {}).items():
+        if value is None:
+            child_environment.pop(name, None)
+        else:
+            child_environment[name] = value
     load_before = os.getloadavg()
     started = time.monotonic()
     process = subprocess.Popen(
@@ -61,7 +77,7 @@ def measure(command: list[str], echo: bool = True) -> Measurement:
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         text=True,
-        env=environment,
+        env=child_environment,
     )
     lines: list[tuple[float, str]] = []
     errors: list[str] = []
@@ -86,6 +102,7 @@ def measure(command: list[str], echo: bool = True) -> Measurement:
     return Measurement(
         command=command,
         returncode=process.returncode,
+        started=started,
         wall_seconds=wall,
         cpu_seconds=usage.ru_utime + usage.ru_stime,
         peak_rss_mb=usage.ru_maxrss / 1024,  # Linux reports kilobytes
@@ -94,3 +111,13 @@ def measure(command: list[str], echo: bool = True) -> Measurement:
         lines=lines,
         stderr="".join(errors),
     )
+
+
+def measure_ok(command: list[str], **options: object) -> Measurement:
+    """`measure`, raising ChildFailed with the end of its stderr when the command fails."""
+    measured = measure(command, **options)
+    if measured.returncode != 0:
+        raise ChildFailed(
+            f"{' '.join(command[:4])} … failed ({measured.returncode}):\n{measured.stderr[-2000:]}"
+        )
+    return measured

@@ -1,119 +1,203 @@
-"""Run the pipeline through `workflows/submit.py --local` and read its cost from the runner's output and logs."""
+"""One measured pipeline run: `workflows/submit.py --local`, then read from the runner's run summary.
+
+Around the run the benchmark watches the trainers' logs for their per-epoch lines (so it knows when each
+epoch ended) and puts its import probe (bench/probe) on the steps' PYTHONPATH (so it knows which step
+processes loaded TensorFlow). After the run it scores every round's averaged model on the test digits,
+off the clock.
+"""
 
 from __future__ import annotations
 
 import json
-import re
-import shutil
-import tempfile
+import threading
+import time
+from dataclasses import asdict, replace
 from pathlib import Path
 
-from bench.measure import PROJECT_ROOT, Measurement, measure, python_module
+from bench import timeline
+from bench.measure import Measurement, measure_ok, python_module
+from steps.storage import open_store
+from workflows.pipeline import compile_workflow
+from workflows.runner import SUMMARY_FILE
+from workflows.settings import ENVIRONMENT, PipelineSettings
 
-# The local runner's progress lines: "   12.3s  done     train-round-1(0:0) (30.1s)"
-TASK_LINE = re.compile(r"^\s*[\d.]+s\s+(started|done)\s+(\S+)(?: \(([\d.]+)s)?")
-EPOCH_LINE = re.compile(r"^epoch \d+/\d+: .*\(([\d.]+) s\)$")
-RUN_LINE = re.compile(r"^run (\S+) (Succeeded|Failed) in")
-
-
-def task_kind(node: str) -> str:
-    """'train-round-2(1:1)' → 'train'; 'aggregate-round-1' → 'aggregate'."""
-    return node.split("-round-")[0].split("(")[0]
+PROBE_DIR = Path(__file__).resolve().parent / "probe"
+POLL_SECONDS = 0.2
 
 
-def parse_runner_output(lines: list[tuple[float, str]]) -> dict:
-    """Task durations, when each round's average was ready (seconds since submit started), the run id."""
-    durations: dict[str, float] = {}
-    round_ready: dict[int, float] = {}
-    run = None
-    for at, line in lines:
-        if match := TASK_LINE.match(line):
-            state, node, seconds = match.groups()
-            if state == "done":
-                durations[node] = float(seconds)
-                if node.startswith("aggregate-round-"):
-                    round_ready[int(node.removeprefix("aggregate-round-"))] = at
-        elif match := RUN_LINE.match(line):
-            run = match.group(1)
-    return {"run": run, "durations": durations, "round_ready": round_ready}
+class LogWatcher:
+    """Polls a logs folder and notes when each complete line first appeared (time.monotonic())."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.seen: dict[str, list[tuple[float, str]]] = {}
+        self._offsets: dict[Path, int] = {}
+        self._pending: dict[Path, str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> LogWatcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.poll()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            self.poll()
+
+    def poll(self) -> None:
+        now = time.monotonic()
+        for path in sorted(self.folder.glob("*/*.log")):
+            offset = self._offsets.get(path, 0)
+            with path.open("rb") as stream:
+                stream.seek(offset)
+                chunk = stream.read()
+            self._offsets[path] = offset + len(chunk)
+            text = self._pending.pop(path, "") + chunk.decode(errors="replace")
+            *complete, rest = text.split("\n")
+            if rest:
+                self._pending[path] = rest
+            self.seen.setdefault(str(path), []).extend((now, line) for line in complete)
 
 
-def training_seconds(log: Path) -> float:
-    """Seconds the train step itself reports spending in its epochs."""
-    return sum(
-        float(m.group(1)) for line in log.read_text().splitlines() if (m := EPOCH_LINE.match(line))
-    )
+def effective_settings(overrides: dict[str, object]) -> PipelineSettings:
+    return replace(PipelineSettings(), **overrides)
 
 
-def overhead(durations: dict[str, float], logs: Path) -> dict:
-    """Where the task-seconds go: training epochs versus everything else (start, imports, artifacts)."""
-    trained = sum(training_seconds(log) for log in logs.glob("train-round-*.log"))
-    total = sum(durations.values())
-    by_kind: dict[str, list[float]] = {}
-    for node, seconds in durations.items():
-        by_kind.setdefault(task_kind(node), []).append(seconds)
+def submit_command(settings: PipelineSettings, work: Path, parallelism: int | None) -> list[str]:
+    """Every setting as a flag, so nothing comes from the environment's defaults."""
+    flags = [f"--{name.replace('_', '-')}={value}" for name, value in asdict(settings).items()]
+    if parallelism:
+        flags.append(f"--parallelism={parallelism}")
+    return [
+        *python_module("workflows.submit"),
+        "--local",
+        *flags,
+        f"--artifacts={work / 'store'}",
+        f"--logs-dir={work / 'logs'}",
+    ]
+
+
+def run_pipeline(
+    overrides: dict[str, object],
+    source: str,
+    work: Path,
+    target: float,
+    parallelism: int | None = None,
+) -> dict:
+    """One measured run with the defaults changed by `overrides` (field names of PipelineSettings).
+
+    `work` is an empty folder for the run's store, logs and probes; the caller removes it.
+    """
+    settings = effective_settings({**overrides, "source": source})
+    (work / "probes").mkdir(parents=True)
+    (work / "logs").mkdir()
+    environment: dict[str, str | None] = {
+        "BENCH_PROBE_DIR": str(work / "probes"),
+        "PYTHONPATH": str(PROBE_DIR),  # measure() adds the project root after it
+        **{variable: None for variable in ENVIRONMENT.values()},
+    }
+    with LogWatcher(work / "logs") as watcher:
+        measured = measure_ok(submit_command(settings, work, parallelism), environment=environment)
+    (summary_path,) = (work / "logs").glob(f"*/{SUMMARY_FILE}")
+    summary = json.loads(summary_path.read_text())
+    workflow = compile_workflow(settings)
+    probes = [json.loads(path.read_text()) for path in sorted((work / "probes").glob("*.json"))]
+    log_lines = {
+        path: [(at - measured.started, line) for at, line in lines]
+        for path, lines in watcher.seen.items()
+    }
+    return describe_run(summary, workflow, measured, log_lines, probes, work, settings, target)
+
+
+def describe_run(
+    summary: dict,
+    workflow: dict,
+    measured: Measurement,
+    log_lines: dict[str, list[tuple[float, str]]],  # log → (seconds since the start, line)
+    probes: list[dict],
+    work: Path,
+    settings: PipelineSettings,
+    target: float,
+) -> dict:
+    """The run's record: accuracy, costs, the per-round curve, where the time went."""
+    if summary["phase"] != "Succeeded":
+        raise RuntimeError(f"run {summary['name']} {summary['phase']}: {summary['message']}")
+    rounds = timeline.rounds_of(summary, workflow)
+    offset = measured.wall_seconds - summary["seconds"]  # submit's own start, before the runner's
+    aggregates = {
+        rounds[node["name"]]: node["finished"]
+        for node in summary["nodes"]
+        if node["template"] == timeline.AVERAGING_STEP and node["name"] in rounds
+    }
+    models = download_round_models(summary, workflow, work)
+    scores = score_models(list(models.values()), settings.source)
+    curve = [
+        {"round": number, "seconds": round(offset + aggregates[number], 1), "accuracy": scores[i]}
+        for i, number in enumerate(models)
+    ]
+    (evaluate,) = [node for node in summary["nodes"] if node["template"] == "evaluate"]
+    accuracy = float(evaluate["outputs"]["accuracy"])
+    trainers = [node for node in summary["nodes"] if node["template"] == timeline.TRAINING_STEP]
+    epochs_by_log = {
+        path: [
+            seconds for _, line in lines if (seconds := timeline.epoch_seconds(line)) is not None
+        ]
+        for path, lines in log_lines.items()
+    }
+    epoch_spans = [
+        span
+        for node in trainers
+        for span in timeline.epoch_intervals(log_lines.get(node["log"], []))
+    ]
+    per_round = timeline.round_seconds(summary, rounds)
     return {
-        "task_seconds": round(total, 1),
-        "training_seconds": round(trained, 1),
-        "outside_training_share": round(1 - trained / total, 3) if total else None,
-        "mean_task_seconds": {kind: round(sum(s) / len(s), 1) for kind, s in by_kind.items()},
-        "tasks": {kind: len(s) for kind, s in by_kind.items()},
+        "run": summary["name"],
+        "settings": asdict(settings) | {"source": Path(settings.source).name},
+        "accuracy": accuracy,
+        "reached": accuracy >= target,
+        "curve": curve,
+        **measured.record(),
+        "round_seconds": [round(r["seconds"], 1) for r in per_round],
+        "mean_round_seconds": round(sum(r["seconds"] for r in per_round) / len(per_round), 1),
+        "outside": timeline.outside_training(measured.wall_seconds, epoch_spans),
+        "steps": {
+            name: [round(s, 2) for s in seconds]
+            for name, seconds in timeline.step_seconds(summary).items()
+        },
+        "tensorflow": timeline.tensorflow_imports(probes),
+        "trainers": [
+            {
+                "seconds": round(node["finished"] - node["started"], 2),
+                "epoch_seconds": round(sum(epochs_by_log.get(node["log"], [])), 2),
+            }
+            for node in trainers
+        ],
+        "model_bytes": next(iter(models.values())).stat().st_size,
+        "submit_seconds": round(offset, 2),
     }
 
 
-def run_pipeline(settings: dict[str, object], source: str, limit: int) -> dict:
-    """One measured `submit.py --local` run; then every round's average scored on the test digits."""
-    work = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
-    try:
-        flags = [f"--{name}={value}" for name, value in settings.items()]
-        command = [
-            *python_module("workflows.submit"),
-            "--local",
-            *flags,
-            f"--limit={limit}",
-            f"--source={source}",
-            f"--artifacts={work / 'store'}",
-            f"--logs-dir={work / 'logs'}",
-        ]
-        measured = measure(command)
-        if measured.returncode != 0:
-            raise RuntimeError(
-                f"pipeline failed ({measured.returncode}):\n{measured.stderr[-2000:]}"
-            )
-        parsed = parse_runner_output(measured.lines)
-        run = parsed["run"]
-        rounds = sorted(parsed["round_ready"])
-        models = [work / "store" / run / f"round-{r}" / "model.h5" for r in rounds]
-        scores = json.loads(score(models, source).lines[-1][1])
-        curve = [
-            {"round": r, "seconds": round(parsed["round_ready"][r], 1), "accuracy": scores[str(m)]}
-            for r, m in zip(rounds, models, strict=True)
-        ]
-        return result_of(measured, curve, overhead(parsed["durations"], work / "logs" / run))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+def download_round_models(summary: dict, workflow: dict, work: Path) -> dict[int, Path]:
+    """Round → a local copy of the model its averaging wrote, found through the spec's artifact keys."""
+    store = open_store(work / "store")
+    models = {}
+    for number, key in timeline.round_model_keys(summary, workflow).items():
+        local = work / "scoring" / f"round-{number}.h5"
+        local.parent.mkdir(exist_ok=True)
+        store.download_file(key, local)
+        models[number] = local
+    return models
 
 
-def score(models: list[Path], source: str) -> Measurement:
-    measured = measure(
+def score_models(models: list[Path], source: str) -> list[float]:
+    """Test accuracy of each model, in order (bench.score in its own process)."""
+    measured = measure_ok(
         python_module("bench.score", f"--source={source}", *map(str, models)), echo=False
     )
-    if measured.returncode != 0:
-        raise RuntimeError(f"scoring failed:\n{measured.stderr[-2000:]}")
-    return measured
-
-
-def result_of(measured: Measurement, curve: list[dict], extra: dict | None = None) -> dict:
-    """The common record: final accuracy, costs, the accuracy curve and the machine's load."""
-    return {
-        "accuracy": curve[-1]["accuracy"],
-        "wall_seconds": round(measured.wall_seconds, 1),
-        "cpu_seconds": round(measured.cpu_seconds, 1),
-        "peak_rss_mb": round(measured.peak_rss_mb),
-        "curve": curve,
-        **(extra or {}),
-        **measured.conditions(),
-    }
-
-
-__all__ = ["PROJECT_ROOT", "run_pipeline"]
+    scores = json.loads(measured.lines[-1][1])
+    return [scores[str(model)] for model in models]

@@ -1,33 +1,59 @@
-"""`make bench`: the seed's method, the pipeline (defaults and the seed's settings) and centralized
-training on the same machine, one after another; writes results.json, results.md and results.png.
+"""`make bench`: every contender on full MNIST, one after another on this machine; prints the targets met.
 
-python -m bench.run --source ../shared/data/mnist.npz [--limit N] [--sweep workers,rounds,noniid]
+Stages (--only picks some, in this order): baseline (the replaced system's method), default (the pipeline
+with PipelineSettings' defaults, once per seed), centralized (the same network in one process, per seed
+and learning rate), baseline-settings (the pipeline with the replaced system's settings), workers-2 (the
+defaults with 2 workers), calibration (1 worker, 1 round, one task at a time: the plan's task times),
+fedavg (the one-process simulation, for the plan's accuracies where no pipeline run reached the target),
+preprocessing (the page's benchmark, bench/preprocessing.py, when it exists). --sweep adds pipeline
+sweeps. Writes results.json, results.md, results.png and plan.png into --out-dir.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.metadata
+import importlib.util
 import json
 import os
 import platform
+import shutil
 import sys
-from dataclasses import asdict
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench.measure import measure, python_module
-from bench.pipeline_run import result_of, run_pipeline
-from bench.report import time_to, write_outputs
-from steps.cli import non_negative_int
+from bench import plan
+from bench.measure import Measurement, measure, measure_ok, python_module
+from bench.pipeline_run import run_pipeline
+from bench.report import pipeline_runs_at_defaults, settings_text, table, write_outputs
+from bench.targets import TARGET_ACCURACY, check_all, extra_rows
+from steps.cli import non_negative_int, positive_int
+from steps.dataset import fetch_source, load_mnist
+from steps.registry import LATEST_KEY
 from workflows.settings import PipelineSettings
 
 BENCH_DIR = Path(__file__).resolve().parent
-TUNED = ("workers", "epochs", "batch", "rounds", "learning_rate")
-SEED_SETTINGS = {"workers": 3, "epochs": 2, "batch": 100, "rounds": 1}
-SEED_REPORTED_ACCURACY = 0.873
-MAX_PEAK_RSS_MB = 1536
-MAX_TIME_RATIO = 1.3
-STAGES = ("seed", "default", "seed-settings", "centralized")
+# The replaced system's settings (its WORKER_NUMBER, EPOCH, BATCH; it averaged once).
+BASELINE_SETTINGS = {"workers": 3, "epochs": 2, "batch": 100, "rounds": 1}
+CENTRALIZED_LEARNING_RATES = (1e-3, 2e-3, 3e-3)
+CENTRALIZED_BATCH = 100
+CENTRALIZED_MAX_EPOCHS = 10
+FEDAVG_MAX_ROUNDS = 10
+PREPROCESSING_MODULE = "bench.preprocessing"  # the page's benchmark, on its own branch for now
+STAGES = (
+    "baseline",
+    "default",
+    "centralized",
+    "baseline-settings",
+    "workers-2",
+    "calibration",
+    "fedavg",
+    "preprocessing",
+)
 SWEEPS = {
     "workers": [{"workers": n} for n in (1, 2, 3, 5, 8)],
     "rounds": [{"rounds": n} for n in (1, 2, 3, 5)],
@@ -35,83 +61,162 @@ SWEEPS = {
 }
 
 
-def default_settings() -> dict[str, object]:
-    """The pipeline's own defaults (not the environment's overrides): what `make run` trains."""
-    values = asdict(PipelineSettings())
-    return {name.replace("_", "-"): values[name] for name in TUNED}
+def names(allowed: tuple[str, ...] | dict) -> Callable[[str], list[str]]:
+    """argparse type: a comma-separated list of names from `allowed`."""
+
+    def parse(text: str) -> list[str]:
+        chosen = [name for name in text.split(",") if name]
+        unknown = [name for name in chosen if name not in allowed]
+        if unknown:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(unknown)} (choose from {', '.join(allowed)})"
+            )
+        return chosen
+
+    return parse
 
 
-def settings_text(settings: dict[str, object]) -> str:
-    return ", ".join(f"{name} {value}" for name, value in settings.items())
+def seeds(text: str) -> list[int]:
+    values = [non_negative_int(part) for part in text.split(",") if part]
+    if not values:
+        raise argparse.ArgumentTypeError("give at least one seed")
+    return values
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.run",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--source",
         default=os.environ.get("MNIST_SOURCE") or PipelineSettings().source,
         help="mnist.npz: path, URL or gs:// URI (default: env MNIST_SOURCE, else the Keras URL)",
     )
     parser.add_argument(
-        "--limit", type=non_negative_int, default=0, help="training digits to use, 0 = all 60000"
+        "--limit",
+        type=non_negative_int,
+        default=0,
+        help="train on this many digits, 0 = all: a quick look, labelled as not a result",
     )
     parser.add_argument(
-        "--only",
-        default=",".join(STAGES),
-        help=f"comma-separated subset of {', '.join(STAGES)} (default: all)",
+        "--only", type=names(STAGES), default=list(STAGES), help="comma-separated stages"
     )
     parser.add_argument(
-        "--sweep",
-        default="",
-        help=f"also run these pipeline sweeps, comma-separated: {', '.join(SWEEPS)}",
+        "--seeds",
+        type=seeds,
+        default=[0, 1, 2],
+        help="the pipeline's --seed values (default 0,1,2)",
+    )
+    parser.add_argument(
+        "--sweep", type=names(SWEEPS), default=[], help=f"also these sweeps: {', '.join(SWEEPS)}"
+    )
+    parser.add_argument(
+        "--max-rounds",
+        type=positive_int,
+        default=FEDAVG_MAX_ROUNDS,
+        help="rounds the simulation tries before calling the target not reached",
     )
     parser.add_argument("--out-dir", type=Path, default=BENCH_DIR, help="where results go")
-    args = parser.parse_args(argv)
-    args.only = [stage for stage in args.only.split(",") if stage]
-    args.sweep = [sweep for sweep in args.sweep.split(",") if sweep]
-    for name in args.only:
-        if name not in STAGES:
-            parser.error(f"--only: unknown stage {name!r}")
-    for name in args.sweep:
-        if name not in SWEEPS:
-            parser.error(f"--sweep: unknown sweep {name!r}")
-    if "://" not in args.source:
-        args.source = str(Path(args.source).resolve())
-    return args
+    return parser
 
 
-def json_line(lines: list[tuple[float, str]]) -> list[tuple[float, dict]]:
-    return [(at, json.loads(text)) for at, text in lines if text.startswith("{")]
+@dataclass
+class Session:
+    """One benchmark: its arguments, its scratch folder, what it measured so far."""
 
-
-def run_child(module: str, *flags: str) -> tuple:
-    measured = measure(python_module(module, *flags))
-    if measured.returncode != 0:
-        raise RuntimeError(f"{module} failed ({measured.returncode}):\n{measured.stderr[-2000:]}")
-    return measured, json_line(measured.lines)
-
-
-def seed_method(source: str, limit: int) -> dict:
-    settings = {k: SEED_SETTINGS[k] for k in ("workers", "epochs", "batch")}
-    flags = [f"--{name}={value}" for name, value in settings.items()]
-    measured, lines = run_child(
-        "bench.seed_method", f"--source={source}", f"--limit={limit}", *flags
+    args: argparse.Namespace
+    work: Path
+    results: dict
+    model_uri: str | None = (
+        None  # the first default run's published model, for the page's benchmark
     )
-    at, line = lines[-1]
-    curve = [{"seconds": round(at - line["scoring_seconds"], 1), "accuracy": line["accuracy"]}]
-    extra = {"worker_accuracies": line["worker_accuracies"], "settings": settings}
-    return result_of(measured, curve, extra) | {"settings_text": settings_text(settings)}
+    extra_targets: list[dict] = field(default_factory=list)
+
+    @property
+    def runs(self) -> dict:
+        return self.results["runs"]
+
+    @property
+    def first_seed(self) -> int:
+        return self.args.seeds[0]
+
+    def data_flags(self, seed: int) -> list[str]:
+        return [f"--source={self.args.source}", f"--limit={self.args.limit}", f"--seed={seed}"]
+
+    def pipeline(
+        self, label: str, overrides: dict, seed: int, parallelism: int | None = None
+    ) -> dict:
+        """One pipeline run; the first default run's store is kept for the page's benchmark."""
+        print(f"== {label}: {settings_text(overrides) or 'defaults'}, seed {seed}", flush=True)
+        work = self.work / f"{len(list(self.work.iterdir()))}-{label}"
+        record = run_pipeline(
+            {**overrides, "seed": seed, "limit": self.args.limit},
+            self.args.source,
+            work,
+            TARGET_ACCURACY,
+            parallelism,
+        )
+        if self.model_uri is None and label == "default":
+            self.model_uri = str(work / "store" / LATEST_KEY)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+        print(
+            f"== {label}: accuracy {record['accuracy']:.4f}, wall {record['wall_seconds']:.0f} s, "
+            f"outside training {record['outside']['outside_share']:.0%}",
+            flush=True,
+        )
+        return record
 
 
-def centralized(source: str, limit: int, defaults: dict[str, object]) -> dict:
-    settings = {
-        "epochs": int(defaults["rounds"]) * int(defaults["epochs"]),
-        "batch": defaults["batch"],
-        "learning-rate": defaults["learning-rate"],
-    }
+def json_object(text: str) -> dict | None:
+    """The line as a JSON object, or None when it is not one."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def json_lines(measured: Measurement) -> list[tuple[float, dict]]:
+    """(seconds since start, object) for each stdout line that is a JSON object."""
+    return [(at, value) for at, text in measured.lines if (value := json_object(text)) is not None]
+
+
+def stage_baseline(session: Session) -> None:
+    settings = {k: v for k, v in BASELINE_SETTINGS.items() if k != "rounds"}
+    print(f"== baseline: the replaced system's method, {settings_text(settings)}", flush=True)
     flags = [f"--{name}={value}" for name, value in settings.items()]
-    measured, lines = run_child(
-        "bench.centralized", f"--source={source}", f"--limit={limit}", *flags
+    measured = measure_ok(
+        python_module("bench.baseline_method", *session.data_flags(session.first_seed), *flags)
+    )
+    at, line = json_lines(measured)[-1]
+    seconds = at - line["scoring_seconds"]
+    session.runs["baseline"] = {
+        "settings": settings | {"seed": session.first_seed},
+        "accuracy": line["accuracy"],
+        "worker_accuracies": line["worker_accuracies"],
+        "time_to_target": seconds if line["accuracy"] >= TARGET_ACCURACY else None,
+        **measured.record(),
+    }
+
+
+def stage_default(session: Session) -> None:
+    session.runs["default"] = [session.pipeline("default", {}, seed) for seed in session.args.seeds]
+
+
+def centralized_run(session: Session, seed: int, learning_rate: float) -> dict:
+    print(f"== centralized: seed {seed}, learning rate {learning_rate:g}", flush=True)
+    measured = measure_ok(
+        python_module(
+            "bench.centralized",
+            *session.data_flags(seed),
+            f"--epochs={CENTRALIZED_MAX_EPOCHS}",
+            f"--batch={CENTRALIZED_BATCH}",
+            f"--learning-rate={learning_rate}",
+            f"--target={TARGET_ACCURACY}",
+        )
     )
     curve = [
         {
@@ -119,105 +224,197 @@ def centralized(source: str, limit: int, defaults: dict[str, object]) -> dict:
             "seconds": round(at - line["scoring_seconds"], 1),
             "accuracy": line["accuracy"],
         }
-        for at, line in lines
+        for at, line in json_lines(measured)
     ]
-    return result_of(measured, curve, {"settings": settings}) | {
-        "settings_text": "one process, " + settings_text(settings)
+    reached = [p["seconds"] for p in curve if p["accuracy"] >= TARGET_ACCURACY]
+    return {
+        "seed": seed,
+        "learning_rate": learning_rate,
+        "batch": CENTRALIZED_BATCH,
+        "curve": curve,
+        "accuracy": curve[-1]["accuracy"],
+        "time_to_target": reached[0] if reached else None,
+        **measured.record(),
     }
 
 
-def pipeline(settings: dict[str, object], source: str, limit: int) -> dict:
-    result = run_pipeline(settings, source, limit)
-    return result | {"settings": settings, "settings_text": settings_text(settings)}
+def stage_centralized(session: Session) -> None:
+    session.runs["centralized"] = [
+        centralized_run(session, seed, rate)
+        for seed in session.args.seeds
+        for rate in CENTRALIZED_LEARNING_RATES
+    ]
 
 
-def targets(runs: dict) -> list[dict]:
-    """The project's targets, checked against what was measured (only for the runs that were made)."""
-    checks = []
-    if default := runs.get("pipeline_default"):
-        checks.append(
-            {
-                "target": "defaults: test accuracy ≥ 99.0%",
-                "measured": f"{default['accuracy']:.2%}",
-                "met": default["accuracy"] >= 0.99,
-            }
+def stage_baseline_settings(session: Session) -> None:
+    session.runs["baseline_settings"] = session.pipeline(
+        "baseline-settings", BASELINE_SETTINGS, session.first_seed
+    )
+
+
+def stage_workers_2(session: Session) -> None:
+    session.runs["workers_2"] = session.pipeline("workers-2", {"workers": 2}, session.first_seed)
+
+
+def stage_calibration(session: Session) -> None:
+    session.runs["calibration"] = session.pipeline(
+        "calibration", {"workers": 1, "rounds": 1}, session.first_seed, parallelism=1
+    )
+
+
+def measured_pipelines(session: Session) -> list[dict]:
+    """Pipeline runs at the defaults but for the workers, first seed: the plan's measured accuracies."""
+    return list(pipeline_runs_at_defaults(session.results))
+
+
+def stage_fedavg(session: Session) -> None:
+    workers = plan.unresolved_workers(measured_pipelines(session), TARGET_ACCURACY)
+    if not workers:
+        print("== fedavg: every planned W was measured by the pipeline itself", flush=True)
+        return
+    defaults = PipelineSettings()
+    print(f"== fedavg: simulating {', '.join(map(str, workers))} workers", flush=True)
+    measured = measure_ok(
+        python_module(
+            "bench.fedavg",
+            *session.data_flags(session.first_seed),
+            f"--workers={','.join(map(str, workers))}",
+            f"--epochs={defaults.epochs}",
+            f"--batch={defaults.batch}",
+            f"--learning-rate={defaults.learning_rate}",
+            f"--max-rounds={session.args.max_rounds}",
+            f"--target={TARGET_ACCURACY}",
         )
-    if seeded := runs.get("pipeline_seed_settings"):
-        checks.append(
-            {
-                "target": "seed's settings: test accuracy ≥ 98.0% (seed reported 87.3%)",
-                "measured": f"{seeded['accuracy']:.2%}",
-                "met": seeded["accuracy"] >= 0.98,
-            }
-        )
-    if default and (central := runs.get("centralized")):
-        mine, theirs = time_to(default["curve"]), time_to(central["curve"])
-        ratio = mine / theirs if mine is not None and theirs is not None else None
-        checks.append(
-            {
-                "target": f"time to 99%: pipeline ≤ {MAX_TIME_RATIO}x centralized",
-                "measured": "n/a (99% not reached)" if ratio is None else f"{ratio:.2f}x",
-                "met": ratio is not None and ratio <= MAX_TIME_RATIO,
-            }
-        )
-    pipelines = [run for key, run in runs.items() if key.startswith("pipeline")]
-    if pipelines:
-        peak = max(run["peak_rss_mb"] for run in pipelines)
-        checks.append(
-            {
-                "target": "every step process ≤ 1.5 GB peak RSS",
-                "measured": f"{peak:.0f} MB (largest step process of any pipeline run)",
-                "met": peak <= MAX_PEAK_RSS_MB,
-            }
-        )
-    return checks
+    )
+    session.results["fedavg"] = [line for _, line in json_lines(measured)]
+
+
+def stage_preprocessing(session: Session, module: str = PREPROCESSING_MODULE) -> None:
+    """The page's benchmark, when it exists: `python -m <module> --source S [--model-uri U]`.
+
+    Every stdout line that is a JSON object is kept as a record (a "targets" object of name → met adds
+    rows to the targets table), every other line as text; its exit code is recorded, not enforced.
+    """
+    if importlib.util.find_spec(module) is None:
+        print(f"== preprocessing: {module} is not there; skipped", flush=True)
+        return
+    print(f"== preprocessing: python -m {module}", flush=True)
+    flags = [f"--source={session.args.source}"]
+    if session.model_uri:
+        flags.append(f"--model-uri={session.model_uri}")
+    measured = measure(python_module(module, *flags))
+    records = [line for _, line in json_lines(measured)]
+    text = [line for _, line in measured.lines if json_object(line) is None]
+    session.results["preprocessing"] = {
+        "returncode": measured.returncode,
+        "records": records,
+        "text": text,
+        "stderr_tail": measured.stderr.splitlines()[-5:] if measured.returncode else [],
+        **measured.record(),
+    }
+    for record in records:
+        if isinstance(record.get("targets"), dict):
+            session.extra_targets += extra_rows("P", record["targets"])
+
+
+def run_sweeps(session: Session) -> None:
+    session.results["sweeps"] = []
+    for sweep in session.args.sweep:
+        for change in SWEEPS[sweep]:
+            record = session.pipeline(f"sweep-{sweep}", change, session.first_seed)
+            session.results["sweeps"].append(record | {"sweep": sweep})
+
+
+def compute_plan(session: Session) -> None:
+    runs = session.runs
+    if "calibration" not in runs:
+        return
+    pipelines = [
+        *runs.get("default", []),
+        *(runs[key] for key in ("baseline_settings", "workers_2", "calibration") if key in runs),
+        *session.results.get("sweeps", []),
+    ]
+    calibration = plan.calibrate(runs["calibration"], pipelines, session.results["train_count"])
+    accuracies = plan.accuracy_by_round(
+        measured_pipelines(session), session.results.get("fedavg", [])
+    )
+    session.results["plan"] = {
+        "calibration": asdict(calibration),
+        "rows": plan.predict(calibration, accuracies, TARGET_ACCURACY),
+    }
+
+
+STAGE_FUNCTIONS = {
+    "baseline": stage_baseline,
+    "default": stage_default,
+    "centralized": stage_centralized,
+    "baseline-settings": stage_baseline_settings,
+    "workers-2": stage_workers_2,
+    "calibration": stage_calibration,
+    "fedavg": stage_fedavg,
+    "preprocessing": stage_preprocessing,
+}
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
 
 
 def machine() -> dict:
-    import importlib.metadata
-
+    # The project installs tensorflow-cpu where it exists, tensorflow elsewhere (pyproject.toml).
+    distribution = importlib.metadata.packages_distributions().get("tensorflow", ["tensorflow"])[0]
     return {
         "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model(),
         "gpu": "none",
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "tensorflow": importlib.metadata.version("tensorflow"),
+        "tensorflow": importlib.metadata.version(distribution),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    defaults = default_settings()
+    args = make_parser().parse_args(argv)
+    if "://" not in args.source:
+        args.source = str(Path(args.source).resolve())
+    started = time.monotonic()
+    train_count = len(load_mnist(fetch_source(args.source))[0])
     results: dict = {
         "started": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "source": Path(args.source).name,
-        "train_samples": args.limit or 60000,
+        "limit": args.limit,
+        "train_count": train_count,
+        "train_samples": args.limit or train_count,
+        "seeds": args.seeds,
+        "load_before": os.getloadavg()[0],
         "machine": machine(),
+        "defaults": asdict(PipelineSettings()),
         "runs": {},
     }
-    runs = results["runs"]
-    plan = {
-        "seed": ("seed_method", lambda: seed_method(args.source, args.limit)),
-        "default": ("pipeline_default", lambda: pipeline(defaults, args.source, args.limit)),
-        "seed-settings": (
-            "pipeline_seed_settings",
-            lambda: pipeline({**defaults, **SEED_SETTINGS}, args.source, args.limit),
-        ),
-        "centralized": ("centralized", lambda: centralized(args.source, args.limit, defaults)),
-    }
-    for stage in args.only:
-        key, job = plan[stage]
-        print(f"== {key}", flush=True)
-        runs[key] = job()
-        print(f"== {key}: accuracy {runs[key]['accuracy']:.4f}, wall {runs[key]['wall_seconds']} s")
-    results["targets"] = targets(runs)
-    results["sweeps"] = []
-    for sweep in args.sweep:
-        for change in SWEEPS[sweep]:
-            settings = {**defaults, **change}
-            print(f"== sweep {sweep}: {settings_text(change)}", flush=True)
-            results["sweeps"].append(pipeline(settings, args.source, args.limit) | {"sweep": sweep})
-    print(write_outputs(results, args.out_dir))
+    session = Session(args, Path(tempfile.mkdtemp(prefix="bench-")).resolve(), results)
+    try:
+        for stage in STAGES:
+            if stage in args.only:
+                STAGE_FUNCTIONS[stage](session)
+        run_sweeps(session)
+    finally:
+        shutil.rmtree(session.work, ignore_errors=True)
+    compute_plan(session)
+    results["targets"] = check_all(session.runs, session.extra_targets)
+    results["minutes"] = (time.monotonic() - started) / 60
+    write_outputs(results, args.out_dir)
+    verdict = {True: "met", False: "NOT MET", None: "not measured"}
+    rows = [
+        [t["number"], t["target"], t["measured"], verdict[t["met"]]] for t in results["targets"]
+    ]
+    print(table(["#", "Target", "Measured", "Met"], rows))
+    print(f"written: {args.out_dir}/results.md (and .json, .png)")
     return 0
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from steps.dataset import fetch_source, load_mnist
 
 
-def parse_args() -> argparse.ArgumentParser:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.score", description=__doc__)
     parser.add_argument("--source", required=True, help="mnist.npz: path, URL or gs:// URI")
     parser.add_argument("models", type=Path, nargs="+", help=".h5 files")
@@ -33,4 +33,4 @@ def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     from steps.cli import run
 
-    sys.exit(run(main, parse_args()))
+    sys.exit(run(main, make_parser()))

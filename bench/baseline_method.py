@@ -1,10 +1,11 @@
-"""The seed's method: its CNN, each worker from its own random init, one unweighted average at the end.
+"""The baseline: the method of the system this project replaces. Its CNN, each worker from its own random
+initial weights, one unweighted average of the workers' models at the end.
 
-The network is Keras' classic mnist_cnn example as the seed used it (Conv32-Conv64-MaxPool-Dropout
-0.25-Dense128-Dropout 0.5-Dense10) with Adadelta at the tf.keras 1.x defaults (learning rate 1.0,
-rho 0.95). Workers train one after another in this process on the same IID shards split makes.
-Prints one JSON line: each worker's test accuracy (scored after training), the averaged model's,
-and the seconds all that scoring took.
+The network is Keras' classic mnist_cnn example as the replaced system used it (Conv32-Conv64-MaxPool-
+Dropout 0.25-Dense128-Dropout 0.5-Dense10) with Adadelta at the tf.keras 1.x defaults (learning rate 1.0,
+rho 0.95). Workers train one after another in this process on the IID shards the split step makes.
+Prints one JSON line: each worker's test accuracy (scored after training), the averaged model's, and the
+seconds all that scoring took.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ import time
 
 import numpy as np
 
-from bench.data import add_data_arguments, load
+from bench.data import add_data_arguments, add_training_arguments, shards
 from steps.cli import positive_int
-from steps.dataset import IMAGE_SHAPE, NUM_CLASSES, partition_iid
+from steps.dataset import IMAGE_SHAPE, NUM_CLASSES
 
 
-def build_seed_model():  # -> keras.Model (keras is imported lazily, as in the steps)
-    """The seed's network, compiled as the seed compiled it."""
+def build_baseline_model():  # -> keras.Model (keras is imported lazily, as in the steps)
+    """The replaced system's network, compiled as it compiled it."""
     import keras
 
     model = keras.Sequential(
@@ -37,7 +38,7 @@ def build_seed_model():  # -> keras.Model (keras is imported lazily, as in the s
             keras.layers.Dropout(0.5),
             keras.layers.Dense(NUM_CLASSES, activation="softmax"),
         ],
-        name="seed_mnist_cnn",
+        name="baseline_mnist_cnn",
     )
     model.compile(
         optimizer=keras.optimizers.Adadelta(learning_rate=1.0, rho=0.95, epsilon=1e-7),
@@ -48,25 +49,20 @@ def build_seed_model():  # -> keras.Model (keras is imported lazily, as in the s
 
 
 def unweighted_average(weight_sets: list[list[np.ndarray]]) -> list[np.ndarray]:
-    """The seed's aggregator: the plain mean of each tensor over the workers."""
+    """The replaced system's aggregator: the plain mean of each tensor over the workers."""
     return [np.mean(np.stack(tensors), axis=0) for tensors in zip(*weight_sets, strict=True)]
 
 
-def parse_args() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench.seed_method", description=__doc__)
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench.baseline_method", description=__doc__)
     add_data_arguments(parser)
-    parser.add_argument("--workers", type=positive_int, default=3)
-    parser.add_argument("--epochs", type=positive_int, default=2)
-    parser.add_argument("--batch", type=positive_int, default=100)
+    add_training_arguments(parser)
+    parser.add_argument("--workers", type=positive_int, required=True)
     return parser
 
 
 def main(args: argparse.Namespace) -> None:
-    train, test = load(args.source, args.limit)
-    shards = [
-        train.take(part)
-        for part in partition_iid(len(train), args.workers, np.random.default_rng(0))
-    ]
+    parts, test = shards(args.source, args.workers, args.seed, args.limit)
 
     import keras
 
@@ -82,9 +78,9 @@ def main(args: argparse.Namespace) -> None:
         return accuracy
 
     weight_sets, worker_accuracies = [], []
-    for index, shard in enumerate(shards):
-        keras.utils.set_random_seed(1000 + index)  # its own init: no shared starting model
-        model = build_seed_model()
+    for index, shard in enumerate(parts):
+        keras.utils.set_random_seed(1000 * (args.seed + 1) + index)  # no shared starting model
+        model = build_baseline_model()
         model.fit(
             to_inputs(shard.x),
             shard.y,
@@ -107,4 +103,4 @@ def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     from steps.cli import run
 
-    sys.exit(run(main, parse_args()))
+    sys.exit(run(main, make_parser()))

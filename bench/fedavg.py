@@ -1,0 +1,87 @@
+"""The pipeline's method in one process, for accuracy only: W workers train from the shared model on the
+shards split makes, their weights are averaged (steps.averaging, weighted by samples), round after round.
+
+For numbers of workers this machine cannot run as a pipeline (16 or 32 trainers on 2 cores), it gives the
+accuracy after each round, hence the rounds a pipeline of W workers needs to reach the target. Each worker
+starts from the round's average with a fresh Adam, seeded with its shard id as the train step seeds itself;
+its random stream is not the step's bit for bit. Prints one JSON line per round; stops at --target or
+--max-rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from bench.data import add_data_arguments, add_training_arguments, iid_shards
+from steps.averaging import federated_average
+from steps.cli import positive_float, positive_int
+from steps.dataset import fetch_source, load_mnist
+
+
+def worker_counts(text: str) -> list[int]:
+    """argparse type: a comma-separated list of worker counts."""
+    return [positive_int(part) for part in text.split(",") if part]
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench.fedavg", description=__doc__)
+    add_data_arguments(parser)
+    add_training_arguments(parser)
+    parser.add_argument("--learning-rate", type=positive_float, required=True)
+    parser.add_argument("--workers", type=worker_counts, required=True, help="e.g. 1,4,8,16,32")
+    parser.add_argument("--max-rounds", type=positive_int, required=True)
+    parser.add_argument(
+        "--target", type=positive_float, required=True, help="stop at this accuracy"
+    )
+    return parser
+
+
+def main(args: argparse.Namespace) -> None:
+    train, test = load_mnist(fetch_source(args.source))
+
+    from steps.model import build_model, compile_model, keras, to_inputs
+
+    test_x = to_inputs(test.x)
+    for workers in args.workers:
+        parts = [
+            (to_inputs(part.x), part.y)
+            for part in iid_shards(train, workers, args.seed, args.limit)
+        ]
+        keras.utils.set_random_seed(
+            args.seed
+        )  # the shared initial model, as the init step seeds it
+        model = compile_model(build_model(), args.learning_rate)
+        model.optimizer.build(model.trainable_variables)
+        fresh_optimizer = [variable.numpy() for variable in model.optimizer.variables]
+        average = model.get_weights()
+        for round_number in range(1, args.max_rounds + 1):
+            started = time.monotonic()
+            trained = []
+            for shard_id, (x, y) in enumerate(parts):
+                model.set_weights(average)
+                for variable, value in zip(model.optimizer.variables, fresh_optimizer, strict=True):
+                    variable.assign(value)
+                keras.utils.set_random_seed(shard_id)
+                model.fit(x, y, epochs=args.epochs, batch_size=args.batch, verbose=0)
+                trained.append(model.get_weights())
+            average = federated_average(trained, [len(y) for _, y in parts])
+            model.set_weights(average)
+            accuracy = model.evaluate(test_x, test.y, batch_size=1000, verbose=0)[1]
+            line = {
+                "workers": workers,
+                "round": round_number,
+                "accuracy": accuracy,
+                "seconds": round(time.monotonic() - started, 1),
+            }
+            print(json.dumps(line), flush=True)
+            if accuracy >= args.target:
+                break
+
+
+if __name__ == "__main__":
+    from steps.cli import run
+
+    sys.exit(run(main, make_parser()))
