@@ -300,7 +300,7 @@ def test_the_plan_needs_a_round_that_reaches_the_target() -> None:
     assert rows[32]["round"] is None and rows[32]["predicted"] == {}
     assert rows[32]["rounds_known"] == 3 and rows[32]["accuracy"] == 0.985
     assert rows[4]["rounds_known"] == 0
-    assert plan.unresolved_workers([pipeline_two], TARGET_ACCURACY) == [1, 4, 8, 16, 32]
+    assert plan.unresolved_workers([pipeline_two], TARGET_ACCURACY) == [1, 3, 4, 8, 16, 32]
 
 
 # ---- report ------------------------------------------------------------------------------------
