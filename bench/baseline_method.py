@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from bench.data import add_data_arguments, add_training_arguments, shards
+from bench.data import add_data_arguments, add_training_arguments, fit, shards
 from steps.cli import positive_int
 from steps.dataset import IMAGE_SHAPE, NUM_CLASSES
 
@@ -66,7 +66,7 @@ def main(args: argparse.Namespace) -> None:
 
     import keras
 
-    from steps.model import EpochLogger, to_inputs
+    from steps.model import to_inputs
 
     test_x = to_inputs(test.x)
     scoring = {"seconds": 0.0}
@@ -81,14 +81,7 @@ def main(args: argparse.Namespace) -> None:
     for index, shard in enumerate(parts):
         keras.utils.set_random_seed(1000 * (args.seed + 1) + index)  # no shared starting model
         model = build_baseline_model()
-        model.fit(
-            to_inputs(shard.x),
-            shard.y,
-            epochs=args.epochs,
-            batch_size=args.batch,
-            verbose=0,
-            callbacks=[EpochLogger(args.epochs)],
-        )
+        fit(model, shard, args, [])
         worker_accuracies.append(test_accuracy(model))
         weight_sets.append(model.get_weights())
     model.set_weights(unweighted_average(weight_sets))

@@ -13,7 +13,7 @@ import json
 import sys
 import time
 
-from bench.data import add_data_arguments, add_training_arguments, shards
+from bench.data import add_data_arguments, add_training_arguments, fit, shards
 from steps.cli import positive_float
 
 
@@ -31,7 +31,7 @@ def make_parser() -> argparse.ArgumentParser:
 def main(args: argparse.Namespace) -> None:
     (train,), test = shards(args.source, 1, args.seed, args.limit)
 
-    from steps.model import EpochLogger, build_model, compile_model, keras, to_inputs
+    from steps.model import build_model, compile_model, keras, to_inputs
 
     test_x = to_inputs(test.x)
     scoring = {"seconds": 0.0}
@@ -47,14 +47,7 @@ def main(args: argparse.Namespace) -> None:
 
     keras.utils.set_random_seed(args.seed)  # the initial weights and the shuffling
     model = compile_model(build_model(), args.learning_rate)
-    model.fit(
-        to_inputs(train.x),
-        train.y,
-        epochs=args.epochs,
-        batch_size=args.batch,
-        verbose=0,
-        callbacks=[EpochLogger(args.epochs), ScoreEachEpoch()],
-    )
+    fit(model, train, args, [ScoreEachEpoch()])
 
 
 if __name__ == "__main__":

@@ -41,3 +41,17 @@ def shards(source: str, workers: int, seed: int, limit: int) -> tuple[list[Digit
     """(the IID training shards split makes for `workers`, the 10000 test digits)."""
     train, test = load_mnist(fetch_source(source))
     return iid_shards(train, workers, seed, limit), test
+
+
+def fit(model, digits: Digits, args: argparse.Namespace, callbacks: list) -> None:
+    """Train `model` (a keras.Model) on `digits` for --epochs at --batch, quietly, with `callbacks`."""
+    from steps.model import EpochLogger, to_inputs
+
+    model.fit(
+        to_inputs(digits.x),
+        digits.y,
+        epochs=args.epochs,
+        batch_size=args.batch,
+        verbose=0,
+        callbacks=[EpochLogger(args.epochs), *callbacks],
+    )

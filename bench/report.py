@@ -352,6 +352,11 @@ def markdown(results: Mapping[str, Any]) -> str:
         ("Sweeps", sweeps_table(results)),
         ("The page's preprocessing", preprocessing_section(results)),
     ]
+    if failures := results.get("failures"):
+        failed = "; ".join(f"{f['stage']} ({f['error'].splitlines()[0]})" for f in failures)
+        sections.insert(
+            1, ("", f"**Stages that failed** (their targets are not measured): {failed}")
+        )
     parts = [f"#### {title}\n\n{body}" if title else body for title, body in sections if body]
     return "\n\n".join(parts) + "\n"
 
@@ -409,7 +414,8 @@ def draw_curves(results: Mapping[str, Any], path: Path) -> None:
         f"Seed {first}: test accuracy against time (points below {axes.get_ylim()[0]:.0%} not shown)"
     )
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=8, loc="lower right")
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend(fontsize=8, loc="lower right")
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)

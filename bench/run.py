@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench import plan
-from bench.measure import Measurement, measure, measure_ok, python_module
+from bench.measure import ChildFailed, Measurement, measure, measure_ok, python_module
 from bench.pipeline_run import run_pipeline
 from bench.report import pipeline_runs_at_defaults, settings_text, table, write_outputs
 from bench.targets import TARGET_ACCURACY, check_all, extra_rows
@@ -129,9 +129,8 @@ class Session:
     args: argparse.Namespace
     work: Path
     results: dict
-    model_uri: str | None = (
-        None  # the first default run's published model, for the page's benchmark
-    )
+    # the first default run's published model, for the page's benchmark
+    model_uri: str | None = None
     extra_targets: list[dict] = field(default_factory=list)
 
     @property
@@ -203,7 +202,9 @@ def stage_baseline(session: Session) -> None:
 
 
 def stage_default(session: Session) -> None:
-    session.runs["default"] = [session.pipeline("default", {}, seed) for seed in session.args.seeds]
+    runs = session.runs.setdefault("default", [])  # filled as it goes: a later failure keeps these
+    for seed in session.args.seeds:
+        runs.append(session.pipeline("default", {}, seed))
 
 
 def centralized_run(session: Session, seed: int, learning_rate: float) -> dict:
@@ -239,11 +240,10 @@ def centralized_run(session: Session, seed: int, learning_rate: float) -> dict:
 
 
 def stage_centralized(session: Session) -> None:
-    session.runs["centralized"] = [
-        centralized_run(session, seed, rate)
-        for seed in session.args.seeds
-        for rate in CENTRALIZED_LEARNING_RATES
-    ]
+    runs = session.runs.setdefault("centralized", [])
+    for seed in session.args.seeds:
+        for rate in CENTRALIZED_LEARNING_RATES:
+            runs.append(centralized_run(session, seed, rate))
 
 
 def stage_baseline_settings(session: Session) -> None:
@@ -318,7 +318,6 @@ def stage_preprocessing(session: Session, module: str = PREPROCESSING_MODULE) ->
 
 
 def run_sweeps(session: Session) -> None:
-    session.results["sweeps"] = []
     for sweep in session.args.sweep:
         for change in SWEEPS[sweep]:
             record = session.pipeline(f"sweep-{sweep}", change, session.first_seed)
@@ -353,6 +352,7 @@ STAGE_FUNCTIONS = {
     "calibration": stage_calibration,
     "fedavg": stage_fedavg,
     "preprocessing": stage_preprocessing,
+    "sweeps": run_sweeps,
 }
 
 
@@ -396,13 +396,17 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "defaults": asdict(PipelineSettings()),
         "runs": {},
+        "sweeps": [],
     }
     session = Session(args, Path(tempfile.mkdtemp(prefix="bench-")).resolve(), results)
+    failures = results["failures"] = []
     try:
-        for stage in STAGES:
-            if stage in args.only:
+        for stage in [*(s for s in STAGES if s in args.only), *(["sweeps"] if args.sweep else [])]:
+            try:
                 STAGE_FUNCTIONS[stage](session)
-        run_sweeps(session)
+            except (ChildFailed, RuntimeError) as error:  # the other stages still run
+                print(f"== {stage} FAILED: {error}", flush=True)
+                failures.append({"stage": stage, "error": str(error)[-2000:]})
     finally:
         shutil.rmtree(session.work, ignore_errors=True)
     compute_plan(session)
@@ -415,7 +419,9 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print(table(["#", "Target", "Measured", "Met"], rows))
     print(f"written: {args.out_dir}/results.md (and .json, .png)")
-    return 0
+    for failure in failures:
+        print(f"stage {failure['stage']} failed; its targets are not measured", file=sys.stderr)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -170,6 +170,17 @@ def test_the_benchmarks_subset_is_the_pipelines_shards_together() -> None:
 # ---- targets -----------------------------------------------------------------------------------
 
 
+def costs(wall: float, peak_rss_mb: int) -> dict:
+    """What Measurement.record() adds to every run's record."""
+    return {
+        "wall_seconds": wall,
+        "cpu_seconds": wall * 1.5,
+        "peak_rss_mb": peak_rss_mb,
+        "loadavg_before": [0.2, 0.1, 0.1],
+        "loadavg_after": [1.9, 0.8, 0.3],
+    }
+
+
 def pipeline_record(seed: int, accuracy: float, wall: float, **extra) -> dict:
     return {
         "settings": {**asdict(PipelineSettings(seed=seed)), "source": "mnist.npz"},
@@ -180,11 +191,7 @@ def pipeline_record(seed: int, accuracy: float, wall: float, **extra) -> dict:
             {"round": 2, "seconds": wall / 1.5, "accuracy": accuracy - 0.004},
             {"round": 3, "seconds": wall - 3, "accuracy": accuracy},
         ],
-        "wall_seconds": wall,
-        "cpu_seconds": wall * 1.5,
-        "peak_rss_mb": 900,
-        "loadavg_before": [0.2, 0.1, 0.1],
-        "loadavg_after": [1.9, 0.8, 0.3],
+        **costs(wall, 900),
         "round_seconds": [20.0, 21.0, 22.0],
         "mean_round_seconds": 21.0,
         "outside": {
@@ -215,11 +222,7 @@ def centralized_record(seed: int, rate: float, time_to: float | None) -> dict:
         "curve": [{"epoch": 1, "seconds": 20.0, "accuracy": 0.985}],
         "accuracy": 0.991,
         "time_to_target": time_to,
-        "wall_seconds": 60.0,
-        "cpu_seconds": 90.0,
-        "peak_rss_mb": 1500,
-        "loadavg_before": [0.1, 0.1, 0.1],
-        "loadavg_after": [1.0, 0.5, 0.2],
+        **costs(60.0, 1500),
     }
 
 
@@ -313,11 +316,7 @@ def fake_results() -> dict:
         "accuracy": 0.838,
         "worker_accuracies": [0.978, 0.979, 0.977],
         "time_to_target": None,
-        "wall_seconds": 120.0,
-        "cpu_seconds": 200.0,
-        "peak_rss_mb": 1300,
-        "loadavg_before": [0.1, 0.1, 0.1],
-        "loadavg_after": [1.5, 0.5, 0.2],
+        **costs(120.0, 1300),
     }
     results = {
         "started": "2026-01-01 00:00 UTC",
@@ -398,18 +397,17 @@ def test_an_unknown_stage_is_one_usage_error() -> None:
 # ---- contenders on tiny data --------------------------------------------------------------------
 
 
+def tiny_run(source: Path, **flags: object) -> list[str]:
+    """A contender's arguments on 300 digits of the small MNIST, Adam at 0.003."""
+    values = {"source": source, "limit": 300, "learning_rate": 0.003, **flags}
+    return [f"--{name.replace('_', '-')}={value}" for name, value in values.items()]
+
+
 def test_centralized_training_stops_at_its_target(small_mnist: Path, capsys) -> None:
     from bench import centralized
 
     args = centralized.make_parser().parse_args(
-        [
-            f"--source={small_mnist}",
-            "--limit=300",
-            "--epochs=3",
-            "--batch=100",
-            "--learning-rate=0.003",
-            "--target=0.05",
-        ]
+        tiny_run(small_mnist, epochs=3, batch=100, target=0.05)
     )
     centralized.main(args)
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -420,16 +418,7 @@ def test_the_simulation_averages_rounds_until_the_target(small_mnist: Path, caps
     from bench import fedavg
 
     args = fedavg.make_parser().parse_args(
-        [
-            f"--source={small_mnist}",
-            "--limit=300",
-            "--epochs=1",
-            "--batch=50",
-            "--learning-rate=0.003",
-            "--workers=1,2",
-            "--max-rounds=2",
-            "--target=0.999",
-        ]
+        tiny_run(small_mnist, epochs=1, batch=50, target=0.999, workers="1,2", max_rounds=2)
     )
     fedavg.main(args)
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -486,3 +475,31 @@ def test_the_pages_benchmark_is_run_and_read_when_it_exists(tmp_path: Path, monk
     ]
     stage_preprocessing(session, module="no_such_page_benchmark")  # absent: skipped, nothing lost
     assert session.results["preprocessing"] is found
+
+
+def test_a_failed_stage_is_reported_and_the_others_still_run(
+    small_mnist: Path, tmp_path: Path, monkeypatch
+) -> None:
+    from bench import run
+    from bench.measure import ChildFailed
+
+    done = []
+
+    def failing(session: run.Session) -> None:
+        raise ChildFailed("workflows.submit … failed (1):\nrun mnist-abcde Failed")
+
+    # Stand-ins for the stages, which would train for minutes: main's own bookkeeping is tested.
+    monkeypatch.setitem(run.STAGE_FUNCTIONS, "default", failing)
+    monkeypatch.setitem(run.STAGE_FUNCTIONS, "workers-2", lambda session: done.append("workers-2"))
+    code = run.main(
+        [f"--source={small_mnist}", "--only=default,workers-2", f"--out-dir={tmp_path}"]
+    )
+    assert code == 1 and done == ["workers-2"]
+    text = (tmp_path / RESULTS_MD).read_text()
+    assert (
+        "**Stages that failed** (their targets are not measured): default (workflows.submit" in text
+    )
+    assert (
+        "| 1 | defaults: test accuracy ≥ 99.0% on every seed (aim: mean 99.2%) | not measured | — |"
+        in text
+    )
