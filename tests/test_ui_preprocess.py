@@ -11,16 +11,9 @@ import pytest
 from PIL import Image
 
 from steps.dataset import load_mnist
+from ui.decode import MAX_PIXELS, MB, ImageRejected, decode
 from ui.make_samples import photograph
-from ui.preprocess import (
-    BOX,
-    CENTRE,
-    MAX_PIXELS,
-    MB,
-    SIDE,
-    ImageRejected,
-    prepare,
-)
+from ui.preprocess import BOX, CENTRE, SIDE, prepare
 
 PHOTO_DIGITS = 1000  # test digits photographed for the accuracy comparison
 MAX_GAP = 0.02  # photographs may lose at most 2 points against the clean digits
@@ -152,7 +145,7 @@ def test_a_decompression_bomb_is_refused_before_it_is_decoded(side: int) -> None
 def test_a_file_over_the_byte_limit_is_refused() -> None:
     data = encode(Image.new("L", (64, 64), 255))
     with pytest.raises(ImageRejected, match="the limit is 1 MB"):
-        prepare(data + bytes(MB), max_bytes=MB)
+        decode(data + bytes(MB), max_bytes=MB)
 
 
 @pytest.mark.parametrize(
