@@ -24,7 +24,7 @@ EXTENSIONS = ("png", "jpg", "jpeg", "bmp", "gif", "webp")
 MAX_PIXELS = 40_000_000  # a 40-megapixel photo is fine; a decompression bomb is not
 MAX_DECODED_BYTES = 64 * MB  # what a format decoded whole may take (a 16-megapixel RGB PNG)
 MAX_COEFFICIENT_BYTES = 128 * MB  # a progressive JPEG's coefficients (40 MP at 4:2:0 chroma)
-MAX_SCANS = 100  # progressive encoders write about 10
+MAX_SCANS = 50  # progressive encoders write about 10; each scan walks the whole image
 DECODE_SIDE = (
     480  # images come out with the longer side at least this (if they were), under twice it
 )
