@@ -39,9 +39,10 @@ def read_head(path: Path, limit: int) -> bytes | None:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise BadRunFile(f"{path.name} is not a regular file")
     with os.fdopen(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise BadRunFile(f"{path.name} is not a regular file")
         return handle.read(limit + 1)
 
 
