@@ -159,15 +159,24 @@ def digit_parts(strong: np.ndarray, ink: np.ndarray) -> np.ndarray:
 
 
 def digit_ink(ink: np.ndarray, parts: np.ndarray) -> np.ndarray:
-    """The ink of the digit's parts (with their soft edges) cropped to them, the strokes' cores at 1."""
+    """The ink of the digit's parts (with their soft edges) cropped to them, the strokes' cores at 1.
+
+    The strokes are found again by Otsu's threshold within the digit's box, so what lies elsewhere in
+    the frame (a dark table, a shadow) does not sway how bold the digit comes out.
+    """
     rows, columns = np.flatnonzero(parts.any(axis=1)), np.flatnonzero(parts.any(axis=0))
     box = (
-        slice(max(rows[0] - 1, 0), rows[-1] + 2),
-        slice(max(columns[0] - 1, 0), columns[-1] + 2),
+        slice(max(rows[0] - 2, 0), rows[-1] + 3),
+        slice(max(columns[0] - 2, 0), columns[-1] + 3),
     )
     ink, parts = ink[box], parts[box]
-    core = float(np.median(ink[parts]))
-    return np.clip(ink * ndimage.binary_dilation(parts) / max(core, 1e-3), 0, 1).astype(np.float32)
+    strokes = (ink > ink_level(ink)) & ndimage.binary_dilation(parts, iterations=2)
+    if not strokes.any():
+        strokes = parts
+    core = float(np.median(ink[strokes]))
+    return np.clip(ink * ndimage.binary_dilation(strokes) / max(core, 1e-3), 0, 1).astype(
+        np.float32
+    )
 
 
 def crop_to_ink(ink: np.ndarray) -> np.ndarray:
