@@ -88,6 +88,11 @@ def test_the_page_answers_its_health_check_on_a_read_only_root(
             text=True,
         )
         assert running.stdout.split() == ["true", "10001:10001"]
+        if images.engine == "podman":  # the image's own HEALTHCHECK, run on demand
+            checked = subprocess.run(
+                ["podman", "healthcheck", "run", name], capture_output=True, text=True
+            )
+            assert checked.returncode == 0, checked.stdout + checked.stderr
     finally:
         subprocess.run([images.engine, "rm", "--force", name], capture_output=True)
 

@@ -41,6 +41,7 @@ LABEL = "mnist-argo.engine=local-runner"
 STOP_GRACE_SECONDS = 5
 EMPTY_DIR_MODE = 0o777  # how the kubelet creates an emptyDir
 ENGINE_TIMEOUT_SECONDS = 120  # for create, cp, stop, rm: never the step itself
+SIGTERM_EXIT_CODE = 143  # what a stopped container exits with (128 + SIGTERM)
 
 MEMORY_UNITS = {
     "": 1,
@@ -94,9 +95,8 @@ class ContainerEngine:
     read_only: bool = True  # the root filesystem (securityContext.readOnlyRootFilesystem)
     name: str = field(init=False)
     _running: set[str] = field(default_factory=set)
-    _stopped: set[str] = field(
-        default_factory=set
-    )  # stopped by stop_all: its exit code is the signal's
+    # stopped by stop_all: the attempt ends with the signal's exit code
+    _stopped: set[str] = field(default_factory=set)
     _granted: set[tuple[Path, int]] = field(default_factory=set)
     _users: dict[str, int | None] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -118,12 +118,7 @@ class ContainerEngine:
             command += ["--memory", f"{limit}b", "--memory-swap", f"{limit}b"]
         if invocation.cpu_limit:
             command += ["--cpus", f"{cpu_count(invocation.cpu_limit):g}"]
-        for path in invocation.inputs:
-            command += [
-                "--volume",
-                f"{invocation.host_path(path)}:{self._absolute(invocation, path)}",
-            ]
-        for path in invocation.scratch:
+        for path in (*invocation.inputs, *invocation.scratch):
             command += [
                 "--volume",
                 f"{invocation.host_path(path)}:{self._absolute(invocation, path)}",
@@ -158,15 +153,18 @@ class ContainerEngine:
     def execute(self, invocation: Invocation, log: IO[str], timeout: float | None = None) -> int:
         self._prepare(invocation)
         container = container_name(invocation.name)
-        created = self._engine(self.create_command(invocation, container))
-        if created.returncode != 0:
-            raise EngineError(
-                f"{self.name} could not create the container of {invocation.name}: "
-                f"{created.stderr.strip().splitlines()[-1:] or created.returncode}"
-            )
         with self._lock:
             self._running.add(container)
         try:
+            created = self._engine(self.create_command(invocation, container))
+            if created.returncode != 0:
+                reason = (created.stderr.strip().splitlines() or [f"exit {created.returncode}"])[-1]
+                raise EngineError(
+                    f"{self.name} could not create the container of {invocation.name}: {reason}"
+                )
+            with self._lock:
+                if container in self._stopped:  # stop_all came first: never start it
+                    return SIGTERM_EXIT_CODE
             log.flush()
             # start --attach returns the container's exit code; a session of its own, so Ctrl-C in a
             # terminal reaches the runner, which stops containers through stop_all.

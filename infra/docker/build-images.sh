@@ -27,13 +27,17 @@ if [ -z "$base" ]; then
     fi
 fi
 
+# podman writes OCI images by default, which have no HEALTHCHECK: keep the page's in the docker format.
+format=()
+[ "$(basename "$engine")" = podman ] && format=(--format docker)
+
 for target in steps page; do
     image=$steps_image
     [ "$target" = page ] && image=$page_image
     echo "building $image (target $target, base $base) with $engine" >&2
     started=$(date +%s)
     # --network=host: pip reaches PyPI the way this machine does (some engines' build networks cannot).
-    "$engine" build --network=host --file infra/docker/Dockerfile --target "$target" \
+    "$engine" build "${format[@]}" --network=host --file infra/docker/Dockerfile --target "$target" \
         --build-arg "BASE_IMAGE=$base" --label "mnist-argo.base=$base" --tag "$image" .
     size=$("$engine" image inspect --format '{{.Size}}' "$image")
     echo "built $image in $(($(date +%s) - started)) s: $((size / 1000000)) MB (base $base)" >&2
