@@ -288,3 +288,12 @@ def test_wheel_requires_exactly_the_projects_dependencies(wheel: Path) -> None:
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     normalise = lambda requirement: str(Requirement(requirement)).lower()  # noqa: E731
     assert {normalise(item) for item in runtime} == {normalise(item) for item in declared}
+
+
+def test_the_tensorflow_version_is_found_under_either_build() -> None:
+    """bench records the TensorFlow version; the distribution is tensorflow-cpu here, tensorflow elsewhere."""
+    import tensorflow as tf
+
+    from bench.run import machine
+
+    assert machine()["tensorflow"] == tf.__version__
