@@ -10,6 +10,7 @@ import pytest
 
 from workflows.containers import (
     ContainerEngine,
+    EngineError,
     container_name,
     cpu_count,
     memory_bytes,
@@ -157,3 +158,11 @@ def test_container_names_are_safe_and_unique() -> None:
     assert first != second
     assert first.startswith("mnist-train-round-1-0-0-")
     assert all(c.isalnum() or c in "_.-" for c in first)
+
+
+def test_a_relative_mount_is_refused(tmp_path: Path) -> None:
+    """`-v data:data` would name a volume, and the step's cwd is the image's /work, not this one."""
+    with pytest.raises(EngineError, match="absolute"):
+        ContainerEngine().create_command(
+            invocation(tmp_path, mounts=((Path("store"), True),)), "c1"
+        )

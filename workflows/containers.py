@@ -124,6 +124,8 @@ class ContainerEngine:
                 f"{invocation.host_path(path)}:{self._absolute(invocation, path)}",
             ]
         for host, writable in invocation.mounts:
+            if not Path(host).is_absolute():  # the container's working directory is not this one
+                raise EngineError(f"a mount must be an absolute path: {host}")
             command += ["--volume", f"{host}:{host}:{'rw' if writable else 'ro'}"]
         environment = dict(invocation.environment)
         for variable in PASSED_THROUGH:
