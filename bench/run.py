@@ -176,12 +176,14 @@ def targets(runs: dict) -> list[dict]:
 def machine() -> dict:
     import importlib.metadata
 
+    # The project installs tensorflow-cpu where it exists, tensorflow elsewhere (pyproject.toml).
+    versions = importlib.metadata.packages_distributions().get("tensorflow", ["tensorflow"])
     return {
         "cpu_count": os.cpu_count(),
         "gpu": "none",
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "tensorflow": importlib.metadata.version("tensorflow"),
+        "tensorflow": importlib.metadata.version(versions[0]),
     }
 
 
