@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from workflows.engines import DeadlineExceeded, Invocation
+from workflows.engines import DeadlineExceeded, EngineError, Invocation
 
 ARGO_RUN_DIR = PurePosixPath("/var/run/argo")  # Argo's shared volume (common.VarRunArgoPath)
 PASSED_THROUGH = (
@@ -54,10 +54,6 @@ MEMORY_UNITS = {
     "Gi": 2**30,
     "Ti": 2**40,
 }
-
-
-class EngineError(RuntimeError):
-    """The container engine itself failed (no image, a bad mount): the runner's trouble, not the step's."""
 
 
 def memory_bytes(quantity: str) -> int:
@@ -111,7 +107,9 @@ class ContainerEngine:
         command = [self.program, "create", "--name", container, "--label", LABEL]
         command += ["--workdir", str(invocation.working_dir)]
         if self.read_only:
-            command += ["--read-only", "--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777"]
+            command += ["--read-only"]
+            if PurePosixPath("/tmp") not in invocation.scratch:  # the spec's emptyDir, else a tmpfs
+                command += ["--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777"]
         command += ["--network", "host" if invocation.network else "none"]
         if invocation.memory_limit:
             limit = memory_bytes(invocation.memory_limit)
