@@ -207,3 +207,17 @@ def test_the_checked_files_keep_what_the_page_shows(published_store: Path) -> No
     for name in ("accuracy", "per_class_accuracy", "confusion_matrix", "test_samples", "loss"):
         assert loaded.metrics[name] == written[name]
     assert set(loaded.card) == {"run", "published_at", "accuracy", "settings"}
+
+
+def test_run_files_are_read_through_the_store_and_its_root_check(tmp_path: Path) -> None:
+    """A LATEST that is a symlink out of the store is refused like any other key leading outside."""
+    from steps.storage import open_store
+    from ui.run_files import BadRunFile, read_key
+
+    outside = tmp_path / "secret.txt"
+    outside.write_text("not for the page")
+    store_root = tmp_path / "store"
+    (store_root / "models" / "mnist").mkdir(parents=True)
+    (store_root / "models" / "mnist" / "LATEST").symlink_to(outside)
+    with pytest.raises(BadRunFile, match="outside the store"):
+        read_key(open_store(store_root), "models/mnist/LATEST", 256)

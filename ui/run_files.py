@@ -11,14 +11,13 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
-import stat
 from pathlib import Path
 
 from PIL import Image
 
+from steps.cli import StepError
 from steps.registry import RUN_ID
-from steps.storage import ArtifactStore, GCSStore, LocalStore
+from steps.storage import ArtifactStore, LocalStore
 
 NUM_CLASSES = 10
 MAX_POINTER_BYTES = 256  # a run id is far shorter
@@ -34,31 +33,17 @@ class BadRunFile(ValueError):
 
 
 def read_head(path: Path, limit: int) -> bytes | None:
-    """Up to `limit` + 1 bytes of a regular file (None if there is none); never blocks on a FIFO."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-        os.close(descriptor)
-        raise BadRunFile(f"{path.name} is not a regular file")
-    with os.fdopen(descriptor, "rb") as handle:
-        return handle.read(limit + 1)
+    """Up to `limit` + 1 bytes of a file beside a model file (None if there is none)."""
+    store = LocalStore(path.parent)
+    return read_key(store, path.name, limit)
 
 
 def read_key(store: ArtifactStore, key: str, limit: int) -> bytes | None:
     """Up to `limit` + 1 bytes of `key` in `store`, or None when it is absent."""
-    if isinstance(store, LocalStore):
-        return read_head(store.root / key, limit)
-    if isinstance(store, GCSStore):
-        from google.api_core.exceptions import NotFound
-
-        try:  # a ranged download: the object's size does not matter
-            return store.bucket.blob(store._name(key)).download_as_bytes(start=0, end=limit)
-        except NotFound:
-            return None
-    text = store.read_text(key)  # another store: no ranged read
-    return None if text is None else text.encode()[: limit + 1]
+    try:
+        return store.read_head(key, limit)
+    except StepError as error:
+        raise BadRunFile(str(error)) from None
 
 
 def capped(data: bytes | None, limit: int, name: str) -> bytes | None:
