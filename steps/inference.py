@@ -1,14 +1,16 @@
 """The network of steps.architecture run forward in numpy (float32), as Keras runs it at inference:
 no TensorFlow, so scoring a model starts at once.
 
-Images go through in batches of BATCH: memory stays bounded (about 100 MB) whatever the test set's
-size, and no bigger batch is faster (larger arrays cost page faults and cache misses). Each
-convolution is one matrix product over its input's windows (numpy's sliding_window_view), followed
-by its max pooling; two exact shortcuts: the pooling comes before the bias and ReLU (both are
-monotonic, so each maximum is the same number), and a convolution computes only the rows and columns
-its "valid" pooling reads (the pool drops an odd map's last row and column). Dropout is inactive at
-inference. Matrix products use numpy's BLAS, whose threads follow OMP_NUM_THREADS (the local runner
-sets it per task).
+Each convolution is one matrix product over its input's windows (numpy's sliding_window_view),
+followed by its max pooling; two exact shortcuts: the pooling comes before the bias and ReLU (both
+are monotonic, so each maximum is the same number), and a convolution computes only the rows and
+columns its "valid" pooling reads (the pool drops an odd map's last row and column). Dropout is
+inactive at inference.
+
+Images go through in batches of BATCH on one BLAS thread: a batch's arrays (a few MB) stay in the
+CPU's cache, which makes small batches the fastest, and memory stays bounded whatever the test set's
+size. More BLAS threads do not pay at this size: on a shared or CPU-limited machine their waiting
+cost several times the work itself.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
+from threadpoolctl import threadpool_limits
 
 from steps.architecture import BUILT, INPUT_SHAPE, Layer
 
-BATCH = 256
+BATCH = 32
+BLAS_THREADS = 1
 FLOAT = np.float32
 
 
@@ -104,9 +108,10 @@ def logits(weights: Sequence[np.ndarray], images: np.ndarray, batch: int = BATCH
     """The softmax's inputs, (n, classes) float32, for uint8 images (n, 28, 28)."""
     weights = [np.asarray(array, FLOAT) for array in weights]
     parts = [np.zeros((0, BUILT[-1].output_shape[-1]), FLOAT)]
-    for start in range(0, len(images), batch):
-        chunk = images[start : start + batch].astype(FLOAT) / 255.0  # as steps.model.to_inputs
-        parts.append(_forward(weights, chunk.reshape(len(chunk), *INPUT_SHAPE)))
+    with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
+        for start in range(0, len(images), batch):
+            chunk = images[start : start + batch].astype(FLOAT) / 255.0  # as steps.model.to_inputs
+            parts.append(_forward(weights, chunk.reshape(len(chunk), *INPUT_SHAPE)))
     return np.concatenate(parts)
 
 
