@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -88,3 +90,29 @@ def test_batches_change_nothing(test_digits: Digits) -> None:
     np.testing.assert_allclose(
         inference.logits(weights, test_digits.x[:50], batch=7), whole, atol=1e-5
     )
+
+
+def test_a_model_whose_numbers_overflow_ends_with_one_line(tmp_path: Path) -> None:
+    """Finite weights can still overflow float32: one error line (no numpy warnings), nothing written."""
+    from steps import init
+    from steps.weights import read_model_file, write_model_file
+
+    model = tmp_path / "huge.h5"
+    assert run(init.main, init.parse_args(), ["--out", str(model)]) == 0
+    template = read_model_file(model)
+    write_model_file(model, template, [w * np.float32(1e30) for w in template.weights])
+    test_set = tmp_path / "test.npz"
+    write_shard(
+        test_set, Digits(np.full((20, 28, 28), 255, np.uint8), np.arange(20, dtype=np.uint8) % 10)
+    )
+    argv = ["--model", model, "--test", test_set, "--out-dir", tmp_path / "out"]
+    result = subprocess.run(
+        [sys.executable, "-m", "steps.evaluate", *argv],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr == f"python -m steps.evaluate: error: {model}: the test loss is nan\n"
+    assert not (tmp_path / "out").exists()
