@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MNIST_SOURCE ?= $(wildcard ../shared/data/mnist.npz)
 export MNIST_SOURCE
 
-.PHONY: setup run pipeline page test lint format clean bench
+.PHONY: setup run pipeline page test test-containers images lint format clean bench
 
 setup: $(STAMP)
 
@@ -15,6 +15,14 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@# A venv made when the project required the full `tensorflow` now holds both builds in one folder:
+	@# drop the full one and put tensorflow-cpu's files back.
+	if $(BIN)/python -m pip show --quiet tensorflow tensorflow-cpu 2>/dev/null \
+		&& [ "$$($(BIN)/python -m pip show tensorflow tensorflow-cpu 2>/dev/null | grep -c '^Name:')" = 2 ]; then \
+		$(BIN)/python -m pip uninstall --quiet --yes tensorflow \
+		&& $(BIN)/python -m pip install --quiet --force-reinstall --no-deps \
+			"tensorflow-cpu==$$($(BIN)/python -m pip show tensorflow-cpu | sed -n 's/^Version: //p')"; \
+	fi
 	touch $(STAMP)
 
 run: pipeline page  ## train with the defaults on this machine, then serve the page
@@ -28,9 +36,18 @@ page: setup
 bench: setup  ## every contender on full MNIST against the targets, printed met or not (about 35 minutes)
 	$(BIN)/python -m bench.run $(BENCH_FLAGS)
 
-test: setup  ## lint, then the whole test suite
+test: setup  ## lint, then the whole test suite (but the container tests)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# The images and the container tests need podman or docker (infra/docker/install-podman.sh sets podman up).
+# ENGINE=podman|docker to choose; BASE_IMAGE=... for another base (default: the official python image, or
+# the stand-in base where no registry is reachable).
+images:  ## build the steps and page images
+	infra/docker/build-images.sh
+
+test-containers: setup  ## build the images (reusing the layer cache), then the container tests (minutes)
+	$(BIN)/python -m pytest -m containers
 
 lint: setup
 	$(BIN)/ruff check .

@@ -1,12 +1,22 @@
-"""Write the shared starting model: every worker of round 1 starts from these weights."""
+"""Write the shared starting model: every worker of round 1 starts from these weights.
+
+No TensorFlow: the file is written with h5py as Keras writes it (steps.architecture's model_config,
+steps.weights' layout), and its weights are drawn as Keras initialises this network, from `--seed`:
+Glorot-uniform kernels, zero biases.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
-from steps.cli import run, seed
+import numpy as np
+
+from steps.architecture import BACKEND, KERAS_VERSION, MODEL_CONFIG_JSON, WEIGHT_GROUPS
+from steps.cli import atomic_path, run, seed
+from steps.weights import WEIGHT_DTYPE, WEIGHT_LAYOUT, ModelFile, write_model_file
 
 
 def parse_args() -> argparse.ArgumentParser:
@@ -18,16 +28,45 @@ def parse_args() -> argparse.ArgumentParser:
     return parser
 
 
-def main(args: argparse.Namespace) -> None:
-    from steps.model import build_model, keras, save_model
+def glorot_limit(shape: tuple[int, ...]) -> float:
+    """Keras's GlorotUniform bound, sqrt(6 / (fan_in + fan_out)); a kernel's receptive field counts
+    in both fans (keras.src.initializers.random_initializers.compute_fans)."""
+    receptive_field = math.prod(shape[:-2])
+    return math.sqrt(6 / (receptive_field * (shape[-2] + shape[-1])))
 
-    keras.utils.set_random_seed(args.seed)
-    model = build_model()
-    save_model(model, args.out)
-    print(
-        f"initial model ({model.count_params()} weights, seed {args.seed}) → {args.out}",
-        file=sys.stderr,
+
+def initial_weights(seed: int) -> list[np.ndarray]:
+    """Every weight in model order: kernels uniform in ±glorot_limit, biases zero; the same for a seed."""
+    rng = np.random.default_rng(seed)
+    weights = []
+    for _, name, shape in WEIGHT_LAYOUT:
+        if name == "kernel":
+            limit = glorot_limit(shape)
+            weights.append(rng.uniform(-limit, limit, size=shape).astype(WEIGHT_DTYPE))
+        else:
+            weights.append(np.zeros(shape, WEIGHT_DTYPE))
+    return weights
+
+
+def new_model_file(weights: list[np.ndarray]) -> ModelFile:
+    """The architecture's model file, as Keras would save a fresh build_model() holding `weights`."""
+    return ModelFile(
+        attributes={
+            "keras_version": KERAS_VERSION,
+            "backend": BACKEND,
+            "model_config": MODEL_CONFIG_JSON,
+        },
+        layers=[(layer, list(paths)) for layer, paths in WEIGHT_GROUPS],
+        weights=weights,
     )
+
+
+def main(args: argparse.Namespace) -> None:
+    weights = initial_weights(args.seed)
+    with atomic_path(args.out) as temporary:
+        write_model_file(temporary, new_model_file(weights), weights)
+    count = sum(array.size for array in weights)
+    print(f"initial model ({count} weights, seed {args.seed}) → {args.out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import stat
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
@@ -20,6 +21,7 @@ class ArtifactStore(Protocol):
     def download_file(self, key: str, local: Path) -> None: ...
     def list_keys(self, prefix: str) -> list[str]: ...
     def read_text(self, key: str) -> str | None: ...
+    def read_head(self, key: str, limit: int) -> bytes | None: ...
     def write_text(self, key: str, text: str) -> None: ...
     def read_versioned(self, key: str) -> tuple[str | None, int]: ...
     def write_if_generation(self, key: str, text: str, generation: int) -> bool: ...
@@ -104,6 +106,19 @@ class LocalStore:
         path = self._path(key)
         return _decode(path.read_bytes(), key) if path.is_file() else None
 
+    def read_head(self, key: str, limit: int) -> bytes | None:
+        """Up to `limit` + 1 bytes of `key` (None when absent), so a caller can tell it is too long;
+        a key that is not a regular file is refused without blocking on it (a FIFO, a device)."""
+        try:
+            descriptor = os.open(self._path(key), os.O_RDONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return None
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            os.close(descriptor)
+            raise StepError(f"artifact {key} in {self.uri} is not a regular file")
+        with os.fdopen(descriptor, "rb") as handle:
+            return handle.read(limit + 1)
+
     def write_text(self, key: str, text: str) -> None:
         with atomic_path(self._path(key)) as temporary:
             temporary.write_text(text)
@@ -170,6 +185,15 @@ class GCSStore:
     def read_text(self, key: str) -> str | None:
         blob = self.bucket.blob(self._name(key))
         return _decode(blob.download_as_bytes(), key) if blob.exists() else None
+
+    def read_head(self, key: str, limit: int) -> bytes | None:
+        """Up to `limit` + 1 bytes of `key` (None when absent), a ranged read whatever its size."""
+        from google.api_core.exceptions import NotFound
+
+        try:
+            return self.bucket.blob(self._name(key)).download_as_bytes(start=0, end=limit)
+        except NotFound:
+            return None
 
     def write_text(self, key: str, text: str) -> None:
         self.bucket.blob(self._name(key)).upload_from_string(text, content_type="text/plain")

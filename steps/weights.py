@@ -23,34 +23,14 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from steps.architecture import LAYER_CLASSES, WEIGHT_LAYOUT
 from steps.cli import StepError, parse_json
 
-# The known architecture's weights, in model order: (layer kind, weight name, shape), all float32.
-# tests/test_weights.py checks this equals steps.model.build_model()'s weights.
+# The known architecture's weights in model order, (layer kind, weight name, shape), all float32, and
+# the layers of model_config in order: declared in steps.architecture; tests/test_weights.py checks
+# they are steps.model.build_model()'s.
 WEIGHT_DTYPE = np.dtype(np.float32)
-WEIGHT_LAYOUT: tuple[tuple[str, str, tuple[int, ...]], ...] = (
-    ("conv2d", "kernel", (3, 3, 1, 32)),
-    ("conv2d", "bias", (32,)),
-    ("conv2d", "kernel", (3, 3, 32, 64)),
-    ("conv2d", "bias", (64,)),
-    ("dense", "kernel", (1600, 128)),
-    ("dense", "bias", (128,)),
-    ("dense", "kernel", (128, 10)),
-    ("dense", "bias", (10,)),
-)
-# The layers of model_config, in order, and every class and module a config of it may name.
-LAYER_CLASSES = (
-    "InputLayer",
-    "Conv2D",
-    "MaxPooling2D",
-    "Conv2D",
-    "MaxPooling2D",
-    "Flatten",
-    "Dropout",
-    "Dense",
-    "Dropout",
-    "Dense",
-)
+# Every class and module a config of the architecture may name.
 CONFIG_CLASSES = frozenset({"Sequential", *LAYER_CLASSES, "DTypePolicy", "GlorotUniform", "Zeros"})
 CONFIG_MODULES = frozenset({None, "keras", "keras.layers", "keras.initializers"})
 
@@ -60,6 +40,7 @@ MAX_NAMES = 64  # entries in a layer_names or weight_names attribute
 NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 ROOT_ATTRIBUTES = ("backend", "keras_version", "model_config")
 WEIGHTS_GROUP = "model_weights"
+TOP_LEVEL_GROUP = "top_level_model_weights"  # a Sequential model's own weights: none
 # what h5py raises for a file HDF5 cannot parse, and numpy for an attribute it cannot convert
 H5_ERRORS = (
     OSError,
@@ -117,23 +98,31 @@ def write_model_file(path: Path, template: ModelFile, weights: Sequence[np.ndarr
     """Write a full Keras model file: `template`'s checked architecture and names, these weights.
 
     Only the parts Keras needs are written (root attributes, model_weights), never anything else a
-    template file held.
+    template file held, and as Keras's legacy_h5_format.save_model_to_hdf5 writes them: the same
+    attributes and encodings, layer groups in name order, and an empty top_level_model_weights.
     """
     _check_layout(weights, str(path))
     check_finite(weights, str(path))
     values = iter(weights)
     with h5py.File(path, "w") as handle:
         for name, value in template.attributes.items():
-            handle.attrs[name] = value
+            handle.attrs[name] = value.encode() if name == "model_config" else value
         group = handle.create_group(WEIGHTS_GROUP)
-        group.attrs["backend"] = template.attributes.get("backend", "tensorflow")
-        group.attrs["keras_version"] = template.attributes.get("keras_version", "")
         group.attrs["layer_names"] = [name.encode() for name, _ in template.layers]
-        for layer_name, weight_names in template.layers:
+        group.attrs["backend"] = template.attributes.get("backend", "tensorflow").encode()
+        group.attrs["keras_version"] = template.attributes.get("keras_version", "").encode()
+        data = {
+            (layer_name, weight_name): np.asarray(next(values), WEIGHT_DTYPE)
+            for layer_name, weight_names in template.layers
+            for weight_name in weight_names
+        }
+        layers = dict(template.layers)
+        layers.setdefault(TOP_LEVEL_GROUP, [])
+        for layer_name in sorted(layers):
             layer = group.create_group(layer_name)
-            layer.attrs["weight_names"] = [name.encode() for name in weight_names]
-            for weight_name in weight_names:
-                layer.create_dataset(weight_name, data=np.asarray(next(values), WEIGHT_DTYPE))
+            layer.attrs["weight_names"] = [name.encode() for name in layers[layer_name]]
+            for weight_name in layers[layer_name]:
+                layer.create_dataset(weight_name, data=data[layer_name, weight_name])
 
 
 @contextmanager

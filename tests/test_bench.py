@@ -459,15 +459,15 @@ def test_the_pages_benchmark_is_run_and_read_when_it_exists(tmp_path: Path, monk
         make_parser().parse_args(["--source=/data/mnist.npz"]),
         tmp_path,
         {"runs": {}},
-        model_uri="/store/models/mnist/LATEST",
+        model_uri=str(tmp_path / "0-default" / "store" / "models" / "mnist" / "LATEST"),
     )
-    stage_preprocessing(session, module="page_benchmark_stand_in")
+    stage_preprocessing(session, module="page_benchmark_stand_in", flags=("--count=20",))
     found = session.results["preprocessing"]
     assert found["returncode"] == 1
     assert found["records"][0]["p50_ms"] == 12.5
     assert found["text"] == [
         "harder photos: 97.00% of 10000",
-        "--source=/data/mnist.npz --model-uri=/store/models/mnist/LATEST",
+        "--source=/data/mnist.npz --count=20 --model-uri=<scratch>/0-default/store/models/mnist/LATEST",
     ]
     assert [(t["number"], t["target"], t["met"]) for t in session.extra_targets] == [
         ("P1", "p50 < 20 ms", True),

@@ -1,6 +1,7 @@
 """The container images (infra/docker/Dockerfile): built from the project's own pyproject.toml, so what runs
-in the cluster is what CI installed and tested. No Docker engine runs here: the Dockerfile is parsed, and the
-wheel it installs is built from exactly the files .dockerignore lets into the build context."""
+in the cluster is what CI installed and tested. Here the Dockerfile is parsed, and the wheel it installs is built
+from exactly the files .dockerignore lets into the build context; the images themselves are built and run by
+the container tests (tests/test_containers_*.py, `make test-containers`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from dockerfile_parse import DockerfileParser
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "infra" / "docker" / "Dockerfile"
@@ -69,15 +71,31 @@ def pip_installs() -> list[list[str]]:
     return installs
 
 
+def build_args() -> dict[str, str]:
+    """The ARGs declared before the first FROM, with their defaults."""
+    declared = {}
+    for instruction, value in instructions():
+        if instruction == "FROM":
+            break
+        if instruction == "ARG":
+            name, _, default = value.partition("=")
+            declared[name.strip()] = default.strip()
+    return declared
+
+
 def test_base_images_are_one_pinned_python_matching_ci() -> None:
     external = [
         value.split()[0]
         for instruction, value in instructions()
         if instruction == "FROM" and value.split()[0] not in stages()
     ]
-    assert external and len(set(external)) == 1, external
-    match = re.fullmatch(r"python:(\d+)\.(\d+)\.(\d+)-slim-\w+", external[0])
-    assert match, f"not a pinned python:X.Y.Z-slim-<debian> image: {external[0]}"
+    # One base, a build argument (a machine without a registry builds on a stand-in) whose default is the
+    # official image.
+    assert external and set(external) == {"${BASE_IMAGE}"}, external
+    base = build_args()["BASE_IMAGE"]
+    match = re.fullmatch(r"python:(\d+)\.(\d+)\.(\d+)-slim-\w+", base)
+    assert match, f"not a pinned python:X.Y.Z-slim-<debian> image: {base}"
+    assert base == "python:3.11.11-slim-bookworm"
     # CI tests the project on this interpreter; the image must run the same minor version.
     assert (int(match[1]), int(match[2])) == sys.version_info[:2]
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
@@ -88,21 +106,63 @@ def test_base_images_are_one_pinned_python_matching_ci() -> None:
 def test_the_only_install_source_is_the_projects_pyproject() -> None:
     installs = pip_installs()
     assert installs, "the Dockerfile installs nothing with pip"
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     for arguments in installs:
         sources = [argument for argument in arguments if not argument.startswith("-")]
         flags = [argument for argument in arguments if argument.startswith("-")]
-        assert sources == ["."], f"pip install of something other than the project: {arguments}"
+        assert sources in (["."], [".[page]"]), (
+            f"pip install of something other than the project: {arguments}"
+        )
         assert set(flags) <= {"--no-deps"}, f"unexpected pip flags: {flags}"
-    assert ["."] in installs, "the dependencies must come from `pip install .`"
-    build = [value for _, value in stages()["build"]]
-    copied = next(i for i, value in enumerate(build) if "pyproject.toml" in value)
-    installed = next(i for i, value in enumerate(build) if "pip install ." in value)
+    assert ["."] in installs and [".[page]"] in installs, (
+        "dependencies must come from `pip install .[...]`"
+    )
+    assert "page" in extras
+    deps = [value for _, value in stages()["deps"]]
+    copied = next(i for i, value in enumerate(deps) if "pyproject.toml" in value)
+    installed = next(i for i, value in enumerate(deps) if "pip install ." in value)
     assert copied < installed, (
         "pyproject.toml must be in place before the dependencies are installed"
     )
     text = DOCKERFILE.read_text()
-    for other_source in ("requirements", "apt-get install", "conda ", "uv pip", "poetry"):
+    for other_source in ("requirements", "conda ", "uv pip", "poetry"):
         assert other_source not in text, other_source
+    # apt-get only brings binutils' strip into the build stage; the images themselves install nothing.
+    for name, stage in stages().items():
+        runs = " ".join(value for instruction, value in stage if instruction == "RUN")
+        if name == "deps":
+            installed = [c for c in shell_commands(runs) if c[:2] == ["apt-get", "install"]]
+            assert [c[-1] for c in installed] == ["binutils"], installed
+        else:
+            assert "apt-get" not in runs, name
+
+
+def test_each_image_installs_only_its_own_dependencies() -> None:
+    """The steps image gets the steps' dependencies, the page image those and the page's; neither gets the
+    submit tools (Hera), the dev tools, or the CUDA build of TensorFlow."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = lambda requirements: {Requirement(r).name for r in requirements}  # noqa: E731
+    core, extras = names(project["dependencies"]), project["optional-dependencies"]
+    assert {"tensorflow-cpu", "numpy", "google-cloud-storage", "h5py"} <= core
+    assert not core & {"streamlit", "streamlit-drawable-canvas", "hera", "pytest"}
+    assert {"streamlit", "streamlit-drawable-canvas"} <= names(extras["page"])
+    assert not names(extras["page"]) & {"hera", "pytest"}
+    assert "hera" in names(extras["submit"])
+    # tensorflow-cpu where it exists; the full wheel (CUDA kernels included) only where it does not.
+    for requirement in map(Requirement, project["dependencies"]):
+        if requirement.name.startswith("tensorflow"):
+            on_linux_x86 = requirement.marker.evaluate(
+                {"sys_platform": "linux", "platform_machine": "x86_64"}
+            )
+            assert on_linux_x86 == (requirement.name == "tensorflow-cpu"), requirement
+    # The dev environment (make setup) has everything the tests need: both images' dependencies and Hera.
+    assert {"mnist-argo[page,submit]"} <= set(extras["dev"])
+    build_stage = {"steps": "build-steps", "page": "build-page"}
+    for target, build in build_stage.items():
+        base = dict(stages()[build])["FROM"].split()[0]
+        assert base == ("deps" if target == "steps" else "deps-page"), (target, base)
 
 
 def test_images_run_as_a_non_root_user_with_their_commands() -> None:
@@ -127,8 +187,10 @@ def test_images_run_as_a_non_root_user_with_their_commands() -> None:
     ]
     assert page["EXPOSE"] == "8501" and "/_stcore/health" in page["HEALTHCHECK"]
     # The final images copy the virtual environment, not the build stage's sources or caches.
-    runtime = [value for instruction, value in named["runtime"] if instruction == "COPY"]
-    assert runtime == ["--from=build /opt/venv /opt/venv"]
+    for target in ("steps", "page"):
+        copied = [v for i, v in named[target] if i == "COPY" and v.startswith("--from")]
+        assert copied == [f"--from=build-{target} /opt/venv /opt/venv"], copied
+    assert not [v for i, v in named["runtime"] if i == "COPY"]
 
 
 def dockerignore_patterns() -> list[str]:
@@ -224,5 +286,14 @@ def test_wheel_requires_exactly_the_projects_dependencies(wheel: Path) -> None:
     }
     runtime = {line for line in required if "extra ==" not in line}
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    normalise = lambda requirement: requirement.replace(" ", "").lower()  # noqa: E731
+    normalise = lambda requirement: str(Requirement(requirement)).lower()  # noqa: E731
     assert {normalise(item) for item in runtime} == {normalise(item) for item in declared}
+
+
+def test_the_tensorflow_version_is_found_under_either_build() -> None:
+    """bench records the TensorFlow version; the distribution is tensorflow-cpu here, tensorflow elsewhere."""
+    import tensorflow as tf
+
+    from bench.run import machine
+
+    assert machine()["tensorflow"] == tf.__version__

@@ -17,8 +17,8 @@ from streamlit.testing.v1 import AppTest
 
 from steps.registry import LATEST_KEY, run_prefix
 from tests import ui_support
+from ui.decode import MAX_PIXELS, MB
 from ui.predict import LOW_CONFIDENCE
-from ui.preprocess import MAX_PIXELS, MB
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "ui" / "app.py"
@@ -250,5 +250,91 @@ def test_a_new_latest_is_picked_up_and_a_broken_one_keeps_the_old_model(
 
 def test_the_canvas_is_offered(monkeypatch: pytest.MonkeyPatch, published_store: Path) -> None:
     page = open_page(monkeypatch, latest_uri(published_store))
-    assert [tab.label for tab in page.tabs] == ["Upload an image", "Draw a digit"]
+    assert [tab.label for tab in page.tabs] == ["Upload images", "Take a photo", "Draw a digit"]
     assert np.any(["Draw one digit" in caption.value for caption in page.caption])
+
+
+def test_several_files_get_one_result_each_beside_their_picture(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path
+) -> None:
+    page = open_page(monkeypatch, latest_uri(published_store))
+    names = ["7-photo.jpg", "2-mnist.png", "4-photo.jpg"]
+    files = [(name, (SAMPLES / name).read_bytes(), "image/jpeg") for name in names]
+    files.insert(1, ("notes.png", b"not an image", "image/png"))
+    page.file_uploader[0].set_value(files)
+    page.run()
+    assert not page.exception, page.exception
+    assert [item.value for item in page.metric if item.label == "Prediction"] == ["7", "2", "4"]
+    assert [text.value for text in page.text] == [
+        "7-photo.jpg",
+        "notes.png",
+        "2-mnist.png",
+        "4-photo.jpg",
+    ]
+    assert [error.value for error in page.error] == [
+        "This is not an image the page can read (use png, jpg, jpeg, bmp, gif, webp)."
+    ]
+    assert image_captions(page).count("Your picture") == 3
+    assert image_captions(page).count("What the model sees (28x28)") == 3
+
+
+def test_a_photo_from_the_camera_is_predicted(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path
+) -> None:
+    page = open_page(monkeypatch, latest_uri(published_store))
+    page.camera_input[0].set_value(
+        ("camera.jpg", (SAMPLES / "3-photo.jpg").read_bytes(), "image/jpeg")
+    )
+    page.run()
+    assert not page.exception, page.exception
+    assert metric(page, "Prediction") == "3"
+    assert "Your picture" in image_captions(page)
+
+
+def test_an_unexpected_failure_shows_a_plain_message_not_the_source(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path
+) -> None:
+    import ui.preprocess
+
+    def broken(image: object) -> object:
+        raise RuntimeError("/secret/path/in/the/source.py line 42")
+
+    monkeypatch.setattr(ui.preprocess, "to_mnist", broken)  # the page imports it from here
+    page = open_page(monkeypatch, latest_uri(published_store))
+    upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
+    assert [error.value for error in page.error] == [
+        "This image could not be processed. Try another photo."
+    ]
+    assert "secret" not in str(page)
+
+
+def test_a_new_run_with_malformed_metrics_keeps_the_old_model(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path
+) -> None:
+    page = open_page(monkeypatch, latest_uri(own_store))
+    bad = own_store / run_prefix("ui-test-bad")
+    shutil.copytree(own_store / run_prefix(ui_support.FIRST_RUN), bad)
+    (bad / "metrics.json").write_text('{"accuracy": 0.9, "confusion_matrix": [[1, 2], [3]]}')
+    (bad / "confusion.png").unlink()
+    (own_store / LATEST_KEY).write_text("ui-test-bad")
+    page.run()
+    assert not page.exception, page.exception
+    assert metric(page, "Run") == ui_support.FIRST_RUN
+    assert "confusion_matrix" in page.warning[0].value
+    upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
+    assert metric(page, "Prediction") == "7"
+
+
+def test_visitors_get_no_tracebacks_and_no_deploy_button(monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit import config
+
+    monkeypatch.chdir(ROOT)  # Streamlit reads ./.streamlit/config.toml, as the page's image does
+    config.get_config_options(force_reparse=True)
+    try:
+        assert config.get_option("client.showErrorDetails") == "none"
+        assert config.get_option("client.toolbarMode") == "viewer"
+        assert config.get_option("client.showErrorLinks") is False
+        assert config.get_option("server.maxUploadSize") == upload_limit() // MB
+    finally:
+        monkeypatch.undo()
+        config.get_config_options(force_reparse=True)

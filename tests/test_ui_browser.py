@@ -5,17 +5,25 @@ Required, not optional: without /usr/bin/chromium these tests fail (`.ci/run` in
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
+from bench.photos import photo
+from steps.dataset import load_mnist
 from steps.registry import LATEST_KEY
 from tests.conftest import free_port, wait_for_port
+from tests.ui_support import progressive_jpeg
+from ui.decode import MAX_CONCURRENT_DECODES, MAX_SCANS
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -29,8 +37,14 @@ CHROMIUM_ARGS = [
 PAGE_TIMEOUT_MS = 120_000  # the server imports TensorFlow and loads the model on the first visit
 
 
+@dataclass(frozen=True)
+class Server:
+    url: str
+    pid: int
+
+
 @pytest.fixture(scope="module")
-def page_url(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """`streamlit run ui/app.py` on 127.0.0.1, serving the test model."""
     port = free_port()
     log = tmp_path_factory.mktemp("streamlit") / "server.log"
@@ -69,7 +83,7 @@ def page_url(published_store: Path, tmp_path_factory: pytest.TempPathFactory) ->
             url = f"http://127.0.0.1:{port}"
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=30) as response:
                 assert response.read() == b"ok"
-            yield url
+            yield Server(url, server.pid)
         finally:
             server.terminate()
             server.wait(timeout=20)
@@ -104,8 +118,8 @@ def predicted_digit(page: object) -> str:
     return metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
-def test_an_uploaded_sample_is_read_off_the_page(browser: object, page_url: str) -> None:
-    page = open_page(browser, page_url)
+def test_an_uploaded_sample_is_read_off_the_page(browser: object, server: Server) -> None:
+    page = open_page(browser, server.url)
     page.locator('input[type="file"]').set_input_files(str(ROOT / "samples" / "4-photo.jpg"))
     page.get_by_text("What the model sees").wait_for()
     assert predicted_digit(page) == "4"
@@ -113,8 +127,8 @@ def test_an_uploaded_sample_is_read_off_the_page(browser: object, page_url: str)
     page.close()
 
 
-def test_a_digit_drawn_with_the_mouse_is_predicted(browser: object, page_url: str) -> None:
-    page = open_page(browser, page_url)
+def test_a_digit_drawn_with_the_mouse_is_predicted(browser: object, server: Server) -> None:
+    page = open_page(browser, server.url)
     page.get_by_role("tab", name="Draw a digit").click()
     canvas = page.locator("canvas").last  # Fabric.js draws on the upper of its two canvases
     canvas.wait_for()
@@ -128,3 +142,58 @@ def test_a_digit_drawn_with_the_mouse_is_predicted(browser: object, page_url: st
     page.get_by_text("What the model sees").wait_for()
     assert predicted_digit(page) == "1"
     page.close()
+
+
+def unevenness(data: bytes) -> float:
+    """How much the brightest part of the sheet outshines the darkest (ratio of the 95th and 5th
+    percentiles of the photo blurred far beyond its strokes)."""
+    gray = Image.open(io.BytesIO(data)).convert("L").resize((16, 12), Image.Resampling.BOX)
+    low, high = np.percentile(np.asarray(gray, dtype=np.float32), [5, 95])
+    return float(high / max(low, 1.0))
+
+
+def test_a_photo_under_uneven_light_is_read_off_the_page(
+    browser: object, server: Server, mnist_path: Path, tmp_path: Path
+) -> None:
+    _, test = load_mnist(mnist_path)
+    digit, label = test.x[3], int(test.y[3])  # a 0
+    data = photo(digit, seed=6, size=(1600, 1200))  # a shadow over part of the sheet, a gradient
+    assert unevenness(data) > 1.6, unevenness(data)
+    path = tmp_path / "uneven.jpg"
+    path.write_bytes(data)
+    page = open_page(browser, server.url)
+    page.locator('input[type="file"]').set_input_files(str(path))
+    page.get_by_text("What the model sees").wait_for()
+    assert page.get_by_text("Your picture").count() == 1
+    assert predicted_digit(page) == str(label)
+    page.close()
+
+
+def vm_kilobytes(pid: int, field: str) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
+
+
+POD_MEMORY_MB = 2048  # infra/k8s/base/page.yaml: limits.memory 2Gi
+MAX_MB_PER_DECODE = 300
+VISITORS = 6
+
+
+def test_concurrent_costly_uploads_stay_under_the_pods_memory(
+    browser: object, server: Server, tmp_path: Path
+) -> None:
+    """Six visitors upload the most memory-hungry JPEG within the limits at once; the server's peak
+    resident memory stays under the pod's limit, since only a few decode at a time."""
+    path = tmp_path / "costly.jpg"
+    path.write_bytes(progressive_jpeg(7300, 5470, scans=MAX_SCANS))
+    pages = [open_page(browser, server.url) for _ in range(VISITORS)]
+    before = vm_kilobytes(server.pid, "VmRSS") / 1024
+    for page in pages:  # each upload starts in the browser and runs in its own script thread
+        page.locator('input[type="file"]').set_input_files(str(path))
+    for page in pages:
+        page.get_by_text("No digit found").wait_for()  # decoded in full, then found blank
+        page.close()
+    peak = vm_kilobytes(server.pid, "VmHWM") / 1024
+    print(f"\nserver RSS before the uploads {before:.0f} MB, peak {peak:.0f} MB")
+    assert peak < POD_MEMORY_MB
+    assert peak - before < MAX_CONCURRENT_DECODES * MAX_MB_PER_DECODE

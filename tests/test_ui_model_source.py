@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -116,3 +117,107 @@ def test_latest_naming_something_that_is_not_a_run_keeps_the_old_model(
     (store / LATEST_KEY).unlink()
     status = keeper.refresh()
     assert status.model.label == ui_support.FIRST_RUN and "names no model" in status.problem
+
+
+MALFORMED = {
+    "metrics: not JSON": ("metrics.json", b"{not json"),
+    "metrics: a list": ("metrics.json", b"[1, 2, 3]"),
+    "metrics: deep nesting": ("metrics.json", b"[" * 100_000 + b"]" * 100_000),
+    "metrics: accuracy a string": ("metrics.json", json.dumps({"accuracy": "99%"}).encode()),
+    "metrics: accuracy NaN": ("metrics.json", b'{"accuracy": NaN}'),
+    "metrics: 3x3 matrix": (
+        "metrics.json",
+        json.dumps({"accuracy": 0.9, "confusion_matrix": [[1, 0, 0]] * 3}).encode(),
+    ),
+    "metrics: 3000x3000 matrix": (
+        "metrics.json",
+        b'{"accuracy": 0.9, "confusion_matrix": ['
+        + b",".join([b"[" + b"0," * 2999 + b"0]"] * 3000)
+        + b"]}",
+    ),
+    "metrics: per-class keys": (
+        "metrics.json",
+        json.dumps({"accuracy": 0.9, "per_class_accuracy": {"a": 1.0}}).encode(),
+    ),
+    "metrics: not UTF-8": ("metrics.json", b'{"accuracy": 0.9, "x": "\xff\xfe"}'),
+    "card: a number": ("run.json", b"42"),
+    "card: settings a list": ("run.json", json.dumps({"run": "x", "settings": [1]}).encode()),
+    "card: accuracy 5": ("run.json", json.dumps({"run": "x", "accuracy": 5}).encode()),
+    "card: published_at a dict": ("run.json", json.dumps({"published_at": {"a": 1}}).encode()),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_run_file_makes_the_new_model_unavailable_and_keeps_the_last_good_one(
+    published_store: Path, digit_model: Path, tmp_path: Path, case: str
+) -> None:
+    name, content = MALFORMED[case]
+    store = Path(shutil.copytree(published_store, tmp_path / "store"))
+    keeper = ModelKeeper(parse_model_uri(str(store / LATEST_KEY)))
+    assert keeper.refresh().model.label == ui_support.FIRST_RUN
+    new_run = store / run_prefix("ui-test-bad")
+    shutil.copytree(store / run_prefix(ui_support.FIRST_RUN), new_run)
+    (new_run / name).write_bytes(content)
+    (store / LATEST_KEY).write_text("ui-test-bad")
+    status = keeper.refresh()
+    assert status.model.label == ui_support.FIRST_RUN  # still the last good model
+    assert status.problem.startswith("the newest model cannot be loaded: run ui-test-bad:")
+    assert name in status.problem and len(status.problem) < 300
+    # alone, the same run is not served at all
+    alone = ModelKeeper(parse_model_uri(str(store / LATEST_KEY))).refresh()
+    assert alone.model is None and name in alone.problem
+
+
+def test_a_huge_latest_is_read_only_in_part_and_not_echoed(
+    published_store: Path, tmp_path: Path
+) -> None:
+    store = Path(shutil.copytree(published_store, tmp_path / "store"))
+    keeper = ModelKeeper(parse_model_uri(str(store)))
+    assert keeper.refresh().model.label == ui_support.FIRST_RUN
+    (store / LATEST_KEY).write_bytes(b"x" * 10_000_000)
+    status = keeper.refresh()
+    assert status.model.label == ui_support.FIRST_RUN
+    assert "not a run id" in status.problem and len(status.problem) < 200
+
+
+def test_a_latest_that_is_a_fifo_does_not_block(published_store: Path, tmp_path: Path) -> None:
+    store = Path(shutil.copytree(published_store, tmp_path / "store"))
+    keeper = ModelKeeper(parse_model_uri(str(store)))
+    assert keeper.refresh().model.label == ui_support.FIRST_RUN
+    (store / LATEST_KEY).unlink()
+    os.mkfifo(store / LATEST_KEY)
+    status = keeper.refresh()  # a blocking read would hang here (the test has a timeout below)
+    assert status.model.label == ui_support.FIRST_RUN and "not a regular file" in status.problem
+
+
+def test_a_confusion_picture_that_is_not_a_sane_png_is_left_out(
+    published_store: Path, tmp_path: Path
+) -> None:
+    store = Path(shutil.copytree(published_store, tmp_path / "store"))
+    (store / run_prefix(ui_support.FIRST_RUN) / "confusion.png").write_bytes(b"\x89PNG broken")
+    loaded = ModelKeeper(parse_model_uri(str(store))).refresh().model
+    assert loaded.confusion_png is None and loaded.metrics["confusion_matrix"]
+
+
+def test_the_checked_files_keep_what_the_page_shows(published_store: Path) -> None:
+    loaded = ModelKeeper(parse_model_uri(str(published_store))).refresh().model
+    written = json.loads(
+        (published_store / run_prefix(ui_support.FIRST_RUN) / "metrics.json").read_text()
+    )
+    for name in ("accuracy", "per_class_accuracy", "confusion_matrix", "test_samples", "loss"):
+        assert loaded.metrics[name] == written[name]
+    assert set(loaded.card) == {"run", "published_at", "accuracy", "settings"}
+
+
+def test_run_files_are_read_through_the_store_and_its_root_check(tmp_path: Path) -> None:
+    """A LATEST that is a symlink out of the store is refused like any other key leading outside."""
+    from steps.storage import open_store
+    from ui.run_files import BadRunFile, read_key
+
+    outside = tmp_path / "secret.txt"
+    outside.write_text("not for the page")
+    store_root = tmp_path / "store"
+    (store_root / "models" / "mnist").mkdir(parents=True)
+    (store_root / "models" / "mnist" / "LATEST").symlink_to(outside)
+    with pytest.raises(BadRunFile, match="outside the store"):
+        read_key(open_store(store_root), "models/mnist/LATEST", 256)

@@ -6,16 +6,18 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from steps.registry import LATEST_KEY
+from ui.decode import MAX_FILE_MB, MB
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted((ROOT / "samples").iterdir())
 MIN_RIGHT = 18  # of the 20 samples; the test model scores ~95%
 
 
-def predict(*args: str) -> subprocess.CompletedProcess:
+def predict(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("MODEL_URI", None)
     return subprocess.run(
@@ -24,7 +26,7 @@ def predict(*args: str) -> subprocess.CompletedProcess:
         text=True,
         env=env,
         cwd=ROOT,
-        timeout=300,
+        timeout=timeout,
     )
 
 
@@ -85,3 +87,40 @@ def test_a_model_file_can_be_named_directly(digit_model: Path) -> None:
     result = predict(str(ROOT / "samples" / "0-mnist.png"), "--model-uri", str(digit_model))
     assert result.returncode == 0, result.stderr
     assert records(result)[0]["digit"] == 0
+
+
+def test_what_is_not_a_regular_file_is_refused_without_blocking(
+    published_store: Path, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "photo.jpg"
+    os.mkfifo(fifo)  # nobody writes to it: a plain open() would wait for ever
+    folder = tmp_path / "folder.png"
+    folder.mkdir()
+    files = [fifo, Path("/dev/zero"), folder, ROOT / "samples" / "7-photo.jpg"]
+    result = predict(*map(str, files), "--model-uri", str(published_store), timeout=120)
+    assert result.returncode == 2
+    lines = records(result)
+    assert [line["file"] for line in lines] == [str(path) for path in files]
+    for line in lines[:3]:
+        assert line["error"] == "This is not a regular file."
+    assert lines[3]["digit"] == 7
+
+
+def test_a_file_over_the_upload_limit_is_refused_unread(
+    published_store: Path, tmp_path: Path
+) -> None:
+    big = tmp_path / "big.png"
+    big.write_bytes((ROOT / "samples" / "7-mnist.png").read_bytes() + bytes(MAX_FILE_MB * MB))
+    result = predict(str(big), "--model-uri", str(published_store))
+    assert result.returncode == 2
+    assert records(result) == [
+        {
+            "file": str(big),
+            "error": f"The file is over {MAX_FILE_MB} MB; the limit is {MAX_FILE_MB} MB.",
+        }
+    ]
+
+
+def test_the_file_limit_is_the_pages_upload_limit() -> None:
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] == MAX_FILE_MB

@@ -10,20 +10,21 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from bench.photos import photo as hard_photo
 from steps.dataset import load_mnist
+from ui.decode import MAX_PIXELS, MB, ImageRejected, decode
 from ui.make_samples import photograph
-from ui.preprocess import (
-    BOX,
-    CENTRE,
-    MAX_PIXELS,
-    MB,
-    SIDE,
-    ImageRejected,
-    prepare,
-)
+from ui.preprocess import BOX, CENTRE, SIDE, prepare
 
-PHOTO_DIGITS = 1000  # test digits photographed for the accuracy comparison
-MAX_GAP = 0.02  # photographs may lose at most 2 points against the clean digits
+PHOTO_DIGITS = 300  # test digits photographed (bench.photos) for the accuracy comparison
+MAX_GAP = (
+    0.03  # points the hard photographs may lose against clean digits with the weaker test model
+)
+PHOTO_FRAME = (
+    640,
+    480,
+)  # small frames keep the test quick; the benchmark draws sizes up to 1600x1200
+KIND_GAP = 0.02  # and the kinder sample photographs
 
 
 def encode(image: Image.Image, format: str = "PNG") -> bytes:
@@ -35,24 +36,83 @@ def encode(image: Image.Image, format: str = "PNG") -> bytes:
 @pytest.fixture(scope="module")
 def test_digits(mnist_path: Path) -> tuple[np.ndarray, np.ndarray]:
     _, test = load_mnist(mnist_path)
-    return test.x[:PHOTO_DIGITS], test.y[:PHOTO_DIGITS]
+    return test.x[:1000], test.y[:1000]
 
 
-def test_photographs_are_recognised_nearly_as_well_as_clean_digits(
+def test_hard_photographs_are_recognised_nearly_as_well_as_clean_digits(
     digit_model: Path, test_digits: tuple[np.ndarray, np.ndarray]
 ) -> None:
+    """Uneven light, shadows, blue or black ink, 15-80% of the frame, rotation, blur, noise, JPEG 50-90
+    (bench.photos); `python -m bench.preprocessing` measures the same with the published model."""
     from steps.model import load_model, to_inputs
 
     model = load_model(digit_model)
-    images, labels = test_digits
+    images, labels = test_digits[0][:PHOTO_DIGITS], test_digits[1][:PHOTO_DIGITS]
     clean = model(to_inputs(images), training=False).numpy().argmax(axis=1)
-    rng = np.random.default_rng(7)
-    photos = np.stack([prepare(photograph(image, rng)) for image in images])
+    photos = np.stack(
+        [prepare(hard_photo(image, seed, PHOTO_FRAME)) for seed, image in enumerate(images)]
+    )
     seen = model(photos[..., np.newaxis], training=False).numpy().argmax(axis=1)
     clean_rate, photo_rate = float((clean == labels).mean()), float((seen == labels).mean())
     print(f"\nclean digits: {clean_rate:.3f}, photographs: {photo_rate:.3f} ({len(labels)} digits)")
     assert clean_rate > 0.9, "the test model did not learn"
     assert photo_rate >= clean_rate - MAX_GAP
+
+
+def test_the_kinder_sample_photographs_are_recognised(
+    digit_model: Path, test_digits: tuple[np.ndarray, np.ndarray]
+) -> None:
+    from steps.model import load_model, to_inputs
+
+    model = load_model(digit_model)
+    images, labels = test_digits[0][:200], test_digits[1][:200]
+    clean = model(to_inputs(images), training=False).numpy().argmax(axis=1)
+    rng = np.random.default_rng(7)
+    photos = np.stack([prepare(photograph(image, rng)) for image in images])
+    seen = model(photos[..., np.newaxis], training=False).numpy().argmax(axis=1)
+    assert float((seen == labels).mean()) >= float((clean == labels).mean()) - KIND_GAP
+
+
+def sheet_with(digit: np.ndarray, scale: int = 6) -> tuple[np.ndarray, tuple[int, int]]:
+    """Light paper (float RGB in [0, 1], 480x640) with `digit` written dark near the middle."""
+    side = 28 * scale
+    ink = np.asarray(Image.fromarray(digit).resize((side, side), Image.Resampling.BICUBIC)) / 255.0
+    sheet = np.full((480, 640), 0.9, dtype=np.float32)
+    top, left = 150, 260
+    sheet[top : top + side, left : left + side] *= 1 - 0.85 * ink
+    return sheet, (top, left)
+
+
+def as_jpeg(sheet: np.ndarray) -> bytes:
+    return encode(Image.fromarray((np.clip(sheet, 0, 1) * 255).astype(np.uint8)), "JPEG")
+
+
+def test_paper_edges_specks_and_border_shadows_are_not_taken_for_the_digit(
+    test_digits: tuple[np.ndarray, np.ndarray],
+) -> None:
+    digit = test_digits[0][0]
+    sheet, _ = sheet_with(digit)
+    alone = prepare(as_jpeg(sheet))
+    sheet[:, :40] = 0.15  # the dark table beyond the sheet's left edge
+    sheet[440:, :] *= 0.45  # a hard shadow along the bottom of the frame
+    for y, x in ((60, 120), (400, 560), (90, 600), (300, 100)):  # specks of dust and dirt
+        sheet[y : y + 4, x : x + 3] = 0.2
+    cluttered = prepare(as_jpeg(sheet))
+    assert np.abs(cluttered - alone).mean() < 0.02
+
+
+def test_light_falling_unevenly_does_not_change_what_the_model_sees(
+    test_digits: tuple[np.ndarray, np.ndarray],
+) -> None:
+    digit = test_digits[0][1]
+    sheet, _ = sheet_with(digit)
+    flat = prepare(as_jpeg(sheet))
+    ys, xs = np.mgrid[0:480, 0:640] / 640.0
+    gradient = 1.15 - 0.7 * xs  # bright on the left, a third as bright on the right
+    vignette = 1 - 0.4 * ((xs - 0.5) ** 2 + (ys - 0.4) ** 2) / 0.4
+    shadow = np.where(ys + 0.3 * xs > 0.5, 0.5, 1.0)  # a hard shadow across the digit
+    uneven = prepare(as_jpeg(sheet * gradient * vignette * shadow))
+    assert np.abs(uneven - flat).mean() < 0.03
 
 
 def test_a_photograph_is_cropped_scaled_and_centred_like_mnist(
@@ -152,7 +212,7 @@ def test_a_decompression_bomb_is_refused_before_it_is_decoded(side: int) -> None
 def test_a_file_over_the_byte_limit_is_refused() -> None:
     data = encode(Image.new("L", (64, 64), 255))
     with pytest.raises(ImageRejected, match="the limit is 1 MB"):
-        prepare(data + bytes(MB), max_bytes=MB)
+        decode(data + bytes(MB), max_bytes=MB)
 
 
 @pytest.mark.parametrize(

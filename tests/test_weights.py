@@ -14,7 +14,7 @@ import pytest
 from steps import aggregate
 from steps.cli import run
 from steps.weights import CONFIG_CLASSES, CONFIG_MODULES, LAYER_CLASSES, WEIGHT_LAYOUT
-from tests.step_support import copy_model, write_json, write_model_weights
+from tests.step_support import copy_model, digits, write_json, write_model_weights, write_npz
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -121,12 +121,18 @@ def step_commands(tmp_path: Path, small_mnist: Path) -> dict[str, list[str]]:
     copy_model(models / "0.h5")
     write_json(models / "0.json", {"samples": 5})
     metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.5})
+    test_set = write_npz(tmp_path / "digits.npz", **digits(20))
     return {
         "split": [
             *("--source", str(small_mnist), "--workers", "2"),
             *("--shards-dir", str(tmp_path / "shards"), "--test-out", str(tmp_path / "test.npz")),
         ],
+        "init": ["--seed", "3", "--out", str(tmp_path / "init.h5")],
         "aggregate": ["--models-dir", str(models), "--out", str(tmp_path / "avg.h5")],
+        "evaluate": [
+            *("--model", str(models / "0.h5"), "--test", str(test_set)),
+            *("--out-dir", str(tmp_path / "evaluation")),
+        ],
         "publish": [
             *("--store", str(tmp_path / "store"), "--run", "mnist-notf1"),
             *("--model", str(models / "0.h5"), "--metrics", str(metrics)),
@@ -134,7 +140,7 @@ def step_commands(tmp_path: Path, small_mnist: Path) -> dict[str, list[str]]:
     }
 
 
-@pytest.mark.parametrize("step", ["split", "aggregate", "publish"])
+@pytest.mark.parametrize("step", ["split", "init", "aggregate", "evaluate", "publish"])
 def test_steps_that_do_not_train_never_import_tensorflow(
     step: str, tmp_path: Path, small_mnist: Path
 ) -> None:

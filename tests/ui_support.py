@@ -1,9 +1,18 @@
-"""What the page's tests share: one decent model trained once, published with the real steps."""
+"""What the page's tests share: one decent model trained once, published with the real steps; crafted
+files and a way to measure what one upload costs."""
 
 from __future__ import annotations
 
+import io
 import json
+import re
+import struct
+import subprocess
+import sys
+import zlib
 from pathlib import Path
+
+from PIL import Image
 
 from steps import evaluate, publish
 from steps.dataset import Digits, load_mnist, write_shard
@@ -63,3 +72,80 @@ def publish_run(store: str | Path, run: str, model: Path, evaluation: Path) -> N
         json.dumps(settings),
     ]
     publish.main(publish.parse_args().parse_args(args))
+
+
+# Crafted files for the page's limits (issue: untrusted uploads). Each is made here, small on disk.
+
+
+def progressive_jpeg(width: int, height: int, scans: int, quality: int = 90) -> bytes:
+    """A real progressive JPEG whose last scan is repeated until the file holds `scans` scans.
+
+    A repeated refinement scan is legal enough for libjpeg to decode (with a warning), and each
+    one walks every block of the image again: the slow-decoding upload.
+    """
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (200, 180, 170)).save(
+        buffer, format="JPEG", progressive=True, quality=quality
+    )
+    data = buffer.getvalue()
+    starts = [match.start() for match in re.finditer(b"\xff\xda", data)]
+    end = data.rfind(b"\xff\xd9")
+    last_scan = data[starts[-1] : end]
+    return data[:end] + last_scan * max(0, scans - len(starts)) + data[end:]
+
+
+def png_16bit_rgba(width: int, height: int) -> bytes:
+    """A blank 16-bit RGBA PNG: a few hundred KB that decode to width*height*4 bytes and more."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(body))
+            + kind
+            + body
+            + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 16, 6, 0, 0, 0)
+    compressor = zlib.compressobj(9)
+    row = bytes(1 + width * 8)  # filter byte 0, then zeros
+    body = b"".join(compressor.compress(row) for _ in range(height)) + compressor.flush()
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", body) + chunk(b"IEND", b"")
+    )
+
+
+MEASURE = """
+import sys, time
+sys.path.insert(0, {root!r})
+import ui.preprocess
+from ui.preprocess import ImageRejected
+data = open({path!r}, "rb").read()
+def status(field):  # VmHWM: this process's peak (ru_maxrss would carry the parent's over exec)
+    with open("/proc/self/status") as lines:
+        return next(int(line.split()[1]) for line in lines if line.startswith(field + ":"))
+before, started = status("VmRSS"), time.process_time()
+try:
+    ui.preprocess.prepare(data)
+    outcome = "read"
+except ImageRejected as error:
+    outcome = "refused: " + str(error)
+cpu = time.process_time() - started
+print(cpu, (status("VmHWM") - before) / 1024, outcome, sep="\\t")
+"""
+
+
+def cost_of_prepare(data: bytes, folder: Path) -> tuple[float, float, str]:
+    """CPU seconds and peak memory (MB above the imported baseline) of prepare(data) in a fresh process,
+    and what came of it ("read" or "refused: ...")."""
+    path = folder / "upload.bin"
+    path.write_bytes(data)
+    root = str(Path(__file__).resolve().parents[1])
+    result = subprocess.run(
+        [sys.executable, "-c", MEASURE.format(root=root, path=str(path))],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    cpu, megabytes, outcome = result.stdout.strip().split("\t", 2)
+    return float(cpu), float(megabytes), outcome

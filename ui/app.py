@@ -6,6 +6,7 @@ streamlit run ui/app.py    (MODEL_URI picks the model; see ui/model_source.py)
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import sys
 from pathlib import Path
 
@@ -20,12 +21,18 @@ from PIL import Image
 from streamlit_drawable_canvas import st_canvas
 
 from steps.report import draw_confusion
+from ui.decode import EXTENSIONS, MB, ImageRejected, decode
 from ui.model_source import LoadedModel, ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
-from ui.predict import LOW_CONFIDENCE, classify
-from ui.preprocess import EXTENSIONS, MB, ImageRejected, prepare
+from ui.predict import LOW_CONFIDENCE, NoAnswer, classify
+from ui.preprocess import to_gray, to_mnist
 
 CANVAS_SIDE = 280  # ten screen pixels per model pixel
 STROKE = 22  # about MNIST's stroke width once the drawing is scaled to 20 px
+SHOWN_SIDE = 140  # screen pixels of the pictures side by side
+MAX_FILES = 20  # files read per upload; the rest are named, not read
+UNEXPECTED = "This image could not be processed. Try another photo."
+
+log = logging.getLogger("mnist-page")
 
 st.set_page_config(page_title="Handwritten digits", page_icon="✍️")
 
@@ -94,25 +101,48 @@ def show_report(loaded: LoadedModel) -> None:
             st.caption("This model came without a metrics.json.")
 
 
+def as_shown(image: Image.Image) -> Image.Image:
+    """The decoded picture as a browser shows it: 8-bit colour or gray, small."""
+    if image.mode not in ("RGB", "RGBA", "L", "LA"):
+        if image.mode in ("1", "P", "CMYK", "YCbCr"):
+            image = image.convert("RGBA" if "transparency" in image.info else "RGB")
+        else:  # 16-bit and float modes
+            image = Image.fromarray((to_gray(image) * 255).astype(np.uint8))
+    shown = image.copy()
+    shown.thumbnail((2 * SHOWN_SIDE, 2 * SHOWN_SIDE))
+    return shown
+
+
 def show_prediction(loaded: LoadedModel, data: bytes) -> None:
-    """Preprocess `data`, show what the model sees and what it says; a clear message for bad input."""
+    """Preprocess `data`, show it beside what the model sees and what it says; a clear message for bad
+    input, and never a traceback (that goes to the server's log)."""
     limit = st.get_option("server.maxUploadSize") * MB
     try:
-        pixels = prepare(data, max_bytes=limit)
-    except ImageRejected as error:
+        image = decode(data, max_bytes=limit)
+        pixels = to_mnist(image)
+        prediction = classify(loaded.model, pixels)
+        shown = as_shown(image)
+    except (ImageRejected, NoAnswer) as error:
         st.error(str(error))
         return
-    prediction = classify(loaded.model, pixels)
-    left, right = st.columns([1, 2])
-    seen = Image.fromarray((pixels * 255).astype(np.uint8)).resize(
-        (140, 140), Image.Resampling.NEAREST
+    except Exception:  # a bug must not show a visitor the source; the log keeps it
+        log.exception("an upload could not be processed")
+        st.error(UNEXPECTED)
+        return
+    pictures, verdict = st.columns([2, 3])
+    sent, seen = pictures.columns(2)
+    sent.image(shown, caption="Your picture", width=SHOWN_SIDE)
+    seen.image(
+        Image.fromarray((pixels * 255).astype(np.uint8)).resize(
+            (SHOWN_SIDE, SHOWN_SIDE), Image.Resampling.NEAREST
+        ),
+        caption="What the model sees (28x28)",
     )
-    left.image(seen, caption="What the model sees (28x28)")
-    digit, confidence = right.columns(2)
+    digit, confidence = verdict.columns(2)
     digit.metric("Prediction", prediction.digit)
     confidence.metric("Confidence", f"{prediction.confidence:.1%}")
     if prediction.is_low_confidence:
-        right.warning(
+        verdict.warning(
             f"Low confidence (under {LOW_CONFIDENCE:.0%}): this is a guess. "
             "Try a clearer image, one digit filling most of it."
         )
@@ -120,7 +150,19 @@ def show_prediction(loaded: LoadedModel, data: bytes) -> None:
         {"probability": prediction.probabilities},
         index=pd.Index([str(digit) for digit in range(10)], name="digit"),
     )
-    st.bar_chart(probabilities, x_label="digit", y_label="probability")
+    st.bar_chart(probabilities, x_label="digit", y_label="probability", height=200)
+
+
+def show_uploads(loaded: LoadedModel, uploads: list) -> None:
+    """One result per uploaded file, in the order they were given (in memory only, never on disk)."""
+    for upload in uploads[:MAX_FILES]:
+        if len(uploads) > 1:
+            st.text(upload.name)  # plain text: a file name is not markdown
+        show_prediction(loaded, upload.getvalue())
+    if len(uploads) > MAX_FILES:
+        st.warning(
+            f"Only the first {MAX_FILES} files are read; {len(uploads) - MAX_FILES} were not."
+        )
 
 
 def drawn_image() -> bytes | None:
@@ -143,7 +185,7 @@ def drawn_image() -> bytes | None:
 st.title("Handwritten digit recognition")
 st.write(
     "A CNN trained by several workers on separate shards of MNIST, their weights averaged "
-    "(FedAvg). Upload a photo of one digit or draw one."
+    "(FedAvg). Upload photos of digits, take one with your camera, or draw one."
 )
 uri = model_uri()
 try:
@@ -162,11 +204,19 @@ if st.session_state.get("serving") not in (None, loaded.version):
 st.session_state["serving"] = loaded.version
 
 show_card(loaded)
-upload_tab, draw_tab = st.tabs(["Upload an image", "Draw a digit"])
+upload_tab, camera_tab, draw_tab = st.tabs(["Upload images", "Take a photo", "Draw a digit"])
 with upload_tab:
-    upload = st.file_uploader("An image of one digit", type=list(EXTENSIONS))
-    if upload is not None:
-        show_prediction(loaded, upload.getvalue())  # in memory only; never written to disk
+    uploads = st.file_uploader(
+        "Images of one digit each (several at once: one result per file)",
+        type=list(EXTENSIONS),
+        accept_multiple_files=True,
+    )
+    show_uploads(loaded, uploads or [])
+with camera_tab:
+    st.caption("One digit, dark on light paper, filling a good part of the picture.")
+    photo = st.camera_input("Take a photo of one digit")
+    if photo is not None:
+        show_prediction(loaded, photo.getvalue())
 with draw_tab:
     st.caption("Draw one digit, large, with the mouse.")
     drawing = drawn_image()

@@ -11,7 +11,6 @@ Weights are only ever loaded into the project's own architecture (steps.model.lo
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import threading
@@ -20,15 +19,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from steps.cli import StepError
-from steps.registry import (
-    LATEST_KEY,
-    METRICS_FILE,
-    MODEL_FILE,
-    RUN_FILE,
-    latest_run,
-    run_prefix,
-)
+from steps.registry import LATEST_KEY, METRICS_FILE, MODEL_FILE, RUN_FILE, run_prefix
 from steps.storage import ArtifactStore, open_store
+from ui.run_files import (
+    MAX_JSON_BYTES,
+    MAX_PICTURE_BYTES,
+    MAX_POINTER_BYTES,
+    BadRunFile,
+    check_card,
+    check_metrics,
+    check_picture,
+    pointer_text,
+    read_head,
+    read_key,
+)
 from workflows.settings import DEFAULT_STORE
 
 CONFUSION_FILE = "confusion.png"
@@ -97,23 +101,15 @@ def parse_model_uri(uri: str) -> ModelSource:
 def current_version(source: ModelSource, store: ArtifactStore | None) -> str | None:
     """The version MODEL_URI names right now (a run id or a file stamp), or None when there is none."""
     if store is not None:
-        return latest_run(store)
+        try:
+            return pointer_text(read_key(store, LATEST_KEY, MAX_POINTER_BYTES))
+        except BadRunFile as error:
+            raise ModelUnavailable(str(error)) from None
     try:
         stat = source.file.stat()
     except OSError:
         return None
     return f"{source.file.name}@{stat.st_mtime_ns}-{stat.st_size}"
-
-
-def read_json(text: str | None) -> dict | None:
-    """A JSON object from `text`, or None when it is missing or not an object."""
-    if not text:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def load_weights(path: Path) -> object:
@@ -130,26 +126,31 @@ def fetch_file(source: ModelSource, version: str) -> LoadedModel:
     if path is None or not path.is_file():
         raise ModelUnavailable(f"model file not found: {source.uri}")
     beside = path.parent
-    confusion = beside / CONFUSION_FILE
+    try:
+        card_data = read_head(beside / RUN_FILE, MAX_JSON_BYTES)
+        card = check_card(card_data, path.name) if card_data is not None else {}
+        metrics = check_metrics(read_head(beside / METRICS_FILE, MAX_JSON_BYTES))
+        picture = check_picture(read_head(beside / CONFUSION_FILE, MAX_PICTURE_BYTES))
+    except (BadRunFile, OSError) as error:
+        raise ModelUnavailable(str(error)) from None
     return LoadedModel(
         version=version,
         label=path.name,
         model=load_weights(path),
-        card=read_json(text_of(beside / RUN_FILE)) or {},
-        metrics=read_json(text_of(beside / METRICS_FILE)),
-        confusion_png=confusion.read_bytes() if confusion.is_file() else None,
+        card=card,
+        metrics=metrics,
+        confusion_png=picture,
     )
 
 
-def text_of(path: Path) -> str | None:
-    return path.read_text() if path.is_file() else None
-
-
 def fetch_run(store: ArtifactStore, run: str) -> LoadedModel:
+    prefix = run_prefix(run)  # `run` passed pointer_text: a run id
     try:
-        prefix = run_prefix(run)
-    except ValueError:
-        raise ModelUnavailable(f"{LATEST_KEY} names {run!r}, which is not a run id") from None
+        card = check_card(read_key(store, f"{prefix}/{RUN_FILE}", MAX_JSON_BYTES), run)
+        metrics = check_metrics(read_key(store, f"{prefix}/{METRICS_FILE}", MAX_JSON_BYTES))
+    except BadRunFile as error:
+        raise ModelUnavailable(f"run {run}: {error}") from None
+    picture = check_picture(read_key(store, f"{prefix}/{CONFUSION_FILE}", MAX_PICTURE_BYTES))
     with tempfile.TemporaryDirectory(prefix="mnist-model-") as folder:
         local = Path(folder) / MODEL_FILE
         try:
@@ -157,17 +158,13 @@ def fetch_run(store: ArtifactStore, run: str) -> LoadedModel:
         except StepError:
             raise ModelUnavailable(f"run {run} has no {MODEL_FILE} in {store.uri} (yet)") from None
         model = load_weights(local)
-        confusion_png = None
-        if f"{prefix}/{CONFUSION_FILE}" in store.list_keys(prefix):
-            store.download_file(f"{prefix}/{CONFUSION_FILE}", Path(folder) / CONFUSION_FILE)
-            confusion_png = (Path(folder) / CONFUSION_FILE).read_bytes()
     return LoadedModel(
         version=run,
         label=run,
         model=model,
-        card=read_json(store.read_text(f"{prefix}/{RUN_FILE}")) or {"run": run},
-        metrics=read_json(store.read_text(f"{prefix}/{METRICS_FILE}")),
-        confusion_png=confusion_png,
+        card=card,
+        metrics=metrics,
+        confusion_png=picture,
     )
 
 
@@ -201,6 +198,8 @@ class ModelKeeper:
             try:
                 store = self.store()
                 version = current_version(self.source, store)
+            except ModelUnavailable as error:
+                return Status(self.current, f"the newest model cannot be loaded: {error}")
             except Exception as error:  # a store can fail in many ways (network, permissions)
                 return Status(self.current, f"cannot read {self.source.uri}: {error}")
             if version is None:

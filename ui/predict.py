@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from steps.cli import EXIT_BAD_INPUT
+from ui.decode import MAX_FILE_MB, MB, ImageRejected
 from ui.model_source import ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
-from ui.preprocess import ImageRejected, prepare
+from ui.preprocess import prepare
 
 LOW_CONFIDENCE = 0.6  # below this the page labels a prediction as a guess
 
@@ -34,23 +38,46 @@ class Prediction:
         return self.confidence < LOW_CONFIDENCE
 
 
+class NoAnswer(ValueError):
+    """The model's output is not a probability distribution (a model with broken weights)."""
+
+
 def classify(model: object, pixels: np.ndarray) -> Prediction:
     """What `model` says about one 28x28 image in [0, 1] (from ui.preprocess)."""
     inputs = pixels.astype(np.float32).reshape(1, 28, 28, 1)
     probabilities = model(inputs, training=False).numpy()[0].astype(float)
+    if not all(math.isfinite(p) for p in probabilities):
+        raise NoAnswer("the model gave no usable answer (its output is not a number)")
     digit = int(probabilities.argmax())
     return Prediction(digit, float(probabilities[digit]), [float(p) for p in probabilities])
+
+
+def read_image_file(path: Path, limit: int = MAX_FILE_MB * MB) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; OSError or ImageRejected saying why not.
+
+    Opened without blocking (a FIFO would wait for a writer) and read no further than the limit (a
+    device such as /dev/zero never ends).
+    """
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise ImageRejected("This is not a regular file.")
+    with os.fdopen(descriptor, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ImageRejected(
+            f"The file is over {limit / MB:.0f} MB; the limit is {limit / MB:.0f} MB."
+        )
+    return data
 
 
 def predict_file(model: object, path: Path) -> dict:
     """One output record for `path`: the prediction, or an error."""
     try:
-        data = path.read_bytes()
+        prediction = classify(model, prepare(read_image_file(path)))
     except OSError as error:
         return {"file": str(path), "error": f"cannot read the file ({error.strerror or error})"}
-    try:
-        prediction = classify(model, prepare(data))
-    except ImageRejected as error:
+    except (ImageRejected, NoAnswer) as error:
         return {"file": str(path), "error": str(error)}
     return {
         "file": str(path),
@@ -88,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.images:
         record = predict_file(status.model.model, path)
         failed += "error" in record
-        print(json.dumps(record), flush=True)
+        print(json.dumps(record, allow_nan=False), flush=True)
     return EXIT_BAD_INPUT if failed else 0
 
 

@@ -27,6 +27,10 @@ class DeadlineExceeded(Exception):
     """The attempt ran past its activeDeadlineSeconds and was stopped."""
 
 
+class EngineError(RuntimeError):
+    """The engine itself failed (no image, a bad mount): the runner's trouble, not the step's."""
+
+
 @dataclass(frozen=True)
 class Invocation:
     """One attempt of a container template, resolved."""
@@ -49,10 +53,14 @@ class Invocation:
     mounts: tuple[tuple[Path, bool], ...] = ()
 
     def host_path(self, path: PurePosixPath | str) -> Path:
-        """Where a container path under working_dir lives on this machine."""
+        """Where a container path lives on this machine: under host_dir for paths under working_dir,
+        under a `volumes` folder beside it for others (an emptyDir at /tmp, say)."""
         posix = PurePosixPath(path)
-        relative = posix.relative_to(self.working_dir) if posix.is_absolute() else posix
-        return self.host_dir / relative
+        if not posix.is_absolute():
+            return self.host_dir / posix
+        if posix == self.working_dir or self.working_dir in posix.parents:
+            return self.host_dir / posix.relative_to(self.working_dir)
+        return self.host_dir.parent / "volumes" / posix.relative_to("/")
 
 
 class Engine(Protocol):

@@ -36,7 +36,7 @@ from steps.storage import ArtifactStore
 from workflows import artifacts, retries
 from workflows.dag import Dag, TaskOutcome, assess, read_dag, should_run
 from workflows.durations import deadline_seconds
-from workflows.engines import DeadlineExceeded, Engine, Invocation, ProcessEngine
+from workflows.engines import DeadlineExceeded, Engine, EngineError, Invocation, ProcessEngine
 from workflows.lint import check as check_with_argo_rules
 from workflows.progress import ProgressReport, read_progress
 from workflows.spec import (
@@ -451,7 +451,10 @@ class LocalRunner:
             with node.log.open("a") as log:
                 log.write(f"--- attempt {len(node.tries) + 1}: {' '.join(invocation.command)}\n")
                 log.flush()
-                exit_code, deadline_hit = self._execute(invocation, log, timeout)
+                try:
+                    exit_code, deadline_hit = self._execute(invocation, log, timeout)
+                except EngineError as error:  # the pod never ran: Argo's init/wait trouble
+                    return ended("Error", str(error))
             node.progress = read_progress(invocation.progress_file) or node.progress
             saved = self._save_outputs(resolved["outputs"], invocation)
             if self._stopping.is_set():

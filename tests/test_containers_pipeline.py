@@ -1,0 +1,90 @@
+"""The small pipeline end to end with every step in the steps image: `submit.py --local --engine podman`
+(2 workers, 3000 digits, 1 epoch, 1 round), then the published model read back as the page would read it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import containers_support
+from tests.containers_support import ROOT, Images
+
+pytestmark = pytest.mark.containers
+images = containers_support.images
+
+
+def test_the_small_pipeline_runs_in_containers(
+    images: Images, mnist_path: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "workflows/submit.py",
+            "--local",
+            "--engine",
+            images.engine,
+            "--image",
+            images.steps,
+            "--workers",
+            "2",
+            "--limit",
+            "3000",
+            "--epochs",
+            "1",
+            "--rounds",
+            "1",
+            "--source",
+            str(mnist_path),
+            "--artifacts",
+            str(store),
+            "--logs-dir",
+            str(tmp_path / "logs"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    latest = store / "models" / "mnist" / "LATEST"
+    run = latest.read_text().strip()
+    assert (store / "models" / "mnist" / run / "model.h5").is_file()
+    assert "accuracy" in result.stdout.lower()
+
+
+def test_without_the_folder_mode_aggregate_cannot_read_its_models(
+    images: Images, mnist_path: Path, tmp_path: Path
+) -> None:
+    """The spec as it was (no `mode` on aggregate's models folder): argoexec's 0700 root-owned folder
+    (gcs.go:downloadObject) is unreadable to the steps' user, so every run failed at aggregate."""
+    from steps.storage import open_store
+    from workflows.containers import ContainerEngine
+    from workflows.pipeline import compile_workflow
+    from workflows.runner import LocalRunner
+    from workflows.settings import PipelineSettings
+    from workflows.spec import templates_by_name
+
+    settings = PipelineSettings(
+        workers=2, limit=1000, epochs=1, rounds=1, source=str(mnist_path), retries=0
+    )
+    workflow = compile_workflow(settings, image=images.steps, store=str(tmp_path / "store"))
+    models = templates_by_name(workflow)["aggregate"]["inputs"]["artifacts"][0]
+    assert models["mode"] == 0o755
+    del models["mode"], models["recurseMode"]
+    lines: list[str] = []
+    runner = LocalRunner(
+        open_store(tmp_path / "store"),
+        tmp_path / "logs",
+        engine=ContainerEngine(program=images.engine),
+        echo=lines.append,
+    )
+    result = runner.run(workflow)
+    assert result.phase == "Failed", "\n".join(lines)
+    aggregate = next(node for node in result.nodes if node.name == "aggregate-round-1")
+    assert aggregate.phase == "Failed" and aggregate.tries[-1].exit_code == 2
+    assert "in/models" in aggregate.message
+    assert all(n.phase == "Succeeded" for n in result.nodes if n.task.startswith("train"))

@@ -1,0 +1,163 @@
+"""The starting model without TensorFlow: steps.architecture's config is the one Keras builds, init's file is
+the file Keras would write, it opens everywhere, its weights are drawn as Keras draws them, and a model
+trained from it learns."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from steps import evaluate, init, train
+from steps.architecture import MODEL_CONFIG, MODEL_CONFIG_JSON
+from steps.cli import run
+from steps.dataset import Digits, load_mnist, write_shard
+from steps.weights import WEIGHT_LAYOUT, read_model_file
+
+
+def fresh_keras_model():
+    """steps.model.build_model() as a new process builds it (Keras numbers repeated layer names)."""
+    import keras
+
+    from steps.model import build_model
+
+    keras.backend.clear_session(free_memory=False)
+    return build_model()
+
+
+def keras_file_config(model, folder: Path) -> str:
+    """The model_config attribute Keras writes into a model's HDF5 file."""
+    model.save(folder / "keras.h5")
+    with h5py.File(folder / "keras.h5", "r") as handle:
+        return handle.attrs["model_config"]
+
+
+def write_init(path: Path, seed: int = 0) -> Path:
+    assert run(init.main, init.parse_args(), ["--seed", str(seed), "--out", str(path)]) == 0
+    return path
+
+
+def test_the_declared_config_is_the_one_keras_writes(tmp_path: Path) -> None:
+    written = keras_file_config(fresh_keras_model(), tmp_path)
+    assert json.loads(written) == MODEL_CONFIG
+    assert written == MODEL_CONFIG_JSON  # to the character
+
+
+def test_keras_rebuilds_the_same_network_from_the_declared_config() -> None:
+    import keras
+
+    rebuilt = keras.Sequential.from_config(MODEL_CONFIG["config"])
+    built = fresh_keras_model()
+    assert rebuilt.get_config() == built.get_config()
+    assert [tuple(w.shape) for w in rebuilt.weights] == [shape for *_, shape in WEIGHT_LAYOUT]
+
+
+def h5_structure(path: Path) -> dict:
+    """Every object of an HDF5 file: groups, datasets (shape, dtype, storage) and attributes (type and
+    value); weights' values and the Keras version stamp are left out."""
+    found: dict = {}
+
+    def attributes(name: str, obj) -> None:
+        for key in obj.attrs:
+            kind = h5py.h5a.open(obj.id, key.encode()).get_type()
+            text = isinstance(kind, h5py.h5t.TypeStringID)
+            value = np.asarray(obj.attrs[key]).tolist() if key != "keras_version" else "…"
+            found[name, key] = (
+                type(kind).__name__,
+                text and kind.is_variable_str(),
+                text and kind.get_cset(),
+                np.shape(obj.attrs[key]),
+                value,
+            )
+
+    def visit(name: str, obj) -> None:
+        attributes(name, obj)
+        if isinstance(obj, h5py.Dataset):
+            plist = obj.id.get_create_plist()
+            found[name] = (obj.shape, obj.dtype.str, plist.get_layout(), plist.get_nfilters())
+        else:
+            found[name] = "group"
+
+    with h5py.File(path, "r") as handle:
+        attributes("/", handle)
+        handle.visititems(visit)
+    return found
+
+
+def test_init_writes_the_file_keras_writes(tmp_path: Path) -> None:
+    from steps.model import save_model
+
+    save_model(fresh_keras_model(), tmp_path / "keras.h5")
+    ours, keras_own = (
+        h5_structure(write_init(tmp_path / "init.h5")),
+        h5_structure(tmp_path / "keras.h5"),
+    )
+    assert ours.keys() == keras_own.keys()
+    assert {key: value for key, value in ours.items() if value != keras_own[key]} == {}
+
+
+def test_keras_and_the_projects_loader_open_it(tmp_path: Path) -> None:
+    import keras
+
+    from steps.model import load_model
+
+    path = write_init(tmp_path / "init.h5", seed=7)
+    written = read_model_file(path).weights
+    opened = keras.models.load_model(path, compile=False)  # the file's own architecture
+    assert opened.name == "mnist_cnn" and opened.count_params() == 225_034
+    for got, want in zip(opened.get_weights(), written, strict=True):
+        np.testing.assert_array_equal(got, want)
+    for got, want in zip(load_model(path).get_weights(), written, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_same_seed_same_file_another_seed_other_weights(tmp_path: Path) -> None:
+    first, again = write_init(tmp_path / "a.h5", 3), write_init(tmp_path / "b.h5", 3)
+    other = write_init(tmp_path / "c.h5", 4)
+    assert first.read_bytes() == again.read_bytes()
+    assert not np.array_equal(read_model_file(first).weights[0], read_model_file(other).weights[0])
+
+
+def test_weights_are_drawn_as_keras_initialises_them(tmp_path: Path) -> None:
+    """Kernels uniform in ±sqrt(6 / (fan_in + fan_out)), as keras.initializers.GlorotUniform draws
+    them (its samples give the same bound and spread), biases zero."""
+    import keras
+
+    weights = read_model_file(write_init(tmp_path / "init.h5", seed=11)).weights
+    for (_, name, shape), ours in zip(WEIGHT_LAYOUT, weights, strict=True):
+        assert ours.dtype == np.float32 and ours.shape == shape
+        if name == "bias":
+            assert not ours.any()
+            continue
+        fan_in, fan_out = math.prod(shape[:-1]), math.prod(shape[:-2]) * shape[-1]
+        limit = math.sqrt(6 / (fan_in + fan_out))
+        theirs = keras.ops.convert_to_numpy(keras.initializers.GlorotUniform(seed=1)(shape))
+        for sample in (ours, theirs):
+            assert np.abs(sample).max() <= limit
+            assert np.abs(sample).max() > 0.9 * limit
+            spread = limit / math.sqrt(3)  # a uniform's standard deviation
+            assert abs(sample.mean()) < 5 * spread / math.sqrt(sample.size)
+            assert sample.std() == pytest.approx(spread, rel=0.1)
+        assert ours.std() == pytest.approx(theirs.std(), rel=0.1)
+
+
+def test_a_model_trained_from_it_learns(tmp_path: Path, mnist_path: Path) -> None:
+    trainset, testset = load_mnist(mnist_path)
+    write_shard(tmp_path / "shard.npz", trainset.take(np.arange(600)))
+    write_shard(tmp_path / "test.npz", Digits(testset.x[:500], testset.y[:500]))
+    write_init(tmp_path / "init.h5", seed=1)
+    argv = [
+        *("--shard", tmp_path / "shard.npz", "--model", tmp_path / "init.h5"),
+        *("--epochs", "2", "--batch", "32", "--learning-rate", "0.003"),
+        *("--out", tmp_path / "trained.h5", "--stats-out", tmp_path / "stats.json"),
+    ]
+    assert run(train.main, train.parse_args(), [str(a) for a in argv]) == 0
+    for model, floor, ceiling in (("init.h5", 0.0, 0.3), ("trained.h5", 0.7, 1.0)):
+        argv = ["--model", tmp_path / model, "--test", tmp_path / "test.npz", "--out-dir", tmp_path]
+        assert run(evaluate.main, evaluate.parse_args(), [str(a) for a in argv]) == 0
+        accuracy = json.loads((tmp_path / "metrics.json").read_text())["accuracy"]
+        assert floor < accuracy < ceiling, (model, accuracy)

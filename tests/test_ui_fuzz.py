@@ -1,0 +1,137 @@
+"""Seeded fuzzing of the page's input path: mutated images through ui.preprocess and `python -m ui.predict`.
+
+Every input must end as a 28x28 input or an ImageRejected message (never another exception), within a
+bounded CPU time; ui.predict must print one complete JSON object per file, whatever the file holds.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bench.photos import photo
+from tests.ui_support import progressive_jpeg
+from ui.preprocess import ImageRejected, prepare
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = 16
+MUTANTS = 400  # in-process, through prepare()
+CLI_MUTANTS = 60  # of them, also through one `python -m ui.predict` run
+MAX_CPU_SECONDS = 2.0
+
+
+def encode(image: Image.Image, format: str, **options: object) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format=format, **options)
+    return buffer.getvalue()
+
+
+def seeds() -> list[bytes]:
+    """Valid files of every accepted format to mutate: a photo, a digit, a palette image..."""
+    digit = np.zeros((28, 28), dtype=np.uint8)
+    digit[6:22, 12:16] = 255
+    picture = Image.open(io.BytesIO(photo(digit, 0, (160, 120)))).convert("RGB")
+    return [
+        encode(picture, "JPEG", quality=80),
+        encode(picture, "JPEG", quality=80, progressive=True),
+        progressive_jpeg(64, 48, scans=12),
+        encode(picture, "PNG"),
+        encode(picture.convert("P"), "GIF"),
+        encode(picture, "BMP"),
+        encode(picture, "WEBP", quality=70),
+        encode(picture.convert("LA"), "PNG"),
+        encode(picture.convert("I;16"), "PNG"),
+    ]
+
+
+def mutate(data: bytes, rng: np.random.Generator) -> bytes:
+    """One of: flipped bytes, a cut, a repeated slice, bytes set to extremes, a spliced header."""
+    buffer = bytearray(data)
+    kind = int(rng.integers(5))
+    if kind == 0:
+        for _ in range(int(rng.integers(1, 16))):
+            buffer[int(rng.integers(len(buffer)))] = int(rng.integers(256))
+    elif kind == 1:
+        buffer = buffer[: int(rng.integers(1, len(buffer)))]
+    elif kind == 2:
+        start = int(rng.integers(len(buffer)))
+        piece = buffer[start : start + int(rng.integers(1, 64))]
+        buffer[start:start] = piece * int(rng.integers(1, 50))
+    elif kind == 3:
+        for _ in range(int(rng.integers(1, 8))):  # sizes and counts in headers love 0x00 and 0xFF
+            position = int(rng.integers(min(len(buffer), 64)))
+            buffer[position] = int(rng.choice([0, 0xFF, 0x7F, 0x80]))
+    else:
+        head = int(rng.integers(4, 40))
+        buffer[head:head] = bytes(rng.integers(0, 256, int(rng.integers(1, 32)), dtype=np.uint8))
+    return bytes(buffer)
+
+
+def mutants(count: int) -> list[bytes]:
+    rng = np.random.default_rng(SEED)
+    originals = seeds()
+    return [mutate(originals[index % len(originals)], rng) for index in range(count)]
+
+
+def test_mutated_images_are_read_or_refused_never_crash() -> None:
+    outcomes = {"read": 0, "refused": 0}
+    slowest = 0.0
+    for data in mutants(MUTANTS):
+        started = time.thread_time()
+        try:
+            pixels = prepare(data)
+        except ImageRejected as error:
+            assert str(error) and "\n" not in str(error)
+            outcomes["refused"] += 1
+        else:
+            assert pixels.shape == (28, 28) and np.isfinite(pixels).all()
+            assert pixels.min() >= 0 and pixels.max() <= 1
+            outcomes["read"] += 1
+        slowest = max(slowest, time.thread_time() - started)
+    print(f"\n{outcomes}, slowest {slowest * 1000:.0f} ms CPU")
+    assert slowest < MAX_CPU_SECONDS
+    assert outcomes["read"] > 20 and outcomes["refused"] > 20  # both paths were exercised
+
+
+@pytest.fixture(scope="module")
+def mutant_files(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    folder = tmp_path_factory.mktemp("mutants")
+    paths = []
+    for index, data in enumerate(mutants(CLI_MUTANTS)):
+        path = folder / f"mutant-{index:03d}.img"
+        path.write_bytes(data)
+        paths.append(path)
+    return paths
+
+
+def test_ui_predict_answers_every_mutated_file_with_one_json_object(
+    published_store: Path, mutant_files: list[Path]
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("MODEL_URI", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "ui.predict", *map(str, mutant_files)],
+        capture_output=True,
+        text=True,
+        env={**env, "MODEL_URI": str(published_store)},
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert len(lines) == len(mutant_files)
+    records = [json.loads(line) for line in lines]  # every line complete, strict JSON
+    assert [record["file"] for record in records] == [str(path) for path in mutant_files]
+    for record in records:
+        assert set(record) in ({"file", "error"}, {"file", "digit", "confidence", "probabilities"})
+    failed = sum("error" in record for record in records)
+    assert result.returncode == (2 if failed else 0)

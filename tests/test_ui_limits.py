@@ -1,0 +1,150 @@
+"""What one upload may cost the page: refused from its header when too costly, bounded when not.
+
+The page's pod has 1 CPU and 2 GiB (infra/k8s/base/page.yaml): no upload within the limits may take more
+than 2 s of CPU or 300 MB of memory, and only MAX_CONCURRENT_DECODES decode at once. The crafted files
+are made here (tests/ui_support.py) and are small on disk; their cost is measured in a fresh process.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageFile
+
+from tests.ui_support import cost_of_prepare, png_16bit_rgba, progressive_jpeg
+from ui import decode as decoding
+from ui.decode import (
+    DECODE_SIDE,
+    MAX_CONCURRENT_DECODES,
+    MAX_DECODED_BYTES,
+    MAX_SCANS,
+    ImageRejected,
+    decode,
+)
+from ui.jpeg_layout import read_layout
+
+MAX_CPU_SECONDS = 2.0
+MAX_MEGABYTES = 300
+
+
+def encode(image: Image.Image, format: str, **options: object) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format=format, **options)
+    return buffer.getvalue()
+
+
+def test_a_jpeg_repeating_its_scans_is_refused_before_decoding() -> None:
+    data = progressive_jpeg(1024, 1024, scans=2000)
+    assert read_layout(data).scans == 2000
+    started = time.thread_time()
+    with pytest.raises(ImageRejected, match=f"2000 scans \\(up to {MAX_SCANS}\\)"):
+        decode(data)
+    assert time.thread_time() - started < 0.2
+
+
+def test_a_small_png_that_decodes_to_gigabytes_is_refused_from_its_header(tmp_path: Path) -> None:
+    data = png_16bit_rgba(5000, 4000)  # 20 MP, under the pixel limit; 0.2 MB on disk
+    assert len(data) < 1_000_000
+    cpu, megabytes, outcome = cost_of_prepare(data, tmp_path)
+    assert outcome.startswith("refused: The image would take too much memory"), outcome
+    assert megabytes < 50 and cpu < 0.5, (cpu, megabytes)
+
+
+def largest_progressive_jpeg() -> bytes:
+    """40 megapixels at 4:2:0, as many scans as accepted: the slowest JPEG within the limits."""
+    return progressive_jpeg(7300, 5470, scans=MAX_SCANS)
+
+
+def largest_png() -> bytes:
+    """An RGB PNG whose decoded pixels just fit MAX_DECODED_BYTES (Pillow keeps 4 bytes a pixel)."""
+    side = int((MAX_DECODED_BYTES / 4) ** 0.5)
+    return encode(Image.new("RGB", (side, side), (230, 230, 230)), "PNG")
+
+
+def largest_baseline_jpeg() -> bytes:
+    """40 megapixels of texture at the best quality that fits 10 MB: the most entropy to decode."""
+    noise = Image.effect_noise((2000, 1500), 60).resize((7300, 5470)).convert("RGB")
+    for quality in (85, 75, 65, 55):
+        data = encode(noise, "JPEG", quality=quality)
+        if len(data) <= 10 * 1024 * 1024:
+            return data
+    raise AssertionError("no quality fits 10 MB")
+
+
+@pytest.mark.parametrize(
+    "make", [largest_progressive_jpeg, largest_png, largest_baseline_jpeg], ids=lambda f: f.__name__
+)
+def test_the_costliest_uploads_within_the_limits_stay_within_the_pods_share(
+    make: object, tmp_path: Path
+) -> None:
+    data = make()
+    assert len(data) <= 10 * 1024 * 1024
+    cpu, megabytes, outcome = cost_of_prepare(data, tmp_path)
+    print(
+        f"\n{make.__name__}: {len(data) / 1e6:.1f} MB, {cpu:.2f} s CPU, {megabytes:.0f} MB, {outcome}"
+    )
+    assert "too much memory or time" not in outcome  # decoded, not refused
+    assert cpu < MAX_CPU_SECONDS and megabytes < MAX_MEGABYTES, (cpu, megabytes)
+
+
+def test_a_big_jpeg_is_decoded_reduced() -> None:
+    image = decode(encode(Image.new("RGB", (4000, 3000), "white"), "JPEG"))
+    assert image.size == (500, 375)
+    assert DECODE_SIDE <= max(image.size) < 2 * DECODE_SIDE
+
+
+def test_a_big_png_is_reduced_once_decoded() -> None:
+    image = decode(encode(Image.new("L", (3000, 2000), 255), "PNG"))
+    assert image.size == (500, 334)  # reduce() rounds up
+
+
+def test_only_a_few_decodes_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = encode(Image.new("RGB", (1200, 900), "white"), "PNG")
+    running, most = 0, 0
+    lock = threading.Lock()
+    load = ImageFile.ImageFile.load
+
+    def counted_load(self: ImageFile.ImageFile) -> object:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        try:
+            time.sleep(0.05)  # long enough for every thread to arrive
+            return load(self)
+        finally:
+            with lock:
+                running -= 1
+
+    monkeypatch.setattr(ImageFile.ImageFile, "load", counted_load)
+    threads = [
+        threading.Thread(target=decode, args=(data,)) for _ in range(3 * MAX_CONCURRENT_DECODES)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert most == MAX_CONCURRENT_DECODES
+    assert decoding.DECODE_SLOTS._value == MAX_CONCURRENT_DECODES  # every slot given back
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            b"\xff\xd8\xff\xc3\x00\x0b\x08\x00\x10\x00\x10\x01\x01\x11\x00"
+            b"\xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00",
+            "lossless",
+        ),
+        (b"\xff\xd8\xff\xe0\x00\x01", "damaged"),
+        (b"\xff\xd8\xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00", "damaged"),
+    ],
+    ids=["lossless", "short segment", "scan before frame"],
+)
+def test_jpeg_headers_the_page_does_not_decode_are_refused(data: bytes, message: str) -> None:
+    with pytest.raises(ImageRejected, match=message):
+        decoding.plan_jpeg(Image.new("RGB", (16, 16)), data)

@@ -1,0 +1,158 @@
+"""Untrusted bytes → a small Pillow image, with the decoder's CPU and memory bounded before it starts.
+
+Every limit is checked from the file's header, before a pixel is decoded: the bytes, the pixels, the bytes
+the decoded image would take, and for JPEG the scan count and coefficient buffer (see ui.jpeg_layout).
+JPEGs are decoded reduced (libjpeg's DCT scaling: a 12-megapixel photo comes out at about 500x375), other
+formats whole and then reduced. At most MAX_CONCURRENT_DECODES run at once in a process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import threading
+import warnings
+
+from PIL import Image, ImageOps
+
+from ui.jpeg_layout import DCT_FRAMES, BadJpeg, read_layout
+
+MB = 1024 * 1024  # as Streamlit counts server.maxUploadSize
+MAX_FILE_MB = 10  # .streamlit/config.toml's server.maxUploadSize says the same (a test checks)
+FORMATS = ("PNG", "JPEG", "BMP", "GIF", "WEBP")  # decoders allowed to see untrusted bytes
+EXTENSIONS = ("png", "jpg", "jpeg", "bmp", "gif", "webp")
+MAX_PIXELS = 40_000_000  # a 40-megapixel photo is fine; a decompression bomb is not
+MAX_DECODED_BYTES = 64 * MB  # what a format decoded whole may take (a 16-megapixel RGB PNG)
+MAX_COEFFICIENT_BYTES = 128 * MB  # a progressive JPEG's coefficients (40 MP at 4:2:0 chroma)
+MAX_SCANS = 50  # progressive encoders write about 10; each scan walks the whole image
+DECODE_SIDE = (
+    480  # images come out with the longer side at least this (if they were), under twice it
+)
+MAX_CONCURRENT_DECODES = 2
+
+NOT_AN_IMAGE = f"This is not an image the page can read (use {', '.join(EXTENSIONS)})."
+DAMAGED = "The image is damaged or cut short"
+TOO_MANY_PIXELS = (
+    f"The image has too many pixels: up to {MAX_PIXELS // 1_000_000} megapixels are accepted."
+)
+TOO_COSTLY = "The image would take too much memory or time to decode"
+
+# Pillow warns past MAX_IMAGE_PIXELS and refuses past twice it; here both refuse.
+Image.MAX_IMAGE_PIXELS = MAX_PIXELS
+warnings.simplefilter("error", Image.DecompressionBombWarning)
+DECODE_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_DECODES)
+
+
+class ImageRejected(ValueError):
+    """An image the model cannot be asked about; str() is a message for the person who sent it."""
+
+
+def open_header(data: bytes, max_bytes: int) -> Image.Image:
+    """Pillow's image object with only its header read; ImageRejected for what is not an image."""
+    if not data:
+        raise ImageRejected("The file is empty (0 bytes).")
+    if len(data) > max_bytes:
+        raise ImageRejected(
+            f"The file is {len(data) / MB:.1f} MB; the limit is {max_bytes / MB:.0f} MB."
+        )
+    try:
+        image = Image.open(io.BytesIO(data), formats=FORMATS)
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise ImageRejected(TOO_MANY_PIXELS) from None
+    except Image.UnidentifiedImageError:
+        raise ImageRejected(NOT_AN_IMAGE) from None
+    except Exception as error:  # a plugin's parser can fail in any way on crafted bytes
+        raise ImageRejected(f"{DAMAGED} ({error})") from None
+    width, height = image.size
+    if width * height > MAX_PIXELS:
+        raise ImageRejected(f"{TOO_MANY_PIXELS} This one is {width}x{height}.")
+    if width < 1 or height < 1:
+        raise ImageRejected(f"{DAMAGED} (it is {width}x{height})")
+    return image
+
+
+def bytes_per_pixel(mode: str) -> int:
+    """What Pillow stores per pixel of `mode` (multi-band modes take four bytes)."""
+    if mode in ("1", "L", "P"):
+        return 1
+    if mode.startswith("I;16"):
+        return 2
+    return 4
+
+
+def plan_jpeg(image: Image.Image, data: bytes) -> None:
+    """Refuse a costly JPEG from its markers; ask libjpeg to decode it reduced."""
+    try:
+        layout = read_layout(data)
+    except BadJpeg as error:
+        raise ImageRejected(f"{DAMAGED} ({error})") from None
+    if layout.frame not in DCT_FRAMES:
+        raise ImageRejected(f"{NOT_AN_IMAGE[:-1]}: lossless and hierarchical JPEGs are not.")
+    if layout.scans > MAX_SCANS:
+        raise ImageRejected(f"{TOO_COSTLY}: {layout.scans} scans (up to {MAX_SCANS}).")
+    if (
+        layout.progressive or layout.scans > 1
+    ) and layout.coefficient_bytes > MAX_COEFFICIENT_BYTES:
+        raise ImageRejected(
+            f"{TOO_COSTLY}: a progressive JPEG of {image.width}x{image.height} "
+            f"needs {layout.coefficient_bytes / MB:.0f} MB; save it as a baseline JPEG."
+        )
+    scale = next(s for s in (8, 4, 2, 1) if max(image.size) // s >= DECODE_SIDE or s == 1)
+    if scale > 1:
+        image.draft(None, (image.width // scale, image.height // scale))
+
+
+def plan_whole(image: Image.Image) -> None:
+    """Refuse an image that would take more than MAX_DECODED_BYTES once decoded."""
+    decoded = image.width * image.height * bytes_per_pixel(image.mode)
+    if decoded > MAX_DECODED_BYTES:
+        raise ImageRejected(
+            f"{TOO_COSTLY}: {image.width}x{image.height} {image.format} takes "
+            f"{decoded / MB:.0f} MB decoded (up to {MAX_DECODED_BYTES // MB} MB); "
+            "send a JPEG or a smaller image."
+        )
+
+
+def reduce(image: Image.Image, side: int = DECODE_SIDE) -> Image.Image:
+    """Shrink by a whole factor (box average) so the longer side is under twice `side`."""
+    factor = max(image.size) // side
+    if factor < 2:
+        return image
+    if image.mode in ("1", "P"):
+        has_alpha = image.mode == "P" and "transparency" in image.info
+        image = image.convert("RGBA" if has_alpha else "L")
+    if image.mode.startswith("I;16"):
+        size = (max(1, image.width // factor), max(1, image.height // factor))
+        return image.resize(size, Image.Resampling.BOX)
+    return image.reduce(factor)
+
+
+def upright(image: Image.Image) -> Image.Image:
+    """Phone photos are often stored sideways; a broken orientation tag leaves the pixels as stored."""
+    with contextlib.suppress(Exception):  # EXIF is untrusted too
+        return ImageOps.exif_transpose(image)
+    return image
+
+
+def decode(data: bytes, max_bytes: int = MAX_FILE_MB * MB) -> Image.Image:
+    """Decode `data` as one of FORMATS, upright and reduced; ImageRejected saying why if it cannot be."""
+    image = open_header(data, max_bytes)
+    if image.format == "JPEG":
+        plan_jpeg(image, data)
+    else:
+        plan_whole(image)
+    with DECODE_SLOTS:
+        try:
+            image.load()
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+            raise ImageRejected(TOO_MANY_PIXELS) from None
+        except Exception as error:  # "image file is truncated", "broken data stream", …
+            raise ImageRejected(f"{DAMAGED} ({error})") from None
+        plan_whole(image)  # what was decoded, drafted or not, is within bounds
+        try:
+            small = reduce(image)
+        except Exception as error:
+            raise ImageRejected(f"{DAMAGED} ({error})") from None
+        if small is not image:
+            image.close()  # the full-size pixels go now, not when the caller drops the image
+    return upright(small)
