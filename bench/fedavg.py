@@ -1,11 +1,12 @@
 """The pipeline's method in one process, for accuracy only: W workers train from the shared model on the
-shards split makes, their weights are averaged (steps.averaging, weighted by samples), round after round.
+shards split makes, their weights are averaged (steps.averaging, weighted by samples), round after round,
+the learning rate stepping down over the rounds as the train step steps it (steps.schedule).
 
 For numbers of workers this machine cannot run as a pipeline (16 or 32 trainers on 2 cores), it gives the
-accuracy after each round, hence the rounds a pipeline of W workers needs to reach the target. Each worker
-starts from the round's average with a fresh Adam, seeded with its shard id as the train step seeds itself;
-its random stream is not the step's bit for bit. Prints one JSON line per round; stops at --target or
---max-rounds.
+accuracy a pipeline of W workers and R rounds would publish. The schedule depends on R, so each R of
+--rounds is a run of its own; they are tried in order until one reaches --target. Each worker starts
+from the round's average with a fresh Adam, seeded with its shard id as the train step seeds itself; its
+random stream is not the step's bit for bit. Prints one JSON line per round.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from bench.data import add_data_arguments, add_training_arguments, iid_shards
 from steps.averaging import federated_average
 from steps.cli import positive_float, positive_int
 from steps.dataset import fetch_source, load_mnist
+from steps.schedule import round_learning_rate
 
 
-def worker_counts(text: str) -> list[int]:
-    """argparse type: a comma-separated list of worker counts."""
+def counts(text: str) -> list[int]:
+    """argparse type: a comma-separated list of positive integers."""
     return [positive_int(part) for part in text.split(",") if part]
 
 
@@ -30,9 +32,12 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.fedavg", description=__doc__)
     add_data_arguments(parser)
     add_training_arguments(parser)
-    parser.add_argument("--learning-rate", type=positive_float, required=True)
-    parser.add_argument("--workers", type=worker_counts, required=True, help="e.g. 1,4,8,16,32")
-    parser.add_argument("--max-rounds", type=positive_int, required=True)
+    parser.add_argument("--learning-rate", type=positive_float, required=True, help="in round 1")
+    parser.add_argument(
+        "--final-learning-rate", type=positive_float, required=True, help="in the last round"
+    )
+    parser.add_argument("--workers", type=counts, required=True, help="e.g. 1,4,8,16,32")
+    parser.add_argument("--rounds", type=counts, required=True, help="the R to try, e.g. 2,4")
     parser.add_argument(
         "--target", type=positive_float, required=True, help="stop at this accuracy"
     )
@@ -56,27 +61,36 @@ def main(args: argparse.Namespace) -> None:
         model = compile_model(build_model(), args.learning_rate)
         model.optimizer.build(model.trainable_variables)
         fresh_optimizer = [variable.numpy() for variable in model.optimizer.variables]
-        average = model.get_weights()
-        for round_number in range(1, args.max_rounds + 1):
-            started = time.monotonic()
-            trained = []
-            for shard_id, (x, y) in enumerate(parts):
+        initial = model.get_weights()
+        for rounds in args.rounds:
+            average = initial
+            for round_number in range(1, rounds + 1):
+                started = time.monotonic()
+                rate = round_learning_rate(
+                    args.learning_rate, args.final_learning_rate, round_number, rounds
+                )
+                trained = []
+                for shard_id, (x, y) in enumerate(parts):
+                    model.set_weights(average)
+                    for variable, value in zip(
+                        model.optimizer.variables, fresh_optimizer, strict=True
+                    ):
+                        variable.assign(value)
+                    model.optimizer.learning_rate = rate
+                    keras.utils.set_random_seed(shard_id)
+                    model.fit(x, y, epochs=args.epochs, batch_size=args.batch, verbose=0)
+                    trained.append(model.get_weights())
+                average = federated_average(trained, [len(y) for _, y in parts])
                 model.set_weights(average)
-                for variable, value in zip(model.optimizer.variables, fresh_optimizer, strict=True):
-                    variable.assign(value)
-                keras.utils.set_random_seed(shard_id)
-                model.fit(x, y, epochs=args.epochs, batch_size=args.batch, verbose=0)
-                trained.append(model.get_weights())
-            average = federated_average(trained, [len(y) for _, y in parts])
-            model.set_weights(average)
-            accuracy = model.evaluate(test_x, test.y, batch_size=1000, verbose=0)[1]
-            line = {
-                "workers": workers,
-                "round": round_number,
-                "accuracy": accuracy,
-                "seconds": round(time.monotonic() - started, 1),
-            }
-            print(json.dumps(line), flush=True)
+                accuracy = model.evaluate(test_x, test.y, batch_size=1000, verbose=0)[1]
+                line = {
+                    "workers": workers,
+                    "rounds": rounds,
+                    "round": round_number,
+                    "accuracy": accuracy,
+                    "seconds": round(time.monotonic() - started, 1),
+                }
+                print(json.dumps(line), flush=True)
             if accuracy >= args.target:
                 break
 

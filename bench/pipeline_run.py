@@ -19,10 +19,11 @@ from bench.measure import Measurement, measure_ok, python_module
 from steps.storage import open_store
 from workflows.pipeline import compile_workflow
 from workflows.runner import SUMMARY_FILE
-from workflows.settings import ENVIRONMENT, PipelineSettings
+from workflows.settings import PipelineSettings, declared, flag_of
 
 PROBE_DIR = Path(__file__).resolve().parent / "probe"
 POLL_SECONDS = 0.2
+UNRECORDED = ("store", "image")
 
 
 class LogWatcher:
@@ -64,22 +65,19 @@ class LogWatcher:
             self.seen.setdefault(str(path), []).extend((now, line) for line in complete)
 
 
-def effective_settings(overrides: dict[str, object]) -> PipelineSettings:
-    return replace(PipelineSettings(), **overrides)
-
-
 def submit_command(settings: PipelineSettings, work: Path, parallelism: int | None) -> list[str]:
-    """Every setting as a flag, so nothing comes from the environment's defaults."""
-    flags = [f"--{name.replace('_', '-')}={value}" for name, value in asdict(settings).items()]
+    """Every setting as its flag, so nothing comes from the environment's defaults."""
+    values = asdict(settings)
+    flags = [f"{flag_of(name, spec)}={values[name]}" for name, spec in declared()]
     if parallelism:
         flags.append(f"--parallelism={parallelism}")
-    return [
-        *python_module("workflows.submit"),
-        "--local",
-        *flags,
-        f"--artifacts={work / 'store'}",
-        f"--logs-dir={work / 'logs'}",
-    ]
+    return [*python_module("workflows.submit"), "--local", *flags, f"--logs-dir={work / 'logs'}"]
+
+
+def settings_record(settings: PipelineSettings) -> dict:
+    """The settings a run trained with, without where this machine kept it (store) or its image."""
+    values = asdict(settings) | {"source": Path(settings.source).name}
+    return {name: value for name, value in values.items() if name not in UNRECORDED}
 
 
 def run_pipeline(
@@ -93,13 +91,13 @@ def run_pipeline(
 
     `work` is an empty folder for the run's store, logs and probes; the caller removes it.
     """
-    settings = effective_settings({**overrides, "source": source})
+    settings = replace(PipelineSettings(), **overrides, source=source, store=str(work / "store"))
     (work / "probes").mkdir(parents=True)
     (work / "logs").mkdir()
     environment: dict[str, str | None] = {
         "BENCH_PROBE_DIR": str(work / "probes"),
         "PYTHONPATH": str(PROBE_DIR),  # measure() adds the project root after it
-        **{variable: None for variable in ENVIRONMENT.values()},
+        **{spec.env: None for _, spec in declared() if spec.env},
     }
     with LogWatcher(work / "logs") as watcher:
         measured = measure_ok(submit_command(settings, work, parallelism), environment=environment)
@@ -157,7 +155,7 @@ def describe_run(
     per_round = timeline.round_seconds(summary, rounds)
     return {
         "run": summary["name"],
-        "settings": asdict(settings) | {"source": Path(settings.source).name},
+        "settings": settings_record(settings),
         "accuracy": accuracy,
         "reached": accuracy >= target,
         "curve": curve,

@@ -5,9 +5,9 @@ Calibration (all from runs of this benchmark on this machine):
 - a trainer: its fixed part (process start, imports, loading the shard and model, saving) and its seconds
   per sample and epoch, from the same run's trainer (its log's epoch lines against its task time);
 - averaging: a fixed part plus a part per model read, fitted over the runs' worker counts;
-- the accuracy after each round for W workers: the pipeline's own runs where they exist (seed of the first
-  run), else the one-process FedAvg simulation (bench/fedavg.py); W workers need the first round that
-  reaches the target, and time to the target is undefined where no round measured or simulated reaches it.
+- the accuracy a run of W workers and R rounds publishes: the pipeline's own runs where they exist (seed
+  of the first run), else the one-process FedAvg simulation (bench/fedavg.py); W workers need the fewest
+  R tried that reach the target, and time to the target is undefined where no R tried reaches it.
 
 Assumed, not measured here (each node is of this machine's kind and runs one trainer):
 - POD_START_SECONDS per pod; the controller's DEFAULT_REQUEUE_TIME per DAG level (both values in
@@ -140,24 +140,31 @@ def critical_path(c: Calibration, workers: int, rounds: int, requeue: float) -> 
     return {"seconds": total, "round_seconds": per_round, "training_seconds": training}
 
 
-def accuracy_by_round(runs: list[Mapping[str, Any]], simulated: list[Mapping[str, Any]]) -> dict:
-    """Workers → {round: (accuracy, where from)}: a pipeline run's own curve wins over the simulation."""
+def accuracy_by_rounds(runs: list[Mapping[str, Any]], simulated: list[Mapping[str, Any]]) -> dict:
+    """Workers → {rounds R: (the accuracy a run of R rounds published, where from)}.
+
+    The learning rate steps down over a run's R rounds, so only a run's last round tells what R
+    rounds reach. A pipeline run's own result wins over the simulation's.
+    """
     table: dict[int, dict[int, tuple[float, str]]] = {}
     for line in simulated:
-        table.setdefault(line["workers"], {})[line["round"]] = (line["accuracy"], "simulated")
+        if line["round"] == line["rounds"]:
+            table.setdefault(line["workers"], {})[line["rounds"]] = (line["accuracy"], "simulated")
     for run in runs:
-        workers = run["settings"]["workers"]
-        for point in run["curve"]:
-            table.setdefault(workers, {})[point["round"]] = (point["accuracy"], "pipeline")
+        settings = run["settings"]
+        table.setdefault(settings["workers"], {})[settings["rounds"]] = (
+            run["accuracy"],
+            "pipeline",
+        )
     return table
 
 
-def rounds_needed(by_round: Mapping[int, tuple[float, str]], target: float) -> tuple | None:
-    """(round, accuracy, source) of the first round at or above `target`; None if none is."""
-    for number in sorted(by_round):
-        accuracy, source = by_round[number]
+def rounds_needed(by_rounds: Mapping[int, tuple[float, str]], target: float) -> tuple | None:
+    """(rounds, accuracy, source) of the fewest rounds tried that reach `target`; None if none does."""
+    for rounds in sorted(by_rounds):
+        accuracy, source = by_rounds[rounds]
         if accuracy >= target:
-            return number, accuracy, source
+            return rounds, accuracy, source
     return None
 
 
@@ -167,26 +174,25 @@ def predict(
     target: float,
     workers_list: tuple[int, ...] = PLAN_WORKERS,
 ) -> list[dict]:
-    """One row per W: the rounds W workers need, and the predicted time under each requeue time."""
+    """One row per W: the fewest rounds tried that reach `target`, and the predicted time then."""
     rows = []
     for workers in workers_list:
-        by_round = accuracies.get(workers, {})
-        needed = rounds_needed(by_round, target)
+        by_rounds = accuracies.get(workers, {})
+        most = max(by_rounds, default=0)
+        needed = rounds_needed(by_rounds, target)
         row: dict[str, Any] = {
             "workers": workers,
-            "rounds_known": max(by_round, default=0),
-            "round": None,
-            "accuracy": None,
-            "source": by_round[max(by_round)][1] if by_round else None,
+            "rounds_tried": sorted(by_rounds),
+            "rounds": None,
+            "accuracy": by_rounds[most][0] if by_rounds else None,
+            "source": by_rounds[most][1] if by_rounds else None,
             "predicted": {},
         }
         if needed is not None:
-            row["round"], row["accuracy"], row["source"] = needed
+            row["rounds"], row["accuracy"], row["source"] = needed
             for requeue in REQUEUE_SECONDS:
-                path = critical_path(c, workers, row["round"], requeue)
+                path = critical_path(c, workers, row["rounds"], requeue)
                 row["predicted"][f"{requeue:g}"] = {k: round(v, 1) for k, v in path.items()}
-        elif by_round:
-            row["accuracy"] = by_round[max(by_round)][0]
         rows.append(row)
     return rows
 
@@ -195,5 +201,5 @@ def unresolved_workers(
     runs: list[Mapping[str, Any]], target: float, workers_list: tuple[int, ...] = PLAN_WORKERS
 ) -> list[int]:
     """The W of the plan whose pipeline runs (if any) did not reach `target` in any round."""
-    measured = accuracy_by_round(runs, [])
+    measured = accuracy_by_rounds(runs, [])
     return [w for w in workers_list if rounds_needed(measured.get(w, {}), target) is None]

@@ -4,7 +4,8 @@ Stages (--only picks some, in this order): baseline (the replaced system's metho
 with PipelineSettings' defaults, once per seed), centralized (the same network in one process, per seed
 and learning rate), baseline-settings (the pipeline with the replaced system's settings), workers-2 (the
 defaults with 2 workers), calibration (1 worker, 1 round, one task at a time: the plan's task times),
-fedavg (the one-process simulation, for the plan's accuracies where no pipeline run reached the target),
+fedavg (the one-process simulation, for the plan's accuracies where no pipeline run reached the target:
+the default rounds, then doubled up to --max-rounds),
 preprocessing (the page's benchmark, bench/preprocessing.py, when it exists). --sweep adds pipeline
 sweeps. Writes results.json, results.md, results.png and plan.png into --out-dir.
 """
@@ -42,7 +43,6 @@ BASELINE_SETTINGS = {"workers": 3, "epochs": 2, "batch": 100, "rounds": 1}
 CENTRALIZED_LEARNING_RATES = (1e-3, 2e-3, 3e-3)
 CENTRALIZED_BATCH = 100
 CENTRALIZED_MAX_EPOCHS = 10
-FEDAVG_MAX_ROUNDS = 10
 PREPROCESSING_MODULE = "bench.preprocessing"  # the page's benchmark
 # Its first 2000 test digits (all 10000 take about a quarter of an hour on 2 cores: past the budget).
 PREPROCESSING_FLAGS = ("--count=2000",)
@@ -117,8 +117,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-rounds",
         type=positive_int,
-        default=FEDAVG_MAX_ROUNDS,
-        help="rounds the simulation tries before calling the target not reached",
+        default=2 * PipelineSettings().rounds,
+        help="the simulation tries the default rounds, then doubles them up to this (default: "
+        "twice the default rounds)",
     )
     parser.add_argument("--out-dir", type=Path, default=BENCH_DIR, help="where results go")
     return parser
@@ -275,16 +276,24 @@ def stage_fedavg(session: Session) -> None:
         print("== fedavg: every planned W was measured by the pipeline itself", flush=True)
         return
     defaults = PipelineSettings()
-    print(f"== fedavg: simulating {', '.join(map(str, workers))} workers", flush=True)
+    rounds = [defaults.rounds]
+    while rounds[-1] * 2 <= session.args.max_rounds:
+        rounds.append(rounds[-1] * 2)
+    print(
+        f"== fedavg: simulating {', '.join(map(str, workers))} workers, "
+        f"{' or '.join(map(str, rounds))} rounds",
+        flush=True,
+    )
     measured = measure_ok(
         python_module(
             "bench.fedavg",
             *session.data_flags(session.first_seed),
             f"--workers={','.join(map(str, workers))}",
+            f"--rounds={','.join(map(str, rounds))}",
             f"--epochs={defaults.epochs}",
             f"--batch={defaults.batch}",
             f"--learning-rate={defaults.learning_rate}",
-            f"--max-rounds={session.args.max_rounds}",
+            f"--final-learning-rate={defaults.final_learning_rate}",
             f"--target={TARGET_ACCURACY}",
         )
     )
@@ -345,7 +354,7 @@ def compute_plan(session: Session) -> None:
         *session.results.get("sweeps", []),
     ]
     calibration = plan.calibrate(runs["calibration"], pipelines, session.results["train_count"])
-    accuracies = plan.accuracy_by_round(
+    accuracies = plan.accuracy_by_rounds(
         measured_pipelines(session), session.results.get("fedavg", [])
     )
     session.results["plan"] = {

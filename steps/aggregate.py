@@ -21,7 +21,6 @@ from steps.cli import (
     read_json_file,
     run,
     staged_outputs,
-    to_json,
 )
 from steps.dataset import MAX_SAMPLES
 from steps.weights import read_model_file, write_model_file
@@ -50,7 +49,9 @@ def parse_args() -> argparse.ArgumentParser:
         help="average when at least this many models are present; 0 = every shard (default: 0)",
     )
     parser.add_argument(
-        "--missing-out", type=Path, help="write the JSON list of missing shards here"
+        "--missing-out",
+        type=Path,
+        help="write the missing shards' ids here, comma-separated (empty when none is missing)",
     )
     return parser
 
@@ -131,7 +132,7 @@ def main(args: argparse.Namespace) -> None:
         averaged = federated_average([model.weights for model in models], counts)
         write_model_file(model_out, models[0], averaged)
         if missing_out:
-            missing_out.write_text(to_json(missing))
+            missing_out.write_text(",".join(missing))
     if missing:
         print(
             f"going ahead without shards {', '.join(missing)} (--min-workers {needed})",

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.cli import StepError, parse_json, to_json
+from steps.cli import StepError
+from steps.errors import ArtifactNotFound, parse_json, to_json
 from steps.npz import ArraySpec, read_arrays
 from steps.storage import ArtifactStore
 from steps.tensorflow_setup import import_keras
@@ -125,7 +126,7 @@ class StoreCheckpoint(keras.callbacks.Callback):
             local = Path(folder) / "checkpoint.npz"
             try:
                 self.store.download_file(self.key, local)
-            except StepError:  # none yet: a first attempt
+            except ArtifactNotFound:  # none yet: a first attempt
                 return None
             return restore(self.model, self.inputs, self.epochs, local)
 

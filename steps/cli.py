@@ -15,15 +15,13 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from steps.errors import StepError
+
 EXIT_BAD_INPUT = 2
 MAX_SEED = 2**32 - 1  # what numpy's and Keras's global seeds accept
 MAX_JSON_BYTES = 1 << 20  # a stats file, metrics or a settings object is a few KiB
 UMASK = os.umask(0o022)  # read once (the call sets it), then restored
 os.umask(UMASK)
-
-
-class StepError(Exception):
-    """Bad input or a failed precondition, reported as one line on stderr with exit code 2."""
 
 
 def run(

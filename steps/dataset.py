@@ -16,6 +16,7 @@ from steps.npz import ArraySpec, read_arrays
 
 KERAS_MNIST_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
 KERAS_MNIST_SHA256 = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1"
+PARTITIONS = ("iid", "dirichlet")  # how training digits are dealt out to the shards
 IMAGE_SHAPE = (28, 28)
 NUM_CLASSES = 10
 # The most digits any file the steps read may hold: about four times MNIST's 60,000 training digits

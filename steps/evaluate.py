@@ -29,7 +29,8 @@ def parse_args() -> argparse.ArgumentParser:
     parser.add_argument(
         "--missing-shards",
         default="{}",
-        help="JSON object: round → shards that delivered no model, recorded in metrics.json",
+        help="JSON object: round → comma-separated shards that delivered no model (aggregate's "
+        "--missing-out), recorded in metrics.json",
     )
     parser.add_argument(
         "--out-dir",
@@ -47,21 +48,20 @@ def confusion_matrix(labels: np.ndarray, predicted: np.ndarray) -> np.ndarray:
     return matrix
 
 
-def missing_shards(text: str) -> dict[str, list]:
-    """Rounds that went ahead without some shards: {"1": ["2"]}; rounds with none are left out."""
+def missing_shards(text: str) -> dict[str, list[str]]:
+    """Rounds that went ahead without some shards: {"1": "2,5"} → {"1": ["2", "5"]}; rounds with
+    none are left out."""
     value = parse_json(text, "--missing-shards")
     if (
         not isinstance(value, dict)
         or len(value) > MAX_ROUNDS
-        or not all(
-            isinstance(shards, list) and all(type(s) in (int, str) for s in shards)
-            for shards in value.values()
-        )
+        or not all(isinstance(shards, str) for shards in value.values())
     ):
         raise StepError(
-            f"--missing-shards must be a JSON object of lists of ids, got {text[:80]!r}"
+            "--missing-shards must be a JSON object of comma-separated shard ids per round, "
+            f"got {text[:80]!r}"
         )
-    return {round_: shards for round_, shards in value.items() if shards}
+    return {round_: shards.split(",") for round_, shards in value.items() if shards}
 
 
 def summary(metrics: dict) -> str:

@@ -105,14 +105,30 @@ def _forward(weights: Sequence[np.ndarray], values: np.ndarray) -> np.ndarray:
 
 
 def logits(weights: Sequence[np.ndarray], images: np.ndarray, batch: int = BATCH) -> np.ndarray:
-    """The softmax's inputs, (n, classes) float32, for uint8 images (n, 28, 28)."""
+    """The softmax's inputs, (n, classes) float32, for uint8 images (n, 28, 28) or float32 ones
+    already in [0, 1] (what the page's preprocessing makes)."""
     weights = [np.asarray(array, FLOAT) for array in weights]
     parts = [np.zeros((0, BUILT[-1].output_shape[-1]), FLOAT)]
+    scale = 255.0 if images.dtype == np.uint8 else 1.0  # as steps.model.to_inputs
     with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
         for start in range(0, len(images), batch):
-            chunk = images[start : start + batch].astype(FLOAT) / 255.0  # as steps.model.to_inputs
+            chunk = images[start : start + batch].astype(FLOAT) / scale
             parts.append(_forward(weights, chunk.reshape(len(chunk), *INPUT_SHAPE)))
     return np.concatenate(parts)
+
+
+class Network:
+    """A model file's checked weights, ready to answer: what the page serves (no TensorFlow)."""
+
+    def __init__(self, weights: Sequence[np.ndarray]) -> None:
+        self.weights = [np.asarray(array, FLOAT) for array in weights]
+
+    def probabilities(self, images: np.ndarray) -> np.ndarray:
+        """(n, classes) probabilities for images (n, 28, 28): uint8, or float32 in [0, 1]."""
+        return softmax(logits(self.weights, images))
+
+    def count_params(self) -> int:
+        return sum(array.size for array in self.weights)
 
 
 def softmax(values: np.ndarray) -> np.ndarray:

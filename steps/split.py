@@ -21,6 +21,7 @@ from steps.cli import (
 )
 from steps.dataset import (
     KERAS_MNIST_URL,
+    PARTITIONS,
     Digits,
     fetch_source,
     load_mnist,
@@ -49,7 +50,7 @@ def parse_args() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--partition",
-        choices=("iid", "dirichlet"),
+        choices=PARTITIONS,
         default="iid",
         help="iid: uniform shards; dirichlet: label-skewed shards (default: iid)",
     )

@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from steps.cli import StepError, atomic_path
+from steps.errors import ArtifactNotFound
 
 
 class ArtifactStore(Protocol):
@@ -85,7 +86,7 @@ class LocalStore:
     def download_file(self, key: str, local: Path) -> None:
         source = self._path(key)
         if not source.is_file():
-            raise StepError(f"artifact not found: {key} in {self.uri}")
+            raise ArtifactNotFound(f"artifact not found: {key} in {self.uri}")
         with atomic_path(local) as temporary:
             shutil.copyfile(source, temporary)
 
@@ -169,7 +170,7 @@ class GCSStore:
             try:
                 self.bucket.blob(self._name(key)).download_to_filename(str(temporary))
             except NotFound:
-                raise StepError(f"artifact not found: {key} in {self.uri}") from None
+                raise ArtifactNotFound(f"artifact not found: {key} in {self.uri}") from None
 
     def list_keys(self, prefix: str) -> list[str]:
         if prefix.rstrip("/"):

@@ -23,6 +23,7 @@ from steps.cli import (
 )
 from steps.dataset import read_shard
 from steps.progress import from_environment
+from steps.schedule import round_learning_rate
 from steps.storage import open_store
 from steps.weights import check_finite
 
@@ -35,7 +36,18 @@ def parse_args() -> argparse.ArgumentParser:
     parser.add_argument("--model", type=Path, required=True, help="the starting model (.h5)")
     parser.add_argument("--epochs", type=positive_int, default=1, help="passes over the shard")
     parser.add_argument("--batch", type=positive_int, default=64, help="samples per gradient step")
-    parser.add_argument("--learning-rate", type=positive_float, default=1e-3, help="Adam step size")
+    parser.add_argument(
+        "--learning-rate", type=positive_float, default=1e-3, help="Adam's step size in round 1"
+    )
+    parser.add_argument(
+        "--final-learning-rate",
+        type=positive_float,
+        help="Adam's step size in the last round (default: --learning-rate); see steps.schedule",
+    )
+    parser.add_argument("--round", type=positive_int, default=1, help="this round's number, from 1")
+    parser.add_argument(
+        "--rounds", type=positive_int, default=1, help="how many rounds the run has"
+    )
     parser.add_argument("--seed", type=seed, default=0, help="shuffling and dropout seed")
     parser.add_argument("--out", type=Path, required=True, help="the trained model to write (.h5)")
     parser.add_argument(
@@ -76,15 +88,23 @@ def main(args: argparse.Namespace) -> None:
             write_model,
         )
 
+        if args.round > args.rounds:
+            raise StepError(f"--round {args.round} is past --rounds {args.rounds}")
+        learning_rate = round_learning_rate(
+            args.learning_rate,
+            args.final_learning_rate or args.learning_rate,
+            args.round,
+            args.rounds,
+        )
         keras.utils.set_random_seed(args.seed)
-        model = compile_model(load_model(args.model), args.learning_rate)
+        model = compile_model(load_model(args.model), learning_rate)
         callbacks: list[keras.callbacks.Callback] = [EpochLogger(args.epochs)]
         done, final = 0, {}
         if args.checkpoint_store and args.checkpoint_key:
             from steps.checkpoint import StoreCheckpoint, fingerprint
 
             inputs = fingerprint(
-                args.shard, args.model, f"{args.epochs} {args.batch} {args.learning_rate}"
+                args.shard, args.model, f"{args.epochs} {args.batch} {learning_rate}"
             )
             checkpoint = StoreCheckpoint(
                 open_store(args.checkpoint_store), args.checkpoint_key, inputs, args.epochs
@@ -104,7 +124,8 @@ def main(args: argparse.Namespace) -> None:
             callbacks.append(BatchProgress(progress))
         print(
             f"training on {args.shard} ({len(shard)} samples), {args.epochs} epoch(s), "
-            f"batch {args.batch}",
+            f"batch {args.batch}, learning rate {learning_rate:.3g} (round {args.round} of "
+            f"{args.rounds})",
             file=sys.stderr,
             flush=True,
         )

@@ -377,7 +377,7 @@ class RunPlan:
         ]
         values = {
             "shard-ids": json.dumps(list(range(workers))),
-            "missing-shards": json.dumps(missing),
+            "missing-shards": ",".join(map(str, missing)),
             "accuracy": ACCURACY,
         }
         return [{"name": name, "value": values[name]} for name in sorted(declared & set(values))]

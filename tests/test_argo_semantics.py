@@ -16,7 +16,7 @@ MINUTE = 60.0
 
 
 def pipeline(**settings: object) -> dict:
-    return compile_workflow(PipelineSettings(**settings), store="gs://bucket")
+    return compile_workflow(PipelineSettings(**settings, store="gs://bucket"))
 
 
 def fan_in_depends(workflow: dict) -> depends.Expression:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,8 @@ SHAPES = [(1, 1), (3, 2), (5, 3), (8, 1)]
 def compiled(workers: int, rounds: int) -> tuple[dict, dict]:
     settings = PipelineSettings(workers=workers, rounds=rounds)
     store = "gs://mnist-models"
-    return compile_workflow(settings, store=store), compile_template(settings, store=store)
+    settings = replace(settings, store=store)
+    return compile_workflow(settings), compile_template(settings)
 
 
 @pytest.mark.parametrize(("workers", "rounds"), SHAPES)
@@ -163,9 +165,9 @@ def test_spec_carries_what_a_cluster_needs() -> None:
 
 
 def test_retry_limit_follows_the_setting() -> None:
-    workflow = compile_workflow(PipelineSettings(retries=5), store="gs://b")
+    workflow = compile_workflow(PipelineSettings(retries=5, store="gs://b"))
     assert templates_by_name(workflow)["train"]["retryStrategy"]["limit"] == "5"
-    none = compile_workflow(PipelineSettings(retries=0), store="gs://b")
+    none = compile_workflow(PipelineSettings(retries=0, store="gs://b"))
     assert "retryStrategy" not in templates_by_name(none)["train"]
 
 

@@ -26,6 +26,7 @@ from tests.argo_double import ACCURACY, FAILING_NODE, RETRIED_NODE, ArgoDouble
 from tests.argo_schema import first_error, workflow_validator
 from workflows import cluster
 from workflows.argo_client import from_environment
+from workflows.settings import PipelineSettings
 from workflows.submit import main
 from workflows.watch import watch
 
@@ -128,7 +129,14 @@ def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == f"submitted {name} to {url} (namespace {cluster.NAMESPACE})"
     assert lines[1].strip() == f"{url}/workflows/{cluster.NAMESPACE}/{name}"
-    for node in ("split", "train-round-3(2:2)", "aggregate-round-3", "evaluate", "publish"):
+    last = PipelineSettings().rounds
+    for node in (
+        "split",
+        f"train-round-{last}(2:2)",
+        f"aggregate-round-{last}",
+        "evaluate",
+        "publish",
+    ):
         assert phases_of(result.stdout, node) == ["Pending", "Running", "Succeeded"], node
     assert f"run {name} Succeeded in " in result.stdout
     assert f"test accuracy: {ACCURACY}" in result.stdout
@@ -232,7 +240,8 @@ def test_a_retried_trainer_shows_its_current_tries_progress(
     on_argo(monkeypatch, url)
     code, out, _ = submit(capsys, "--workers", "2", "--rounds", "1", "--watch")
     assert code == 0
-    batches = 2 * 30000 // 100
+    defaults = PipelineSettings()  # 2 shards of 30000 digits
+    batches = defaults.epochs * 30000 // defaults.batch
     third, two_thirds = f"{batches // 3}/{batches}", f"{2 * batches // 3}/{batches}"
     assert progress_of(out, RETRIED_NODE) == [third, two_thirds, third, two_thirds]
 
@@ -243,7 +252,6 @@ def test_readme_names_the_metrics_as_the_controller_exports_them() -> None:
     import re
 
     from workflows.pipeline import compile_workflow
-    from workflows.settings import PipelineSettings
 
     workflow = compile_workflow(PipelineSettings())
     owners = [workflow["spec"], *workflow["spec"]["templates"]]
@@ -297,7 +305,7 @@ def test_from_template_starts_a_run_with_the_given_settings(
     double, url = serve()
     on_argo(monkeypatch, url)
     code, out, err = submit(capsys, "--from-template", "--workers", "5")
-    assert code == 2
+    assert code == 1
     assert err.count("\n") == 1 and "mnist-pipeline" in err and "not found" in err
     assert submit(capsys, "--register", "--rounds", "1")[0] == 0
     code, out, _ = submit(capsys, "--from-template", "--workers", "5", "--epochs", "3", "--watch")
@@ -383,7 +391,7 @@ def test_tls_failure_says_how_to_accept_the_certificate(
     assert url.startswith("https://")
     on_argo(monkeypatch, url.removeprefix("https://"))  # host:port, as Argo's CLI takes it
     code, _, err = submit(capsys)
-    assert code == 2 and err.count("\n") == 1
+    assert code == 1 and err.count("\n") == 1
     assert "TLS" in err and "ARGO_INSECURE_SKIP_VERIFY=true" in err
     assert double.requests == []
     monkeypatch.setenv("ARGO_INSECURE_SKIP_VERIFY", "true")
@@ -401,7 +409,7 @@ def test_plain_http_server_spoken_to_with_tls(
     _, url = serve()
     on_argo(monkeypatch, url.replace("http://", "https://"))
     code, _, err = submit(capsys)
-    assert code == 2 and err.count("\n") == 1
+    assert code == 1 and err.count("\n") == 1
     assert "TLS failed" in err and "http://" in err
 
 
@@ -426,7 +434,7 @@ def test_server_refusals_are_one_clear_line(
     double, url = serve()
     on_argo(monkeypatch, url, token=token, ARGO_NAMESPACE=namespace)
     code, out, err = submit(capsys, "--watch")
-    assert code == 2 and out == ""
+    assert code == 1 and out == ""
     assert err.count("\n") == 1 and err.startswith("submit: error: ")
     for words in expected:
         assert words in err
@@ -438,7 +446,7 @@ def test_unreachable_server(
 ) -> None:
     on_argo(monkeypatch, f"http://127.0.0.1:{free_port()}")
     code, _, err = submit(capsys)
-    assert code == 2 and err.count("\n") == 1
+    assert code == 1 and err.count("\n") == 1
     assert "cannot reach the Argo Server" in err and "port-forward svc/argo-server 2746:2746" in err
 
 
@@ -450,7 +458,7 @@ def test_a_name_already_taken(
     assert submit(capsys, "--name", "mnist-nightly")[0] == 0
     assert "mnist-nightly" in double.runs
     code, _, err = submit(capsys, "--name", "mnist-nightly")
-    assert code == 2 and err.count("\n") == 1
+    assert code == 1 and err.count("\n") == 1
     assert "already taken" in err and "mnist-nightly" in err and "--name" in err
 
 
@@ -533,5 +541,5 @@ def test_a_server_that_is_not_argo(
     finally:
         server.shutdown()
         server.server_close()
-    assert code == 2 and err.count("\n") == 1
+    assert code == 1 and err.count("\n") == 1
     assert "did not answer with JSON" in err

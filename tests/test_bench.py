@@ -21,7 +21,7 @@ from bench import plan, readme, timeline
 from bench.baseline_method import build_baseline_model, unweighted_average
 from bench.data import iid_shards
 from bench.pipeline_run import PROBE_DIR, LogWatcher, submit_command
-from bench.report import PLAN_PNG, RESULTS_MD, markdown, write_outputs
+from bench.report import PLAN_PNG, RESULTS_MD, markdown, settings_text, write_outputs
 from bench.run import make_parser
 from bench.targets import TARGET_ACCURACY, check_all, time_ratio
 from steps.dataset import Digits
@@ -280,7 +280,8 @@ def test_the_plan_is_calibrated_on_the_run_that_ran_alone() -> None:
         runs["calibration"], [runs["calibration"], *runs["default"]], 60000
     )
     assert calibration.train_fixed == pytest.approx(2.0)
-    assert calibration.train_per_sample_epoch == pytest.approx(10.0 / (60000 * 2))
+    epochs = PipelineSettings().epochs
+    assert calibration.train_per_sample_epoch == pytest.approx(10.0 / (60000 * epochs))
     fewer = plan.critical_path(calibration, 1, 3, requeue=2.0)
     more = plan.critical_path(calibration, 8, 3, requeue=2.0)
     assert more["training_seconds"] == pytest.approx(fewer["training_seconds"] / 8)
@@ -289,21 +290,33 @@ def test_the_plan_is_calibrated_on_the_run_that_ran_alone() -> None:
     assert slower_controller["seconds"] - more["seconds"] == pytest.approx(8.0 * levels)
 
 
-def test_the_plan_needs_a_round_that_reaches_the_target() -> None:
+def test_the_plan_needs_a_number_of_rounds_that_reaches_the_target() -> None:
     runs = fake_runs()
     calibration = plan.calibrate(runs["calibration"], [runs["calibration"]], 60000)
-    simulated = [
-        {"workers": 32, "round": r, "accuracy": a, "seconds": 9.0}
-        for r, a in enumerate([0.95, 0.975, 0.985], start=1)
-    ] + [{"workers": 2, "round": 1, "accuracy": 0.999, "seconds": 9.0}]
-    pipeline_two = pipeline_record(0, 0.9920, 88.0, settings=asdict(PipelineSettings(workers=2)))
-    accuracies = plan.accuracy_by_round([pipeline_two], simulated)
+
+    def simulated(workers: int, rounds: int, accuracies: list[float]) -> list[dict]:
+        return [
+            {"workers": workers, "rounds": rounds, "round": r, "accuracy": a, "seconds": 9.0}
+            for r, a in enumerate(accuracies, start=1)
+        ]
+
+    lines = [
+        *simulated(32, 2, [0.95, 0.975]),
+        *simulated(32, 4, [0.95, 0.992, 0.98, 0.985]),  # only a run's last round counts
+        *simulated(8, 2, [0.97, 0.985]),
+        *simulated(8, 4, [0.97, 0.98, 0.988, 0.991]),
+        *simulated(2, 3, [0.98, 0.99, 0.999]),
+    ]
+    two = pipeline_record(0, 0.9920, 88.0, settings=asdict(PipelineSettings(workers=2, rounds=3)))
+    accuracies = plan.accuracy_by_rounds([two], lines)
     rows = {row["workers"]: row for row in plan.predict(calibration, accuracies, TARGET_ACCURACY)}
-    assert rows[2]["round"] == 3 and rows[2]["source"] == "pipeline"  # the pipeline wins
-    assert rows[32]["round"] is None and rows[32]["predicted"] == {}
-    assert rows[32]["rounds_known"] == 3 and rows[32]["accuracy"] == 0.985
-    assert rows[4]["rounds_known"] == 0
-    assert plan.unresolved_workers([pipeline_two], TARGET_ACCURACY) == [1, 3, 4, 8, 16, 32]
+    assert (rows[2]["rounds"], rows[2]["accuracy"], rows[2]["source"]) == (3, 0.992, "pipeline")
+    assert (rows[8]["rounds"], rows[8]["source"]) == (4, "simulated")
+    assert set(rows[8]["predicted"]) == {f"{r:g}" for r in plan.REQUEUE_SECONDS}
+    assert rows[32]["rounds"] is None and rows[32]["predicted"] == {}
+    assert rows[32]["rounds_tried"] == [2, 4] and rows[32]["accuracy"] == 0.985
+    assert rows[4]["rounds_tried"] == [] and rows[4]["accuracy"] is None
+    assert plan.unresolved_workers([two], TARGET_ACCURACY) == [1, 3, 4, 8, 16, 32]
 
 
 # ---- report ------------------------------------------------------------------------------------
@@ -329,7 +342,7 @@ def fake_results() -> dict:
         "machine": {"cpu_count": 2, "cpu_model": "Some CPU", "tensorflow": "2.x", "python": "3.11"},
         "defaults": asdict(PipelineSettings()),
         "runs": runs,
-        "fedavg": [{"workers": 32, "round": 1, "accuracy": 0.991, "seconds": 20.0}],
+        "fedavg": [{"workers": 32, "rounds": 1, "round": 1, "accuracy": 0.991, "seconds": 20.0}],
         "sweeps": [],
         "preprocessing": {
             "returncode": 1,
@@ -338,7 +351,7 @@ def fake_results() -> dict:
         },
     }
     calibration = plan.calibrate(runs["calibration"], [runs["calibration"]], 60000)
-    accuracies = plan.accuracy_by_round([runs["default"][0]], results["fedavg"])
+    accuracies = plan.accuracy_by_rounds([runs["default"][0]], results["fedavg"])
     results["plan"] = {
         "calibration": vars(calibration) if hasattr(calibration, "__dict__") else {},
         "rows": plan.predict(calibration, accuracies, TARGET_ACCURACY),
@@ -352,7 +365,9 @@ def test_the_report_holds_every_table_and_draws_both_charts(tmp_path: Path) -> N
     text = write_outputs(results, tmp_path)
     assert text == (tmp_path / RESULTS_MD).read_text() == markdown(results)
     assert "| 2 | time to 99%: pipeline ≤ 1.3x the best centralized baseline" in text
-    assert "| Pipeline, defaults | workers 3, epochs 2, batch 100" in text
+    assert (
+        f"| Pipeline, defaults | {settings_text(asdict(PipelineSettings()))} | 0 | 99.21% |" in text
+    )
     assert "| 0 | 0.002 (best) | 1 | 98.50% | 60 s |" in text
     assert "| evaluate | 2 | 1.40 s | 1.40 s | yes |" in text
     assert "| 32 | 1 | 99.10% | simulated |" in text
@@ -418,11 +433,20 @@ def test_the_simulation_averages_rounds_until_the_target(small_mnist: Path, caps
     from bench import fedavg
 
     args = fedavg.make_parser().parse_args(
-        tiny_run(small_mnist, epochs=1, batch=50, target=0.999, workers="1,2", max_rounds=2)
+        tiny_run(
+            small_mnist,
+            epochs=1,
+            batch=50,
+            target=0.999,
+            workers="1,2",
+            rounds="1,2",
+            final_learning_rate=0.001,
+        )
     )
     fedavg.main(args)
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [(line["workers"], line["round"]) for line in lines] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    runs = [(line["workers"], line["rounds"], line["round"]) for line in lines]
+    assert runs == [(1, 1, 1), (1, 2, 1), (1, 2, 2), (2, 1, 1), (2, 2, 1), (2, 2, 2)]
     assert all(0.0 <= line["accuracy"] <= 1.0 for line in lines)
 
 

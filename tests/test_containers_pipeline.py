@@ -69,9 +69,16 @@ def test_without_the_folder_mode_aggregate_cannot_read_its_models(
     from workflows.spec import templates_by_name
 
     settings = PipelineSettings(
-        workers=2, limit=1000, epochs=1, rounds=1, source=str(mnist_path), retries=0
+        workers=2,
+        limit=1000,
+        epochs=1,
+        rounds=1,
+        source=str(mnist_path),
+        retries=0,
+        image=images.steps,
+        store=str(tmp_path / "store"),
     )
-    workflow = compile_workflow(settings, image=images.steps, store=str(tmp_path / "store"))
+    workflow = compile_workflow(settings)
     models = templates_by_name(workflow)["aggregate"]["inputs"]["artifacts"][0]
     assert models["mode"] == 0o755
     del models["mode"], models["recurseMode"]

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -180,7 +181,7 @@ def test_min_workers_lets_the_run_go_ahead_without_a_dead_shard(
 ) -> None:
     settings = small_settings(mnist_path, min_workers=2)
     workflow = with_failing_shard(
-        compile_workflow(settings, store=str(tmp_path / "store")),
+        compile_workflow(replace(settings, store=str(tmp_path / "store"))),
         "1",
         "echo 'node lost' >&2; exit 3",
     )
@@ -198,7 +199,7 @@ def test_min_workers_lets_the_run_go_ahead_without_a_dead_shard(
 def test_by_default_every_worker_must_deliver(tmp_path: Path, mnist_path: Path) -> None:
     settings = small_settings(mnist_path)
     workflow = with_failing_shard(
-        compile_workflow(settings, store=str(tmp_path / "store")), "1", "exit 3"
+        compile_workflow(replace(settings, store=str(tmp_path / "store"))), "1", "exit 3"
     )
     result, _ = run_locally(workflow, tmp_path / "store", tmp_path / "logs")
     assert result.phase == "Failed"
@@ -212,7 +213,7 @@ def test_a_corrupt_shard_fails_its_trainer_with_a_clear_message(
     tmp_path: Path, mnist_path: Path
 ) -> None:
     workflow = with_failing_shard(
-        compile_workflow(small_settings(mnist_path), store=str(tmp_path / "store")),
+        compile_workflow(replace(small_settings(mnist_path), store=str(tmp_path / "store"))),
         "2",
         "printf 'not a zip archive' > in/shard.npz",
     )

@@ -112,14 +112,14 @@ def test_the_only_install_source_is_the_projects_pyproject() -> None:
     for arguments in installs:
         sources = [argument for argument in arguments if not argument.startswith("-")]
         flags = [argument for argument in arguments if argument.startswith("-")]
-        assert sources in (["."], [".[page]"]), (
+        assert sources in (["."], [".[train]"], [".[page]"]), (
             f"pip install of something other than the project: {arguments}"
         )
         assert set(flags) <= {"--no-deps"}, f"unexpected pip flags: {flags}"
-    assert ["."] in installs and [".[page]"] in installs, (
+    assert ["."] in installs and [".[train]"] in installs and [".[page]"] in installs, (
         "dependencies must come from `pip install .[...]`"
     )
-    assert "page" in extras
+    assert {"train", "page"} <= set(extras)
     deps = [value for _, value in stages()["deps"]]
     copied = next(i for i, value in enumerate(deps) if "pyproject.toml" in value)
     installed = next(i for i, value in enumerate(deps) if "pip install ." in value)
@@ -140,29 +140,30 @@ def test_the_only_install_source_is_the_projects_pyproject() -> None:
 
 
 def test_each_image_installs_only_its_own_dependencies() -> None:
-    """The steps image gets the steps' dependencies, the page image those and the page's; neither gets the
-    submit tools (Hera), the dev tools, or the CUDA build of TensorFlow."""
+    """The steps image gets the core and TensorFlow, the page image the core and Streamlit (it runs the
+    network in numpy); neither gets the submit tools (Hera), the dev tools, or TensorFlow's CUDA build."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = lambda requirements: {Requirement(r).name for r in requirements}  # noqa: E731
     core, extras = names(project["dependencies"]), project["optional-dependencies"]
-    assert {"tensorflow-cpu", "numpy", "google-cloud-storage", "h5py"} <= core
-    assert not core & {"streamlit", "streamlit-drawable-canvas", "hera", "pytest"}
+    assert {"numpy", "google-cloud-storage", "h5py"} <= core
+    assert not core & {"tensorflow", "tensorflow-cpu", "streamlit", "hera", "pytest"}
+    assert "tensorflow-cpu" in names(extras["train"])
     assert {"streamlit", "streamlit-drawable-canvas"} <= names(extras["page"])
-    assert not names(extras["page"]) & {"hera", "pytest"}
+    assert not names(extras["page"]) & {"hera", "pytest", "tensorflow", "tensorflow-cpu"}
     assert "hera" in names(extras["submit"])
     # tensorflow-cpu where it exists; the full wheel (CUDA kernels included) only where it does not.
-    for requirement in map(Requirement, project["dependencies"]):
+    for requirement in map(Requirement, extras["train"]):
         if requirement.name.startswith("tensorflow"):
             on_linux_x86 = requirement.marker.evaluate(
                 {"sys_platform": "linux", "platform_machine": "x86_64"}
             )
             assert on_linux_x86 == (requirement.name == "tensorflow-cpu"), requirement
     # The dev environment (make setup) has everything the tests need: both images' dependencies and Hera.
-    assert {"mnist-argo[page,submit]"} <= set(extras["dev"])
+    assert {"mnist-argo[train,page,submit]"} <= set(extras["dev"])
     build_stage = {"steps": "build-steps", "page": "build-page"}
     for target, build in build_stage.items():
         base = dict(stages()[build])["FROM"].split()[0]
-        assert base == ("deps" if target == "steps" else "deps-page"), (target, base)
+        assert base == f"deps-{target}", (target, base)
 
 
 def test_images_run_as_a_non_root_user_with_their_commands() -> None:

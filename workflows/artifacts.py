@@ -19,14 +19,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from steps.cli import StepError
+from steps.errors import ArtifactNotFound
 from steps.storage import ArtifactStore
 
 DIRECTORY_MODE = 0o700  # os.MkdirAll(objectDir, 0o700) in gcs.go:downloadObject
 FILE_MODE = 0o644  # os.Create (0666) under the executor's umask 022
-
-
-class ArtifactMissing(Exception):
-    """A required input artifact has nothing under its key."""
 
 
 def clean_key(key: str) -> str:
@@ -51,7 +48,7 @@ def load_input(store: ArtifactStore, artifact: Mapping[str, Any], target: Path) 
     if not names:
         if artifact.get("optional"):
             return False
-        raise ArtifactMissing(
+        raise ArtifactNotFound(
             f"artifact {artifact['name']} failed to load: no results for key: {key}"
         )
     for name in names:

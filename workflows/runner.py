@@ -37,11 +37,15 @@ from workflows import artifacts, retries
 from workflows.dag import Dag, TaskOutcome, assess, read_dag, should_run
 from workflows.durations import deadline_seconds
 from workflows.engines import DeadlineExceeded, Engine, EngineError, Invocation, ProcessEngine
+from workflows.errors import (
+    UnresolvedReference,
+    UnsupportedFeature,
+    WorkflowError,
+    WorkflowRefused,
+)
 from workflows.lint import check as check_with_argo_rules
 from workflows.progress import ProgressReport, read_progress
 from workflows.spec import (
-    UnresolvedReference,
-    UnsupportedFeature,
     check_supported,
     emptydir_mounts,
     substitute,
@@ -55,14 +59,6 @@ POLL_SECONDS = 1.0
 MAX_PARALLELISM = 64  # without --parallelism every ready task starts at once, as on a cluster
 POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 SUMMARY_FILE = "summary.json"
-
-
-class WorkflowError(Exception):
-    """The spec cannot run: a reference that does not resolve, a cycle, a missing template."""
-
-
-class WorkflowRefused(WorkflowError):
-    """Argo would refuse the spec (workflows.lint): it does not run here either."""
 
 
 @dataclass
@@ -445,7 +441,7 @@ class LocalRunner:
                     artifacts.load_input(
                         self.store, artifact, invocation.host_path(artifact["path"])
                     )
-            except (artifacts.ArtifactMissing, StepError, OSError) as error:
+            except (StepError, OSError) as error:  # ArtifactNotFound among them
                 return ended("Error", f"init: {error}")
             node.progress_file = invocation.progress_file
             with node.log.open("a") as log:

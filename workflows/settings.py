@@ -1,61 +1,182 @@
-"""The pipeline's settings in one place, with the seed's environment variables as defaults."""
+"""The pipeline's settings, each declared once: its default, what it means, how a flag of submit.py reads
+it, the environment variable that sets its default (the replaced system's WORKER_NUMBER, EPOCH, BATCH), its
+allowed values, and whether it is a workflow parameter (set per run, also from the Argo UI's Submit form) or
+shapes the compiled workflow. submit.py's flags, the workflow's parameters with their descriptions and enums,
+and the README's settings table are all made from these declarations.
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
 
-from steps.dataset import KERAS_MNIST_URL
+from steps.cli import non_negative_int, positive_float, positive_int, seed
+from steps.dataset import KERAS_MNIST_URL, PARTITIONS
+from workflows.durations import DurationError, parse_duration
 
-DEFAULT_IMAGE = "mnist-argo-steps:0.1.0"
 DEFAULT_STORE = ".runs"
+SETTING = "setting"
 
-# Environment variables that set a default, as the seed's README used them.
-ENVIRONMENT = {
-    "workers": "WORKER_NUMBER",
-    "epochs": "EPOCH",
-    "batch": "BATCH",
-    "rounds": "ROUNDS",
-    "source": "MNIST_SOURCE",
-}
+
+@dataclass(frozen=True)
+class Setting:
+    """How one field of PipelineSettings is offered to people."""
+
+    help: str
+    parse: Callable[[str], Any]
+    env: str | None = None
+    choices: tuple[str, ...] = ()
+    parameter: bool = True  # a workflow parameter; False: compiled into the workflow's shape
+    flag: str = ""  # default: --<name with dashes>
+    shown_default: str = ""  # how the README shows the default, when not the value itself
+
+
+def setting(default: Any, help: str, parse: Callable[[str], Any], **options: Any) -> Any:
+    return field(default=default, metadata={SETTING: Setting(help, parse, **options)})
+
+
+def duration(text: str) -> str:
+    """argparse type: a duration Argo reads (15s, 1m30s, or seconds)."""
+    try:
+        parse_duration(text)
+    except DurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def location(text: str) -> str:
+    """argparse type: a URL or gs:// URI as it is; a path made absolute (each step runs in its own folder)."""
+    return text if "://" in text else str(Path(text).resolve())
 
 
 @dataclass(frozen=True)
 class PipelineSettings:
-    """What one run trains. `rounds` and the retry settings shape the DAG; the rest become workflow
-    parameters. `min_workers` 0 means every worker must deliver its model."""
+    """What one run trains, where it reads and writes, and how the compiled workflow is shaped."""
 
-    workers: int = 3
-    # Tuned on full MNIST (see the README's Results): 99.0% after round 3; round 1 alone is the
-    # seed's EPOCH=2, BATCH=100 and already scores 98.2%.
-    epochs: int = 2
-    batch: int = 100
-    rounds: int = 3
-    learning_rate: float = 3e-3
-    retries: int = 2
-    retry_backoff: str = "15s"
-    min_workers: int = 0
-    limit: int = 0
-    seed: int = 0
-    partition: str = "iid"
-    alpha: float = 0.5
-    source: str = KERAS_MNIST_URL
+    workers: int = setting(
+        3, "shards, and trainers running in parallel on them", positive_int, env="WORKER_NUMBER"
+    )
+    epochs: int = setting(
+        4, "passes each worker makes over its shard in each round", positive_int, env="EPOCH"
+    )
+    batch: int = setting(100, "samples per gradient step", positive_int, env="BATCH")
+    rounds: int = setting(
+        2,
+        "train → average rounds; each round starts from the previous round's average",
+        positive_int,
+        env="ROUNDS",
+        parameter=False,
+    )
+    learning_rate: float = setting(
+        0.004, "Adam's step size at the start of training", positive_float
+    )
+    final_learning_rate: float = setting(
+        0.001,
+        "Adam's step size at the end of the last round; it decays from the first to this",
+        positive_float,
+    )
+    retries: int = setting(
+        2,
+        "retries of a failed step, except on bad input (Argo `retryStrategy`, honoured locally too)",
+        non_negative_int,
+        parameter=False,
+    )
+    retry_backoff: str = setting(
+        "15s",
+        "wait before the first retry; each further wait doubles (at most 5 minutes each)",
+        duration,
+        parameter=False,
+    )
+    min_workers: int = setting(
+        0,
+        "aggregate when at least this many workers delivered a model (0: all must)",
+        non_negative_int,
+    )
+    limit: int = setting(
+        0, "train on only this many samples (0 = all 60000), for quick runs", non_negative_int
+    )
+    seed: int = setting(0, "seed of the shuffle, the shards and the shared initial weights", seed)
+    partition: str = setting(
+        "iid",
+        "`iid` shards, or label-skewed `dirichlet` shards for non-IID experiments",
+        str,
+        choices=PARTITIONS,
+    )
+    alpha: float = setting(
+        0.5, "Dirichlet concentration (smaller: each shard holds fewer digits)", positive_float
+    )
+    source: str = setting(
+        KERAS_MNIST_URL,
+        "`mnist.npz` as an `https://` URL, a path, or a `gs://` URI",
+        location,
+        env="MNIST_SOURCE",
+        shown_default="Keras URL",
+    )
+    store: str = setting(
+        DEFAULT_STORE,
+        "the artifact store: a folder, or `gs://bucket[/prefix]`; the model is published there",
+        location,
+        env="ARTIFACTS",
+        flag="--artifacts",
+    )
+    image: str = setting(
+        "mnist-argo-steps:0.1.0",
+        "the steps' container image (on a cluster, and with `--engine podman|docker`)",
+        str,
+        parameter=False,
+    )
 
     def parameters(self) -> dict[str, str]:
-        """The Argo workflow parameters, as strings."""
+        """The workflow parameters and their values, as strings."""
         values = asdict(self)
-        for structural in ("rounds", "retries", "retry_backoff"):
-            values.pop(structural)
-        return {name.replace("_", "-"): str(value) for name, value in values.items()}
+        return {option_name(name): str(values[name]) for name, spec in declared() if spec.parameter}
 
 
-def environment_defaults(
-    environ: os._Environ[str] | dict[str, str] = os.environ,
-) -> dict[str, object]:
-    """Defaults for the settings named in ENVIRONMENT, converted to each field's type."""
-    types = {field.name: field.type for field in fields(PipelineSettings)}
-    defaults: dict[str, object] = {}
-    for name, variable in ENVIRONMENT.items():
-        if environ.get(variable):
-            defaults[name] = int(environ[variable]) if types[name] == "int" else environ[variable]
-    return defaults
+def declared() -> Iterator[tuple[str, Setting]]:
+    """Every setting's field name and declaration, in declaration order."""
+    for each in fields(PipelineSettings):
+        yield each.name, each.metadata[SETTING]
+
+
+def option_name(name: str) -> str:
+    """The setting's name in flags and workflow parameters: learning_rate → learning-rate."""
+    return name.replace("_", "-")
+
+
+def flag_of(name: str, spec: Setting) -> str:
+    return spec.flag or f"--{option_name(name)}"
+
+
+def defaults(environ: Mapping[str, str] = os.environ) -> PipelineSettings:
+    """The defaults, with those the environment sets; ValueError naming the variable for a bad value."""
+    changes = {}
+    for name, spec in declared():
+        if spec.env and environ.get(spec.env):
+            try:
+                changes[name] = spec.parse(environ[spec.env])
+            except (argparse.ArgumentTypeError, ValueError) as error:
+                raise ValueError(f"{spec.env}={environ[spec.env]!r}: {error}") from None
+    return replace(PipelineSettings(), **changes)
+
+
+def add_arguments(parser: argparse.ArgumentParser | Any, start: PipelineSettings) -> None:
+    """One flag per setting, with `start`'s values as defaults."""
+    for name, spec in declared():
+        value = getattr(start, name)
+        env = f"env {spec.env}; " if spec.env else ""
+        parser.add_argument(
+            flag_of(name, spec),
+            dest=name,
+            type=spec.parse,
+            default=value,
+            choices=spec.choices or None,
+            help=f"{spec.help} ({env}default: {spec.shown_default or value})".replace("%", "%%"),
+        )
+
+
+def from_arguments(args: argparse.Namespace) -> PipelineSettings:
+    return PipelineSettings(**{name: getattr(args, name) for name, _ in declared()})

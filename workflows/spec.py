@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from workflows.errors import UnresolvedReference, UnsupportedFeature
+
 SPEC_FIELDS = {"entrypoint", "templates", "arguments", "activeDeadlineSeconds", "volumes"}
 SPEC_CLUSTER_ONLY = {
     "serviceAccountName",
@@ -83,14 +85,6 @@ RETRY_FIELDS = {"limit", "retryPolicy", "backoff", "expression"}
 BACKOFF_FIELDS = {"duration", "factor", "cap", "maxDuration"}
 
 EXPRESSION = re.compile(r"{{\s*([^{}]+?)\s*}}")
-
-
-class UnsupportedFeature(Exception):
-    """The compiled spec uses an Argo feature the local runner does not implement."""
-
-
-class UnresolvedReference(Exception):
-    """A {{...}} expression names something that does not exist."""
 
 
 def _refuse_unknown(

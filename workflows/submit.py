@@ -9,7 +9,6 @@ ARGO_SERVER=https://localhost:2746 ARGO_TOKEN=... python workflows/submit.py \\
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 if not __package__:  # run as a file: make the project importable, not the workflows/ folder itself
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from steps.cli import StepError, non_negative_int, positive_float, positive_int
+from steps.cli import StepError, positive_int
 from steps.registry import MODEL_FILE, run_prefix
 from steps.storage import open_store
 from workflows import cluster
@@ -30,22 +29,43 @@ from workflows.argo_client import (
     submit_from_template,
 )
 from workflows.engines import Engine, ProcessEngine
+from workflows.errors import UsageError, WorkflowError, WorkflowRefused
 from workflows.lint import check as check_with_argo_rules
 from workflows.pipeline import compile_template, compile_workflow
-from workflows.runner import LocalRunner, WorkflowError, WorkflowRefused
+from workflows.runner import LocalRunner
 from workflows.settings import (
-    DEFAULT_IMAGE,
     DEFAULT_STORE,
-    ENVIRONMENT,
     PipelineSettings,
-    environment_defaults,
+    add_arguments,
+    declared,
+    defaults,
+    flag_of,
+    from_arguments,
 )
-from workflows.spec import UnresolvedReference, UnsupportedFeature
 from workflows.watch import POLL_SECONDS, failure, output, run_seconds, watch
 
-EXIT_RUN_FAILED = 1
-EXIT_USAGE = 2
+EXIT_RUN_FAILED = 1  # it was tried and failed: the run, or the Argo Server
+EXIT_USAGE = 2  # refused before anything ran: bad flags or settings, a spec Argo would refuse
 ENGINES = ("process", "podman", "docker")
+# The local runner's own options (the pipeline's settings are declared in workflows/settings.py):
+# flag → (help, default as shown, argparse options).
+LOCAL_OPTIONS = {
+    "--parallelism": (
+        "at most this many tasks at once, locally (the cores are shared out among those running)",
+        "all",
+        {"type": positive_int, "default": None},
+    ),
+    "--logs-dir": (
+        "where the local runner keeps each task's log",
+        f"`{DEFAULT_STORE}/logs`",
+        {"type": Path, "default": Path(DEFAULT_STORE) / "logs"},
+    ),
+    "--engine": (
+        "locally: each step as a process, or in the steps' image with `podman` or `docker`",
+        "`process`",
+        {"choices": ENGINES, "default": "process"},
+    ),
+}
 
 
 def _seconds(text: str) -> float:
@@ -56,61 +76,32 @@ def _seconds(text: str) -> float:
     return value
 
 
-def parser() -> argparse.ArgumentParser:
-    defaults = PipelineSettings(**environment_defaults())
-    env = {name: f" (env {variable})" for name, variable in ENVIRONMENT.items()}
+def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
+    """submit.py's flags: the engine's, the Argo Server's, and one per pipeline setting."""
     p = argparse.ArgumentParser(
         prog="python workflows/submit.py",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    engine = p.add_argument_group("engine")
-    engine.add_argument(
+    local = p.add_argument_group("engine")
+    local.add_argument(
         "--local",
         action="store_true",
         help="run on this machine with the local runner (the default without ARGO_SERVER)",
     )
-    engine.add_argument(
+    local.add_argument(
         "--render",
         action="store_true",
         help="print the compiled Workflow (with --register: the WorkflowTemplate) as YAML and exit",
     )
-    engine.add_argument(
-        "--artifacts",
-        default=os.environ.get("ARTIFACTS", DEFAULT_STORE),
-        help="artifact store: a folder or gs://bucket[/prefix] "
-        f"(env ARTIFACTS; default: {DEFAULT_STORE})",
-    )
-    engine.add_argument(
-        "--parallelism",
-        type=positive_int,
-        default=None,
-        help="at most this many tasks at once, locally (default: every ready task, as on a "
-        "cluster; the cores are shared out among them)",
-    )
-    engine.add_argument(
-        "--logs-dir",
-        type=Path,
-        default=Path(DEFAULT_STORE) / "logs",
-        help="where each task's log goes, locally (default: .runs/logs)",
-    )
-    engine.add_argument(
-        "--image",
-        default=DEFAULT_IMAGE,
-        help=f"the steps' container image (default: {DEFAULT_IMAGE})",
-    )
-    engine.add_argument(
+    local.add_argument(
         "--no-lint",
         dest="lint",
         action="store_false",
         help="skip the offline check of Argo's validation rules before running, submitting or printing",
     )
-    engine.add_argument(
-        "--engine",
-        choices=ENGINES,
-        default="process",
-        help="locally, run each step as a process (default) or in the steps' image with docker or podman",
-    )
+    for flag, (meaning, shown, options) in LOCAL_OPTIONS.items():
+        local.add_argument(flag, help=f"{meaning} (default: {shown.strip('`')})", **options)
     argo = p.add_argument_group("argo", "on an Argo Server; flags and variables as Argo's own CLI")
     argo.add_argument(
         "--argo-server",
@@ -160,102 +151,22 @@ def parser() -> argparse.ArgumentParser:
         default=cluster.TEMPLATE_NAME,
         help=f"the WorkflowTemplate's name (default: {cluster.TEMPLATE_NAME})",
     )
-    run = p.add_argument_group("training")
-    run.add_argument(
-        "--workers",
-        type=positive_int,
-        default=defaults.workers,
-        help=f"shards and parallel trainers{env['workers']} (default: {defaults.workers})",
-    )
-    run.add_argument(
-        "--epochs",
-        type=positive_int,
-        default=defaults.epochs,
-        help=f"passes over its shard per worker and round{env['epochs']} "
-        f"(default: {defaults.epochs})",
-    )
-    run.add_argument(
-        "--batch",
-        type=positive_int,
-        default=defaults.batch,
-        help=f"samples per gradient step{env['batch']} (default: {defaults.batch})",
-    )
-    run.add_argument(
-        "--rounds",
-        type=positive_int,
-        default=defaults.rounds,
-        help=f"train→average rounds{env['rounds']} (default: {defaults.rounds})",
-    )
-    run.add_argument(
-        "--learning-rate",
-        type=positive_float,
-        default=defaults.learning_rate,
-        help=f"Adam step size (default: {defaults.learning_rate})",
-    )
-    run.add_argument(
-        "--retries",
-        type=non_negative_int,
-        default=defaults.retries,
-        help=f"retries of a failed train task (default: {defaults.retries})",
-    )
-    run.add_argument(
-        "--retry-backoff",
-        default=defaults.retry_backoff,
-        help=f"wait before the first retry, doubling after (default: {defaults.retry_backoff})",
-    )
-    run.add_argument(
-        "--min-workers",
-        type=non_negative_int,
-        default=defaults.min_workers,
-        help="aggregate when at least this many workers delivered a model; 0 = all (default: 0)",
-    )
-    run.add_argument(
-        "--limit",
-        type=non_negative_int,
-        default=defaults.limit,
-        help="use only this many training samples, 0 = all (default: 0)",
-    )
-    run.add_argument("--seed", type=int, default=defaults.seed, help="seed for shards and init")
-    run.add_argument(
-        "--partition",
-        choices=("iid", "dirichlet"),
-        default=defaults.partition,
-        help="how shards are drawn: iid, or label-skewed dirichlet (default: iid)",
-    )
-    run.add_argument(
-        "--alpha",
-        type=positive_float,
-        default=defaults.alpha,
-        help=f"Dirichlet concentration, smaller is more skewed (default: {defaults.alpha})",
-    )
-    run.add_argument(
-        "--source",
-        default=defaults.source,
-        help=f"mnist.npz: URL, path or gs:// URI{env['source']} "
-        f"(default: the official Keras download)",
-    )
+    add_arguments(p.add_argument_group("settings"), start)
     return p
 
 
-def settings_from(args: argparse.Namespace) -> PipelineSettings:
-    source = args.source
-    if "://" not in source:  # a path: the steps run in their own folders, so make it absolute
-        source = str(Path(source).resolve())
-    return PipelineSettings(
-        workers=args.workers,
-        epochs=args.epochs,
-        batch=args.batch,
-        rounds=args.rounds,
-        learning_rate=args.learning_rate,
-        retries=args.retries,
-        retry_backoff=args.retry_backoff,
-        min_workers=args.min_workers,
-        limit=args.limit,
-        seed=args.seed,
-        partition=args.partition,
-        alpha=args.alpha,
-        source=source,
-    )
+def settings_table() -> str:
+    """The README's settings table: every pipeline setting, then the local runner's own options."""
+    rows = ["| flag | env | default | meaning |", "| --- | --- | --- | --- |"]
+    start = PipelineSettings()
+    for name, spec in declared():
+        value = spec.shown_default or f"`{getattr(start, name)}`"
+        env = f"`{spec.env}`" if spec.env else ""
+        meaning = spec.help.replace("|", r"\|")  # a | inside a cell
+        rows.append(f"| `{flag_of(name, spec)}` | {env} | {value} | {meaning} |")
+    for flag, (meaning, shown, _) in LOCAL_OPTIONS.items():
+        rows.append(f"| `{flag}` | | {shown} | {meaning} |")
+    return "\n".join(rows) + "\n"
 
 
 def local_engine(name: str) -> Engine:
@@ -308,13 +219,13 @@ def argo_server(args: argparse.Namespace) -> ArgoServer | None:
 
 def check_cluster_inputs(args: argparse.Namespace) -> None:
     """A cluster cannot read this machine's files: the store and the data source must be URLs."""
-    if not args.artifacts.startswith("gs://"):
-        raise StepError(
+    if not args.store.startswith("gs://"):
+        raise UsageError(
             "on Argo the model is published to a bucket: pass --artifacts gs://BUCKET[/PREFIX] "
             "(env ARTIFACTS)"
         )
     if "://" not in args.source:
-        raise StepError(
+        raise UsageError(
             f"on Argo the data must come from a URL or gs:// URI, not the local path {args.source}"
         )
 
@@ -332,7 +243,7 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
     """Register, submit (directly or from the template), then optionally watch to the end."""
     check_cluster_inputs(args)
     if args.register:
-        template = compile_template(settings, args.image, args.artifacts, args.template_name)
+        template = compile_template(settings, args.template_name)
         _, is_new = register_template(server, checked(template, args))
         print(
             f"{'created' if is_new else 'updated'} WorkflowTemplate {args.template_name} in "
@@ -341,14 +252,12 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
         )
         if not args.from_template:
             return 0
-    workflow = compile_workflow(settings, image=args.image, store=args.artifacts)
-    if args.from_template:
-        parameters = {**settings.parameters(), "store": args.artifacts}
-        name_prefix = workflow["metadata"]["generateName"]  # template runs are named as direct ones
+    if args.from_template:  # template runs are named as direct ones
         created = submit_from_template(
-            server, args.template_name, parameters, name_prefix, args.name
+            server, args.template_name, settings.parameters(), cluster.RUN_PREFIX, args.name
         )
     else:
+        workflow = compile_workflow(settings)
         if args.name:
             workflow["metadata"] = {
                 **{k: v for k, v in workflow["metadata"].items() if k != "generateName"},
@@ -377,15 +286,15 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
     return 0
 
 
-def render(settings: PipelineSettings, store_uri: str, args: argparse.Namespace) -> int:
+def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
     import yaml
 
     if args.register:
-        document = compile_template(settings, args.image, store_uri, args.template_name)
+        document = compile_template(settings, args.template_name)
     else:
-        document = compile_workflow(settings, image=args.image, store=store_uri)
+        document = compile_workflow(settings)
     print(yaml.safe_dump(checked(document, args), sort_keys=False), end="")
-    if not store_uri.startswith("gs://") or "://" not in args.source:
+    if "://" not in settings.store or "://" not in settings.source:
         print(
             "submit: note: the store or the data source is a path on this machine; a cluster "
             "needs --artifacts gs://BUCKET and a URL or gs:// --source",
@@ -395,35 +304,31 @@ def render(settings: PipelineSettings, store_uri: str, args: argparse.Namespace)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    settings = settings_from(args)
-    store_uri = (
-        args.artifacts
-        if args.artifacts.startswith("gs://")
-        else str(Path(args.artifacts).resolve())
-    )
+    try:
+        start = defaults()
+    except ValueError as error:
+        print(f"submit: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    args = make_parser(start).parse_args(argv)
+    settings = from_arguments(args)
     try:
         if args.render:
-            return render(settings, store_uri, args)
+            return render(settings, args)
         server = argo_server(args)
         if server is not None:
             return run_on_argo(server, settings, args)
         if args.watch or args.register or args.from_template:
-            raise StepError(
+            raise UsageError(
                 "--watch, --register and --from-template need an Argo Server: "
                 "set ARGO_SERVER or --argo-server"
             )
-        workflow = compile_workflow(settings, image=args.image, store=store_uri)
-        return run_locally(checked(workflow, args), store_uri, args)
-    except (
-        ArgoError,
-        StepError,
-        WorkflowError,
-        UnsupportedFeature,
-        UnresolvedReference,
-    ) as error:
+        return run_locally(checked(compile_workflow(settings), args), settings.store, args)
+    except (UsageError, WorkflowError, StepError) as error:  # refused: nothing ran
         print(f"submit: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except ArgoError as error:  # the Argo Server refused or could not be reached
+        print(f"submit: error: {error}", file=sys.stderr)
+        return EXIT_RUN_FAILED
     except KeyboardInterrupt:
         print("submit: interrupted; every task was stopped", file=sys.stderr)
         return 130

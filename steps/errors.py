@@ -1,0 +1,15 @@
+"""The project's own errors. Each says in one line what went wrong, for the person who reads it."""
+
+from __future__ import annotations
+
+
+class ProjectError(Exception):
+    """Every error the project raises on purpose (not a bug): str() is one line for people."""
+
+
+class StepError(ProjectError):
+    """A step's bad input or failed precondition: one line on stderr and exit code 2 (not retried)."""
+
+
+class ArtifactNotFound(StepError):
+    """A key that names nothing in the store; for a step, a missing input."""

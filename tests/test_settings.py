@@ -1,0 +1,71 @@
+"""Each setting is declared once (workflows/settings.py); the flags, the workflow parameters and the README's
+table are made from that declaration."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workflows import submit
+from workflows.pipeline import compile_workflow
+from workflows.settings import PipelineSettings, declared, defaults, flag_of, option_name
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_readme_table_is_the_declared_settings() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert submit.settings_table() in readme
+
+
+def test_every_setting_is_a_flag_with_its_default() -> None:
+    start = PipelineSettings()
+    args = submit.make_parser(start).parse_args([])
+    for name, _ in declared():
+        expected = getattr(start, name)
+        if name in ("store", "source") and "://" not in str(expected):
+            expected = str(Path(expected).resolve())  # a path is made absolute
+        assert getattr(args, name) == expected, name
+
+
+def test_workflow_parameters_carry_the_declared_meaning_and_choices() -> None:
+    parameters = {
+        p["name"]: p
+        for p in compile_workflow(PipelineSettings())["spec"]["arguments"]["parameters"]
+    }
+    for name, spec in declared():
+        if not spec.parameter:
+            assert option_name(name) not in parameters, name
+            continue
+        parameter = parameters[option_name(name)]
+        assert parameter["description"] == spec.help
+        assert parameter.get("enum", []) == list(spec.choices)
+
+
+def test_environment_variables_set_defaults() -> None:
+    start = defaults({"WORKER_NUMBER": "5", "EPOCH": "1", "BATCH": "64", "ROUNDS": "3"})
+    assert (start.workers, start.epochs, start.batch, start.rounds) == (5, 1, 64, 3)
+    args = submit.make_parser(start).parse_args(["--workers", "2"])
+    assert (args.workers, args.epochs) == (2, 1), "a flag wins over the environment"
+
+
+@pytest.mark.parametrize(("variable", "value"), [("WORKER_NUMBER", "three"), ("EPOCH", "0")])
+def test_a_bad_environment_value_is_one_line_and_exit_2(variable: str, value: str) -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "workflows" / "submit.py"), "--render"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", variable: value},
+        timeout=120,
+    )
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"submit: error: {variable}=")
+
+
+def test_flags_are_unique() -> None:
+    flags = [flag_of(name, spec) for name, spec in declared()] + list(submit.LOCAL_OPTIONS)
+    assert len(flags) == len(set(flags))

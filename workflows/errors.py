@@ -1,0 +1,29 @@
+"""Errors of compiling, checking, submitting and running the workflow (beside the steps' own, steps/errors.py).
+
+submit.py exits 2 when it refuses what it was asked (UsageError, WorkflowError: nothing ran) and 1 when what
+it tried failed (an Argo Server that refuses or cannot be reached, a run that failed).
+"""
+
+from __future__ import annotations
+
+from steps.errors import ProjectError
+
+
+class UsageError(ProjectError):
+    """submit.py was asked for something it cannot do as asked (e.g. --watch without an Argo Server)."""
+
+
+class WorkflowError(ProjectError):
+    """The compiled workflow cannot run as written: a cycle, a missing template, a refused spec."""
+
+
+class WorkflowRefused(WorkflowError):
+    """Argo would refuse the spec (workflows.lint): it does not run here either."""
+
+
+class UnsupportedFeature(WorkflowError):
+    """The spec uses an Argo feature the local runner does not implement."""
+
+
+class UnresolvedReference(WorkflowError):
+    """A {{...}} expression names something that does not exist."""
