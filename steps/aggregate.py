@@ -29,7 +29,7 @@ MAX_SHARDS = 10_000
 MAX_STATS_BYTES = 64 << 10
 
 
-def parse_args() -> argparse.ArgumentParser:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.aggregate", description=__doc__)
     parser.add_argument(
         "--models-dir",
@@ -146,4 +146,4 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(run(main, parse_args()))
+    sys.exit(run(main, make_parser()))

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.cli import StepError
-from steps.errors import ArtifactNotFound, parse_json, to_json
+from steps.cli import StepError, parse_json, to_json
+from steps.errors import ArtifactNotFound
 from steps.npz import ArraySpec, read_arrays
 from steps.storage import ArtifactStore
 from steps.tensorflow_setup import import_keras

@@ -22,7 +22,7 @@ from steps.weights import read_weights
 OUTPUTS = ("metrics.json", "confusion.png", "report.txt", "accuracy.txt")
 
 
-def parse_args() -> argparse.ArgumentParser:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.evaluate", description=__doc__)
     parser.add_argument("--model", type=Path, required=True, help="the model to score (.h5)")
     parser.add_argument("--test", type=Path, required=True, help="the test set (.npz with x, y)")
@@ -116,4 +116,4 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(run(main, parse_args()))
+    sys.exit(run(main, make_parser()))

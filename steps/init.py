@@ -19,7 +19,7 @@ from steps.cli import atomic_path, run, seed
 from steps.weights import WEIGHT_DTYPE, WEIGHT_LAYOUT, ModelFile, write_model_file
 
 
-def parse_args() -> argparse.ArgumentParser:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.init", description=__doc__)
     parser.add_argument(
         "--seed", type=seed, default=0, help="weight initialisation seed (default: 0)"
@@ -70,4 +70,4 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(run(main, parse_args()))
+    sys.exit(run(main, make_parser()))

@@ -27,7 +27,7 @@ from steps.storage import open_store
 from steps.weights import read_weights
 
 
-def parse_args() -> argparse.ArgumentParser:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.publish", description=__doc__)
     parser.add_argument(
         "--store", required=True, help="the store: a folder or gs://bucket[/prefix]"
@@ -116,4 +116,4 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(run(main, parse_args()))
+    sys.exit(run(main, make_parser()))

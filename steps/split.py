@@ -33,7 +33,7 @@ from steps.dataset import (
 SHARD_NAME = re.compile(r"^[0-9]+\.npz$")
 
 
-def parse_args() -> argparse.ArgumentParser:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.split", description=__doc__)
     parser.add_argument(
         "--source",
@@ -130,4 +130,4 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(run(main, parse_args()))
+    sys.exit(run(main, make_parser()))

@@ -30,7 +30,7 @@ from steps.weights import check_finite
 METRICS = ("loss", "accuracy")  # the training metrics kept in the stats file
 
 
-def parse_args() -> argparse.ArgumentParser:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.train", description=__doc__)
     parser.add_argument("--shard", type=Path, required=True, help="the shard to train on (.npz)")
     parser.add_argument("--model", type=Path, required=True, help="the starting model (.h5)")
@@ -156,4 +156,4 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(run(main, parse_args()))
+    sys.exit(run(main, make_parser()))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT, free_port, wait_for_port
+
 MNIST = Path(os.environ.get("MNIST_NPZ", ROOT.parent / "shared" / "data" / "mnist.npz"))
 
 
@@ -41,22 +41,6 @@ def small_mnist(mnist: dict[str, np.ndarray], tmp_path_factory: pytest.TempPathF
         y_test=mnist["y_test"][:500],
     )
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for_port(port: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
 
 
 @pytest.fixture(scope="session")

@@ -9,11 +9,11 @@ from __future__ import annotations
 import subprocess
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 STEPS_IMAGE = f"mnist-argo-steps:{VERSION}"
 PAGE_IMAGE = f"mnist-argo-page:{VERSION}"

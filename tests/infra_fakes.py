@@ -12,7 +12,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+
 PROJECT, PROJECT_NUMBER, TAG = "test-project", "123456789", "abc1234"
 # The programs the stand-ins replace: the sandbox's PATH holds no real one, so none can run by mistake.
 STOOD_IN = ("gcloud", "kubectl", "docker", "gke-gcloud-auth-plugin")

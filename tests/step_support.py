@@ -24,7 +24,7 @@ from steps.cli import EXIT_BAD_INPUT, run
 
 def call(module, argv: list, capsys: pytest.CaptureFixture[str]) -> str:
     """Run a step in-process; assert the bad-input contract (exit 2, one line); return that line."""
-    code = run(module.main, module.parse_args(), [str(a) for a in argv])
+    code = run(module.main, module.make_parser(), [str(a) for a in argv])
     error = capsys.readouterr().err.strip()
     assert code == EXIT_BAD_INPUT, error
     lines = error.splitlines()

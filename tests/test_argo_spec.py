@@ -17,13 +17,13 @@ import pytest
 import yaml
 
 from tests.argo_schema import first_error, workflow_validator
+from tests.helpers import ROOT
 from workflows import cluster
 from workflows.lint import check as check_with_argo_rules
 from workflows.pipeline import compile_template, compile_workflow
 from workflows.settings import PipelineSettings
 from workflows.spec import check_supported, templates_by_name
 
-ROOT = Path(__file__).resolve().parents[1]
 SHAPES = [(1, 1), (3, 2), (5, 3), (8, 1)]
 
 

@@ -10,7 +10,6 @@ import datetime
 import http.server
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -24,13 +23,13 @@ import pytest
 
 from tests.argo_double import ACCURACY, FAILING_NODE, RETRIED_NODE, ArgoDouble
 from tests.argo_schema import first_error, workflow_validator
+from tests.helpers import ROOT, free_port
 from workflows import cluster
 from workflows.argo_client import from_environment
 from workflows.settings import PipelineSettings
 from workflows.submit import main
 from workflows.watch import watch
 
-ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "Bearer good-token"
 STORE = "gs://mnist-models"
 ARGO_VARIABLES = (
@@ -340,12 +339,6 @@ def test_runs_from_the_template_are_named_like_direct_runs(
     assert out.startswith(f"submitted {from_template} ")
     code, out, _ = submit(capsys, "--from-template", "--name", "mnist-nightly")
     assert code == 0 and "mnist-nightly" in double.runs
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

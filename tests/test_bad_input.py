@@ -276,6 +276,6 @@ def test_a_step_process_prints_no_traceback(tmp_path: Path) -> None:
 def test_init_writes_a_loadable_model_atomically(tmp_path: Path, capsys) -> None:
     from steps.model import load_model
 
-    assert run(init.main, init.parse_args(), ["--seed", "3", "--out", str(tmp_path / "m.h5")]) == 0
+    assert run(init.main, init.make_parser(), ["--seed", "3", "--out", str(tmp_path / "m.h5")]) == 0
     assert load_model(tmp_path / "m.h5").count_params() > 0
     assert files_in(tmp_path) == {"m.h5"}

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests import containers_support
-from tests.conftest import free_port
 from tests.containers_support import ROOT, Images
+from tests.helpers import free_port
 
 pytestmark = pytest.mark.containers
 images = containers_support.images

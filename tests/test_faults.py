@@ -16,12 +16,10 @@ import pytest
 
 from steps.registry import LATEST_KEY, latest_run, published_at, run_prefix
 from steps.storage import open_store
+from tests.helpers import SUBMIT, local_run
 from workflows.pipeline import compile_workflow
 from workflows.runner import LocalRunner
 from workflows.settings import PipelineSettings
-
-ROOT = Path(__file__).resolve().parents[1]
-SUBMIT = str(ROOT / "workflows" / "submit.py")
 
 
 def tagged_processes(tag: str) -> list[int]:
@@ -76,21 +74,6 @@ def pid_running_in(tag: str, folder_prefix: str) -> int:
     raise AssertionError(f"no process runs in a folder named {folder_prefix}*")
 
 
-def local_args(store: Path | str, logs: Path, source: Path, *extra: str) -> list[str]:
-    return [
-        "--local",
-        "--artifacts",
-        str(store),
-        "--logs-dir",
-        str(logs),
-        "--source",
-        str(source),
-        "--retry-backoff",
-        "1s",
-        *extra,
-    ]
-
-
 def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path: Path) -> None:
     settings = [
         "--workers",
@@ -108,7 +91,7 @@ def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path
         [
             sys.executable,
             SUBMIT,
-            *local_args(tmp_path / "calm", tmp_path / "calm-logs", mnist_path, *settings),
+            *local_run(tmp_path / "calm", tmp_path / "calm-logs", mnist_path, *settings),
         ],
         capture_output=True,
         text=True,
@@ -118,7 +101,7 @@ def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path
 
     tag = uuid.uuid4().hex
     store, logs = tmp_path / "store", tmp_path / "logs"
-    run = start_submit(local_args(store, logs, mnist_path, *settings), tag)
+    run = start_submit(local_run(store, logs, mnist_path, *settings), tag)
     log = None
     deadline = time.monotonic() + 300
     while log is None and time.monotonic() < deadline:
@@ -233,7 +216,7 @@ def test_ctrl_c_stops_every_task_and_keeps_the_published_model(
     store, logs, tag = tmp_path / "store", tmp_path / "logs", uuid.uuid4().hex
     open_store(store).write_text(LATEST_KEY, "mnist-previous")
     run = start_submit(
-        local_args(store, logs, mnist_path, "--workers", "2", "--epochs", "5", "--limit", "20000"),
+        local_run(store, logs, mnist_path, "--workers", "2", "--epochs", "5", "--limit", "20000"),
         tag,
     )
     deadline = time.monotonic() + 300
@@ -261,7 +244,7 @@ def test_two_runs_publishing_at_once_leave_latest_complete(
     )
     args = ["--workers", "1", "--rounds", "1", "--batch", "32", "--limit", "1000"]
     runs = [
-        start_submit(local_args(store, tmp_path / f"logs-{i}", mnist_path, *args), "race")
+        start_submit(local_run(store, tmp_path / f"logs-{i}", mnist_path, *args), "race")
         for i in range(2)
     ]
     for run in runs:

@@ -98,7 +98,7 @@ def test_fuzzed_sources_through_split_leave_no_output(tmp_path: Path, capsys) ->
     def split_into_out(source: Path) -> None:
         argv = ["--source", str(source), "--workers", "2"]
         argv += ["--shards-dir", str(out / "shards"), "--test-out", str(out / "test.npz")]
-        code = run(split.main, split.parse_args(), argv)
+        code = run(split.main, split.make_parser(), argv)
         capsys.readouterr()
         if code == 0:
             assert files_in(out) == {"shards", "shards/0.npz", "shards/1.npz", "test.npz"}
@@ -136,7 +136,9 @@ def test_fuzzed_model_files_through_aggregate_leave_no_output(tmp_path: Path, ca
     def aggregate_one(model: Path) -> None:
         model.replace(folder / "0.h5")
         code = run(
-            aggregate.main, aggregate.parse_args(), ["--models-dir", str(folder), "--out", str(out)]
+            aggregate.main,
+            aggregate.make_parser(),
+            ["--models-dir", str(folder), "--out", str(out)],
         )
         capsys.readouterr()
         (folder / "0.h5").replace(model)

@@ -49,7 +49,7 @@ def test_the_evaluate_step_reports_what_keras_computes(
 
     write_shard(tmp_path / "test.npz", test_digits)
     argv = ["--model", digit_model, "--test", tmp_path / "test.npz", "--out-dir", tmp_path / "out"]
-    assert run(evaluate.main, evaluate.parse_args(), [str(a) for a in argv]) == 0
+    assert run(evaluate.main, evaluate.make_parser(), [str(a) for a in argv]) == 0
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     predicted = expected.argmax(axis=1)
     assert metrics["accuracy"] == float((predicted == test_digits.y).mean())
@@ -98,7 +98,7 @@ def test_a_model_whose_numbers_overflow_ends_with_one_line(tmp_path: Path) -> No
     from steps.weights import read_model_file, write_model_file
 
     model = tmp_path / "huge.h5"
-    assert run(init.main, init.parse_args(), ["--out", str(model)]) == 0
+    assert run(init.main, init.make_parser(), ["--out", str(model)]) == 0
     template = read_model_file(model)
     write_model_file(model, template, [w * np.float32(1e30) for w in template.weights])
     test_set = tmp_path / "test.npz"

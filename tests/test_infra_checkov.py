@@ -20,9 +20,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.helpers import ROOT
 from tests.infra_kustomize import build
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # Every skipped checkov rule, with why it does not apply here. None is skipped today.
 SKIPPED_CHECKS: dict[str, str] = {}

@@ -19,7 +19,8 @@ import pytest
 from dockerfile_parse import DockerfileParser
 from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+
 DOCKERFILE = ROOT / "infra" / "docker" / "Dockerfile"
 PACKAGES = ("steps", "workflows", "ui")
 

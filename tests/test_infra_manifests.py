@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 from steps.registry import run_prefix
+from tests.helpers import ROOT
 from tests.infra_kustomize import Manifest, build, identity
 from workflows.pipeline import compile_workflow
 from workflows.settings import PipelineSettings
 
-ROOT = Path(__file__).resolve().parents[1]
 K8S = ROOT / "infra" / "k8s"
 ARGO_SCHEMA = ROOT.parent / "shared" / "argo" / "workflow-schema.json"
 # The newest Kubernetes the validator knows, and an older minor still offered by GKE's stable channel.

@@ -37,7 +37,7 @@ def keras_file_config(model, folder: Path) -> str:
 
 
 def write_init(path: Path, seed: int = 0) -> Path:
-    assert run(init.main, init.parse_args(), ["--seed", str(seed), "--out", str(path)]) == 0
+    assert run(init.main, init.make_parser(), ["--seed", str(seed), "--out", str(path)]) == 0
     return path
 
 
@@ -155,9 +155,9 @@ def test_a_model_trained_from_it_learns(tmp_path: Path, mnist_path: Path) -> Non
         *("--epochs", "2", "--batch", "32", "--learning-rate", "0.003"),
         *("--out", tmp_path / "trained.h5", "--stats-out", tmp_path / "stats.json"),
     ]
-    assert run(train.main, train.parse_args(), [str(a) for a in argv]) == 0
+    assert run(train.main, train.make_parser(), [str(a) for a in argv]) == 0
     for model, floor, ceiling in (("init.h5", 0.0, 0.3), ("trained.h5", 0.7, 1.0)):
         argv = ["--model", tmp_path / model, "--test", tmp_path / "test.npz", "--out-dir", tmp_path]
-        assert run(evaluate.main, evaluate.parse_args(), [str(a) for a in argv]) == 0
+        assert run(evaluate.main, evaluate.make_parser(), [str(a) for a in argv]) == 0
         accuracy = json.loads((tmp_path / "metrics.json").read_text())["accuracy"]
         assert floor < accuracy < ceiling, (model, accuracy)

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.helpers import ROOT
 from workflows import lint_tags
 from workflows.lint import check, main
 from workflows.pipeline import compile_template, compile_workflow
 from workflows.settings import PipelineSettings
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE = ROOT.parent / "shared" / "argo" / "upstream" / "conformance" / "dag-cases.json"
 CONTINUE_ON_FAULT = (
     "templates.pipeline cannot use 'continueOn' when using 'depends'. "

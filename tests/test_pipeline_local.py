@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,46 +10,11 @@ import pytest
 
 from steps.registry import LATEST_KEY, latest_run, run_prefix
 from steps.storage import open_store
+from tests.helpers import SMALL_RUN, local_run, run_submit
 
-ROOT = Path(__file__).resolve().parents[1]
 # 2 workers x 1500 digits, 1 epoch: the averaged model scores ~0.85-0.9 on 10000 test digits.
 # Chance is 0.10; 0.70 leaves room for seeds while failing anything that did not learn.
 ACCURACY_FLOOR = 0.70
-
-
-def submit(
-    *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "workflows" / "submit.py"), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=900,
-    )
-
-
-def small_run(store: str, source: Path, logs: Path) -> list[str]:
-    return [
-        "--local",
-        "--workers",
-        "2",
-        "--epochs",
-        "1",
-        "--batch",
-        "32",
-        "--rounds",
-        "1",
-        "--limit",
-        "3000",
-        "--source",
-        str(source),
-        "--artifacts",
-        store,
-        "--logs-dir",
-        str(logs),
-    ]
 
 
 def check_published(store_uri: str) -> dict:
@@ -71,7 +34,7 @@ def check_published(store_uri: str) -> dict:
 
 def test_local_run_with_folder_store(tmp_path: Path, mnist_path: Path) -> None:
     store = tmp_path / "store"
-    result = submit(*small_run(str(store), mnist_path, tmp_path / "logs"))
+    result = run_submit(*local_run(store, tmp_path / "logs", mnist_path, *SMALL_RUN))
     assert result.returncode == 0, result.stdout + result.stderr
     metrics = check_published(str(store))
     assert f"test accuracy: {metrics['accuracy']:.4f}" in result.stdout
@@ -93,14 +56,14 @@ def test_local_run_with_folder_store(tmp_path: Path, mnist_path: Path) -> None:
 
 def test_local_run_with_gcs_store(tmp_path: Path, mnist_path: Path, gcs_bucket: str) -> None:
     store = f"gs://{gcs_bucket}/mnist"
-    result = submit(*small_run(store, mnist_path, tmp_path / "logs"))
+    result = run_submit(*local_run(store, tmp_path / "logs", mnist_path, *SMALL_RUN))
     assert result.returncode == 0, result.stdout + result.stderr
     check_published(store)
     assert not any((tmp_path).glob("store*")), "a gs:// store wrote nothing locally"
 
 
 def test_failed_task_stops_the_run_with_its_name_and_log(tmp_path: Path, small_mnist: Path) -> None:
-    result = submit(
+    result = run_submit(
         "--local",
         "--workers",
         "5000",
@@ -119,7 +82,7 @@ def test_failed_task_stops_the_run_with_its_name_and_log(tmp_path: Path, small_m
 
 @pytest.mark.parametrize("flags", [["--workers", "0"], ["--epochs", "-1"], ["--batch", "x"]])
 def test_bad_settings_are_refused_before_anything_runs(tmp_path: Path, flags: list[str]) -> None:
-    result = submit("--local", *flags, "--artifacts", str(tmp_path / "store"))
+    result = run_submit("--local", *flags, "--artifacts", str(tmp_path / "store"))
     assert result.returncode == 2
     assert "error:" in result.stderr
     assert not (tmp_path / "store").exists()

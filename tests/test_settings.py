@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import ROOT
 from workflows import submit
 from workflows.pipeline import compile_workflow
 from workflows.settings import PipelineSettings, declared, defaults, flag_of, option_name
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_readme_table_is_the_declared_settings() -> None:

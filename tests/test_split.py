@@ -69,7 +69,7 @@ def test_cli_writes_shards_test_set_and_prints_ids(
 ) -> None:
     code = run(
         split.main,
-        split.parse_args(),
+        split.make_parser(),
         [
             "--source",
             str(small_mnist),

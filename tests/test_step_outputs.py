@@ -14,9 +14,8 @@ import pytest
 
 from steps import aggregate, evaluate, init, split, train
 from steps.cli import run
+from tests.helpers import ROOT
 from tests.step_support import call, copy_model, digits, files_in, write_json, write_npz
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def split_argv(source: Path, out: Path, *extra) -> list:
@@ -47,7 +46,7 @@ def test_split_replaces_its_own_previous_shards(small_mnist: Path, tmp_path: Pat
     for workers in (3, 2):
         argv = split_argv(small_mnist, tmp_path)
         argv[argv.index(2)] = workers
-        assert run(split.main, split.parse_args(), [str(a) for a in argv]) == 0
+        assert run(split.main, split.make_parser(), [str(a) for a in argv]) == 0
     assert sorted(p.name for p in (tmp_path / "shards").iterdir()) == ["0.npz", "1.npz"]
     assert files_in(tmp_path) == {"shards", "shards/0.npz", "shards/1.npz", "test.npz"}
     umask = os.umask(0o022)
@@ -75,7 +74,7 @@ def test_evaluate_writes_all_four_files_or_none(tmp_path: Path, capsys) -> None:
     assert "output path is a folder" in call(evaluate, argv, capsys)
     assert files_in(out) == {"report.txt"}
     (out / "report.txt").rmdir()
-    assert run(evaluate.main, evaluate.parse_args(), [str(a) for a in argv]) == 0
+    assert run(evaluate.main, evaluate.make_parser(), [str(a) for a in argv]) == 0
     assert files_in(out) == {"metrics.json", "confusion.png", "report.txt", "accuracy.txt"}
 
 
@@ -146,7 +145,7 @@ def test_train_renames_its_model_before_its_stats(tmp_path: Path, monkeypatch, c
     shard = write_npz(tmp_path / "shard.npz", **digits(20, labels=np.arange(20) % 10))
     argv = ["--shard", shard, "--model", copy_model(tmp_path / "m.h5")]
     argv += ["--out", tmp_path / "out/model.h5", "--stats-out", tmp_path / "out/stats.json"]
-    assert run(train.main, train.parse_args(), [str(a) for a in argv]) == 0
+    assert run(train.main, train.make_parser(), [str(a) for a in argv]) == 0
     assert renamed[-2:] == ["model.h5", "stats.json"]
 
 
@@ -167,7 +166,7 @@ def test_a_model_without_stats_is_ignored_as_missing(tmp_path: Path, capsys) -> 
     folder = models_of(tmp_path, {"0": 100, "1": 100, "2": None})
     argv = ["--models-dir", folder, "--out", tmp_path / "avg.h5"]
     argv += ["--shards", "[0, 1, 2]", "--min-workers", "2", "--missing-out", tmp_path / "missing"]
-    assert run(aggregate.main, aggregate.parse_args(), [str(a) for a in argv]) == 0
+    assert run(aggregate.main, aggregate.make_parser(), [str(a) for a in argv]) == 0
     error = capsys.readouterr().err
     assert "ignoring 2.h5 as missing: stats file not found" in error
     assert "averaged 2 models" in error
@@ -206,7 +205,7 @@ def test_an_unreadable_models_folder_is_one_line(tmp_path: Path) -> None:
             "import locale, os, sys\n"
             "from steps import aggregate\n"
             "from steps.cli import run\n"
-            "parser = aggregate.parse_args()\n"
+            "parser = aggregate.make_parser()\n"
             "if os.geteuid() == 0:\n"
             "    os.setgroups([]); os.setgid(10001); os.setuid(10001)\n"
             f"sys.exit(run(aggregate.main, parser, {argv!r}))\n"

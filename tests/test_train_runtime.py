@@ -14,9 +14,8 @@ import pytest
 from steps import train
 from steps.cli import run
 from steps.progress import ProgressFile
+from tests.helpers import ROOT
 from tests.step_support import copy_model, digits, write_npz
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -47,7 +46,7 @@ def test_train_reports_batches_done_of_all_its_batches(
 ) -> None:
     target = tmp_path / "argo" / "progress"
     monkeypatch.setenv("ARGO_PROGRESS_FILE", str(target))
-    assert run(train.main, train.parse_args(), train_argv(tmp_path, 2)) == 0
+    assert run(train.main, train.make_parser(), train_argv(tmp_path, 2)) == 0
     assert progress_writes[0] == "0/10\n"  # 250 samples, batch 50: 5 batches per epoch, 2 epochs
     assert progress_writes[-1] == "10/10\n"
     done = [int(value.split("/")[0]) for value in progress_writes]
@@ -74,11 +73,11 @@ def test_a_resumed_trainer_starts_at_the_resumed_epochs_count(
     original = StoreCheckpoint.on_epoch_end
     monkeypatch.setattr(StoreCheckpoint, "on_epoch_end", stop_after_first_epoch)
     with pytest.raises(Stop):  # the first attempt dies after its first checkpoint
-        run(train.main, train.parse_args(), argv)
+        run(train.main, train.make_parser(), argv)
     monkeypatch.setattr(StoreCheckpoint, "on_epoch_end", original)
 
     monkeypatch.setenv("ARGO_PROGRESS_FILE", str(tmp_path / "progress"))
-    assert run(train.main, train.parse_args(), argv) == 0
+    assert run(train.main, train.make_parser(), argv) == 0
     assert "resuming from checkpoint: 1 epoch(s) done" in capsys.readouterr().err
     assert progress_writes[0] == "5/15\n"
     assert progress_writes[-1] == "15/15\n"
@@ -97,7 +96,7 @@ def test_progress_writes_are_throttled_but_the_last_value_is_always_written(
 
 
 def test_without_the_variable_no_progress_file_is_written(tmp_path: Path, progress_writes) -> None:
-    assert run(train.main, train.parse_args(), train_argv(tmp_path, 1)) == 0
+    assert run(train.main, train.make_parser(), train_argv(tmp_path, 1)) == 0
     assert progress_writes == []
 
 

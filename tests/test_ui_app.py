@@ -17,10 +17,10 @@ from streamlit.testing.v1 import AppTest
 
 from steps.registry import LATEST_KEY, run_prefix
 from tests import ui_support
+from tests.helpers import ROOT
 from ui.decode import MAX_PIXELS, MB
 from ui.predict import LOW_CONFIDENCE
 
-ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "ui" / "app.py"
 SAMPLES = ROOT / "samples"
 TIMEOUT = 120  # the first run imports TensorFlow and loads the model

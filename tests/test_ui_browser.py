@@ -21,11 +21,10 @@ from PIL import Image
 from bench.photos import photo
 from steps.dataset import load_mnist
 from steps.registry import LATEST_KEY
-from tests.conftest import free_port, wait_for_port
+from tests.helpers import ROOT, free_port, wait_for_port
 from tests.ui_support import progressive_jpeg
 from ui.decode import MAX_CONCURRENT_DECODES, MAX_SCANS
 
-ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",

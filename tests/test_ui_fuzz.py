@@ -19,10 +19,10 @@ import pytest
 from PIL import Image
 
 from bench.photos import photo
+from tests.helpers import ROOT
 from tests.ui_support import progressive_jpeg
 from ui.preprocess import ImageRejected, prepare
 
-ROOT = Path(__file__).resolve().parents[1]
 SEED = 16
 MUTANTS = 400  # in-process, through prepare()
 CLI_MUTANTS = 60  # of them, also through one `python -m ui.predict` run

@@ -10,9 +10,9 @@ import tomllib
 from pathlib import Path
 
 from steps.registry import LATEST_KEY
+from tests.helpers import ROOT
 from ui.decode import MAX_FILE_MB, MB
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted((ROOT / "samples").iterdir())
 MIN_RIGHT = 18  # of the 20 samples; the test model scores ~95%
 

@@ -15,6 +15,7 @@ import pytest
 
 from steps import aggregate, evaluate, publish, split, train
 from steps.cli import StepError
+from tests.helpers import ROOT
 from tests.step_support import (
     call,
     copy_model,
@@ -30,8 +31,6 @@ from tests.step_support import (
     write_npz,
     zip_bomb_npz,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def peak_memory_mb(code: str) -> tuple[float, str]:
@@ -161,7 +160,7 @@ def test_a_model_declaring_a_huge_weight_is_refused_before_allocation(tmp_path: 
     peak, output = peak_memory_mb(
         "from steps import aggregate\n"
         "from steps.cli import run\n"
-        f"print(run(aggregate.main, aggregate.parse_args(), ['--models-dir', {str(folder)!r}, "
+        f"print(run(aggregate.main, aggregate.make_parser(), ['--models-dir', {str(folder)!r}, "
         f"'--out', {str(tmp_path / 'avg.h5')!r}]))\n"
     )
     assert output == "2"
@@ -254,7 +253,7 @@ def test_a_diverging_trainer_writes_nothing(tmp_path: Path, small_mnist: Path, c
     argv = ["--shard", tmp_path / "shard.npz", "--model", copy_model(tmp_path / "start.h5")]
     argv += ["--learning-rate", "1e30", "--batch", "100"]
     argv += ["--out", tmp_path / "o/m.h5", "--stats-out", tmp_path / "o/s.json"]
-    assert run(train.main, train.parse_args(), [str(a) for a in argv]) == 2
+    assert run(train.main, train.make_parser(), [str(a) for a in argv]) == 2
     last = capsys.readouterr().err.strip().splitlines()[-1]  # after the epoch's own log line
     assert last.startswith("python -m steps.train: error: ")
     assert f"{tmp_path / 'o/m.h5'}: training diverged" in last
@@ -431,7 +430,7 @@ def run_trainer(inputs: dict, out: Path, capsys) -> str:
         "--checkpoint-key",
         inputs["key"],
     ]
-    code = run(train.main, train.parse_args(), [str(a) for a in argv])
+    code = run(train.main, train.make_parser(), [str(a) for a in argv])
     error = capsys.readouterr().err
     assert code == 0, error
     return error

@@ -14,9 +14,8 @@ import pytest
 from steps import aggregate
 from steps.cli import run
 from steps.weights import CONFIG_CLASSES, CONFIG_MODULES, LAYER_CLASSES, WEIGHT_LAYOUT
+from tests.helpers import ROOT
 from tests.step_support import copy_model, digits, write_json, write_model_weights, write_npz
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_owned_layout_is_the_networks() -> None:
@@ -71,7 +70,9 @@ def test_aggregate_writes_a_keras_model_holding_the_weighted_mean(tmp_path: Path
     out = tmp_path / "avg.h5"
     assert (
         run(
-            aggregate.main, aggregate.parse_args(), ["--models-dir", str(folder), "--out", str(out)]
+            aggregate.main,
+            aggregate.make_parser(),
+            ["--models-dir", str(folder), "--out", str(out)],
         )
         == 0
     )
@@ -107,7 +108,9 @@ def test_aggregates_output_is_checked_like_any_input(tmp_path: Path) -> None:
     out = tmp_path / "avg.h5"
     assert (
         run(
-            aggregate.main, aggregate.parse_args(), ["--models-dir", str(folder), "--out", str(out)]
+            aggregate.main,
+            aggregate.make_parser(),
+            ["--models-dir", str(folder), "--out", str(out)],
         )
         == 0
     )

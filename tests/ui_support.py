@@ -50,7 +50,7 @@ def evaluate_model(mnist_path: Path, model: Path, out_dir: Path) -> Path:
     test_file = out_dir / "test.npz"
     write_shard(test_file, Digits(test.x[:EVAL_DIGITS], test.y[:EVAL_DIGITS]))
     args = ["--model", str(model), "--test", str(test_file), "--out-dir", str(out_dir)]
-    evaluate.main(evaluate.parse_args().parse_args(args))
+    evaluate.main(evaluate.make_parser().parse_args(args))
     return out_dir
 
 
@@ -71,7 +71,7 @@ def publish_run(store: str | Path, run: str, model: Path, evaluation: Path) -> N
         "--settings",
         json.dumps(settings),
     ]
-    publish.main(publish.parse_args().parse_args(args))
+    publish.main(publish.make_parser().parse_args(args))
 
 
 # Crafted files for the page's limits (issue: untrusted uploads). Each is made here, small on disk.

@@ -68,7 +68,7 @@ def write_bytes(path: Path, data: bytes) -> None:
         temporary.write_bytes(data)
 
 
-def parse_args() -> argparse.ArgumentParser:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m ui.make_samples", description=__doc__)
     parser.add_argument(
         "--source",
@@ -94,4 +94,4 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(run(main, parse_args()))
+    sys.exit(run(main, make_parser()))

@@ -87,7 +87,7 @@ def predict_file(model: object, path: Path) -> dict:
     }
 
 
-def parse_args() -> argparse.ArgumentParser:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m ui.predict", description=__doc__)
     parser.add_argument("images", type=Path, nargs="+", metavar="IMAGE", help="image files")
     parser.add_argument(
@@ -100,7 +100,7 @@ def parse_args() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args().parse_args(argv)
+    args = make_parser().parse_args(argv)
     try:
         status = ModelKeeper(parse_model_uri(args.model_uri)).refresh()
     except ModelUnavailable as error:

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from workflows.tokens import KEYWORDS, scan
+
 RESULTS = ("Succeeded", "Failed", "Errored", "Skipped", "Omitted", "Daemoned")
 GROUP_RESULTS = ("AnySucceeded", "AllFailed")
 TOKEN = re.compile(
@@ -69,40 +71,38 @@ def parse(text: str) -> Expression:
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
-    tokens, position = [], 0
-    while position < len(text.rstrip()):
-        match = TOKEN.match(text, position)
-        if not match or match.end() == position:
-            raise DependsError(f"cannot read depends {text!r} at {text[position:]!r}")
-        if match.group("op"):
-            tokens.append(("op", match.group("op")))
-        elif match.group("word"):
-            tokens.append(("op", {"and": "&&", "or": "||", "not": "!"}[match.group("word")]))
-        else:
-            result = match.group("result")
-            if result is not None and result not in RESULTS + GROUP_RESULTS:
-                raise DependsError(f"unknown task result {result!r} in depends {text!r}")
-            tokens.append(("term", match.group(0).strip()))
-        position = match.end()
+    try:
+        matches = list(scan(TOKEN, text))
+    except ValueError as error:
+        raise DependsError(f"cannot read depends {text!r} at {error.args[0]!r}") from None
+    tokens = []
+    for match in matches:
+        if match.group("op") or match.group("word"):
+            tokens.append(("op", match.group("op") or KEYWORDS[match.group("word")]))
+            continue
+        result = match.group("result")
+        if result is not None and result not in RESULTS + GROUP_RESULTS:
+            raise DependsError(f"unknown task result {result!r} in depends {text!r}")
+        tokens.append(("term", match.group(0).strip()))
     return tokens
 
 
+def _parse_joined(tokens: list, text: str, operator: str, operand: Any, node: type) -> tuple:
+    """Operands joined by `operator` (each read by `operand`), as one `node`; one operand alone as is."""
+    first, tokens = operand(tokens, text)
+    operands = [first]
+    while tokens and tokens[0] == ("op", operator):
+        following, tokens = operand(tokens[1:], text)
+        operands.append(following)
+    return (operands[0] if len(operands) == 1 else node(tuple(operands))), tokens
+
+
 def _parse_or(tokens: list, text: str) -> tuple[Expression, list]:
-    operand, tokens = _parse_and(tokens, text)
-    operands = [operand]
-    while tokens and tokens[0] == ("op", "||"):
-        operand, tokens = _parse_and(tokens[1:], text)
-        operands.append(operand)
-    return (operands[0] if len(operands) == 1 else Any_(tuple(operands))), tokens
+    return _parse_joined(tokens, text, "||", _parse_and, Any_)
 
 
 def _parse_and(tokens: list, text: str) -> tuple[Expression, list]:
-    operand, tokens = _parse_unary(tokens, text)
-    operands = [operand]
-    while tokens and tokens[0] == ("op", "&&"):
-        operand, tokens = _parse_unary(tokens[1:], text)
-        operands.append(operand)
-    return (operands[0] if len(operands) == 1 else All(tuple(operands))), tokens
+    return _parse_joined(tokens, text, "&&", _parse_unary, All)
 
 
 def _parse_unary(tokens: list, text: str) -> tuple[Expression, list]:

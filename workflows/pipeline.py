@@ -12,6 +12,7 @@ every key starts with the run's name, so runs never collide. The fan-out takes i
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -33,6 +34,7 @@ from workflows.templates import (
 RUN = "{{workflow.name}}"
 SHARD, ROUND = param("shard"), param("round")
 ROUND_MODELS = f"{RUN}/round-{ROUND}/models"
+INIT_MODEL = f"{RUN}/init/model.h5"
 
 
 def round_model(round_number: int | str) -> str:
@@ -52,6 +54,10 @@ class Steps:
     publish: Container
 
 
+StepFactory = Callable[..., Container]  # step_template with the image and retry strategy filled in
+EVALUATION = f"{RUN}/evaluation"
+
+
 def define_steps(settings: PipelineSettings) -> Steps:
     """Each step's template, with each file it reads or writes declared once: flag, path and key."""
     step = partial(
@@ -59,8 +65,19 @@ def define_steps(settings: PipelineSettings) -> Steps:
         image=settings.image,
         retry=retry_strategy(settings.retries, settings.retry_backoff),
     )
+    return Steps(
+        split=split_step(step),
+        init=init_step(step),
+        train=train_step(step, settings.rounds),
+        aggregate=aggregate_step(step),
+        evaluate=evaluate_step(step),
+        publish=publish_step(step, settings),
+    )
+
+
+def split_step(step: StepFactory) -> Container:
     data = ("source", "workers", "seed", "limit", "partition", "alpha")
-    split = step(
+    return step(
         "split",
         options={f"--{name}": workflow_param(name) for name in data},
         writes=[
@@ -69,19 +86,26 @@ def define_steps(settings: PipelineSettings) -> Steps:
             Write.parameter("shard-ids", "--ids-out", "out/shard-ids.json"),
         ],
     )
-    init = step(
+
+
+def init_step(step: StepFactory) -> Container:
+    return step(
         "init",
         options={"--seed": workflow_param("seed")},
-        writes=[Write.file("model", "--out", "out/model.h5", f"{RUN}/init/model.h5")],
+        writes=[Write.file("model", "--out", "out/model.h5", INIT_MODEL)],
     )
-    train = step(
+
+
+def train_step(step: StepFactory, rounds: int) -> Container:
+    """One shard of one round: the round's number and the run's rounds set its learning rate."""
+    learning = ("epochs", "batch", "learning-rate", "final-learning-rate")
+    return step(
         "train",
         parameters=["shard", "round", "start-model"],
         options={
-            **{f"--{n}": workflow_param(n) for n in ("epochs", "batch", "learning-rate")},
-            "--final-learning-rate": workflow_param("final-learning-rate"),
+            **{f"--{name}": workflow_param(name) for name in learning},
             "--round": ROUND,
-            "--rounds": str(settings.rounds),
+            "--rounds": str(rounds),
             "--seed": SHARD,
             "--checkpoint-store": workflow_param("store"),
             "--checkpoint-key": f"{RUN}/round-{ROUND}/checkpoints/{SHARD}.npz",
@@ -95,7 +119,10 @@ def define_steps(settings: PipelineSettings) -> Steps:
             Write.file("stats", "--stats-out", "out/stats.json", f"{ROUND_MODELS}/{SHARD}.json"),
         ],
     )
-    aggregate = step(
+
+
+def aggregate_step(step: StepFactory) -> Container:
+    return step(
         "aggregate",
         parameters=["round", "shards"],
         options={"--shards": param("shards"), "--min-workers": workflow_param("min-workers")},
@@ -105,8 +132,11 @@ def define_steps(settings: PipelineSettings) -> Steps:
             Write.parameter("missing-shards", "--missing-out", "out/missing.txt"),
         ],
     )
-    evaluation = f"{RUN}/evaluation"
-    evaluate = step(
+
+
+def evaluate_step(step: StepFactory) -> Container:
+    """Scores the final model; the Argo UI shows the confusion picture and the report as artifacts."""
+    return step(
         "evaluate",
         parameters=["model", "missing-shards"],
         options={"--missing-shards": param("missing-shards"), "--out-dir": "out"},
@@ -116,9 +146,9 @@ def define_steps(settings: PipelineSettings) -> Steps:
         ],
         writes=[
             Write.parameter("accuracy", None, "out/accuracy.txt"),
-            Write.file("metrics", None, "out/metrics.json", f"{evaluation}/metrics.json"),
-            Write.file("confusion", None, "out/confusion.png", f"{evaluation}/confusion.png"),
-            Write.file("report", None, "out/report.txt", f"{evaluation}/report.txt"),
+            Write.file("metrics", None, "out/metrics.json", f"{EVALUATION}/metrics.json"),
+            Write.file("confusion", None, "out/confusion.png", f"{EVALUATION}/confusion.png"),
+            Write.file("report", None, "out/report.txt", f"{EVALUATION}/report.txt"),
         ],
         metrics=[
             Gauge(
@@ -130,23 +160,22 @@ def define_steps(settings: PipelineSettings) -> Steps:
             )
         ],
     )
+
+
+def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
+    """Publishes the model with a card of the settings it was trained with."""
     trained_with = [name for name in settings.parameters() if name != "store"]
-    settings_json = {n: workflow_param(n) for n in trained_with} | {"rounds": settings.rounds}
-    publish = step(
+    card = {name: workflow_param(name) for name in trained_with} | {"rounds": settings.rounds}
+    return step(
         "publish",
         parameters=["model"],
-        options={
-            "--store": workflow_param("store"),
-            "--run": RUN,
-            "--settings": json.dumps(settings_json),
-        },
+        options={"--store": workflow_param("store"), "--run": RUN, "--settings": json.dumps(card)},
         reads=[
             Read.file("model", "--model", "in/model.h5", param("model")),
-            Read.file("metrics", "--metrics", "in/metrics.json", f"{evaluation}/metrics.json"),
-            Read.file("confusion", "--attach", "in/confusion.png", f"{evaluation}/confusion.png"),
+            Read.file("metrics", "--metrics", "in/metrics.json", f"{EVALUATION}/metrics.json"),
+            Read.file("confusion", "--attach", "in/confusion.png", f"{EVALUATION}/confusion.png"),
         ],
     )
-    return Steps(split, init, train, aggregate, evaluate, publish)
 
 
 def build_workflow(settings: PipelineSettings) -> Workflow:
@@ -156,7 +185,7 @@ def build_workflow(settings: PipelineSettings) -> Workflow:
         with DAG(name="pipeline"):
             split, init = steps.split(), steps.init()
             shard_ids = split.get_parameter("shard-ids")
-            ready, model, missing = [split, init], f"{RUN}/init/model.h5", {}
+            ready, model, missing = [split, init], INIT_MODEL, {}
             for r in range(1, settings.rounds + 1):
                 trained = steps.train(
                     name=f"train-round-{r}",

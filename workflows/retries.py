@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workflows.durations import parse_duration
+from workflows.tokens import KEYWORDS, scan
 
 
 class RetrySpecError(ValueError):
@@ -142,7 +143,6 @@ EXPR_TOKEN = re.compile(
     r"|(?P<op>==|!=|<=|>=|&&|\|\||[<>!(),])|(?P<name>[A-Za-z_][A-Za-z0-9_.]*))"
 )
 FUNCTIONS = {"asInt": lambda v: int(float(v)), "asFloat": float, "string": str}
-KEYWORDS = {"and": "&&", "or": "||", "not": "!"}
 
 
 def evaluate(expression: str, scope: Mapping[str, str]) -> bool:
@@ -157,17 +157,18 @@ def evaluate(expression: str, scope: Mapping[str, str]) -> bool:
 
 
 def _expr_tokens(text: str) -> list[tuple[str, str]]:
-    tokens, position = [], 0
-    while position < len(text.rstrip()):
-        match = EXPR_TOKEN.match(text, position)
-        if not match:
-            raise RetrySpecError(f"cannot read retry expression {text!r} at {text[position:]!r}")
-        kind = match.lastgroup or ""
-        value = match.group(kind)
-        if kind == "name" and value in KEYWORDS:
-            kind, value = "op", KEYWORDS[value]
-        tokens.append((kind, value))
-        position = match.end()
+    tokens = []
+    try:
+        for match in scan(EXPR_TOKEN, text):
+            kind = match.lastgroup or ""
+            value = match.group(kind)
+            tokens.append(
+                ("op", KEYWORDS[value]) if kind == "name" and value in KEYWORDS else (kind, value)
+            )
+    except ValueError as error:
+        raise RetrySpecError(
+            f"cannot read retry expression {text!r} at {error.args[0]!r}"
+        ) from None
     return tokens
 
 

@@ -102,7 +102,15 @@ def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
     )
     for flag, (meaning, shown, options) in LOCAL_OPTIONS.items():
         local.add_argument(flag, help=f"{meaning} (default: {shown.strip('`')})", **options)
-    argo = p.add_argument_group("argo", "on an Argo Server; flags and variables as Argo's own CLI")
+    add_argo_options(
+        p.add_argument_group("argo", "on an Argo Server; flags and variables as Argo's own CLI")
+    )
+    add_arguments(p.add_argument_group("settings"), start)
+    return p
+
+
+def add_argo_options(argo: argparse._ArgumentGroup) -> None:
+    """Where the Argo Server is (as Argo's own CLI reads it), and what to do there."""
     argo.add_argument(
         "--argo-server",
         default=None,
@@ -151,8 +159,6 @@ def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
         default=cluster.TEMPLATE_NAME,
         help=f"the WorkflowTemplate's name (default: {cluster.TEMPLATE_NAME})",
     )
-    add_arguments(p.add_argument_group("settings"), start)
-    return p
 
 
 def settings_table() -> str:
