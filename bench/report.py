@@ -21,12 +21,8 @@ from bench.targets import (
 )
 from bench.targets import time_to_target as pipeline_time_to_target
 
-VARYING = (
-    "workers",
-    "seed",
-    "limit",
-    "source",
-)  # what may differ from the defaults in the plan's runs
+# What may differ from the defaults in the runs the plan reads (store and image are never recorded).
+VARYING = ("workers", "rounds", "seed", "limit", "source", "store", "image")
 HIDDEN_SETTINGS = {
     "retries",
     "retry_backoff",
@@ -212,10 +208,15 @@ def local_points(results: Mapping[str, Any]) -> dict[int, float]:
 
 
 def pipeline_runs_at_defaults(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Runs of the first seed whose settings are the defaults but for the number of workers."""
+    """Runs of the first seed whose settings are the defaults but for the workers and the rounds."""
     runs = results["runs"]
     first_seed = results["seeds"][0]
-    candidates = [*runs.get("default", []), runs.get("workers_2"), *results.get("sweeps", [])]
+    candidates = [
+        *runs.get("default", []),
+        runs.get("workers_2"),
+        runs.get("calibration"),
+        *results.get("sweeps", []),
+    ]
     defaults = results["defaults"]
     return [
         run

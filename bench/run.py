@@ -23,12 +23,13 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench import plan
-from bench.measure import ChildFailed, Measurement, measure, measure_ok, python_module
+from bench.measure import Measurement, measure, measure_ok, python_module
 from bench.pipeline_run import run_pipeline
 from bench.report import pipeline_runs_at_defaults, settings_text, table, write_outputs
 from bench.targets import TARGET_ACCURACY, check_all, extra_rows
@@ -424,9 +425,11 @@ def main(argv: list[str] | None = None) -> int:
         for stage in [*(s for s in STAGES if s in args.only), *(["sweeps"] if args.sweep else [])]:
             try:
                 STAGE_FUNCTIONS[stage](session)
-            except (ChildFailed, RuntimeError) as error:  # the other stages still run
-                print(f"== {stage} FAILED: {error}", flush=True)
-                failures.append({"stage": stage, "error": str(error)[-2000:]})
+            except Exception as error:  # a contender or the benchmark failed: the others still run
+                traceback.print_exc()
+                text = f"{type(error).__name__}: {error}"
+                print(f"== {stage} FAILED: {text}", flush=True)
+                failures.append({"stage": stage, "error": text[-2000:]})
     finally:
         shutil.rmtree(session.work, ignore_errors=True)
     compute_plan(session)

@@ -20,15 +20,14 @@ import pytest
 from bench import plan, readme, timeline
 from bench.baseline_method import build_baseline_model, unweighted_average
 from bench.data import iid_shards
-from bench.pipeline_run import PROBE_DIR, LogWatcher, submit_command
+from bench.pipeline_run import PROBE_DIR, LogWatcher, settings_record, submit_command
 from bench.report import PLAN_PNG, RESULTS_MD, markdown, settings_text, write_outputs
 from bench.run import make_parser
 from bench.targets import TARGET_ACCURACY, check_all, time_ratio
 from steps.dataset import Digits
+from tests.helpers import ROOT
 from workflows.pipeline import compile_workflow
 from workflows.settings import PipelineSettings
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def node(name: str, task: str, template: str, started: float, finished: float, **extra) -> dict:
@@ -183,7 +182,7 @@ def costs(wall: float, peak_rss_mb: int) -> dict:
 
 def pipeline_record(seed: int, accuracy: float, wall: float, **extra) -> dict:
     return {
-        "settings": {**asdict(PipelineSettings(seed=seed)), "source": "mnist.npz"},
+        "settings": settings_record(PipelineSettings(seed=seed, source="/data/mnist.npz")),
         "accuracy": accuracy,
         "reached": accuracy >= TARGET_ACCURACY,
         "curve": [
@@ -237,10 +236,14 @@ def fake_runs() -> dict:
         ],
         "baseline_settings": pipeline_record(0, 0.9861, 40.0),
         "workers_2": pipeline_record(
-            0, 0.9920, 88.0, mean_round_seconds=19.0, settings=asdict(PipelineSettings(workers=2))
+            0,
+            0.9920,
+            88.0,
+            mean_round_seconds=19.0,
+            settings=settings_record(PipelineSettings(workers=2)),
         ),
         "calibration": pipeline_record(
-            0, 0.975, 40.0, settings=asdict(PipelineSettings(workers=1, rounds=1))
+            0, 0.975, 40.0, settings=settings_record(PipelineSettings(workers=1, rounds=1))
         ),
     }
 
@@ -307,7 +310,9 @@ def test_the_plan_needs_a_number_of_rounds_that_reaches_the_target() -> None:
         *simulated(8, 4, [0.97, 0.98, 0.988, 0.991]),
         *simulated(2, 3, [0.98, 0.99, 0.999]),
     ]
-    two = pipeline_record(0, 0.9920, 88.0, settings=asdict(PipelineSettings(workers=2, rounds=3)))
+    two = pipeline_record(
+        0, 0.9920, 88.0, settings=settings_record(PipelineSettings(workers=2, rounds=3))
+    )
     accuracies = plan.accuracy_by_rounds([two], lines)
     rows = {row["workers"]: row for row in plan.predict(calibration, accuracies, TARGET_ACCURACY)}
     assert (rows[2]["rounds"], rows[2]["accuracy"], rows[2]["source"]) == (3, 0.992, "pipeline")
@@ -521,7 +526,8 @@ def test_a_failed_stage_is_reported_and_the_others_still_run(
     assert code == 1 and done == ["workers-2"]
     text = (tmp_path / RESULTS_MD).read_text()
     assert (
-        "**Stages that failed** (their targets are not measured): default (workflows.submit" in text
+        "**Stages that failed** (their targets are not measured): default (ChildFailed: workflows.submit"
+        in text
     )
     assert (
         "| 1 | defaults: test accuracy ≥ 99.0% on every seed (aim: mean 99.2%) | not measured | — |"
