@@ -45,7 +45,7 @@ def accuracy(
     model: object, images: np.ndarray, labels: np.ndarray, refused: list[int] = ()
 ) -> float:
     """The share of `images` the model reads right; the `refused` ones count as wrong."""
-    predicted = model(images[..., np.newaxis], training=False).numpy().argmax(axis=1)
+    predicted = model.probabilities(images.astype(np.float32)).argmax(axis=1)
     predicted[list(refused)] = -1
     return float((predicted == labels).mean())
 
