@@ -82,6 +82,21 @@ def submit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, st
     return code, out, err
 
 
+@pytest.fixture
+def watched_run(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., tuple[int, str, str]]:
+    """Submit and watch a run of two workers, with the given flags, on a double of the Argo Server
+    whose run ends with the given outcome."""
+
+    def run(outcome: str, *args: str) -> tuple[int, str, str]:
+        _, url = serve(outcome=outcome)
+        on_argo(monkeypatch, url)
+        return submit(capsys, "--workers", "2", *args, "--watch")
+
+    return run
+
+
 def lines_of(out: str, node: str) -> list[str]:
     return [line for line in out.splitlines() if line.split()[:1] == [node]]
 
@@ -142,12 +157,8 @@ def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
     assert result.stderr == ""
 
 
-def test_a_failed_run_names_the_failed_node(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _, url = serve(outcome="fail")
-    on_argo(monkeypatch, url)
-    code, out, err = submit(capsys, "--workers", "2", "--rounds", "2", "--watch")
+def test_a_failed_run_names_the_failed_node(watched_run: Callable) -> None:
+    code, out, err = watched_run("fail", "--rounds", "2")
     assert code == 1
     assert err.splitlines() == [f"submit: {FAILING_NODE} failed: OOMKilled (exit code 137)"]
     assert phases_of(out, FAILING_NODE)[-1] == "Failed"
@@ -158,25 +169,17 @@ def test_a_failed_run_names_the_failed_node(
 
 
 def test_a_run_goes_ahead_without_a_failed_trainer_when_min_workers_allow(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    watched_run: Callable,
 ) -> None:
-    _, url = serve(outcome="fail")
-    on_argo(monkeypatch, url)
-    code, out, err = submit(
-        capsys, "--workers", "2", "--rounds", "1", "--min-workers", "1", "--watch"
-    )
+    code, out, err = watched_run("fail", "--rounds", "1", "--min-workers", "1")
     assert code == 0, out + err
     assert phases_of(out, FAILING_NODE)[-1] == "Failed"
     assert phases_of(out, "aggregate-round-1")[-1] == "Succeeded"
     assert f"test accuracy: {ACCURACY}" in out
 
 
-def test_a_retried_node_shows_its_retries(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _, url = serve(outcome="retry")
-    on_argo(monkeypatch, url)
-    code, out, _ = submit(capsys, "--workers", "2", "--rounds", "1", "--watch")
+def test_a_retried_node_shows_its_retries(watched_run: Callable) -> None:
+    code, out, _ = watched_run("retry", "--rounds", "1")
     assert code == 0
     retried = [line for line in lines_of(out, RETRIED_NODE) if " progress " not in line]
     first, waiting, second = retried[:2], retried[2], retried[3:]
@@ -230,14 +233,10 @@ def test_watch_prints_each_trainers_progress_once_per_change(
     assert len(steps_per_poll) == len(set(steps_per_poll)), "two lines for one step in one poll"
 
 
-def test_a_retried_trainer_shows_its_current_tries_progress(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_retried_trainer_shows_its_current_tries_progress(watched_run: Callable) -> None:
     """A Retry node's own progress sums all its tries (Argo's UpdateProgress); the watch shows the
     running try's, which starts again from the beginning."""
-    _, url = serve(outcome="retry")
-    on_argo(monkeypatch, url)
-    code, out, _ = submit(capsys, "--workers", "2", "--rounds", "1", "--watch")
+    code, out, _ = watched_run("retry", "--rounds", "1")
     assert code == 0
     defaults = PipelineSettings()  # 2 shards of 30000 digits
     batches = defaults.epochs * 30000 // defaults.batch
