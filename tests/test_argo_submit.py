@@ -83,6 +83,14 @@ def submit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, st
 
 
 @pytest.fixture
+def argo(serve: Callable, monkeypatch: pytest.MonkeyPatch) -> ArgoDouble:
+    """A double of the Argo Server, the one submit.py is told to use."""
+    double, url = serve()
+    on_argo(monkeypatch, url)
+    return double
+
+
+@pytest.fixture
 def watched_run(
     serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> Callable[..., tuple[int, str, str]]:
@@ -268,22 +276,20 @@ def test_readme_names_the_metrics_as_the_controller_exports_them() -> None:
 
 
 def test_register_creates_then_updates_the_template(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    double, url = serve()
-    on_argo(monkeypatch, url)
     code, out, _ = submit(capsys, "--register", "--rounds", "2")
     assert code == 0
     assert out.startswith(f"created WorkflowTemplate {cluster.TEMPLATE_NAME} in namespace mnist")
     code, out, _ = submit(capsys, "--register", "--rounds", "4", "--image", "steps:2")
     assert code == 0 and out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
-    assert [(m, p) for m, p, _ in double.requests] == [  # as Hera's WorkflowTemplate.update()
+    assert [(m, p) for m, p, _ in argo.requests] == [  # as Hera's WorkflowTemplate.update()
         ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
         ("POST", "/api/v1/workflow-templates/mnist"),
         ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
         ("PUT", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
     ]
-    template = double.templates[cluster.TEMPLATE_NAME]
+    template = argo.templates[cluster.TEMPLATE_NAME]
     assert template["metadata"]["resourceVersion"] == "2"
     stored = {k: v for k, v in template.items() if k != "metadata"}
     stored["metadata"] = {"name": cluster.TEMPLATE_NAME}
@@ -298,17 +304,15 @@ def test_register_creates_then_updates_the_template(
 
 
 def test_from_template_starts_a_run_with_the_given_settings(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    double, url = serve()
-    on_argo(monkeypatch, url)
     code, out, err = submit(capsys, "--from-template", "--workers", "5")
     assert code == 1
     assert err.count("\n") == 1 and "mnist-pipeline" in err and "not found" in err
     assert submit(capsys, "--register", "--rounds", "1")[0] == 0
     code, out, _ = submit(capsys, "--from-template", "--workers", "5", "--epochs", "3", "--watch")
     assert code == 0, out
-    [(_, path, body)] = [r for r in double.requests if r[1].endswith("/submit")][-1:]
+    [(_, path, body)] = [r for r in argo.requests if r[1].endswith("/submit")][-1:]
     assert path == "/api/v1/workflows/mnist/submit"
     assert body["resourceKind"] == "WorkflowTemplate"
     assert body["resourceName"] == cluster.TEMPLATE_NAME
@@ -319,25 +323,23 @@ def test_from_template_starts_a_run_with_the_given_settings(
 
 
 def test_runs_from_the_template_are_named_like_direct_runs(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The server names a template's run `<template>-xxxxx` unless submitOptions.generateName is
     sent (a field of SubmitOpts in the server's OpenAPI, checked by the double)."""
-    double, url = serve()
-    on_argo(monkeypatch, url)
     assert submit(capsys, "--register")[0] == 0
     code, out, _ = submit(capsys)
     assert code == 0
-    [direct] = double.runs
+    [direct] = argo.runs
     code, out, _ = submit(capsys, "--from-template")
     assert code == 0
-    [from_template] = set(double.runs) - {direct}
+    [from_template] = set(argo.runs) - {direct}
     prefix = direct[:-5]
     assert prefix == "mnist-" and from_template.startswith(prefix), from_template
     assert len(from_template) == len(direct)
     assert out.startswith(f"submitted {from_template} ")
     code, out, _ = submit(capsys, "--from-template", "--name", "mnist-nightly")
-    assert code == 0 and "mnist-nightly" in double.runs
+    assert code == 0 and "mnist-nightly" in argo.runs
 
 
 @pytest.fixture(scope="module")
@@ -442,13 +444,9 @@ def test_unreachable_server(
     assert "cannot reach the Argo Server" in err and "port-forward svc/argo-server 2746:2746" in err
 
 
-def test_a_name_already_taken(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    double, url = serve()
-    on_argo(monkeypatch, url)
+def test_a_name_already_taken(argo: ArgoDouble, capsys: pytest.CaptureFixture[str]) -> None:
     assert submit(capsys, "--name", "mnist-nightly")[0] == 0
-    assert "mnist-nightly" in double.runs
+    assert "mnist-nightly" in argo.runs
     code, _, err = submit(capsys, "--name", "mnist-nightly")
     assert code == 1 and err.count("\n") == 1
     assert "already taken" in err and "mnist-nightly" in err and "--name" in err
@@ -466,15 +464,13 @@ def test_base_href_prefixes_api_and_ui_link(
 
 
 def test_cluster_runs_need_a_bucket_and_a_url_source(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    double, url = serve()
-    on_argo(monkeypatch, url)
     assert main(["--artifacts", ".runs"]) == 2
     assert "--artifacts gs://BUCKET" in capsys.readouterr().err
     code, _, err = submit(capsys, "--source", "data/mnist.npz")
     assert code == 2 and "URL or gs:// URI" in err
-    assert double.requests == []
+    assert argo.requests == []
 
 
 def test_argo_only_flags_without_a_server(capsys: pytest.CaptureFixture[str]) -> None:
