@@ -30,6 +30,7 @@ import json
 import math
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -103,19 +104,19 @@ def depends_holds(task: dict, results: dict[str, dict[str, bool]]) -> bool:
         return True
     tokens = _tokens(text)
 
-    def either() -> bool:
-        value = both()
-        while tokens and tokens[0] == "||":
+    def series(operator: str, term: Callable[[], bool]) -> list[bool]:
+        """The values of the terms joined by `operator`, every term read (none skipped)."""
+        values = [term()]
+        while tokens and tokens[0] == operator:
             tokens.pop(0)
-            value = both() or value
-        return value
+            values.append(term())
+        return values
+
+    def either() -> bool:
+        return any(series("||", both))
 
     def both() -> bool:
-        value = single()
-        while tokens and tokens[0] == "&&":
-            tokens.pop(0)
-            value = single() and value
-        return value
+        return all(series("&&", single))
 
     def single() -> bool:
         token = tokens.pop(0)

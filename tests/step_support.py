@@ -33,6 +33,13 @@ def call(module, argv: list, capsys: pytest.CaptureFixture[str]) -> str:
     return lines[0]
 
 
+def flags(**values: object) -> list:
+    """A step's command-line flags from keywords: `models_dir=path` gives `["--models-dir", path]`."""
+    return [
+        part for name, value in values.items() for part in (f"--{name.replace('_', '-')}", value)
+    ]
+
+
 def files_in(folder: Path) -> set[str]:
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
 

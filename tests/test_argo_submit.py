@@ -82,6 +82,29 @@ def submit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, st
     return code, out, err
 
 
+@pytest.fixture
+def argo(serve: Callable, monkeypatch: pytest.MonkeyPatch) -> ArgoDouble:
+    """A double of the Argo Server, the one submit.py is told to use."""
+    double, url = serve()
+    on_argo(monkeypatch, url)
+    return double
+
+
+@pytest.fixture
+def watched_run(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., tuple[int, str, str]]:
+    """Submit and watch a run of two workers, with the given flags, on a double of the Argo Server
+    whose run ends with the given outcome."""
+
+    def run(outcome: str, *args: str) -> tuple[int, str, str]:
+        _, url = serve(outcome=outcome)
+        on_argo(monkeypatch, url)
+        return submit(capsys, "--workers", "2", *args, "--watch")
+
+    return run
+
+
 def lines_of(out: str, node: str) -> list[str]:
     return [line for line in out.splitlines() if line.split()[:1] == [node]]
 
@@ -142,12 +165,8 @@ def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
     assert result.stderr == ""
 
 
-def test_a_failed_run_names_the_failed_node(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _, url = serve(outcome="fail")
-    on_argo(monkeypatch, url)
-    code, out, err = submit(capsys, "--workers", "2", "--rounds", "2", "--watch")
+def test_a_failed_run_names_the_failed_node(watched_run: Callable) -> None:
+    code, out, err = watched_run("fail", "--rounds", "2")
     assert code == 1
     assert err.splitlines() == [f"submit: {FAILING_NODE} failed: OOMKilled (exit code 137)"]
     assert phases_of(out, FAILING_NODE)[-1] == "Failed"
@@ -158,25 +177,17 @@ def test_a_failed_run_names_the_failed_node(
 
 
 def test_a_run_goes_ahead_without_a_failed_trainer_when_min_workers_allow(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    watched_run: Callable,
 ) -> None:
-    _, url = serve(outcome="fail")
-    on_argo(monkeypatch, url)
-    code, out, err = submit(
-        capsys, "--workers", "2", "--rounds", "1", "--min-workers", "1", "--watch"
-    )
+    code, out, err = watched_run("fail", "--rounds", "1", "--min-workers", "1")
     assert code == 0, out + err
     assert phases_of(out, FAILING_NODE)[-1] == "Failed"
     assert phases_of(out, "aggregate-round-1")[-1] == "Succeeded"
     assert f"test accuracy: {ACCURACY}" in out
 
 
-def test_a_retried_node_shows_its_retries(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _, url = serve(outcome="retry")
-    on_argo(monkeypatch, url)
-    code, out, _ = submit(capsys, "--workers", "2", "--rounds", "1", "--watch")
+def test_a_retried_node_shows_its_retries(watched_run: Callable) -> None:
+    code, out, _ = watched_run("retry", "--rounds", "1")
     assert code == 0
     retried = [line for line in lines_of(out, RETRIED_NODE) if " progress " not in line]
     first, waiting, second = retried[:2], retried[2], retried[3:]
@@ -230,14 +241,10 @@ def test_watch_prints_each_trainers_progress_once_per_change(
     assert len(steps_per_poll) == len(set(steps_per_poll)), "two lines for one step in one poll"
 
 
-def test_a_retried_trainer_shows_its_current_tries_progress(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_retried_trainer_shows_its_current_tries_progress(watched_run: Callable) -> None:
     """A Retry node's own progress sums all its tries (Argo's UpdateProgress); the watch shows the
     running try's, which starts again from the beginning."""
-    _, url = serve(outcome="retry")
-    on_argo(monkeypatch, url)
-    code, out, _ = submit(capsys, "--workers", "2", "--rounds", "1", "--watch")
+    code, out, _ = watched_run("retry", "--rounds", "1")
     assert code == 0
     defaults = PipelineSettings()  # 2 shards of 30000 digits
     batches = defaults.epochs * 30000 // defaults.batch
@@ -269,22 +276,20 @@ def test_readme_names_the_metrics_as_the_controller_exports_them() -> None:
 
 
 def test_register_creates_then_updates_the_template(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    double, url = serve()
-    on_argo(monkeypatch, url)
     code, out, _ = submit(capsys, "--register", "--rounds", "2")
     assert code == 0
     assert out.startswith(f"created WorkflowTemplate {cluster.TEMPLATE_NAME} in namespace mnist")
     code, out, _ = submit(capsys, "--register", "--rounds", "4", "--image", "steps:2")
     assert code == 0 and out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
-    assert [(m, p) for m, p, _ in double.requests] == [  # as Hera's WorkflowTemplate.update()
+    assert [(m, p) for m, p, _ in argo.requests] == [  # as Hera's WorkflowTemplate.update()
         ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
         ("POST", "/api/v1/workflow-templates/mnist"),
         ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
         ("PUT", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
     ]
-    template = double.templates[cluster.TEMPLATE_NAME]
+    template = argo.templates[cluster.TEMPLATE_NAME]
     assert template["metadata"]["resourceVersion"] == "2"
     stored = {k: v for k, v in template.items() if k != "metadata"}
     stored["metadata"] = {"name": cluster.TEMPLATE_NAME}
@@ -299,17 +304,15 @@ def test_register_creates_then_updates_the_template(
 
 
 def test_from_template_starts_a_run_with_the_given_settings(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    double, url = serve()
-    on_argo(monkeypatch, url)
     code, out, err = submit(capsys, "--from-template", "--workers", "5")
     assert code == 1
     assert err.count("\n") == 1 and "mnist-pipeline" in err and "not found" in err
     assert submit(capsys, "--register", "--rounds", "1")[0] == 0
     code, out, _ = submit(capsys, "--from-template", "--workers", "5", "--epochs", "3", "--watch")
     assert code == 0, out
-    [(_, path, body)] = [r for r in double.requests if r[1].endswith("/submit")][-1:]
+    [(_, path, body)] = [r for r in argo.requests if r[1].endswith("/submit")][-1:]
     assert path == "/api/v1/workflows/mnist/submit"
     assert body["resourceKind"] == "WorkflowTemplate"
     assert body["resourceName"] == cluster.TEMPLATE_NAME
@@ -320,25 +323,23 @@ def test_from_template_starts_a_run_with_the_given_settings(
 
 
 def test_runs_from_the_template_are_named_like_direct_runs(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The server names a template's run `<template>-xxxxx` unless submitOptions.generateName is
     sent (a field of SubmitOpts in the server's OpenAPI, checked by the double)."""
-    double, url = serve()
-    on_argo(monkeypatch, url)
     assert submit(capsys, "--register")[0] == 0
     code, out, _ = submit(capsys)
     assert code == 0
-    [direct] = double.runs
+    [direct] = argo.runs
     code, out, _ = submit(capsys, "--from-template")
     assert code == 0
-    [from_template] = set(double.runs) - {direct}
+    [from_template] = set(argo.runs) - {direct}
     prefix = direct[:-5]
     assert prefix == "mnist-" and from_template.startswith(prefix), from_template
     assert len(from_template) == len(direct)
     assert out.startswith(f"submitted {from_template} ")
     code, out, _ = submit(capsys, "--from-template", "--name", "mnist-nightly")
-    assert code == 0 and "mnist-nightly" in double.runs
+    assert code == 0 and "mnist-nightly" in argo.runs
 
 
 @pytest.fixture(scope="module")
@@ -443,13 +444,9 @@ def test_unreachable_server(
     assert "cannot reach the Argo Server" in err and "port-forward svc/argo-server 2746:2746" in err
 
 
-def test_a_name_already_taken(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    double, url = serve()
-    on_argo(monkeypatch, url)
+def test_a_name_already_taken(argo: ArgoDouble, capsys: pytest.CaptureFixture[str]) -> None:
     assert submit(capsys, "--name", "mnist-nightly")[0] == 0
-    assert "mnist-nightly" in double.runs
+    assert "mnist-nightly" in argo.runs
     code, _, err = submit(capsys, "--name", "mnist-nightly")
     assert code == 1 and err.count("\n") == 1
     assert "already taken" in err and "mnist-nightly" in err and "--name" in err
@@ -467,15 +464,13 @@ def test_base_href_prefixes_api_and_ui_link(
 
 
 def test_cluster_runs_need_a_bucket_and_a_url_source(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    double, url = serve()
-    on_argo(monkeypatch, url)
     assert main(["--artifacts", ".runs"]) == 2
     assert "--artifacts gs://BUCKET" in capsys.readouterr().err
     code, _, err = submit(capsys, "--source", "data/mnist.npz")
     assert code == 2 and "URL or gs:// URI" in err
-    assert double.requests == []
+    assert argo.requests == []
 
 
 def test_argo_only_flags_without_a_server(capsys: pytest.CaptureFixture[str]) -> None:

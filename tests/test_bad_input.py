@@ -12,33 +12,15 @@ import pytest
 
 from steps import aggregate, evaluate, init, publish, split, train
 from steps.cli import run
-from tests.step_support import call, digits, files_in, write_npz
+from tests.step_support import call, digits, files_in, flags, write_npz
 
 
 def train_argv(shard: Path, model: Path, out: Path) -> list:
-    return [
-        "--shard",
-        shard,
-        "--model",
-        model,
-        "--out",
-        out / "m.h5",
-        "--stats-out",
-        out / "s.json",
-    ]
+    return flags(shard=shard, model=model, out=out / "m.h5", stats_out=out / "s.json")
 
 
 def split_argv(source: Path, workers: int, out: Path) -> list:
-    return [
-        "--source",
-        source,
-        "--workers",
-        workers,
-        "--shards-dir",
-        out / "s",
-        "--test-out",
-        out / "t.npz",
-    ]
+    return flags(source=source, workers=workers, shards_dir=out / "s", test_out=out / "t.npz")
 
 
 @pytest.fixture(scope="module")
@@ -257,10 +239,7 @@ def test_a_step_process_prints_no_traceback(tmp_path: Path) -> None:
             sys.executable,
             "-m",
             "steps.aggregate",
-            "--models-dir",
-            str(tmp_path),
-            "--out",
-            str(tmp_path / "a.h5"),
+            *flags(models_dir=tmp_path, out=tmp_path / "a.h5"),
         ],
         capture_output=True,
         text=True,

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests import containers_support
-from tests.containers_support import ROOT, Images
+from tests.containers_support import Images
+from tests.helpers import SMALL_RUN, local_run, run_submit
 
 pytestmark = pytest.mark.containers
 images = containers_support.images
@@ -20,33 +19,11 @@ def test_the_small_pipeline_runs_in_containers(
     images: Images, mnist_path: Path, tmp_path: Path
 ) -> None:
     store = tmp_path / "store"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "workflows/submit.py",
-            "--local",
-            "--engine",
-            images.engine,
-            "--image",
-            images.steps,
-            "--workers",
-            "2",
-            "--limit",
-            "3000",
-            "--epochs",
-            "1",
-            "--rounds",
-            "1",
-            "--source",
-            str(mnist_path),
-            "--artifacts",
-            str(store),
-            "--logs-dir",
-            str(tmp_path / "logs"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    result = run_submit(
+        *local_run(
+            store, tmp_path / "logs", mnist_path, "--engine", images.engine, "--image", images.steps
+        ),
+        *SMALL_RUN,
         timeout=1800,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -76,6 +76,27 @@ def dag(tasks: str, extra: str = "") -> dict:
     return only(f"dag:\n  tasks:\n{tasks}\n{textwrap.indent(textwrap.dedent(extra), '  ')}")
 
 
+def whale_then_echo(msg: str, b_fields: str = "") -> dict:
+    """A DAG where task `a` runs `whale` and task `b` echoes `msg`, with `b_fields` (e.g. `depends: a`)."""
+    fields = f"{b_fields}, " if b_fields else ""
+    return dag(
+        "- {name: a, template: whale}\n"
+        f"- {{name: b, template: echo, {fields}arguments: {{parameters: [{{name: msg, value: '{msg}'}}]}}}}"
+    )
+
+
+def make_then_take(b_fields: str) -> dict:
+    """A DAG where task `a` runs `make` (output artifact `m`) and task `b` runs `take` (input artifact
+    `m`) with `b_fields`."""
+    tasks = "- {name: a, template: make}\n- {name: b, template: take, " + b_fields + "}"
+    return manifest(
+        "entrypoint: main\ntemplates:\n- name: main\n  dag:\n    tasks:\n"
+        + textwrap.indent(tasks, "    ")
+        + "\n- {name: make, container: {image: a}, outputs: {artifacts: [{name: m, path: /m}]}}"
+        + "\n- {name: take, container: {image: a}, inputs: {artifacts: [{name: m, path: /m}]}}"
+    )
+
+
 # (rule: the validate.go function or what it calls, id, manifest, Argo's error: exact, or "~part", or None)
 RULES: list[tuple[str, str, dict, str | None]] = [
     # --- Workflow / WorkflowTemplate / ClusterWorkflowTemplate: the document ---
@@ -350,18 +371,8 @@ RULES: list[tuple[str, str, dict, str | None]] = [
     (
         "validateArgumentsValues",
         "task-artifact-from-and-expression",
-        manifest(
-            """
-            entrypoint: main
-            templates:
-            - name: main
-              dag:
-                tasks:
-                - {name: a, template: make}
-                - {name: b, template: take, depends: a, arguments: {artifacts: [{name: m, from: '{{tasks.a.outputs.artifacts.m}}', fromExpression: 'true'}]}}
-            - {name: make, container: {image: a}, outputs: {artifacts: [{name: m, path: /m}]}}
-            - {name: take, container: {image: a}, inputs: {artifacts: [{name: m, path: /m}]}}
-            """
+        make_then_take(
+            "depends: a, arguments: {artifacts: [{name: m, from: '{{tasks.a.outputs.artifacts.m}}', fromExpression: 'true'}]}"
         ),
         "templates.main.tasks.b.arguments.m shouldn't have both `from` and `fromExpression` in Artifact",
     ),
@@ -945,42 +956,22 @@ RULES: list[tuple[str, str, dict, str | None]] = [
     (
         "validateDAG (ancestry scope)",
         "status-of-a-non-ancestor",
-        dag(
-            """
-            - {name: a, template: whale}
-            - {name: b, template: echo, arguments: {parameters: [{name: msg, value: '{{tasks.a.status}}'}]}}
-            """
-        ),
+        whale_then_echo("{{tasks.a.status}}"),
         "templates.main.tasks.b failed to resolve {{tasks.a.status}}",
     ),
     (
         "validateDAGTaskArgumentDependency",
         "parameter-from-a-non-ancestor",
-        dag(
-            """
-            - {name: a, template: whale}
-            - {name: b, template: echo, arguments: {parameters: [{name: msg, value: '{{tasks.a.outputs.parameters.out}}'}]}}
-            """
-        ),
+        whale_then_echo("{{tasks.a.outputs.parameters.out}}"),
         "templates.main.tasks.b missing dependency 'a' for parameter 'msg'",
     ),
     (
         "validateDAGTaskArgumentDependency",
         "artifact-from-a-non-ancestor",
-        manifest(
-            """
-            entrypoint: main
-            templates:
-            - name: main
-              dag:
-                tasks:
-                - {name: a, template: make}
-                - {name: b, template: take, arguments: {artifacts: [{name: data, from: '{{tasks.a.outputs.artifacts.data}}'}]}}
-            - {name: make, container: {image: a}, outputs: {artifacts: [{name: data, path: /d}]}}
-            - {name: take, container: {image: a}, inputs: {artifacts: [{name: data, path: /d}]}}
-            """
+        make_then_take(
+            "arguments: {artifacts: [{name: m, from: '{{tasks.a.outputs.artifacts.m}}'}]}"
         ),
-        "templates.main.tasks.b missing dependency 'a' for artifact 'data'",
+        "templates.main.tasks.b missing dependency 'a' for artifact 'm'",
     ),
     (
         "addOutputsToScope (HasOutput)",
@@ -1028,12 +1019,7 @@ RULES: list[tuple[str, str, dict, str | None]] = [
     (
         "addItemsToScope (withParam)",
         "with-param-any-key",
-        dag(
-            """
-            - {name: a, template: whale}
-            - {name: b, template: echo, depends: a, withParam: '{{tasks.a.outputs.result}}', arguments: {parameters: [{name: msg, value: '{{item.anything}}'}]}}
-            """
-        ),
+        whale_then_echo("{{item.anything}}", "depends: a, withParam: '{{tasks.a.outputs.result}}'"),
         None,
     ),
     (
@@ -1051,12 +1037,7 @@ RULES: list[tuple[str, str, dict, str | None]] = [
     (
         "addOutputsToScope (aggregate)",
         "aggregate-of-a-single-task",
-        dag(
-            """
-            - {name: a, template: whale}
-            - {name: b, template: echo, depends: a, arguments: {parameters: [{name: msg, value: '{{tasks.a.outputs.parameters}}'}]}}
-            """
-        ),
+        whale_then_echo("{{tasks.a.outputs.parameters}}", "depends: a"),
         "templates.main.tasks.b failed to resolve {{tasks.a.outputs.parameters}}",
     ),
     (

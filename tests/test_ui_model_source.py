@@ -21,6 +21,19 @@ from ui.model_source import (
 )
 
 
+@pytest.fixture
+def store(published_store: Path, tmp_path: Path) -> Path:
+    """A copy of the published store, for a test to change."""
+    return Path(shutil.copytree(published_store, tmp_path / "store"))
+
+
+def serving_the_first_run(uri: Path) -> ModelKeeper:
+    """A keeper of `uri` that has loaded the first published run."""
+    keeper = ModelKeeper(parse_model_uri(str(uri)))
+    assert keeper.refresh().model.label == ui_support.FIRST_RUN
+    return keeper
+
+
 @pytest.mark.parametrize(
     ("uri", "expected"),
     [
@@ -104,12 +117,8 @@ def test_a_broken_model_file_is_not_served(tmp_path: Path) -> None:
     assert "not a model of this project's architecture" in status.problem
 
 
-def test_latest_naming_something_that_is_not_a_run_keeps_the_old_model(
-    published_store: Path, tmp_path: Path
-) -> None:
-    store = Path(shutil.copytree(published_store, tmp_path / "store"))
-    keeper = ModelKeeper(parse_model_uri(str(store)))
-    assert keeper.refresh().model.label == ui_support.FIRST_RUN
+def test_latest_naming_something_that_is_not_a_run_keeps_the_old_model(store: Path) -> None:
+    keeper = serving_the_first_run(store)
     (store / LATEST_KEY).write_text("../../etc")
     status = keeper.refresh()
     assert status.model.label == ui_support.FIRST_RUN
@@ -149,12 +158,10 @@ MALFORMED = {
 
 @pytest.mark.parametrize("case", list(MALFORMED))
 def test_a_malformed_run_file_makes_the_new_model_unavailable_and_keeps_the_last_good_one(
-    published_store: Path, digit_model: Path, tmp_path: Path, case: str
+    store: Path, case: str
 ) -> None:
     name, content = MALFORMED[case]
-    store = Path(shutil.copytree(published_store, tmp_path / "store"))
-    keeper = ModelKeeper(parse_model_uri(str(store / LATEST_KEY)))
-    assert keeper.refresh().model.label == ui_support.FIRST_RUN
+    keeper = serving_the_first_run(store / LATEST_KEY)
     new_run = store / run_prefix("ui-test-bad")
     shutil.copytree(store / run_prefix(ui_support.FIRST_RUN), new_run)
     (new_run / name).write_bytes(content)
@@ -168,32 +175,23 @@ def test_a_malformed_run_file_makes_the_new_model_unavailable_and_keeps_the_last
     assert alone.model is None and name in alone.problem
 
 
-def test_a_huge_latest_is_read_only_in_part_and_not_echoed(
-    published_store: Path, tmp_path: Path
-) -> None:
-    store = Path(shutil.copytree(published_store, tmp_path / "store"))
-    keeper = ModelKeeper(parse_model_uri(str(store)))
-    assert keeper.refresh().model.label == ui_support.FIRST_RUN
+def test_a_huge_latest_is_read_only_in_part_and_not_echoed(store: Path) -> None:
+    keeper = serving_the_first_run(store)
     (store / LATEST_KEY).write_bytes(b"x" * 10_000_000)
     status = keeper.refresh()
     assert status.model.label == ui_support.FIRST_RUN
     assert "not a run id" in status.problem and len(status.problem) < 200
 
 
-def test_a_latest_that_is_a_fifo_does_not_block(published_store: Path, tmp_path: Path) -> None:
-    store = Path(shutil.copytree(published_store, tmp_path / "store"))
-    keeper = ModelKeeper(parse_model_uri(str(store)))
-    assert keeper.refresh().model.label == ui_support.FIRST_RUN
+def test_a_latest_that_is_a_fifo_does_not_block(store: Path) -> None:
+    keeper = serving_the_first_run(store)
     (store / LATEST_KEY).unlink()
     os.mkfifo(store / LATEST_KEY)
     status = keeper.refresh()  # a blocking read would hang here (the test has a timeout below)
     assert status.model.label == ui_support.FIRST_RUN and "not a regular file" in status.problem
 
 
-def test_a_confusion_picture_that_is_not_a_sane_png_is_left_out(
-    published_store: Path, tmp_path: Path
-) -> None:
-    store = Path(shutil.copytree(published_store, tmp_path / "store"))
+def test_a_confusion_picture_that_is_not_a_sane_png_is_left_out(store: Path) -> None:
     (store / run_prefix(ui_support.FIRST_RUN) / "confusion.png").write_bytes(b"\x89PNG broken")
     loaded = ModelKeeper(parse_model_uri(str(store))).refresh().model
     assert loaded.confusion_png is None and loaded.metrics["confusion_matrix"]

@@ -73,45 +73,44 @@ def test_the_kinder_sample_photographs_are_recognised(
     assert float((seen == labels).mean()) >= float((clean == labels).mean()) - KIND_GAP
 
 
-def sheet_with(digit: np.ndarray, scale: int = 6) -> tuple[np.ndarray, tuple[int, int]]:
+def sheet_with(digit: np.ndarray, scale: int = 6) -> np.ndarray:
     """Light paper (float RGB in [0, 1], 480x640) with `digit` written dark near the middle."""
     side = 28 * scale
     ink = np.asarray(Image.fromarray(digit).resize((side, side), Image.Resampling.BICUBIC)) / 255.0
     sheet = np.full((480, 640), 0.9, dtype=np.float32)
     top, left = 150, 260
     sheet[top : top + side, left : left + side] *= 1 - 0.85 * ink
-    return sheet, (top, left)
+    return sheet
 
 
-def as_jpeg(sheet: np.ndarray) -> bytes:
-    return encode(Image.fromarray((np.clip(sheet, 0, 1) * 255).astype(np.uint8)), "JPEG")
+def model_view(sheet: np.ndarray) -> np.ndarray:
+    """What the model sees of a JPEG photo of `sheet`."""
+    return prepare(encode(Image.fromarray((np.clip(sheet, 0, 1) * 255).astype(np.uint8)), "JPEG"))
 
 
 def test_paper_edges_specks_and_border_shadows_are_not_taken_for_the_digit(
     test_digits: tuple[np.ndarray, np.ndarray],
 ) -> None:
-    digit = test_digits[0][0]
-    sheet, _ = sheet_with(digit)
-    alone = prepare(as_jpeg(sheet))
+    sheet = sheet_with(test_digits[0][0])
+    alone = model_view(sheet)
     sheet[:, :40] = 0.15  # the dark table beyond the sheet's left edge
     sheet[440:, :] *= 0.45  # a hard shadow along the bottom of the frame
     for y, x in ((60, 120), (400, 560), (90, 600), (300, 100)):  # specks of dust and dirt
         sheet[y : y + 4, x : x + 3] = 0.2
-    cluttered = prepare(as_jpeg(sheet))
+    cluttered = model_view(sheet)
     assert np.abs(cluttered - alone).mean() < 0.02
 
 
 def test_light_falling_unevenly_does_not_change_what_the_model_sees(
     test_digits: tuple[np.ndarray, np.ndarray],
 ) -> None:
-    digit = test_digits[0][1]
-    sheet, _ = sheet_with(digit)
-    flat = prepare(as_jpeg(sheet))
+    sheet = sheet_with(test_digits[0][1])
+    flat = model_view(sheet)
     ys, xs = np.mgrid[0:480, 0:640] / 640.0
     gradient = 1.15 - 0.7 * xs  # bright on the left, a third as bright on the right
     vignette = 1 - 0.4 * ((xs - 0.5) ** 2 + (ys - 0.4) ** 2) / 0.4
     shadow = np.where(ys + 0.3 * xs > 0.5, 0.5, 1.0)  # a hard shadow across the digit
-    uneven = prepare(as_jpeg(sheet * gradient * vignette * shadow))
+    uneven = model_view(sheet * gradient * vignette * shadow)
     assert np.abs(uneven - flat).mean() < 0.03
 
 

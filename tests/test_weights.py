@@ -18,6 +18,13 @@ from tests.helpers import ROOT
 from tests.step_support import copy_model, digits, write_json, write_model_weights, write_npz
 
 
+def run_aggregate(models: Path, out: Path) -> int:
+    """Run the aggregate step in this process on the models (and their reports) in `models`."""
+    return run(
+        aggregate.main, aggregate.make_parser(), ["--models-dir", str(models), "--out", str(out)]
+    )
+
+
 def test_the_owned_layout_is_the_networks() -> None:
     from steps.model import build_model
 
@@ -68,14 +75,7 @@ def test_aggregate_writes_a_keras_model_holding_the_weighted_mean(tmp_path: Path
         write_json(folder / f"{shard}.json", {"loss": 0.1, "epochs": 1, "samples": count})
         sets.append(weights)
     out = tmp_path / "avg.h5"
-    assert (
-        run(
-            aggregate.main,
-            aggregate.make_parser(),
-            ["--models-dir", str(folder), "--out", str(out)],
-        )
-        == 0
-    )
+    assert run_aggregate(folder, out) == 0
 
     opened = keras.models.load_model(out, compile=False)  # a full model, architecture included
     reference = build_model()  # the mean computed with Keras's own tensors
@@ -106,14 +106,7 @@ def test_aggregates_output_is_checked_like_any_input(tmp_path: Path) -> None:
     copy_model(folder / "0.h5")
     write_json(folder / "0.json", {"samples": 5})
     out = tmp_path / "avg.h5"
-    assert (
-        run(
-            aggregate.main,
-            aggregate.make_parser(),
-            ["--models-dir", str(folder), "--out", str(out)],
-        )
-        == 0
-    )
+    assert run_aggregate(folder, out) == 0
     written = read_model_file(out)
     assert set(written.attributes) == {"backend", "keras_version", "model_config"}
 

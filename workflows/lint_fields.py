@@ -102,6 +102,20 @@ def check_names(items: list[Any], *, parameters_or_artifacts: bool) -> None:
         seen.add(name)
 
 
+def named_parameters_and_artifacts(
+    block: Mapping[str, Any], prefix: str, separator: str
+) -> tuple[list[Any], list[Any]]:
+    """The parameters and artifacts of an inputs, outputs or arguments block, each list's names
+    checked; a fault is reported under `prefix` and the list's field."""
+    parameters, artifacts = as_list(block.get("parameters")), as_list(block.get("artifacts"))
+    for field, items in (("parameters", parameters), ("artifacts", artifacts)):
+        try:
+            check_names(items, parameters_or_artifacts=True)
+        except Invalid as fault:
+            raise fault.within(f"{prefix}{field}", separator) from None
+    return parameters, artifacts
+
+
 # Artifacts: wfv1.Artifact.HasLocationOrKey and CleanPath, validate.go:validateArtifactLocation.
 
 # Each location kind, the fields that make it a full location, and the field that is its key.
@@ -202,15 +216,7 @@ ARGUMENT_VALUE_FROM_ERROR = "valueFrom only allows: default, configMapKeyRef and
 def validate_arguments(prefix: str, arguments: Mapping[str, Any], allow_empty_values: bool) -> None:
     """Names, then values: every parameter has a value or an allowed valueFrom, enums hold the value,
     every artifact says where it comes from."""
-    parameters, artifacts = (
-        as_list(arguments.get("parameters")),
-        as_list(arguments.get("artifacts")),
-    )
-    for field, items in (("parameters", parameters), ("artifacts", artifacts)):
-        try:
-            check_names(items, parameters_or_artifacts=True)
-        except Invalid as fault:
-            raise fault.within(f"{prefix}{field}", "") from None
+    parameters, artifacts = named_parameters_and_artifacts(arguments, prefix, separator="")
     for parameter in map(as_map, parameters):
         name = as_str(parameter.get("name"))
         value, value_from = parameter.get("value"), parameter.get("valueFrom")

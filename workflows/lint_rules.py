@@ -27,6 +27,7 @@ from workflows.lint_fields import (
     check_names,
     clean_path_error,
     has_location_or_key,
+    named_parameters_and_artifacts,
     param_or_artifact_name_errors,
     validate_arguments,
     validate_artifact_location,
@@ -353,6 +354,88 @@ def check_argument_dependencies(arguments: Any, ancestry: list[str]) -> None:
                 raise Invalid(f"missing dependency '{task}' for artifact '{name}'")
 
 
+def check_artifact_path(ref: str, artifact: Mapping[str, Any], kind: str) -> None:
+    """validateInputs, validateOutputs: a leaf template's artifact path is clean; no other template
+    type may give one."""
+    if kind in LEAF_TYPES:
+        if fault := clean_path_error(artifact):
+            raise Invalid(f"error in {ref}: {fault}")
+    elif artifact.get("path"):
+        raise Invalid(f"{ref}.path only valid in container/script templates")
+
+
+def add_mount_paths(
+    mounted: dict[str, str], name: str, group: str, items: list[Any], path_field: str
+) -> None:
+    """validateLeaf: no path mounted twice, by volume mounts or input artifacts; `mounted` maps each
+    path to what mounts it."""
+    for index, item in enumerate(map(as_map, items)):
+        path = as_str(item.get(path_field))
+        if path in mounted:
+            raise Invalid(
+                f"templates.{name}.{group}[{index}].{path_field} '{path}' "
+                f"already mounted in {mounted[path]}"
+            )
+        mounted[path] = f"{group}.{as_str(item.get('name'))}"
+
+
+def check_dependency_style(name: str, task: Mapping[str, Any], using_depends: bool) -> None:
+    """validateDAG: a DAG uses `depends` or `dependencies`, not both, and `depends` without
+    `continueOn`; task names that either uses begin with a letter."""
+    task_name = as_str(task.get("name"))
+    if (using_depends or as_list(task.get("dependencies"))) and task_name[0].isdigit():
+        raise Invalid(
+            f"templates.{name}.tasks.{task_name} name cannot begin with a digit when using either "
+            "'depends' or 'dependencies'"
+        )
+    if using_depends and as_list(task.get("dependencies")):
+        raise Invalid(
+            f"templates.{name} cannot use both 'depends' and 'dependencies' in the same "
+            "DAG template"
+        )
+    if using_depends and task.get("continueOn") is not None:
+        raise Invalid(
+            f"templates.{name} cannot use 'continueOn' when using 'depends'. "
+            "Instead use 'dep-task.Failed'/'dep-task.Errored'"
+        )
+
+
+def output_paths(template: Mapping[str, Any], kind: str) -> set[str]:
+    """The `outputs.….path` variables a leaf template's outputs define."""
+    if kind not in LEAF_TYPES:
+        return set()
+    outputs = as_map(template.get("outputs"))
+    paths = {
+        f"outputs.artifacts.{as_str(artifact.get('name'))}.path"
+        for artifact in map(as_map, as_list(outputs.get("artifacts")))
+        if artifact.get("path")
+    }
+    return paths | {
+        f"outputs.parameters.{as_str(parameter.get('name'))}.path"
+        for parameter in map(as_map, as_list(outputs.get("parameters")))
+        if as_map(parameter.get("valueFrom")).get("path")
+    }
+
+
+def check_pod_and_timeouts(
+    template: Mapping[str, Any], processed: Mapping[str, Any], processed_kind: str
+) -> None:
+    """validateTemplate, on the template with its arguments given: resource claims need a pod,
+    timeouts a leaf template, and a timeout a duration."""
+    if as_list(template.get("resourceClaims")) and processed_kind not in POD_TYPES:
+        raise Invalid(
+            f"templates.{as_str(template.get('name'))}.resourceClaims is not supported for "
+            f"{processed_kind} templates, which do not create a pod"
+        )
+    if timeout := as_str(processed.get("timeout")):
+        if processed_kind not in LEAF_TYPES:
+            raise Invalid(f"{processed_kind} template doesn't support timeout field")
+        if atoi(timeout) is not None:
+            raise Invalid(f"{as_str(processed.get('name'))} has invalid duration format in timeout")
+    if as_str(processed.get("pendingTimeout")) and processed_kind not in LEAF_TYPES:
+        raise Invalid(f"{processed_kind} template doesn't support pendingTimeout field")
+
+
 @dataclass
 class Validation:
     """One document's validation: the workflow-wide variables, templates already checked, what was not."""
@@ -387,14 +470,10 @@ class Validation:
         for name in ("name", "namespace", "mainEntrypoint", "serviceAccountName", "uid"):
             self.globals[f"workflow.{name}"] = self.placeholders.next()
         base = Holder("Workflow", as_str(metadata.get("name")), spec)
-        entrypoint = as_str(spec.get("entrypoint"))
-        ignore_entrypoint = template_validation and not entrypoint
         reference, referenced = self._workflow_template_ref(spec)
         if reference is not None and referenced is None:
             return
         referenced_spec = as_map(referenced.spec) if referenced else {}
-        if referenced and not entrypoint:
-            entrypoint = as_str(referenced_spec.get("entrypoint"))
         try:
             check_names(as_list(spec.get("templates")), parameters_or_artifacts=False)
         except Invalid as fault:
@@ -405,13 +484,9 @@ class Validation:
         # the Argo Server's create: only a WorkflowTemplate may leave argument values to submission
         validate_arguments("spec.arguments.", arguments, allow_empty_values=template_validation)
         self._workflow_variables(metadata, spec, referenced_spec, arguments)
-
-        def holder_for(template: str) -> Mapping[str, Any]:
-            if reference is None:
-                return {"template": template}
-            return {"templateRef": {**reference, "template": template}}
-
-        if not ignore_entrypoint:
+        # a WorkflowTemplate without an entrypoint of its own is not checked from one
+        if as_str(spec.get("entrypoint")) or not template_validation:
+            entrypoint = as_str(spec.get("entrypoint")) or as_str(referenced_spec.get("entrypoint"))
             if not entrypoint:
                 raise Invalid("spec.entrypoint is required")
             args = (
@@ -419,23 +494,8 @@ class Validation:
                 if template_validation
                 else GivenArguments(arguments)
             )
-            self.holder(holder_for(entrypoint), base, args, template_validation)
-        on_exit = as_str(spec.get("onExit")) or as_str(referenced_spec.get("onExit"))
-        if on_exit:
-            self.globals["workflow.failures"] = self.placeholders.next()
-            templates = as_list(spec.get("templates")) + as_list(referenced_spec.get("templates"))
-            if any(
-                tags.is_parameter(as_str(as_map(artifact).get("globalName")))
-                for template in templates
-                for artifact in as_list(as_map(as_map(template).get("outputs")).get("artifacts"))
-            ):
-                self.globals["workflow.outputs.artifacts" + tags.ANY_SUFFIX] = "true"
-            self.holder(
-                holder_for(on_exit),
-                base,
-                GivenArguments(spec.get("arguments")),
-                template_validation,
-            )
+            self.holder(self._holder_for(reference, entrypoint), base, args, template_validation)
+        self._exit_handler(spec, referenced_spec, reference, base, template_validation)
         validate_hooks(spec.get("hooks"), "hooks")
         validate_pod_gc(spec.get("podGC"))
         validate_pod_resources("spec.podResources", spec.get("podResources"))
@@ -443,10 +503,47 @@ class Validation:
             name = as_str(as_map(template).get("name"))
             try:
                 self.holder(
-                    holder_for(name), base, FakeArguments(self.placeholders), template_validation
+                    self._holder_for(reference, name),
+                    base,
+                    FakeArguments(self.placeholders),
+                    template_validation,
                 )
             except Invalid as fault:
                 raise fault.within(f"templates.{name}") from None
+
+    @staticmethod
+    def _holder_for(reference: Mapping[str, Any] | None, template: str) -> Mapping[str, Any]:
+        """What runs `template`: by name, or through the workflowTemplateRef."""
+        if reference is None:
+            return {"template": template}
+        return {"templateRef": {**reference, "template": template}}
+
+    def _exit_handler(
+        self,
+        spec: Mapping[str, Any],
+        referenced_spec: Mapping[str, Any],
+        reference: Mapping[str, Any] | None,
+        base: Holder,
+        template_validation: bool,
+    ) -> None:
+        """The onExit template, which may also use `workflow.failures` and global output artifacts."""
+        on_exit = as_str(spec.get("onExit")) or as_str(referenced_spec.get("onExit"))
+        if not on_exit:
+            return
+        self.globals["workflow.failures"] = self.placeholders.next()
+        templates = as_list(spec.get("templates")) + as_list(referenced_spec.get("templates"))
+        if any(
+            tags.is_parameter(as_str(as_map(artifact).get("globalName")))
+            for template in templates
+            for artifact in as_list(as_map(as_map(template).get("outputs")).get("artifacts"))
+        ):
+            self.globals["workflow.outputs.artifacts" + tags.ANY_SUFFIX] = "true"
+        self.holder(
+            self._holder_for(reference, on_exit),
+            base,
+            GivenArguments(spec.get("arguments")),
+            template_validation,
+        )
 
     def _workflow_template_ref(
         self, spec: Mapping[str, Any]
@@ -598,18 +695,7 @@ class Validation:
     ) -> None:
         """validateTemplate: what every template must satisfy, then its type's own rules."""
         name = as_str(template.get("name"))
-        kinds = [kind for key, kind in TEMPLATE_TYPES if template.get(key) is not None]
-        if not kinds:
-            raise Invalid(f"templates.{name} template type unspecified. {TYPE_CHOICES}")
-        if len(kinds) > 1:
-            raise Invalid(f"templates.{name} multiple template types specified. {TYPE_CHOICES}")
-        kind = kinds[0]
-        if template.get("podResources") is not None:
-            if kind in ("HTTP", "Plugin"):
-                raise Invalid(
-                    f"templates.{name}.podResources is not supported for {kind} templates"
-                )
-            validate_pod_resources(f"templates.{name}.podResources", template["podResources"])
+        kind = self._kind(template)
         scope = self._inputs(template, kind)
         for container in map(as_map, as_list(template.get("initContainers"))):
             if not container.get("name"):
@@ -619,34 +705,13 @@ class Validation:
             local["pod.name"] = self.placeholders.next()
         if template.get("retryStrategy") is not None:
             local.update({variable: self.placeholders.next() for variable in RETRY_VARIABLES})
-        scope |= set(local)
-        outputs = as_map(template.get("outputs"))
-        if kind in LEAF_TYPES:
-            for artifact in map(as_map, as_list(outputs.get("artifacts"))):
-                if artifact.get("path"):
-                    scope.add(f"outputs.artifacts.{as_str(artifact.get('name'))}.path")
-            for parameter in map(as_map, as_list(outputs.get("parameters"))):
-                if as_map(parameter.get("valueFrom")).get("path"):
-                    scope.add(f"outputs.parameters.{as_str(parameter.get('name'))}.path")
+        scope |= set(local) | output_paths(template, kind)
         try:
             processed = self._process_args(template, args, local)
         except (Invalid, tags.TagError) as fault:
             raise Invalid(f"templates.{name} {fault}") from None
         processed_kind = template_type(processed)
-        if as_list(template.get("resourceClaims")) and processed_kind not in POD_TYPES:
-            raise Invalid(
-                f"templates.{name}.resourceClaims is not supported for {processed_kind} templates, "
-                "which do not create a pod"
-            )
-        if timeout := as_str(processed.get("timeout")):
-            if processed_kind not in LEAF_TYPES:
-                raise Invalid(f"{processed_kind} template doesn't support timeout field")
-            if atoi(timeout) is not None:
-                raise Invalid(
-                    f"{as_str(processed.get('name'))} has invalid duration format in timeout"
-                )
-        if as_str(processed.get("pendingTimeout")) and processed_kind not in LEAF_TYPES:
-            raise Invalid(f"{processed_kind} template doesn't support pendingTimeout field")
+        check_pod_and_timeouts(template, processed, processed_kind)
         key = (base.kind, base.name, name)
         if key in self.done:
             return
@@ -668,29 +733,39 @@ class Validation:
         if processed.get("metrics") is not None:
             validate_metrics(name, as_map(processed["metrics"]))
 
+    @staticmethod
+    def _kind(template: Mapping[str, Any]) -> str:
+        """The template's one type, and the pod resources that type may have."""
+        name = as_str(template.get("name"))
+        kinds = [kind for key, kind in TEMPLATE_TYPES if template.get(key) is not None]
+        if not kinds:
+            raise Invalid(f"templates.{name} template type unspecified. {TYPE_CHOICES}")
+        if len(kinds) > 1:
+            raise Invalid(f"templates.{name} multiple template types specified. {TYPE_CHOICES}")
+        kind = kinds[0]
+        if template.get("podResources") is not None:
+            if kind in ("HTTP", "Plugin"):
+                raise Invalid(
+                    f"templates.{name}.podResources is not supported for {kind} templates"
+                )
+            validate_pod_resources(f"templates.{name}.podResources", template["podResources"])
+        return kind
+
     def _inputs(self, template: Mapping[str, Any], kind: str) -> set[str]:
         """validateInputs: input names, artifact paths and sources; returns the scope they define."""
-        name, inputs = as_str(template.get("name")), as_map(template.get("inputs"))
-        parameters, artifacts = as_list(inputs.get("parameters")), as_list(inputs.get("artifacts"))
-        for field_name, items in (("parameters", parameters), ("artifacts", artifacts)):
-            try:
-                check_names(items, parameters_or_artifacts=True)
-            except Invalid as fault:
-                raise fault.within(f"templates.{name}.inputs.{field_name}", "") from None
+        name = as_str(template.get("name"))
+        parameters, artifacts = named_parameters_and_artifacts(
+            as_map(template.get("inputs")), f"templates.{name}.inputs.", separator=""
+        )
         scope = {f"inputs.parameters.{as_str(as_map(p).get('name'))}" for p in parameters}
         if parameters:
             scope.add("inputs.parameters")
         for artifact in map(as_map, artifacts):
             ref = f"inputs.artifacts.{as_str(artifact.get('name'))}"
             scope.add(ref)
+            check_artifact_path(f"templates.{name}.{ref}", artifact, kind)
             if kind in LEAF_TYPES:
-                if fault := clean_path_error(artifact):
-                    raise Invalid(f"error in templates.{name}.{ref}: {fault}")
                 scope.add(f"{ref}.path")
-            elif artifact.get("path"):
-                raise Invalid(
-                    f"templates.{name}.{ref}.path only valid in container/script templates"
-                )
             if artifact.get("from"):
                 raise Invalid(f"templates.{name}.{ref}.from not valid in inputs")
             validate_artifact_location(f"templates.{name}.{ref}", artifact)
@@ -774,23 +849,10 @@ class Validation:
             raise Invalid(f"templates.{name}: {fault}")
         container = as_map(template.get("container"))
         mounted: dict[str, str] = {}
-        for index, mount in enumerate(map(as_map, as_list(container.get("volumeMounts")))):
-            path = as_str(mount.get("mountPath"))
-            if path in mounted:
-                raise Invalid(
-                    f"templates.{name}.container.volumeMounts[{index}].mountPath '{path}' "
-                    f"already mounted in {mounted[path]}"
-                )
-            mounted[path] = f"container.volumeMounts.{as_str(mount.get('name'))}"
-        inputs = as_map(template.get("inputs"))
-        for index, artifact in enumerate(map(as_map, as_list(inputs.get("artifacts")))):
-            path = as_str(artifact.get("path"))
-            if path in mounted:
-                raise Invalid(
-                    f"templates.{name}.inputs.artifacts[{index}].path '{path}' "
-                    f"already mounted in {mounted[path]}"
-                )
-            mounted[path] = f"inputs.artifacts.{as_str(artifact.get('name'))}"
+        mounts = as_list(container.get("volumeMounts"))
+        add_mount_paths(mounted, name, "container.volumeMounts", mounts, "mountPath")
+        artifacts = as_list(as_map(template.get("inputs")).get("artifacts"))
+        add_mount_paths(mounted, name, "inputs.artifacts", artifacts, "path")
         if not container.get("image") and not base.has_default_image("container"):
             raise Invalid(f"templates.{name}.container.image may not be empty")
         for sidecar in map(as_map, as_list(template.get("sidecars"))):
@@ -827,28 +889,16 @@ class Validation:
     def _outputs(
         self, scope: set[str], template: Mapping[str, Any], kind: str, template_validation: bool
     ) -> None:
-        name, outputs = as_str(template.get("name")), as_map(template.get("outputs"))
-        parameters, artifacts = (
-            as_list(outputs.get("parameters")),
-            as_list(outputs.get("artifacts")),
+        name = as_str(template.get("name"))
+        parameters, artifacts = named_parameters_and_artifacts(
+            as_map(template.get("outputs")), f"templates.{name}.outputs.", separator=" "
         )
-        for field_name, items in (("parameters", parameters), ("artifacts", artifacts)):
-            try:
-                check_names(items, parameters_or_artifacts=True)
-            except Invalid as fault:
-                raise fault.within(f"templates.{name}.outputs.{field_name}") from None
         text = tags.go_json(template.get("outputs") or {})
         if fault := self._unresolved(scope, text, template_validation):
             raise Invalid(f"templates.{name}.outputs {fault}")
         for artifact in map(as_map, artifacts):
             ref = f"outputs.artifacts.{as_str(artifact.get('name'))}"
-            if kind in LEAF_TYPES:
-                if fault := clean_path_error(artifact):
-                    raise Invalid(f"error in templates.{name}.{ref}: {fault}")
-            elif artifact.get("path"):
-                raise Invalid(
-                    f"templates.{name}.{ref}.path only valid in container/script templates"
-                )
+            check_artifact_path(f"templates.{name}.{ref}", artifact, kind)
             self._check_global_name(f"templates.{name}.{ref}", artifact)
         for parameter in map(as_map, parameters):
             ref = f"templates.{name}.outputs.parameters.{as_str(parameter.get('name'))}"
@@ -868,16 +918,44 @@ class Validation:
     def _dag(
         self, scope: set[str], base: Holder, template: Mapping[str, Any], template_validation: bool
     ) -> None:
+        name, dag = as_str(template.get("name")), as_map(template.get("dag"))
+        tasks, graph = self._sorted_tasks(template)
+        using_depends = any(as_str(task.get("depends")) for task in tasks)
+        resolved: dict[str, Mapping[str, Any] | Opaque | None] = {}
+        for task in tasks:
+            task_name = as_str(task.get("name"))
+            where = f"templates.{name}.tasks.{task_name}"
+            check_dependency_style(name, task, using_depends)
+            try:
+                resolved[task_name] = self.holder(
+                    task, base, FakeArguments(self.placeholders), template_validation
+                )
+                self._add_outputs(resolved[task_name], task_name, scope, self._loops(task))
+                validate_task_results(task)
+            except Invalid as fault:
+                raise fault.within(where) from None
+            self._check_items_dependencies(name, task_name, graph)
+        target = as_str(dag.get("target"))
+        if fault := self._unresolved(scope, target, template_validation):
+            raise Invalid(f"templates.{name}.targets {fault}")
+        for target_name in target.split(" ") if target else ():
+            if not tags.is_parameter(target_name) and target_name not in graph.tasks:
+                raise Invalid(f"templates.{name}.targets: target '{target_name}' is not defined")
+        for task in tasks:
+            where = f"templates.{name}.tasks.{as_str(task.get('name'))}"
+            self._task_references(where, scope, base, task, graph, resolved, template_validation)
+
+    @staticmethod
+    def _sorted_tasks(template: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], DagGraph]:
+        """A DAG template's tasks in dependency order, their names checked, and their graph."""
         name = as_str(template.get("name"))
         if template.get("activeDeadlineSeconds") is not None:
             raise Invalid(
                 f"templates.{name}.activeDeadlineSeconds is only valid for leaf templates"
             )
-        dag = as_map(template.get("dag"))
-        tasks = [as_map(task) for task in as_list(dag.get("tasks"))]
+        tasks = [as_map(task) for task in as_list(as_map(template.get("dag")).get("tasks"))]
         if not tasks:
             raise Invalid(f"templates.{name} must have at least one task")
-        using_depends = any(as_str(task.get("depends")) for task in tasks)
         graph = DagGraph(tasks)
         try:
             tasks = sort_tasks(tasks, graph)
@@ -887,86 +965,57 @@ class Validation:
             check_names(tasks, parameters_or_artifacts=False)
         except Invalid as fault:
             raise fault.within(f"templates.{name}.tasks", "") from None
+        return tasks, graph
 
-        resolved: dict[str, Mapping[str, Any] | Opaque | None] = {}
-        for task in tasks:
-            task_name = as_str(task.get("name"))
-            where = f"templates.{name}.tasks.{task_name}"
-            if (using_depends or as_list(task.get("dependencies"))) and task_name[0].isdigit():
+    def _check_items_dependencies(self, name: str, task_name: str, graph: DagGraph) -> None:
+        """An items-based condition (`.AnySucceeded`, `.AllFailed`) needs a task that loops."""
+        for dependency, items_based in graph.dependencies(task_name).items():
+            upstream = graph.task(dependency)
+            if items_based and not self._loops(upstream) and upstream.get("withSequence") is None:
+                # Argo names the dependency in both places
                 raise Invalid(
-                    f"{where} name cannot begin with a digit when using either 'depends' or "
-                    "'dependencies'"
+                    f"templates.{name}.tasks.{dependency} dependency '{dependency}' uses an "
+                    "items-based condition such as .AnySucceeded or .AllFailed but does not "
+                    "contain any items"
                 )
-            if using_depends and as_list(task.get("dependencies")):
-                raise Invalid(
-                    f"templates.{name} cannot use both 'depends' and 'dependencies' in the same "
-                    "DAG template"
-                )
-            if using_depends and task.get("continueOn") is not None:
-                raise Invalid(
-                    f"templates.{name} cannot use 'continueOn' when using 'depends'. "
-                    "Instead use 'dep-task.Failed'/'dep-task.Errored'"
-                )
-            try:
-                resolved[task_name] = self.holder(
-                    task, base, FakeArguments(self.placeholders), template_validation
-                )
-                self._add_outputs(resolved[task_name], task_name, scope, self._loops(task))
-                validate_task_results(task)
-            except Invalid as fault:
-                raise fault.within(where) from None
-            for dependency, items_based in graph.dependencies(task_name).items():
-                upstream = graph.task(dependency)
-                if (
-                    items_based
-                    and not self._loops(upstream)
-                    and upstream.get("withSequence") is None
-                ):
-                    # Argo names the dependency in both places
-                    raise Invalid(
-                        f"templates.{name}.tasks.{dependency} dependency '{dependency}' uses an "
-                        "items-based condition such as .AnySucceeded or .AllFailed but does not "
-                        "contain any items"
-                    )
-        target = as_str(dag.get("target"))
-        if fault := self._unresolved(scope, target, template_validation):
-            raise Invalid(f"templates.{name}.targets {fault}")
-        for target_name in target.split(" ") if target else ():
-            if not tags.is_parameter(target_name) and target_name not in graph.tasks:
-                raise Invalid(f"templates.{name}.targets: target '{target_name}' is not defined")
 
-        for task in tasks:
-            task_name = as_str(task.get("name"))
-            where = f"templates.{name}.tasks.{task_name}"
-            if task.get("hooks") is not None:
-                scope.add(f"tasks.{task_name}.status")
-            self._add_outputs(resolved[task_name], task_name, scope, aggregate=False)
-            task_scope = set(scope)
-            ancestry = graph.ancestry(task_name)
-            for ancestor in ancestry:
-                self._add_outputs(
-                    resolved[ancestor],
-                    ancestor,
-                    task_scope,
-                    self._loops(graph.task(ancestor)),
-                    ancestor=True,
-                )
-            inline_inputs = as_map(as_map(task.get("inline")).get("inputs"))
-            for parameter in map(as_map, as_list(inline_inputs.get("parameters"))):
-                task_scope.add(f"inputs.parameters.{as_str(parameter.get('name'))}")
-            try:
-                add_items_to_scope(task, task_scope)
-                text = tags.go_json(go_ordered(task, "task"))
-                if fault := self._unresolved(task_scope, text, template_validation):
-                    raise Invalid(fault)
-            except Invalid as fault:
-                raise fault.within(where) from None
-            validate_arguments(f"{where}.arguments.", as_map(task.get("arguments")), False)
-            try:
-                check_argument_dependencies(task.get("arguments"), ancestry)
-                self.holder(task, base, GivenArguments(task.get("arguments")), template_validation)
-            except Invalid as fault:
-                raise fault.within(where) from None
+    def _task_references(
+        self,
+        where: str,
+        scope: set[str],
+        base: Holder,
+        task: Mapping[str, Any],
+        graph: DagGraph,
+        resolved: Mapping[str, Mapping[str, Any] | Opaque | None],
+        template_validation: bool,
+    ) -> None:
+        """A task's references, in the scope of what its ancestors output, then its template with the
+        task's arguments. Adds the task's own outputs to `scope` for the tasks after it."""
+        task_name = as_str(task.get("name"))
+        if task.get("hooks") is not None:
+            scope.add(f"tasks.{task_name}.status")
+        self._add_outputs(resolved[task_name], task_name, scope, aggregate=False)
+        task_scope = set(scope)
+        ancestry = graph.ancestry(task_name)
+        for ancestor in ancestry:
+            loops = self._loops(graph.task(ancestor))
+            self._add_outputs(resolved[ancestor], ancestor, task_scope, loops, ancestor=True)
+        inline_inputs = as_map(as_map(task.get("inline")).get("inputs"))
+        for parameter in map(as_map, as_list(inline_inputs.get("parameters"))):
+            task_scope.add(f"inputs.parameters.{as_str(parameter.get('name'))}")
+        try:
+            add_items_to_scope(task, task_scope)
+            text = tags.go_json(go_ordered(task, "task"))
+            if fault := self._unresolved(task_scope, text, template_validation):
+                raise Invalid(fault)
+        except Invalid as fault:
+            raise fault.within(where) from None
+        validate_arguments(f"{where}.arguments.", as_map(task.get("arguments")), False)
+        try:
+            check_argument_dependencies(task.get("arguments"), ancestry)
+            self.holder(task, base, GivenArguments(task.get("arguments")), template_validation)
+        except Invalid as fault:
+            raise fault.within(where) from None
 
     @staticmethod
     def _loops(task: Mapping[str, Any]) -> bool:

@@ -60,7 +60,7 @@ forget_kube_contexts() {
 # "deleted:serviceAccount:...?uid=..." once deleted, as an earlier down.sh left them) and argo/argo-server.
 revoke_bucket_grants() {
     local role member pipeline page
-    gcloud storage buckets describe "gs://${BUCKET}" --project "${PROJECT_ID}" >/dev/null 2>&1 || return 0
+    bucket_exists "gs://${BUCKET}" || return 0
     pipeline="$(google_account "${PIPELINE_ACCOUNT}")"
     page="$(google_account "${PAGE_ACCOUNT}")"
     while read -r role member; do
@@ -98,13 +98,20 @@ delete_registry() {
     fi
 }
 
+bucket_exists() { gcloud storage buckets describe "$1" --project "${PROJECT_ID}" >/dev/null 2>&1; }
+
+# Delete the bucket $1 and its objects, which $2 names.
+remove_bucket() {
+    log "deleting bucket $1 and its objects ($2)"
+    gcloud storage rm --recursive "$1" --project "${PROJECT_ID}"
+}
+
 # The build bucket holds only Cloud Build's source uploads.
 delete_build_bucket() {
     local bucket
     bucket="gs://$(build_bucket)"
-    if gcloud storage buckets describe "${bucket}" --project "${PROJECT_ID}" >/dev/null 2>&1; then
-        log "deleting build bucket ${bucket} (Cloud Build's source uploads)"
-        gcloud storage rm --recursive "${bucket}" --project "${PROJECT_ID}"
+    if bucket_exists "${bucket}"; then
+        remove_bucket "${bucket}" "Cloud Build's source uploads"
     else
         log "no build bucket ${bucket}"
     fi
@@ -112,7 +119,7 @@ delete_build_bucket() {
 
 delete_bucket() {
     local answer="${DELETE_BUCKET}"
-    if ! gcloud storage buckets describe "gs://${BUCKET}" --project "${PROJECT_ID}" >/dev/null 2>&1; then
+    if ! bucket_exists "gs://${BUCKET}"; then
         log "no bucket gs://${BUCKET}"
         return
     fi
@@ -124,8 +131,7 @@ delete_bucket() {
         fi
     fi
     if [[ "${answer}" =~ ^([Yy]|[Yy][Ee][Ss])$ ]]; then
-        log "deleting bucket gs://${BUCKET} and its objects"
-        gcloud storage rm --recursive "gs://${BUCKET}" --project "${PROJECT_ID}"
+        remove_bucket "gs://${BUCKET}" "the published models included"
     else
         log "kept bucket gs://${BUCKET} (DELETE_BUCKET=yes deletes it)"
     fi
