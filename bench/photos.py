@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import io
 import math
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageFilter
 
-from steps.dataset import KERAS_MNIST_URL, fetch_source, load_mnist
+from steps.dataset import add_source_argument, fetch_source, load_mnist
 
 DIGIT_SHARE = (0.15, 0.80)  # the digit's ink height / the frame's shorter side
 MARGIN = 0.02  # of the shorter side, kept between the ink and the frame's edge
@@ -186,11 +185,7 @@ def photo(digit: np.ndarray, seed: int, size: tuple[int, int] | None = None) -> 
 
 def parse_args() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.photos", description=__doc__)
-    parser.add_argument(
-        "--source",
-        default=os.environ.get("MNIST_SOURCE") or KERAS_MNIST_URL,
-        help="mnist.npz: URL, path or gs:// URI (env MNIST_SOURCE)",
-    )
+    add_source_argument(parser)
     parser.add_argument("--out", type=Path, required=True, help="folder for the photos")
     parser.add_argument("--count", type=int, default=20, help="the first COUNT test digits")
     parser.add_argument("--seed", type=int, default=0, help="photo i uses seed SEED + i")

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.photos import frame_of, photo
-from steps.dataset import KERAS_MNIST_URL, fetch_source, load_mnist
+from steps.dataset import add_source_argument, fetch_source, load_mnist
 
 MIN_PHOTO_ACCURACY = 0.98
 MAX_GAP = 0.01
@@ -99,11 +99,7 @@ def timings(digits: np.ndarray, count: int, repeats: int) -> dict[str, float]:
 
 def parse_args() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.preprocessing", description=__doc__)
-    parser.add_argument(
-        "--source",
-        default=os.environ.get("MNIST_SOURCE") or KERAS_MNIST_URL,
-        help="mnist.npz: URL, path or gs:// URI (env MNIST_SOURCE)",
-    )
+    add_source_argument(parser)
     parser.add_argument(
         "--model-uri",
         default=None,

@@ -34,7 +34,7 @@ from bench.pipeline_run import run_pipeline
 from bench.report import pipeline_runs_at_defaults, settings_text, table, write_outputs
 from bench.targets import TARGET_ACCURACY, check_all, extra_rows
 from steps.cli import non_negative_int, positive_int
-from steps.dataset import fetch_source, load_mnist
+from steps.dataset import add_source_argument, fetch_source, load_mnist
 from steps.registry import LATEST_KEY
 from workflows.settings import PipelineSettings
 
@@ -92,11 +92,7 @@ def make_parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--source",
-        default=os.environ.get("MNIST_SOURCE") or PipelineSettings().source,
-        help="mnist.npz: path, URL or gs:// URI (default: env MNIST_SOURCE, else the Keras URL)",
-    )
+    add_source_argument(parser)
     parser.add_argument(
         "--limit",
         type=non_negative_int,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import sys
 from pathlib import Path
 
@@ -19,7 +18,12 @@ import numpy as np
 from PIL import Image
 
 from steps.cli import StepError, atomic_path, run
-from steps.dataset import KERAS_MNIST_URL, NUM_CLASSES, fetch_source, load_mnist
+from steps.dataset import (
+    NUM_CLASSES,
+    add_source_argument,
+    fetch_source,
+    load_mnist,
+)
 
 ENLARGE = 4  # the clean samples: 28 px is hard to see in a file browser
 
@@ -70,11 +74,7 @@ def write_bytes(path: Path, data: bytes) -> None:
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m ui.make_samples", description=__doc__)
-    parser.add_argument(
-        "--source",
-        default=os.environ.get("MNIST_SOURCE") or KERAS_MNIST_URL,
-        help="mnist.npz: URL, path or gs:// URI (env MNIST_SOURCE; default: the Keras download)",
-    )
+    add_source_argument(parser)
     parser.add_argument("--out", type=Path, default=Path("samples"), help="(default: samples)")
     parser.add_argument("--seed", type=int, default=4, help="seed for the photos' looks")
     return parser
