@@ -52,5 +52,7 @@ def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     from steps.cli import run
+    from steps.tensorflow_setup import keep_out_unused_modules
 
+    keep_out_unused_modules()  # as the pipeline's trainers do
     sys.exit(run(main, make_parser()))
