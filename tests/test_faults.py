@@ -38,6 +38,12 @@ def tagged_processes(tag: str) -> list[int]:
     return found
 
 
+def default_ctrl_c() -> None:
+    """SIGINT as a foreground job in a terminal has it: a suite run in the background from a shell
+    inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_submit(args: list[str], tag: str) -> subprocess.Popen:
     env = os.environ | {"FAULT_TEST_TAG": tag}
     return subprocess.Popen(
@@ -46,6 +52,7 @@ def start_submit(args: list[str], tag: str) -> subprocess.Popen:
         text=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=default_ctrl_c,
     )
 
 
