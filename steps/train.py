@@ -25,7 +25,7 @@ from steps.dataset import read_shard
 from steps.progress import from_environment
 from steps.schedule import round_learning_rate
 from steps.storage import open_store
-from steps.tensorflow_setup import keep_out_unused_modules
+from steps.tensorflow_setup import exit_without_teardown, keep_out_unused_modules
 from steps.weights import check_finite
 
 METRICS = ("loss", "accuracy")  # the training metrics kept in the stats file
@@ -158,4 +158,4 @@ def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     keep_out_unused_modules()
-    sys.exit(run(main, make_parser()))
+    exit_without_teardown(run(main, make_parser()))

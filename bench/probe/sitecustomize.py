@@ -1,6 +1,7 @@
 """Import probe for the benchmark's pipeline runs: each Python process of a run records, as it exits,
 when it started and ended (CLOCK_MONOTONIC, shared by every process of the machine), its command line,
-and whether TensorFlow was loaded. Active only where BENCH_PROBE_DIR is set; it never fails a process.
+and whether TensorFlow was loaded (not the trainers: they end without atexit handlers). Active only where
+BENCH_PROBE_DIR is set; it never fails a process.
 
 The benchmark puts this folder on PYTHONPATH, so Python imports this file at start-up (`site` module).
 """
