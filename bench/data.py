@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 
 from steps.cli import non_negative_int, positive_int, seed
-from steps.dataset import Digits, fetch_source, load_mnist
+from steps.dataset import Digits, add_source_argument, fetch_source, load_mnist
 from steps.split import split
 from workflows.settings import PipelineSettings
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source", required=True, help="mnist.npz: path, URL or gs:// URI")
+    add_source_argument(parser)
     parser.add_argument(
         "--limit",
         type=non_negative_int,

@@ -74,7 +74,9 @@ def keep_out_unused_modules() -> None:
 
 def exit_without_teardown(code: int) -> NoReturn:
     """End the process with `code` at once: standard streams flushed, no atexit handlers, no module
-    teardown. Only for a `__main__` whose outputs are all closed and renamed into place."""
+    teardown. Only for a `__main__` whose outputs are all closed and renamed into place. On the cluster
+    the exit status is what counts: Argo's wait container blocks until the emissary's exit-code file says
+    the main container ended (executor.go: Wait, waitMainContainers), then reads the outputs from disk."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
