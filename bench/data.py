@@ -45,13 +45,12 @@ def shards(source: str, workers: int, seed: int, limit: int) -> tuple[list[Digit
 
 def fit(model, digits: Digits, args: argparse.Namespace, callbacks: list) -> None:
     """Train `model` (a keras.Model) on `digits` for --epochs at --batch, quietly, with `callbacks`."""
-    from steps.model import EpochLogger, to_inputs
+    from steps.model import EpochLogger, training_batches
 
     model.fit(
-        to_inputs(digits.x),
-        digits.y,
+        training_batches(digits, args.batch, args.seed),  # as the pipeline's trainers take theirs
         epochs=args.epochs,
-        batch_size=args.batch,
+        shuffle=False,
         verbose=0,
         callbacks=[EpochLogger(args.epochs), *callbacks],
     )

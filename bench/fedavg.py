@@ -47,14 +47,11 @@ def make_parser() -> argparse.ArgumentParser:
 def main(args: argparse.Namespace) -> None:
     train, test = load_mnist(fetch_source(args.source))
 
-    from steps.model import build_model, compile_model, keras, to_inputs
+    from steps.model import build_model, compile_model, keras, to_inputs, training_batches
 
     test_x = to_inputs(test.x)
     for workers in args.workers:
-        parts = [
-            (to_inputs(part.x), part.y)
-            for part in iid_shards(train, workers, args.seed, args.limit)
-        ]
+        parts = iid_shards(train, workers, args.seed, args.limit)
         keras.utils.set_random_seed(
             args.seed
         )  # the shared initial model, as the init step seeds it
@@ -70,7 +67,7 @@ def main(args: argparse.Namespace) -> None:
                     args.learning_rate, args.final_learning_rate, round_number, rounds
                 )
                 trained = []
-                for shard_id, (x, y) in enumerate(parts):
+                for shard_id, part in enumerate(parts):
                     model.set_weights(average)
                     for variable, value in zip(
                         model.optimizer.variables, fresh_optimizer, strict=True
@@ -78,9 +75,14 @@ def main(args: argparse.Namespace) -> None:
                         variable.assign(value)
                     model.optimizer.learning_rate = rate
                     keras.utils.set_random_seed(shard_id)
-                    model.fit(x, y, epochs=args.epochs, batch_size=args.batch, verbose=0)
+                    model.fit(
+                        training_batches(part, args.batch, shard_id),  # as trainer `shard_id`
+                        epochs=args.epochs,
+                        shuffle=False,
+                        verbose=0,
+                    )
                     trained.append(model.get_weights())
-                average = federated_average(trained, [len(y) for _, y in parts])
+                average = federated_average(trained, [len(part) for part in parts])
                 model.set_weights(average)
                 accuracy = model.evaluate(test_x, test.y, batch_size=1000, verbose=0)[1]
                 line = {

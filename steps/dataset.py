@@ -20,6 +20,7 @@ KERAS_MNIST_SHA256 = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17
 PARTITIONS = ("iid", "dirichlet")  # how training digits are dealt out to the shards
 IMAGE_SHAPE = (28, 28)
 NUM_CLASSES = 10
+PIXEL_MAX = 255  # a uint8 pixel's full ink; the network sees pixels / PIXEL_MAX, in [0, 1]
 # The most digits any file the steps read may hold: about four times MNIST's 60,000 training digits
 # (EMNIST's 240,000 digits fit), and small enough that split's peak (the source plus its shards,
 # ~400 MB) stays inside its pod's 768 MiB. Also the bound on a worker's FedAvg weight: no shard can

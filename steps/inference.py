@@ -23,6 +23,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from threadpoolctl import threadpool_limits
 
 from steps.architecture import BUILT, INPUT_SHAPE, Layer
+from steps.dataset import PIXEL_MAX
 
 BATCH = 32
 BLAS_THREADS = 1
@@ -109,7 +110,7 @@ def logits(weights: Sequence[np.ndarray], images: np.ndarray, batch: int = BATCH
     already in [0, 1] (what the page's preprocessing makes)."""
     weights = [np.asarray(array, FLOAT) for array in weights]
     parts = [np.zeros((0, BUILT[-1].output_shape[-1]), FLOAT)]
-    scale = 255.0 if images.dtype == np.uint8 else 1.0  # as steps.model.to_inputs
+    scale = FLOAT(PIXEL_MAX if images.dtype == np.uint8 else 1)  # as steps.model.to_inputs
     with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
         for start in range(0, len(images), batch):
             chunk = images[start : start + batch].astype(FLOAT) / scale

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from steps.cli import StepError, atomic_path
-from steps.dataset import IMAGE_SHAPE, NUM_CLASSES
+from steps.dataset import IMAGE_SHAPE, NUM_CLASSES, PIXEL_MAX, Digits
 from steps.progress import ProgressFile
 from steps.tensorflow_setup import import_keras
 from steps.weights import check_finite, read_weights
@@ -47,7 +47,37 @@ def compile_model(model: keras.Model, learning_rate: float) -> keras.Model:
 
 def to_inputs(images: np.ndarray) -> np.ndarray:
     """uint8 images (n, 28, 28) → float32 (n, 28, 28, 1) in [0, 1]."""
-    return (images.astype("float32") / 255.0)[..., np.newaxis]
+    return (images.astype("float32") / np.float32(PIXEL_MAX))[..., np.newaxis]
+
+
+def training_batches(digits: Digits, batch: int, seed: int):
+    """The digits as `model.fit` takes them: `batch` at a time, in a new seeded order each epoch,
+    scaled as `to_inputs` scales them.
+
+    The images stay uint8 and each batch is scaled as it is drawn, so no float copy of the whole shard
+    is made before training starts. The pipeline runs on one thread without autotuning: the one Keras
+    builds for numpy arrays (a parallel map, an autotuned prefetch) starts threads that, with several
+    trainers sharing the cores, slowed them unevenly and held `fit` up to 2 s after its last epoch.
+    """
+    import tensorflow as tf
+
+    images, labels = tf.constant(digits.x), tf.constant(digits.y)
+
+    def scaled(indices: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        pixels = tf.cast(tf.gather(images, indices), tf.float32) / PIXEL_MAX
+        return pixels[..., tf.newaxis], tf.gather(labels, indices)
+
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    options.threading.private_threadpool_size = 1
+    return (
+        tf.data.Dataset.range(len(digits))
+        .shuffle(len(digits), seed=seed, reshuffle_each_iteration=True)
+        .batch(batch)
+        .map(scaled)
+        .prefetch(1)
+        .with_options(options)
+    )
 
 
 def load_model(path: Path) -> keras.Model:

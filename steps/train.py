@@ -85,7 +85,7 @@ def main(args: argparse.Namespace) -> None:
             compile_model,
             keras,
             load_model,
-            to_inputs,
+            training_batches,
             write_model,
         )
 
@@ -132,11 +132,10 @@ def main(args: argparse.Namespace) -> None:
         )
         if done < args.epochs:
             history = model.fit(
-                to_inputs(shard.x),
-                shard.y,
+                training_batches(shard, args.batch, args.seed),
                 initial_epoch=done,
                 epochs=args.epochs,
-                batch_size=args.batch,
+                shuffle=False,  # the batches come shuffled
                 verbose=0,
                 callbacks=callbacks,
             )

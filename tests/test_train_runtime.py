@@ -13,6 +13,7 @@ import pytest
 
 from steps import train
 from steps.cli import run
+from steps.dataset import Digits
 from steps.progress import ProgressFile
 from tests.helpers import ROOT
 from tests.step_support import copy_model, digits, write_npz
@@ -150,3 +151,67 @@ def test_the_learning_rate_decays_geometrically_over_the_rounds() -> None:
     assert round_learning_rate(0.004, 0.001, 2, 2) == pytest.approx(0.001)
     assert round_learning_rate(0.004, 0.001, 2, 3) == pytest.approx(0.002)
     assert round_learning_rate(0.004, 0.001, 1, 1) == pytest.approx(0.002)
+
+
+def numbered_digits(n: int) -> Digits:
+    """Digits whose first two pixels spell their index (low byte, high byte)."""
+    x = np.zeros((n, 28, 28), np.uint8)
+    x[:, 0, 0], x[:, 0, 1] = np.arange(n) % 256, np.arange(n) // 256
+    return Digits(x, (np.arange(n) % 10).astype(np.uint8))
+
+
+def epoch_order(batches) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """One pass over the batches: (batch sizes, pixels, labels), all batches concatenated."""
+    sizes, pixels, labels = [], [], []
+    for x, y in batches:
+        sizes.append(len(y))
+        pixels.append(x.numpy())
+        labels.append(y.numpy())
+    return sizes, np.concatenate(pixels), np.concatenate(labels)
+
+
+def test_training_batches_hold_every_digit_once_per_epoch_scaled_as_to_inputs() -> None:
+    from steps.model import to_inputs, training_batches
+
+    shard = numbered_digits(300)
+    batches = training_batches(shard, 64, seed=3)
+    orders = []
+    for _ in range(2):
+        sizes, pixels, labels = epoch_order(batches)
+        assert sizes == [64, 64, 64, 64, 44]  # the last batch is the rest, as fit's own batching
+        order = np.rint(pixels[:, 0, 0, 0] * 255) + 256 * np.rint(pixels[:, 0, 1, 0] * 255)
+        order = order.astype(int)
+        assert sorted(order) == list(range(300))
+        assert pixels.dtype == np.float32
+        np.testing.assert_array_equal(pixels, to_inputs(shard.x[order]))  # the same numbers
+        np.testing.assert_array_equal(labels, shard.y[order])
+        orders.append(order)
+    assert list(orders[0]) != list(orders[1])  # a new order each epoch
+    again = epoch_order(training_batches(shard, 64, seed=3))[1]
+    np.testing.assert_array_equal(again, to_inputs(shard.x[orders[0]]))  # the seed decides
+    other = epoch_order(training_batches(shard, 64, seed=4))[1]
+    assert not np.array_equal(other, again)
+
+
+def test_the_trainer_feeds_fit_one_thread_without_autotuning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keras' own pipeline for numpy arrays (a parallel map, an autotuned prefetch) slowed trainers
+    sharing the cores unevenly and held fit after its last epoch; the trainer gives fit its own."""
+    from steps.model import keras
+
+    fed = []
+    real_fit = keras.Model.fit
+
+    def recording_fit(self, x=None, *args, **kwargs):
+        fed.append(x)
+        return real_fit(self, x, *args, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", recording_fit)
+    assert run(train.main, train.make_parser(), train_argv(tmp_path, 1)) == 0
+    import tensorflow as tf
+
+    (batches,) = fed
+    assert isinstance(batches, tf.data.Dataset)
+    assert batches.options().autotune.enabled is False
+    assert batches.options().threading.private_threadpool_size == 1
