@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,6 +14,9 @@ from steps.dataset import IMAGE_SHAPE, NUM_CLASSES, PIXEL_MAX, Digits
 from steps.progress import ProgressFile
 from steps.tensorflow_setup import import_keras
 from steps.weights import check_finite, read_weights
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 keras = import_keras()
 
@@ -50,7 +54,7 @@ def to_inputs(images: np.ndarray) -> np.ndarray:
     return (images.astype("float32") / np.float32(PIXEL_MAX))[..., np.newaxis]
 
 
-def training_batches(digits: Digits, batch: int, seed: int):
+def training_batches(digits: Digits, batch: int, seed: int) -> tf.data.Dataset:
     """The digits as `model.fit` takes them: `batch` at a time, in a new seeded order each epoch,
     scaled as `to_inputs` scales them.
 
@@ -59,7 +63,7 @@ def training_batches(digits: Digits, batch: int, seed: int):
     builds for numpy arrays (a parallel map, an autotuned prefetch) starts threads that, with several
     trainers sharing the cores, slowed them unevenly and held `fit` up to 2 s after its last epoch.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # loaded with keras above
 
     images, labels = tf.constant(digits.x), tf.constant(digits.y)
 
