@@ -13,7 +13,7 @@ import pytest
 
 from steps import train
 from steps.cli import run
-from steps.dataset import Digits
+from steps.dataset import PIXEL_MAX, Digits
 from steps.progress import ProgressFile
 from tests.helpers import ROOT
 from tests.step_support import copy_model, digits, write_npz
@@ -160,7 +160,7 @@ def numbered_digits(n: int) -> Digits:
     return Digits(x, (np.arange(n) % 10).astype(np.uint8))
 
 
-def epoch_order(batches) -> tuple[list[int], np.ndarray, np.ndarray]:
+def one_pass(batches) -> tuple[list[int], np.ndarray, np.ndarray]:
     """One pass over the batches: (batch sizes, pixels, labels), all batches concatenated."""
     sizes, pixels, labels = [], [], []
     for x, y in batches:
@@ -177,9 +177,11 @@ def test_training_batches_hold_every_digit_once_per_epoch_scaled_as_to_inputs() 
     batches = training_batches(shard, 64, seed=3)
     orders = []
     for _ in range(2):
-        sizes, pixels, labels = epoch_order(batches)
+        sizes, pixels, labels = one_pass(batches)
         assert sizes == [64, 64, 64, 64, 44]  # the last batch is the rest, as fit's own batching
-        order = np.rint(pixels[:, 0, 0, 0] * 255) + 256 * np.rint(pixels[:, 0, 1, 0] * 255)
+        order = np.rint(pixels[:, 0, 0, 0] * PIXEL_MAX) + 256 * np.rint(
+            pixels[:, 0, 1, 0] * PIXEL_MAX
+        )
         order = order.astype(int)
         assert sorted(order) == list(range(300))
         assert pixels.dtype == np.float32
@@ -187,9 +189,9 @@ def test_training_batches_hold_every_digit_once_per_epoch_scaled_as_to_inputs() 
         np.testing.assert_array_equal(labels, shard.y[order])
         orders.append(order)
     assert list(orders[0]) != list(orders[1])  # a new order each epoch
-    again = epoch_order(training_batches(shard, 64, seed=3))[1]
+    again = one_pass(training_batches(shard, 64, seed=3))[1]
     np.testing.assert_array_equal(again, to_inputs(shard.x[orders[0]]))  # the seed decides
-    other = epoch_order(training_batches(shard, 64, seed=4))[1]
+    other = one_pass(training_batches(shard, 64, seed=4))[1]
     assert not np.array_equal(other, again)
 
 
