@@ -20,6 +20,12 @@ if TYPE_CHECKING:
 
 keras = import_keras()
 
+# Training steps per call from Python into TensorFlow's graph: Keras runs them in one loop inside the
+# graph, so its per-step Python work (about 1 ms a step on one core, an eighth of a step of batch 100)
+# is paid once per call. The steps and their numbers are the same; callbacks see every STEPS_PER_CALL-th
+# batch.
+STEPS_PER_CALL = 50
+
 
 def build_model() -> keras.Model:
     """A small CNN: two conv/pool stages, one dense layer. ~225k weights, ~99% on MNIST in a few epochs."""
@@ -45,6 +51,7 @@ def compile_model(model: keras.Model, learning_rate: float) -> keras.Model:
         optimizer=keras.optimizers.Adam(learning_rate=learning_rate),
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
+        steps_per_execution=STEPS_PER_CALL,
     )
     return model
 
@@ -130,14 +137,25 @@ class EpochLogger(keras.callbacks.Callback):
 
 
 class BatchProgress(keras.callbacks.Callback):
-    """Counts training batches into a ProgressFile (Argo's self-reported progress)."""
+    """Counts training batches done into a ProgressFile (Argo's self-reported progress).
 
-    def __init__(self, progress: ProgressFile) -> None:
+    Keras calls back once per call of STEPS_PER_CALL batches, with the index in the epoch of the call's
+    last batch as if the call were full (keras/src/trainers/epoch_iterator.py), even when the epoch
+    ended before it was.
+    """
+
+    def __init__(self, progress: ProgressFile, batches_per_epoch: int) -> None:
         super().__init__()
         self.progress = progress
+        self.batches_per_epoch = batches_per_epoch
+        self.epoch = 0
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        self.epoch = epoch
 
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        self.progress.advance()
+        done_in_epoch = min(batch + 1, self.batches_per_epoch)
+        self.progress.advance_to(self.epoch * self.batches_per_epoch + done_in_epoch)
 
     def on_train_end(self, logs: dict | None = None) -> None:
         self.progress.finish()

@@ -33,8 +33,9 @@ class ProgressFile:
         self.last_write = float("-inf")
         self.write()
 
-    def advance(self, units: int = 1) -> None:
-        self.done = min(self.done + units, self.total)
+    def advance_to(self, done: int) -> None:
+        """`done` units are done (never fewer than already reported, never more than the total)."""
+        self.done = min(max(done, self.done), self.total)
         if time.monotonic() - self.last_write >= self.interval:
             self.write()
 

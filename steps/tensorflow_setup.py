@@ -4,15 +4,21 @@ TensorFlow's C++ start-up lines (oneDNN, CUDA probing, CPU features) are written
 before its logging is set up, whatever TF_CPP_MIN_LOG_LEVEL says, so they would come before a step's one
 error line. They are caught while TensorFlow loads and initialises its devices, and shown only if that
 fails. TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS, when set (the runner sizes them per task), are
-applied through tf.config.threading before any operation runs. Keras imports pandas and matplotlib
-whenever they are installed (the project's own environment has both, for the page and the benchmark),
-for features no step uses: a process that only trains keeps them out (`keep_out_unused_modules`), which
-saves about 0.6 s of CPU each time Keras loads. And it ends without the interpreter's teardown
-(`exit_without_teardown`), in which TensorFlow spends most of a second.
+applied through tf.config.threading before any operation runs. Keras and TensorFlow import pandas,
+matplotlib, scipy and Pillow whenever they are installed (the project's own environment has them all, for
+the page, the benchmark and evaluate's picture), for features no trainer uses: a process that only trains
+keeps them out (`keep_out_unused_modules`; of the four, the steps image installs only Pillow), which
+saves about 0.85 s of CPU each time Keras loads. Python's cyclic garbage collector is off while
+TensorFlow loads: the import makes hundreds of thousands of objects that live as long as the process,
+and the collector, run again and again as they pile up, took a quarter of the import's time (0.45 s
+of 1.75 s here); once loaded they are frozen (`gc.freeze`), so later collections skip them. And it
+ends without the interpreter's teardown (`exit_without_teardown`), in which TensorFlow spends most
+of a second.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -27,8 +33,9 @@ THREAD_VARIABLES = {
     "TF_NUM_INTEROP_THREADS": "set_inter_op_parallelism_threads",
 }
 MAX_THREADS = 1024
-# Imported by Keras inside `try: ... except ImportError`, never used by the steps (DataFrame inputs, plots).
-UNUSED_OPTIONAL_MODULES = ("pandas", "matplotlib")
+# Imported by Keras or TensorFlow inside `try: ... except ImportError`, never used by a trainer: DataFrame
+# inputs, plots, scipy's sparse matrices (TensorFlow's legacy tf.keras), image files (Keras's image utils).
+UNUSED_OPTIONAL_MODULES = ("pandas", "matplotlib", "scipy", "PIL")
 Result = TypeVar("Result")
 
 
@@ -66,7 +73,7 @@ def quietly(load: Callable[[], Result]) -> Result:
 
 
 def keep_out_unused_modules() -> None:
-    """Make `import pandas` and `import matplotlib` raise ImportError in this process (unless already
+    """Make importing UNUSED_OPTIONAL_MODULES raise ImportError in this process (unless already
     imported), so Keras skips them. Only for a process that does nothing else: call it in `__main__`."""
     for name in UNUSED_OPTIONAL_MODULES:
         sys.modules.setdefault(name, None)
@@ -96,9 +103,21 @@ def _load_keras():
     return keras
 
 
+def without_collector(load: Callable[[], Result]) -> Result:
+    """Run `load` with the cyclic garbage collector off, then freeze what it made and turn it back on."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return load()
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
+
+
 def import_keras():
     """Keras on TensorFlow, loaded once, quietly, with the environment's thread pools applied."""
     if "keras" in sys.modules and "tensorflow" in sys.modules:
         return sys.modules["keras"]
     thread_settings()  # a bad value is an error line, not a traceback from inside the import
-    return quietly(_load_keras)
+    return quietly(lambda: without_collector(_load_keras))

@@ -122,7 +122,7 @@ def main(args: argparse.Namespace) -> None:
         batches = math.ceil(len(shard) / args.batch)
         progress = from_environment(args.epochs * batches, done * batches)
         if progress:
-            callbacks.append(BatchProgress(progress))
+            callbacks.append(BatchProgress(progress, batches))
         print(
             f"training on {args.shard} ({len(shard)} samples), {args.epochs} epoch(s), "
             f"batch {args.batch}, learning rate {learning_rate:.3g} (round {args.round} of "

@@ -3,10 +3,12 @@ counts the runner sets through TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS r
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -88,10 +90,10 @@ def test_progress_writes_are_throttled_but_the_last_value_is_always_written(
     tmp_path: Path, progress_writes: list[str]
 ) -> None:
     progress = ProgressFile(tmp_path / "p", total=1000, interval=3600)
-    for _ in range(999):
-        progress.advance()
+    for done in range(1, 1000):
+        progress.advance_to(done)
     assert progress_writes == ["0/1000\n"]
-    progress.advance()
+    progress.advance_to(1000)
     progress.finish()
     assert progress_writes == ["0/1000\n", "1000/1000\n"]
 
@@ -217,3 +219,62 @@ def test_the_trainer_feeds_fit_one_thread_without_autotuning(
     assert isinstance(batches, tf.data.Dataset)
     assert batches.options().autotune.enabled is False
     assert batches.options().threading.private_threadpool_size == 1
+
+
+def test_many_steps_per_call_train_the_same_numbers_as_one(tmp_path: Path) -> None:
+    """Keras runs STEPS_PER_CALL steps in one graph loop; the steps and the weights they make must be
+    those of one step per call, with a call cut short by the epoch's end and a partial last batch."""
+    from steps.model import STEPS_PER_CALL, compile_model, keras, load_model, training_batches
+
+    count = 8 * (STEPS_PER_CALL + 3) + 5
+    rng = np.random.default_rng(0)
+    shard = Digits(rng.integers(0, PIXEL_MAX + 1, (count, 28, 28), np.uint8), np.arange(count) % 10)
+    start = copy_model(tmp_path / "start.h5")
+    trained = []
+    for steps_per_call in (1, STEPS_PER_CALL):
+        keras.utils.set_random_seed(0)
+        model = compile_model(load_model(start), 1e-3)
+        assert model.steps_per_execution == STEPS_PER_CALL
+        model.steps_per_execution = steps_per_call
+        model.fit(training_batches(shard, 8, seed=0), epochs=2, shuffle=False, verbose=0)
+        trained.append(model.get_weights())
+    for one, many in zip(*trained, strict=True):
+        np.testing.assert_allclose(many, one, rtol=1e-5, atol=1e-6)
+
+
+def test_a_trainer_reports_every_call_of_many_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str]
+) -> None:
+    """Keras calls back once per STEPS_PER_CALL batches with the last one's index in its epoch."""
+    from steps.model import STEPS_PER_CALL
+
+    count = 4 * (2 * STEPS_PER_CALL + 3) + 2  # batch 4: two full calls and a short one per epoch
+    per_epoch = 2 * STEPS_PER_CALL + 4
+    shard = write_npz(tmp_path / "shard.npz", **digits(count, labels=np.arange(count) % 10))
+    monkeypatch.setenv("ARGO_PROGRESS_FILE", str(tmp_path / "progress"))
+    clock = itertools.count(0, 3600)  # every write past the throttle
+    monkeypatch.setattr("steps.progress.time", SimpleNamespace(monotonic=lambda: next(clock)))
+    argv = ["--shard", shard, "--model", copy_model(tmp_path / "start.h5"), "--epochs", 2]
+    argv += ["--batch", 4, "--out", tmp_path / "m.h5", "--stats-out", tmp_path / "s.json"]
+    assert run(train.main, train.make_parser(), [str(a) for a in argv]) == 0
+    ends = [STEPS_PER_CALL, 2 * STEPS_PER_CALL, per_epoch]
+    expected = [0, *ends, *(per_epoch + end for end in ends)]
+    assert progress_writes == [f"{done}/{2 * per_epoch}\n" for done in expected]
+
+
+def test_the_collector_is_off_while_tensorflow_loads_and_on_after() -> None:
+    """Collecting again and again while TensorFlow's import makes its objects took a quarter of the
+    import; what the import made is frozen out of later collections."""
+    code = (
+        "import gc\n"
+        "from steps.tensorflow_setup import import_keras\n"
+        "runs = []\n"
+        "gc.callbacks.append(lambda phase, info: phase == 'start' and runs.append(info))\n"
+        "import_keras()\n"
+        "print(len(runs), gc.isenabled(), gc.get_freeze_count() > 100_000)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "True", "True"]
