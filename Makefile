@@ -33,7 +33,7 @@ pipeline: setup
 page: setup
 	$(BIN)/streamlit run ui/app.py
 
-bench: setup  ## every contender on full MNIST against the targets, printed met or not (about 30 minutes)
+bench: setup  ## every contender on full MNIST against the targets, printed met or not (about 20 minutes)
 	$(BIN)/python -m bench.run $(BENCH_FLAGS)
 
 test: setup  ## lint, then the whole test suite (but the container tests)
