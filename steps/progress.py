@@ -3,7 +3,9 @@
 Argo's executor watches that file and reports its last line as the pod's progress
 (argo/upstream/docs/progress.md; workflow/executor/executor.go: monitorProgress, which watches the
 file's folder and re-reads the file on each change). Each write is a new file renamed over the old one,
-so a reader never sees half a line; writes are throttled, the last value always written.
+so a reader never sees half a line; writes are throttled, the last value always written. The file is
+made readable by every user: Argo's executor may run as a non-root user other than the step's
+(docs/workflow-executors.md), and mkstemp's 0600 would hide the progress from its wait container.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 
 PROGRESS_VARIABLE = "ARGO_PROGRESS_FILE"
 MIN_INTERVAL_SECONDS = 1.0
+PROGRESS_MODE = 0o644  # whatever the umask: the wait container reads it as another user
 
 
 class ProgressFile:
@@ -51,6 +54,7 @@ class ProgressFile:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             handle, name = tempfile.mkstemp(prefix=f".{self.path.name[:40]}.", dir=self.path.parent)
             try:
+                os.fchmod(handle, PROGRESS_MODE)
                 with os.fdopen(handle, "w") as stream:
                     stream.write(text + "\n")
                 os.replace(name, self.path)

@@ -98,6 +98,20 @@ def test_progress_writes_are_throttled_but_the_last_value_is_always_written(
     assert progress_writes == ["0/1000\n", "1000/1000\n"]
 
 
+def test_the_progress_file_is_readable_by_the_wait_containers_user(tmp_path: Path) -> None:
+    """Argo's executor may run as another non-root user than the step (docs/workflow-executors.md,
+    "running as non-root"); its wait container reads the file (executor.go:monitorProgress), so the
+    file must be readable by others, whatever the step's umask."""
+    previous = os.umask(0o077)
+    try:
+        progress = ProgressFile(tmp_path / "progress", total=10)
+        progress.advance_to(10)
+        progress.finish()
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "progress").stat().st_mode & 0o777 == 0o644
+
+
 def test_without_the_variable_no_progress_file_is_written(tmp_path: Path, progress_writes) -> None:
     assert run(train.main, train.make_parser(), train_argv(tmp_path, 1)) == 0
     assert progress_writes == []
