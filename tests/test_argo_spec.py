@@ -125,6 +125,35 @@ def test_the_lint_catches_a_broken_spec(break_it: Any, problem: str) -> None:
     assert problem in check_with_argo_rules(broken).line()
 
 
+def argo_ttl(spec: dict, phase: str) -> int | None:
+    """workflow/gccontroller/gc_controller.go:ttl() of Argo v4.1.2: the seconds after which the garbage
+    collector deletes a finished Workflow (and with it its pods), or None when it never does.
+    WorkflowStatus.Failed() is phase Failed only; Completed() is Succeeded, Failed or Error."""
+    strategy = spec.get("ttlStrategy") or {}
+    if phase == "Failed" and strategy.get("secondsAfterFailure") is not None:
+        return strategy["secondsAfterFailure"]
+    if phase == "Succeeded" and strategy.get("secondsAfterSuccess") is not None:
+        return strategy["secondsAfterSuccess"]
+    if phase in ("Succeeded", "Failed", "Error") and strategy.get("secondsAfterCompletion") is not None:
+        return strategy["secondsAfterCompletion"]
+    return None
+
+
+@pytest.mark.parametrize(
+    ("phase", "seconds"),
+    [
+        ("Succeeded", cluster.SUCCEEDED_RUN_TTL_SECONDS),
+        ("Failed", cluster.FAILED_RUN_TTL_SECONDS),
+        ("Error", cluster.FAILED_RUN_TTL_SECONDS),
+    ],
+)
+def test_every_finished_run_is_deleted_after_its_ttl(phase: str, seconds: int) -> None:
+    """The README's promise: a day after a success, three days after any other ending."""
+    workflow, template = compiled(3, 2)
+    assert argo_ttl(workflow["spec"], phase) == seconds
+    assert argo_ttl(template["spec"], phase) == seconds
+
+
 def test_spec_carries_what_a_cluster_needs() -> None:
     workflow, _ = compiled(3, 2)
     spec = workflow["spec"]

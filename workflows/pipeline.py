@@ -229,10 +229,15 @@ def run_workflow(settings: PipelineSettings) -> Workflow:
         pod_metadata=m.Metadata(labels={"app.kubernetes.io/name": cluster.APP_LABEL}),
         service_account_name=cluster.SERVICE_ACCOUNT,
         active_deadline_seconds=cluster.RUN_DEADLINE_SECONDS,
+        # A finished run's pods go with it (they are owned by the Workflow); podGC deletes them at once
+        # after a success. gccontroller/gc_controller.go:ttl() reads secondsAfterFailure only for phase
+        # Failed; a run that ends in Error (a branch's last try errored, "pod deleted" with a Spot node)
+        # reaches secondsAfterCompletion: without it, such a run and its pods would stay for ever.
         pod_gc=m.PodGC(strategy="OnWorkflowSuccess"),
         ttl_strategy=m.TTLStrategy(
             seconds_after_success=cluster.SUCCEEDED_RUN_TTL_SECONDS,
             seconds_after_failure=cluster.FAILED_RUN_TTL_SECONDS,
+            seconds_after_completion=cluster.FAILED_RUN_TTL_SECONDS,
         ),
         metrics=[
             Gauge(
