@@ -134,7 +134,10 @@ def argo_ttl(spec: dict, phase: str) -> int | None:
         return strategy["secondsAfterFailure"]
     if phase == "Succeeded" and strategy.get("secondsAfterSuccess") is not None:
         return strategy["secondsAfterSuccess"]
-    if phase in ("Succeeded", "Failed", "Error") and strategy.get("secondsAfterCompletion") is not None:
+    if (
+        phase in ("Succeeded", "Failed", "Error")
+        and strategy.get("secondsAfterCompletion") is not None
+    ):
         return strategy["secondsAfterCompletion"]
     return None
 

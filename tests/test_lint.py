@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,9 @@ import yaml
 from tests.helpers import ROOT
 from workflows import lint_tags
 from workflows.lint import check, main
+from workflows.lint_schema import DAG_TASKS_MAX
 from workflows.pipeline import compile_template, compile_workflow
-from workflows.settings import PipelineSettings
+from workflows.settings import MAX_ROUNDS, PipelineSettings, dag_tasks
 
 CONFORMANCE = ROOT.parent / "shared" / "argo" / "upstream" / "conformance" / "dag-cases.json"
 CONTINUE_ON_FAULT = (
@@ -1092,7 +1094,7 @@ RULES: list[tuple[str, str, dict, str | None]] = [
     ],
 )
 def test_rule(document: dict, expected: str | None) -> None:
-    report = check(document)
+    report = check(document, crd=False)  # validate.go's verdict alone, as Argo's own tests give it
     if expected is None:
         assert report.errors == []
     elif expected.startswith("~"):
@@ -1115,7 +1117,7 @@ def conformance_cases() -> list[dict]:
 )
 def test_agrees_with_argo_on_its_dag_cases(case: dict) -> None:
     """validate_dag_test.go: the same verdict, and the fault Argo's test names where it names one."""
-    report = check(yaml.safe_load(case["yaml"]))
+    report = check(yaml.safe_load(case["yaml"]), crd=False)  # validate.go only, as its tests
     assert report.ok == case["valid"], report.errors
     if case["error"]:
         assert any(case["error"] in error for error in report.errors), report.errors
@@ -1414,3 +1416,83 @@ def test_cli_runs_as_a_module_without_the_project(tmp_path: Path) -> None:
         f"{path}: templates.main.tasks.a templates.echo inputs.parameters.msg was not supplied",
         "loaded: []",
     ]
+
+
+# --- the full CRD: what the Kubernetes API server refuses after validate.go passed (lint_schema.py) ---
+
+
+def pipeline_tasks(document: dict) -> list:
+    [dag] = [t for t in document["spec"]["templates"] if "dag" in t]
+    return dag["dag"]["tasks"]
+
+
+def test_the_most_rounds_settings_allow_fill_one_dag_and_one_more_is_refused() -> None:
+    """DAGTemplate.Tasks: +kubebuilder:validation:MaxItems=200 (workflow_types.go). validate.go passes
+    a DAG of any size; `--rounds 99` made 202 tasks, which the API server refuses."""
+    most = PipelineSettings(rounds=MAX_ROUNDS)
+    document = compile_workflow(most)  # the WorkflowTemplate has the same spec (test_argo_spec.py)
+    assert len(pipeline_tasks(document)) == dag_tasks(MAX_ROUNDS) == DAG_TASKS_MAX
+    assert check(document).ok, check(document).errors
+    beyond = compile_workflow(replace(most, rounds=MAX_ROUNDS + 1))  # past the settings' own check
+    assert check(beyond, crd=False).ok
+    [fault] = check(beyond).errors
+    assert fault.endswith(".dag.tasks: Too many: 202: must have at most 200 items")
+
+
+def crd_case(change: Any) -> dict:
+    """The compiled workflow with one change the CRD forbids."""
+    document = compile_workflow(PipelineSettings(rounds=1))
+    change(document["spec"], {t["name"]: t for t in document["spec"]["templates"]})
+    return document
+
+
+CRD_CASES = [
+    (  # WorkflowSpec.Templates MaxItems=200
+        lambda spec, _: spec["templates"].extend(
+            {"name": f"t{i}", "container": {"image": "a"}} for i in range(200)
+        ),
+        "spec.templates: Too many: 207: must have at most 200 items",
+    ),
+    (  # MetricLabel.Key Pattern
+        lambda spec, _: spec["metrics"]["prometheus"][0]["labels"][0].update(key="run-status"),
+        'spec.metrics.prometheus[0].labels[0].key: Invalid value: "run-status": '
+        "spec.metrics.prometheus[0].labels[0].key in body should match '^[a-zA-Z_][a-zA-Z0-9_]*$'",
+    ),
+    (  # Gauge.Operation Enum
+        lambda _, t: t["evaluate"]["metrics"]["prometheus"][0]["gauge"].update(operation="Mul"),
+        'gauge.operation: Unsupported value: "Mul": supported values: "Set", "Add", "Sub"',
+    ),
+    (  # Artifact.Mode Maximum=511
+        lambda _, t: t["aggregate"]["inputs"]["artifacts"][0].update(mode=0o1777),
+        "inputs.artifacts[0].mode: Invalid value: 1023: ",
+    ),
+    (  # Gauge: Realtime required (no omitempty)
+        lambda _, t: t["evaluate"]["metrics"]["prometheus"][0]["gauge"].pop("realtime"),
+        "metrics.prometheus[0].gauge.realtime: Required value",
+    ),
+    (  # Gauge.Value MaxLength=256
+        lambda _, t: t["evaluate"]["metrics"]["prometheus"][0]["gauge"].update(value="1" * 257),
+        "metrics.prometheus[0].gauge.value: Too long: may not be more than 256 bytes",
+    ),
+    (  # Artifact: at most one location (CEL)
+        lambda _, t: t["split"]["outputs"]["artifacts"][0].update(s3={"key": "a"}),
+        'outputs.artifacts[0]: Invalid value: "object": at most one artifact location can be specified',
+    ),
+    (  # WorkflowSpec.Parallelism Minimum=1
+        lambda spec, _: spec.update(parallelism=0),
+        "spec.parallelism: Invalid value: 0: spec.parallelism in body should be greater than or "
+        "equal to 1",
+    ),
+    (  # labelsFrom values: expression required
+        lambda spec, _: spec["workflowMetadata"]["labelsFrom"].update(x={}),
+        "spec.workflowMetadata.labelsFrom[x].expression: Required value",
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "fault"), CRD_CASES)
+def test_what_the_crd_refuses_is_refused(change: Any, fault: str) -> None:
+    document = crd_case(change)
+    assert check(document, crd=False).ok, "validate.go passes it: only the CRD refuses it"
+    errors = check(document).errors
+    assert any(fault in error for error in errors), errors

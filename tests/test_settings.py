@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,15 @@ import pytest
 from tests.helpers import ROOT
 from workflows import submit
 from workflows.pipeline import compile_workflow
-from workflows.settings import PipelineSettings, declared, defaults, flag_of, option_name
+from workflows.settings import (
+    MAX_ROUNDS,
+    PipelineSettings,
+    dag_tasks,
+    declared,
+    defaults,
+    flag_of,
+    option_name,
+)
 
 
 def test_the_readme_table_is_the_declared_settings() -> None:
@@ -68,3 +77,21 @@ def test_a_bad_environment_value_is_one_line_and_exit_2(variable: str, value: st
 def test_flags_are_unique() -> None:
     flags = [flag_of(name, spec) for name, spec in declared()] + list(submit.LOCAL_OPTIONS)
     assert len(flags) == len(set(flags))
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--rounds", "99"), ("--rounds", "100000")])
+def test_rounds_beyond_what_one_dag_holds_are_refused_naming_the_limit(
+    flag: str, value: str
+) -> None:
+    """A DAG holds at most 200 tasks (the CRD's MaxItems on DAGTemplate.Tasks): 98 rounds make 200."""
+    with pytest.raises(SystemExit) as refused:
+        submit.make_parser(PipelineSettings()).parse_args([flag, value])
+    assert refused.value.code == 2
+    assert MAX_ROUNDS == 98 and dag_tasks(MAX_ROUNDS) == 200
+
+
+def test_rounds_from_the_environment_are_refused_at_once() -> None:
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=r"ROUNDS='100000': at most 98, got 100000: .* 200 tasks"):
+        defaults({"ROUNDS": "100000"})
+    assert time.monotonic() - started < 0.1

@@ -5,7 +5,8 @@
 Reads YAML or JSON manifests (several documents per file are fine) and prints one line per file: `FILE: ok`,
 or `FILE: <the fault, worded as Argo words it>`. Exit 0 when every file is valid, 1 when any is invalid,
 2 when a file cannot be read or parsed. The rules are those of Argo's `workflow/validate/validate.go` for
-`dag` and `container` templates; templates of other types, other kinds of manifest and references to
+`dag` and `container` templates, then the constraints of the full CRD the API server applies
+(workflows/lint_schema.py: limits, enums, patterns, required fields); templates of other types, other kinds of manifest and references to
 WorkflowTemplates that were not given are reported as not checked. WorkflowTemplates and
 ClusterWorkflowTemplates among the files are used to resolve `templateRef`s, as `argo lint --offline` does.
 """
@@ -23,6 +24,7 @@ from typing import Any
 import yaml
 
 from workflows.lint_rules import KINDS, validate_document
+from workflows.lint_schema import crd_faults
 
 TEMPLATE_KINDS = ("WorkflowTemplate", "ClusterWorkflowTemplate")
 MAX_FILE_BYTES = 8 * 1024 * 1024
@@ -64,11 +66,14 @@ def template_library(documents: Iterable[Any]) -> dict[tuple[bool, str], Mapping
     return library
 
 
-def check(document: Mapping[str, Any], library: Iterable[Mapping[str, Any]] = ()) -> LintReport:
+def check(
+    document: Mapping[str, Any], library: Iterable[Mapping[str, Any]] = (), crd: bool = True
+) -> LintReport:
     """Apply Argo's validation to a Workflow, WorkflowTemplate or ClusterWorkflowTemplate.
 
     `library`: WorkflowTemplates (and ClusterWorkflowTemplates) that `templateRef`s may name; the
-    document itself counts when it is one. Checks as the Argo Server does when it creates the object.
+    document itself counts when it is one. Checks as the Argo Server does when it creates the object,
+    then (`crd`) as the API server does when it stores it.
     """
     kind = document.get("kind")
     if kind not in KINDS:
@@ -77,6 +82,10 @@ def check(document: Mapping[str, Any], library: Iterable[Mapping[str, Any]] = ()
         errors, unchecked = validate_document(document, template_library([*library, document]))
     except RecursionError:
         errors, unchecked = ["templates nest too deeply to check"], []
+    # The Argo Server validates first (validate.go) and refuses at its first fault; only a spec it passes
+    # reaches the Kubernetes API server, which applies the CRD.
+    if crd and not errors:
+        errors = crd_faults(document)
     return LintReport(errors=errors, unchecked=unchecked)
 
 

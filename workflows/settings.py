@@ -17,9 +17,13 @@ from typing import Any
 from steps.cli import non_negative_int, positive_float, positive_int, seed
 from steps.dataset import KERAS_MNIST_URL, PARTITIONS
 from workflows.durations import DurationError, parse_duration
+from workflows.lint_schema import DAG_TASKS_MAX
 
 DEFAULT_STORE = ".runs"
 SETTING = "setting"
+# The pipeline's DAG: split, init, evaluate and publish, and a train and an aggregate task per round.
+RUN_TASKS, ROUND_TASKS = 4, 2
+MAX_ROUNDS = (DAG_TASKS_MAX - RUN_TASKS) // ROUND_TASKS
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,22 @@ def duration(text: str) -> str:
     return text
 
 
+def dag_tasks(rounds: int) -> int:
+    """How many tasks the pipeline's DAG holds for this many rounds."""
+    return RUN_TASKS + ROUND_TASKS * rounds
+
+
+def round_count(text: str) -> int:
+    """argparse type: rounds, as many as fit in one DAG (the CRD's MaxItems on DAGTemplate.Tasks)."""
+    value = positive_int(text)
+    if value > MAX_ROUNDS:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_ROUNDS}, got {value}: each round adds {ROUND_TASKS} tasks to the DAG, "
+            f"and Argo's CRD allows at most {DAG_TASKS_MAX} tasks in one DAG"
+        )
+    return value
+
+
 def location(text: str) -> str:
     """argparse type: a URL or gs:// URI as it is; a path made absolute (each step runs in its own folder)."""
     return text if "://" in text else str(Path(text).resolve())
@@ -66,8 +86,9 @@ class PipelineSettings:
     batch: int = setting(100, "samples per gradient step", positive_int, env="BATCH")
     rounds: int = setting(
         2,
-        "train → average rounds; each round starts from the previous round's average",
-        positive_int,
+        f"train → average rounds (at most {MAX_ROUNDS}); each round starts from the previous "
+        "round's average",
+        round_count,
         env="ROUNDS",
         parameter=False,
     )
