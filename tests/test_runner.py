@@ -336,3 +336,57 @@ def test_a_spec_argo_would_refuse_does_not_run_here_either(tmp_path: Path) -> No
     assert not (tmp_path / "logs").exists()
     result, _, _ = run(tmp_path, manifest, lint=False)
     assert result.phase == "Failed"
+
+
+def most_at_once(result) -> int:
+    """The most nodes that ran at the same time."""
+    events = sorted(
+        [(n.started, 1) for n in result.nodes if n.started is not None]
+        + [(n.finished, -1) for n in result.nodes if n.finished is not None]
+    )
+    running = most = 0
+    for _, change in events:
+        running += change
+        most = max(most, running)
+    return most
+
+
+def requesting(items: int, memory: str) -> dict:
+    """A task of `items` tries at once, each requesting `memory`, as the trainers of one round."""
+    trainer = step("train", "import time; time.sleep(0.4)")
+    trainer["container"]["resources"] = {"requests": {"memory": memory}}
+    return workflow(
+        [{"name": "train", "template": "train", "withItems": list(range(items))}], [trainer]
+    )
+
+
+def test_tries_start_only_while_their_memory_requests_fit(tmp_path: Path) -> None:
+    """`--workers 64` started 64 trainers at once (about 0.6 GiB each): the runner admits tries as
+    Kubernetes places pods, by their memory requests, here against a budget of 3 GiB."""
+    lines: list[str] = []
+    result = LocalRunner(
+        open_store(tmp_path / "store"),
+        tmp_path / "logs",
+        echo=lines.append,
+        cores=64,
+        memory=3 * 2**30,
+    ).run(requesting(8, "1Gi"))
+    assert result.phase == "Succeeded"
+    assert most_at_once(result) == 3
+    assert "memory 3.0 GiB" in lines[0]
+
+
+def test_without_parallelism_tries_are_bounded_by_the_cores(tmp_path: Path) -> None:
+    runner = LocalRunner(
+        open_store(tmp_path / "store"), tmp_path / "logs", echo=print, cores=1, memory=2**40
+    )
+    result = runner.run(requesting(6, "10Mi"))
+    assert result.phase == "Succeeded" and most_at_once(result) == 2
+
+
+def test_a_try_larger_than_the_whole_budget_still_runs_alone(tmp_path: Path) -> None:
+    runner = LocalRunner(
+        open_store(tmp_path / "store"), tmp_path / "logs", echo=print, cores=8, memory=2**30
+    )
+    result = runner.run(requesting(3, "2Gi"))
+    assert result.phase == "Succeeded" and most_at_once(result) == 1

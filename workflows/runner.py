@@ -34,6 +34,7 @@ from typing import Any, TextIO
 from steps.cli import StepError
 from steps.storage import ArtifactStore
 from workflows import artifacts, retries
+from workflows.containers import memory_bytes
 from workflows.dag import Dag, TaskOutcome, assess, read_dag, should_run
 from workflows.durations import deadline_seconds
 from workflows.engines import DeadlineExceeded, Engine, EngineError, Invocation, ProcessEngine
@@ -56,7 +57,8 @@ from workflows.spec import (
 LOG_TAIL_LINES = 15
 FINAL = {"Succeeded", "Failed", "Error", "Omitted", "Skipped"}
 POLL_SECONDS = 1.0
-MAX_PARALLELISM = 64  # without --parallelism every ready task starts at once, as on a cluster
+MAX_PARALLELISM = 64  # at most this many tries at once, whatever --parallelism says
+TRIES_PER_CORE = 2  # without --parallelism: a few more tries than cores keep the cores busy
 POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 SUMMARY_FILE = "summary.json"
 
@@ -134,11 +136,17 @@ class LocalRunner:
         image: str | None = None,
         live_progress: bool | None = None,
         lint: bool = True,
+        cores: int | None = None,
+        memory: int | None = None,
     ) -> None:
         self.store = store
         self.logs_dir = Path(logs_dir)
-        self.cores = os.cpu_count() or 1
-        self.parallelism = parallelism or MAX_PARALLELISM
+        self.cores = cores or os.cpu_count() or 1
+        self.parallelism = min(parallelism or TRIES_PER_CORE * self.cores, MAX_PARALLELISM)
+        # What the tries running at once may ask for, as Kubernetes places pods by their memory
+        # requests: the memory free when the run starts, unless given.
+        self.memory = memory
+        self._queue: list[Node] = []  # nodes whose dependencies are met, waiting for room
         self._active = 0  # tries submitted and not yet finished: they share the cores
         self.echo = echo
         self.engine = engine or ProcessEngine()
@@ -184,9 +192,13 @@ class LocalRunner:
         limit = deadline_seconds(spec.get("activeDeadlineSeconds"))
         self._deadline = self._started + limit if limit is not None else None
         self._stopping.clear()
+        self._queue.clear()
+        budget = self.memory or available_memory()
+        self._budget = budget
         self.echo(
-            f"run {name}: {len(dag.tasks)} tasks, parallelism {self.parallelism}, engine "
-            f"{self.engine.name}, store {self.store.uri}, logs {self.logs_dir / name}"
+            f"run {name}: {len(dag.tasks)} tasks, parallelism {self.parallelism}, memory "
+            f"{budget / 2**30:.1f} GiB, engine {self.engine.name}, store {self.store.uri}, "
+            f"logs {self.logs_dir / name}"
         )
         nodes: dict[str, list[Node]] = {}
         phase = self._drive(name, dag, nodes)
@@ -217,7 +229,8 @@ class LocalRunner:
                 while True:
                     for task in dag.order():
                         if task not in nodes:
-                            self._consider(run, dag, task, nodes, pool, running)
+                            self._consider(run, dag, task, nodes)
+                    self._admit(pool, running)
                     phase = assess(dag, self._outcomes(dag, nodes))
                     if phase != "Running" and not running:
                         return phase
@@ -238,16 +251,8 @@ class LocalRunner:
                     future.cancel()
                 raise
 
-    def _consider(
-        self,
-        run: str,
-        dag: Dag,
-        task: str,
-        nodes: dict[str, list[Node]],
-        pool: ThreadPoolExecutor,
-        running: dict[Future, Node],
-    ) -> None:
-        """Start, omit or skip `task` once its dependencies are fulfilled."""
+    def _consider(self, run: str, dag: Dag, task: str, nodes: dict[str, list[Node]]) -> None:
+        """Queue, omit or skip `task` once its dependencies are fulfilled."""
         verdict = should_run(dag, task, self._outcomes(dag, nodes))
         if verdict is None:
             return
@@ -266,10 +271,33 @@ class LocalRunner:
             nodes[task] = [self._final_node(run, spec, "Skipped", "Skipped, empty params")]
             return
         nodes[task] = expanded
-        for node in expanded:
+        self._queue.extend(expanded)
+
+    def _admit(self, pool: ThreadPoolExecutor, running: dict[Future, Node]) -> None:
+        """Start queued nodes, in order, while they fit: at most `parallelism` at once, and the memory
+        their templates request within the budget (one always starts when nothing runs)."""
+        used = sum(self._memory_request(node) for node in running.values())
+        while self._queue:
+            node = self._queue[0]
+            cost = self._memory_request(node)
+            if running and (len(running) >= self.parallelism or used + cost > self._budget):
+                return
+            self._queue.pop(0)
+            used += cost
             with self._lock:
                 self._active += 1
             running[pool.submit(self._run_node, node, self.templates[node.template])] = node
+
+    def _memory_request(self, node: Node) -> int:
+        """The memory a try of `node` asks for: its container's requests, else its limits, else 0."""
+        resources = self.templates[node.template].get("container", {}).get("resources", {})
+        quantity = resources.get("requests", {}).get("memory") or resources.get("limits", {}).get(
+            "memory"
+        )
+        try:
+            return memory_bytes(str(quantity)) if quantity else 0
+        except ValueError:
+            return 0
 
     def _outcomes(self, dag: Dag, nodes: Mapping[str, list[Node]]) -> dict[str, TaskOutcome]:
         outcomes = {}
@@ -362,6 +390,13 @@ class LocalRunner:
             self.echo(f"{time.monotonic() - self._started:7.1f}s  {text}")
 
     def _run_node(self, node: Node, template: Mapping[str, Any]) -> None:
+        try:
+            self._run_tries(node, template)
+        finally:
+            with self._lock:
+                self._active -= 1
+
+    def _run_tries(self, node: Node, template: Mapping[str, Any]) -> None:
         strategy = template.get("retryStrategy")
         node.started = time.monotonic()
         node.log.parent.mkdir(parents=True, exist_ok=True)
@@ -635,6 +670,17 @@ class LocalRunner:
         path = folder / SUMMARY_FILE
         path.write_text(json.dumps(summary, indent=2))
         return path
+
+
+def available_memory() -> int:
+    """Bytes of memory free for new processes now (Linux: MemAvailable), else all of it."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def _host_paths(command: list[str]) -> tuple[tuple[Path, bool], ...]:

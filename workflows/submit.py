@@ -51,8 +51,9 @@ ENGINES = ("process", "podman", "docker")
 # flag → (help, default as shown, argparse options).
 LOCAL_OPTIONS = {
     "--parallelism": (
-        "at most this many tasks at once, locally (the cores are shared out among those running)",
-        "all",
+        "at most this many tasks at once, locally (the cores are shared out among those running); "
+        "tasks also wait until the memory their templates request is free",
+        "2 per core",
         {"type": positive_int, "default": None},
     ),
     "--logs-dir": (
