@@ -32,6 +32,7 @@ from workflows.watch import watch
 
 TOKEN = "Bearer good-token"
 STORE = "gs://mnist-models"
+IMAGE = "us-central1-docker.pkg.dev/project/mnist/mnist-argo-steps:1"
 ARGO_VARIABLES = (
     "ARGO_SERVER",
     "ARGO_TOKEN",
@@ -77,7 +78,7 @@ def on_argo(
 
 
 def submit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["--artifacts", STORE, "--poll-seconds", "0", *args])
+    code = main(["--artifacts", STORE, "--image", IMAGE, "--poll-seconds", "0", *args])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -131,7 +132,7 @@ def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
         "ARTIFACTS": STORE,
     }
     command = [sys.executable, str(ROOT / "workflows" / "submit.py")]
-    arguments = ["--workers", "3", "--epochs", "2", "--batch", "100", "--watch"]
+    arguments = ["--workers", "3", "--epochs", "2", "--batch", "100", "--image", IMAGE, "--watch"]
     result = subprocess.run(
         [*command, *arguments, "--poll-seconds", "0"],
         capture_output=True,
@@ -281,7 +282,7 @@ def test_register_creates_then_updates_the_template(
     code, out, _ = submit(capsys, "--register", "--rounds", "2")
     assert code == 0
     assert out.startswith(f"created WorkflowTemplate {cluster.TEMPLATE_NAME} in namespace mnist")
-    code, out, _ = submit(capsys, "--register", "--rounds", "4", "--image", "steps:2")
+    code, out, _ = submit(capsys, "--register", "--rounds", "4", "--image", "registry.example/steps:2")
     assert code == 0 and out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
     assert [(m, p) for m, p, _ in argo.requests] == [  # as Hera's WorkflowTemplate.update()
         ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
@@ -297,7 +298,7 @@ def test_register_creates_then_updates_the_template(
     trains = [t for t in template["spec"]["templates"][-1]["dag"]["tasks"] if "withParam" in t]
     assert len(trains) == 4
     assert {t["container"]["image"] for t in template["spec"]["templates"] if "container" in t} == {
-        "steps:2"
+        "registry.example/steps:2"
     }
     form = {p["name"] for p in template["spec"]["arguments"]["parameters"]}
     assert {"workers", "epochs", "batch", "store"} <= form
@@ -470,6 +471,27 @@ def test_cluster_runs_need_a_bucket_and_a_url_source(
     assert "--artifacts gs://BUCKET" in capsys.readouterr().err
     code, _, err = submit(capsys, "--source", "data/mnist.npz")
     assert code == 2 and "URL or gs:// URI" in err
+    assert argo.requests == []
+
+
+@pytest.mark.parametrize(
+    ("image", "why"),
+    [
+        ("mnist-argo-steps:0.1.0", "names no registry"),  # the default: the local build
+        ("someone/mnist-argo-steps:1", "names no registry"),
+        ("localhost/mnist-argo-steps:0.1.0", "on this machine"),  # podman's local name
+        ("localhost:5000/mnist-argo-steps:1", "on this machine"),
+    ],
+)
+def test_a_cluster_run_refuses_an_image_the_nodes_cannot_pull(
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str], image: str, why: str
+) -> None:
+    """The kubelet could not pull it, and nothing fails the pod early: each try ran to its deadline
+    before it was retried. Refused before anything is sent, for direct and template runs alike."""
+    for flags in ([], ["--register"], ["--from-template"]):
+        code, _, err = submit(capsys, *flags, "--image", image)
+        assert code == 2 and err.count("\n") == 1
+        assert why in err and "--image REGION-docker.pkg.dev/" in err
     assert argo.requests == []
 
 

@@ -235,6 +235,23 @@ def check_cluster_inputs(args: argparse.Namespace) -> None:
         raise UsageError(
             f"on Argo the data must come from a URL or gs:// URI, not the local path {args.source}"
         )
+    if problem := unpullable_image(args.image):
+        raise UsageError(
+            f"on Argo the nodes pull --image from a registry: {args.image!r} {problem}; pass the "
+            "pushed image, e.g. --image REGION-docker.pkg.dev/PROJECT/mnist/mnist-argo-steps:TAG"
+        )
+
+
+def unpullable_image(image: str) -> str | None:
+    """Why a cluster's nodes could not pull `image`, or None. As the image reference grammar reads a
+    name (distribution/reference), a first part with a `.` or `:` is a registry; without one the
+    kubelet pulls from Docker Hub, where the steps' image is not; `localhost` is the node itself."""
+    registry, slash, _ = image.partition("/")
+    if not slash or not ("." in registry or ":" in registry or registry == "localhost"):
+        return "names no registry (it is the local build's name)"
+    if registry.split(":")[0] in ("localhost", "127.0.0.1"):
+        return "is in a registry on this machine, which the nodes cannot reach"
+    return None
 
 
 def checked(document: dict, args: argparse.Namespace) -> dict:
