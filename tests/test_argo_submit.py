@@ -282,7 +282,9 @@ def test_register_creates_then_updates_the_template(
     code, out, _ = submit(capsys, "--register", "--rounds", "2")
     assert code == 0
     assert out.startswith(f"created WorkflowTemplate {cluster.TEMPLATE_NAME} in namespace mnist")
-    code, out, _ = submit(capsys, "--register", "--rounds", "4", "--image", "registry.example/steps:2")
+    code, out, _ = submit(
+        capsys, "--register", "--rounds", "4", "--image", "registry.example/steps:2"
+    )
     assert code == 0 and out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
     assert [(m, p) for m, p, _ in argo.requests] == [  # as Hera's WorkflowTemplate.update()
         ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
