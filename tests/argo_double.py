@@ -12,7 +12,12 @@ submit from a template. A run submitted from a template is named `<template>-` a
 submitOptions.generateName or .name say otherwise (upstream workflow/common/convert.go,
 NewWorkflowFromWorkflowTemplate; SubmitOpts in the OpenAPI: "GenerateName overrides
 metadata.generateName"). Bearer tokens, namespaces and names behave as on a cluster: 401, 403, 404
-namespace, 409 name.
+namespace, 409 name, 409 conflict for a stale resourceVersion.
+
+The server reads templates from an informer's cache, not from the API server (server/apiserver/
+argoserver.go builds wftmplStore from an informer; GetWorkflowTemplate and SubmitWorkflow read it), so a
+read right after a write may still see what was there before: `informer_lag` is how many template reads
+after each write still see the previous state. Writes go to the API server and see the truth.
 
 A created run is played by the stand-in for Argo's controller and the steps in argo_controller_double.py:
 it moves on one tick (SECONDS_PER_TICK of run time) every `reads_per_tick` GETs of it, so a watcher polling
@@ -89,6 +94,10 @@ class ArgoDouble:
     rejected: list[str] = field(default_factory=list)
     runs: dict[str, Run] = field(default_factory=dict)
     templates: dict[str, dict] = field(default_factory=dict)
+    informer_lag: int = 0
+    stale: dict[str, list] = field(
+        default_factory=dict
+    )  # name → [what the cache shows, reads left]
 
     # ---- the server ----------------------------------------------------------------------------
 
@@ -247,7 +256,7 @@ class ArgoDouble:
     def _op_WorkflowService_SubmitWorkflow(self, namespace: str, _: Any, body: dict) -> tuple:
         if body.get("resourceKind", "").lower() != "workflowtemplate":
             raise Refused(400, 3, f"resourceKind {body.get('resourceKind')!r} is not supported")
-        template = self.templates.get(body.get("resourceName", ""))
+        template = self._cached(body.get("resourceName", ""))
         if template is None:
             name = body.get("resourceName")
             raise Refused(404, 5, f'workflowtemplates.argoproj.io "{name}" not found')
@@ -290,13 +299,27 @@ class ArgoDouble:
             raise Refused(409, 6, f'workflowtemplates.argoproj.io "{name}" already exists')
         stored = {**template, "metadata": {**template["metadata"], "namespace": namespace}}
         stored["metadata"]["resourceVersion"] = "1"
-        self.templates[name] = stored
+        self._store(name, stored)
         return stored, "#/definitions/io.argoproj.workflow.v1alpha1.WorkflowTemplate"
 
     def _op_WorkflowTemplateService_GetWorkflowTemplate(self, _: str, name: str, __: Any) -> tuple:
-        if name not in self.templates:
+        template = self._cached(name)
+        if template is None:
             raise Refused(404, 5, f'workflowtemplates.argoproj.io "{name}" not found')
-        return self.templates[name], "#/definitions/io.argoproj.workflow.v1alpha1.WorkflowTemplate"
+        return template, "#/definitions/io.argoproj.workflow.v1alpha1.WorkflowTemplate"
+
+    def _cached(self, name: str) -> dict | None:
+        """The template as the server's informer shows it: for a while after a write, as before."""
+        stale = self.stale.get(name)
+        if stale and stale[1] > 0:
+            stale[1] -= 1
+            return stale[0]
+        return self.templates.get(name)
+
+    def _store(self, name: str, template: dict) -> None:
+        if self.informer_lag:
+            self.stale[name] = [self.templates.get(name), self.informer_lag]
+        self.templates[name] = template
 
     def _op_WorkflowTemplateService_UpdateWorkflowTemplate(
         self, namespace: str, name: str, body: dict
@@ -315,5 +338,5 @@ class ArgoDouble:
             )
         stored = {**template, "metadata": {**template["metadata"], "namespace": namespace}}
         stored["metadata"]["resourceVersion"] = str(int(version) + 1)
-        self.templates[name] = stored
+        self._store(name, stored)
         return stored, "#/definitions/io.argoproj.workflow.v1alpha1.WorkflowTemplate"

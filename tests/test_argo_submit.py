@@ -24,7 +24,7 @@ import pytest
 from tests.argo_double import ACCURACY, FAILING_NODE, RETRIED_NODE, ArgoDouble
 from tests.argo_schema import first_error, workflow_validator
 from tests.helpers import ROOT, free_port
-from workflows import cluster
+from workflows import argo_client, cluster
 from workflows.argo_client import from_environment
 from workflows.settings import PipelineSettings
 from workflows.submit import main
@@ -286,11 +286,15 @@ def test_register_creates_then_updates_the_template(
         capsys, "--register", "--rounds", "4", "--image", "registry.example/steps:2"
     )
     assert code == 0 and out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
-    assert [(m, p) for m, p, _ in argo.requests] == [  # as Hera's WorkflowTemplate.update()
-        ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
+    read = ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}")
+    # as Hera's WorkflowTemplate.update(), then a read until the server's cache shows the write
+    assert [(m, p) for m, p, _ in argo.requests] == [
+        read,
         ("POST", "/api/v1/workflow-templates/mnist"),
-        ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
+        read,
+        read,
         ("PUT", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
+        read,
     ]
     template = argo.templates[cluster.TEMPLATE_NAME]
     assert template["metadata"]["resourceVersion"] == "2"
@@ -555,3 +559,92 @@ def test_a_server_that_is_not_argo(
         server.server_close()
     assert code == 1 and err.count("\n") == 1
     assert "did not answer with JSON" in err
+
+
+# --- register, then submit, against the server's informer cache (server/apiserver/argoserver.go) ---
+
+
+@pytest.fixture
+def quick_cache_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client's waits for the server's cache, shortened: the double's cache trails by reads."""
+    monkeypatch.setattr(argo_client, "CACHE_WAITS", (0.01,) * 6)
+
+
+@pytest.fixture
+def lagging(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, quick_cache_waits: None
+) -> Callable[[int], ArgoDouble]:
+    def start(lag: int) -> ArgoDouble:
+        double, url = serve(informer_lag=lag)
+        on_argo(monkeypatch, url)
+        return double
+
+    return start
+
+
+def test_registering_again_right_after_a_create_updates_it(
+    lagging: Callable, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The cache has not seen the create yet: the read says "not found", the create is refused
+    because the name exists. That is the cache being behind, not a taken name."""
+    argo = lagging(3)
+    assert submit(capsys, "--register", "--rounds", "1")[0] == 0
+    argo.stale[cluster.TEMPLATE_NAME] = [None, 2]  # the next two reads still miss it
+    code, out, err = submit(capsys, "--register", "--rounds", "2")
+    assert code == 0, err
+    assert out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
+    assert argo.templates[cluster.TEMPLATE_NAME]["metadata"]["resourceVersion"] == "2"
+
+
+def test_an_update_from_a_stale_read_is_tried_again(
+    lagging: Callable, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The cache still shows resourceVersion 1 after the update to 2: the next update with 1 is a
+    Conflict (409), which is read again and retried, not reported as a name already taken."""
+    argo = lagging(2)
+    assert submit(capsys, "--register", "--rounds", "1")[0] == 0
+    assert submit(capsys, "--register", "--rounds", "2")[0] == 0
+    code, _, err = submit(capsys, "--register", "--rounds", "3")
+    assert code == 0, err
+    template = argo.templates[cluster.TEMPLATE_NAME]
+    assert template["metadata"]["resourceVersion"] == "3"
+    assert sum("withParam" in t for t in template["spec"]["templates"][-1]["dag"]["tasks"]) == 3
+
+
+def test_a_conflict_that_persists_is_reported_as_one(
+    lagging: Callable, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argo = lagging(1)
+    assert submit(capsys, "--register", "--rounds", "1")[0] == 0
+    assert submit(capsys, "--register", "--rounds", "2")[0] == 0
+    argo.stale[cluster.TEMPLATE_NAME][1] = 1000  # someone else's changes keep ours stale
+    code, _, err = submit(capsys, "--register", "--rounds", "3")
+    assert code == 1 and err.count("\n") == 1
+    assert "someone else changed it" in err and "409" in err and "already taken" not in err
+
+
+def test_a_run_from_the_template_right_after_registering_finds_it(
+    lagging: Callable, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argo = lagging(2)
+    assert submit(capsys, "--register", "--rounds", "1")[0] == 0
+    argo.stale[cluster.TEMPLATE_NAME] = [None, 2]
+    code, out, err = submit(capsys, "--from-template", "--workers", "2")
+    assert code == 0, err
+    assert out.startswith("submitted mnist-")
+
+
+def test_register_and_run_in_one_call_runs_the_spec_just_registered(
+    lagging: Callable, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Argo's controller also reads templates from a cache, which may still hold the previous spec:
+    the run carries the registered spec itself, labelled as the template's run."""
+    argo = lagging(2)
+    assert submit(capsys, "--register", "--rounds", "1")[0] == 0
+    argo.stale[cluster.TEMPLATE_NAME] = [argo.templates[cluster.TEMPLATE_NAME], 1000]
+    code, _, err = submit(capsys, "--register", "--from-template", "--rounds", "3")
+    assert code == 0, err
+    [run] = argo.runs.values()
+    assert run.workflow["spec"] == argo.templates[cluster.TEMPLATE_NAME]["spec"]
+    labels = run.workflow["metadata"]["labels"]
+    assert labels["workflows.argoproj.io/workflow-template"] == cluster.TEMPLATE_NAME

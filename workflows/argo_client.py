@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import ssl
+import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -35,6 +36,9 @@ from steps.errors import ProjectError
 from workflows import cluster
 
 TIMEOUT_SECONDS = 30
+# The Argo Server answers template reads from an informer's cache (server/apiserver/argoserver.go:
+# wftmplStore), which trails the API server's writes: a read right after a write may miss it.
+CACHE_WAITS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # seconds between tries: 15.75 s at most in all
 TRUE = {"1", "true", "yes", "on"}
 # How hera.exceptions word an answer other than 2xx: "Server returned status code 401 with message: `...`"
 HERA_MESSAGE = re.compile(r"status code (\d+) with message: `(.*)`\s*$", re.DOTALL)
@@ -47,6 +51,15 @@ class ArgoError(ProjectError):
 
 class NameTaken(ArgoError):
     """A resource of that name already exists (409)."""
+
+
+class ChangedMeanwhile(ArgoError):
+    """The resource changed between our read and our write, every time we tried (409 Conflict)."""
+
+
+def _is_conflict(error: hera_errors.HeraException) -> bool:
+    """409 for a stale resourceVersion (Kubernetes' Conflict, gRPC Aborted), not for a taken name."""
+    return isinstance(error, hera_errors.AlreadyExists) and "already exists" not in str(error)
 
 
 @dataclass(frozen=True)
@@ -178,6 +191,10 @@ def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
             f"namespace {server.namespace!r} does not exist on the cluster ({detail}); "
             "set ARGO_NAMESPACE or --namespace"
         )
+    if status == 409 and "already exists" not in detail:
+        return ChangedMeanwhile(
+            f"someone else changed it while this was sent (409 {detail}); run the command again"
+        )
     if status == 409:
         return NameTaken(
             f"the name is already taken in namespace {server.namespace!r} ({detail}); "
@@ -232,15 +249,20 @@ def get_workflow(server: ArgoServer, name: str) -> dict:
     return _as_dict(_call(server, lambda argo: argo.get_workflow(name)))
 
 
-def register_template(server: ArgoServer, template: dict) -> tuple[dict, bool]:
+def register_template(
+    server: ArgoServer, template: dict, sleep: Callable[[float], None] = time.sleep
+) -> tuple[dict, bool]:
     """Create the WorkflowTemplate, or replace the one of that name; returns (it, created?).
 
-    As Hera's WorkflowTemplate.update(): read the current one for its resourceVersion, then replace it,
-    or create it when there is none.
+    As Hera's WorkflowTemplate.update(): read the current one for its resourceVersion, then replace
+    it, or create it when there is none. The read comes from the server's cache, which may trail a
+    write made moments before: a create refused because the name exists (the cache had not seen it
+    yet) or an update refused as a Conflict (its resourceVersion was stale) is tried again, from a
+    fresh read, a few times. Returns once the server's own reads see what was stored.
     """
     name = template["metadata"]["name"]
 
-    def create_or_update(argo: WorkflowsService) -> tuple[WorkflowTemplate, bool]:
+    def write(argo: WorkflowsService) -> tuple[WorkflowTemplate, bool]:
         try:
             current = argo.get_workflow_template(name)
         except hera_errors.NotFound:
@@ -260,8 +282,35 @@ def register_template(server: ArgoServer, template: dict) -> tuple[dict, bool]:
         )
         return updated, False
 
+    def create_or_update(argo: WorkflowsService) -> tuple[WorkflowTemplate, bool]:
+        for wait in (*CACHE_WAITS, None):
+            try:
+                stored, created = write(argo)
+            except hera_errors.AlreadyExists:  # name taken, or Conflict: the cache was behind
+                if wait is None:
+                    raise
+                sleep(wait)
+                continue
+            _await_cache(argo, name, stored.metadata.resource_version, sleep)
+            return stored, created
+        raise AssertionError("unreachable")
+
     stored, created = _call(server, create_or_update)
     return _as_dict(stored), created
+
+
+def _await_cache(
+    argo: WorkflowsService, name: str, version: str | None, sleep: Callable[[float], None]
+) -> bool:
+    """Wait (a bounded while) until the server's reads of the template show `version`."""
+    for wait in (0.0, *CACHE_WAITS):
+        sleep(wait)
+        try:
+            if argo.get_workflow_template(name).metadata.resource_version == version:
+                return True
+        except hera_errors.NotFound:
+            pass
+    return False
 
 
 def submit_from_template(
@@ -270,12 +319,15 @@ def submit_from_template(
     parameters: Mapping[str, str],
     generate_name: str,
     name: str | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> dict:
     """Start a run of a registered WorkflowTemplate with these parameter values.
 
     The server names a run after the template (`<template>-xxxxx`) unless submitOptions.generateName
     says otherwise (upstream workflow/common/convert.go, NewWorkflowFromWorkflowTemplate); send the
-    prefix of direct runs so both kinds of run are named alike.
+    prefix of direct runs so both kinds of run are named alike. The server finds the template in its
+    cache (server/workflow/workflow_server.go: SubmitWorkflow): "not found" is asked again a few times,
+    in case it was registered moments ago, before it is reported.
     """
     options = SubmitOpts(
         parameters=[f"{key}={value}" for key, value in parameters.items()],
@@ -288,4 +340,15 @@ def submit_from_template(
         resource_name=template_name,
         submit_options=options,
     )
-    return _as_dict(_call(server, lambda argo: argo.submit_workflow(request)))
+
+    def submit(argo: WorkflowsService) -> Workflow:
+        for wait in (*CACHE_WAITS[:3], None):  # 1.75 s: the cache trails by moments, not seconds
+            try:
+                return argo.submit_workflow(request)
+            except hera_errors.NotFound:
+                if wait is None:
+                    raise
+                sleep(wait)
+        raise AssertionError("unreachable")
+
+    return _as_dict(_call(server, submit))

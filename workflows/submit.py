@@ -47,6 +47,7 @@ from workflows.watch import POLL_SECONDS, failure, output, run_seconds, watch
 EXIT_RUN_FAILED = 1  # it was tried and failed: the run, or the Argo Server
 EXIT_USAGE = 2  # refused before anything ran: bad flags or settings, a spec Argo would refuse
 ENGINES = ("process", "podman", "docker")
+TEMPLATE_LABEL = "workflows.argoproj.io/workflow-template"  # what marks a run as a template's
 # The local runner's own options (the pipeline's settings are declared in workflows/settings.py):
 # flag → (help, default as shown, argparse options).
 LOCAL_OPTIONS = {
@@ -276,12 +277,19 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
         )
         if not args.from_template:
             return 0
-    if args.from_template:  # template runs are named as direct ones
+    if args.from_template and not args.register:  # template runs are named as direct ones
         created = submit_from_template(
             server, args.template_name, settings.parameters(), cluster.RUN_PREFIX, args.name
         )
     else:
         workflow = compile_workflow(settings)
+        if args.register:
+            # Just registered: the controller may still hold the template's previous spec in its
+            # cache (it reads templates from an informer, as the server does), so the run carries
+            # the spec it was registered with, labelled as the template's run as the server labels
+            # them (workflow/common/convert.go: NewWorkflowFromWorkflowTemplate).
+            labels = workflow["metadata"].get("labels", {})
+            workflow["metadata"]["labels"] = labels | {TEMPLATE_LABEL: args.template_name}
         if args.name:
             workflow["metadata"] = {
                 **{k: v for k, v in workflow["metadata"].items() if k != "generateName"},
