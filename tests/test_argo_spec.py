@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -27,7 +28,7 @@ from tests.argo_schema import first_error, workflow_validator
 from tests.helpers import ROOT
 from workflows import cluster
 from workflows.lint import check as check_with_argo_rules
-from workflows.pipeline import compile_template, compile_workflow
+from workflows.pipeline import compile_template, compile_workflow, label_expression
 from workflows.settings import PipelineSettings
 from workflows.spec import check_supported, templates_by_name
 
@@ -179,7 +180,7 @@ def test_spec_carries_what_a_cluster_needs() -> None:
     run_labels = spec["workflowMetadata"]
     assert run_labels["labels"] == workflow["metadata"]["labels"]
     assert run_labels["labelsFrom"]["mnist-argo/workers"] == {
-        "expression": "workflow.parameters.workers"
+        "expression": label_expression("workers")
     }
     assert spec["metrics"]["prometheus"][0]["name"] == cluster.DURATION_METRIC
     templates = templates_by_name(workflow)
@@ -340,3 +341,36 @@ def test_the_lowest_hera_allowed_is_the_one_that_carries_the_spec() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert f"hera>={LOWEST_HERA}" in pyproject["project"]["optional-dependencies"]["submit"]
     assert tuple(map(int, version("hera").split(".")[:2])) >= (6, 0)
+
+
+# k8s.io/apimachinery validation.IsValidLabelValue: at most 63 characters of this form.
+LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+LABEL_EXPRESSION = re.compile(
+    r"trim\((?P<value>workflow\.parameters\.[a-z]+)\) matches '(?P<pattern>[^']+)' \? "
+    r"trim\((?P=value)\) : '(?P<fallback>[^']*)'"
+)
+
+
+def evaluate_label(expression: str, parameters: dict[str, str]) -> str:
+    """The expr-lang expression as the controller evaluates it (operator.go: updateWorkflowMetadata):
+    the project's one form (trim, matches, ?:), or a bare parameter reference."""
+    if expression.startswith("workflow.parameters.") and " " not in expression:
+        return parameters[expression.removeprefix("workflow.parameters.")]
+    form = LABEL_EXPRESSION.fullmatch(expression)
+    assert form, f"not an expression this test can evaluate: {expression}"
+    value = parameters[form["value"].removeprefix("workflow.parameters.")].strip()  # Go TrimSpace
+    return value if re.search(form["pattern"], value) else form["fallback"]
+
+
+@pytest.mark.parametrize("typed", ["3", "3 ", " 12", "3\t", "three", "", "3 4", "9" * 70, "-1"])
+def test_no_setting_typed_in_the_submit_form_makes_an_invalid_label(typed: str) -> None:
+    """The controller fails a run at its start when a labelsFrom value is not a valid label value
+    (operator.go: updateWorkflowMetadata); the Submit form takes any text."""
+    workflow, _ = compiled(3, 2)
+    parameters = {p["name"]: str(p["value"]) for p in workflow["spec"]["arguments"]["parameters"]}
+    for name, source in workflow["spec"]["workflowMetadata"]["labelsFrom"].items():
+        parameter = source["expression"].split("workflow.parameters.")[1].split(")")[0]
+        label = evaluate_label(source["expression"], parameters | {parameter: typed})
+        assert len(label) <= 63 and LABEL_VALUE.fullmatch(label), (name, typed, label)
+        if typed.strip().isdigit() and len(typed.strip()) < 10:
+            assert label == typed.strip()

@@ -216,7 +216,7 @@ def run_workflow(settings: PipelineSettings) -> Workflow:
         f"{cluster.APP_LABEL}/rounds": str(settings.rounds),
     }
     knobs = {
-        f"{cluster.APP_LABEL}/{name}": m.LabelValueFrom(expression=f"workflow.parameters.{name}")
+        f"{cluster.APP_LABEL}/{name}": m.LabelValueFrom(expression=label_expression(name))
         for name in ("workers", "epochs", "batch")
     }
     return Workflow(
@@ -249,6 +249,20 @@ def run_workflow(settings: PipelineSettings) -> Workflow:
             )
         ],
     )
+
+
+# A label value the Submit form's text cannot make invalid: the controller checks each labelsFrom value
+# (controller/operator.go: updateWorkflowMetadata, validation.IsValidLabelValue) and fails the run at its
+# start on a bad one, e.g. "3 " typed with a trailing space. The number itself, trimmed, or "invalid" (the
+# step then refuses the setting with its own message).
+LABEL_NUMBER = "^[0-9]{1,9}$"
+INVALID_LABEL = "invalid"
+
+
+def label_expression(parameter: str) -> str:
+    """The expr-lang expression labelling a run with a numeric workflow parameter."""
+    value = f"trim(workflow.parameters.{parameter})"
+    return f"{value} matches '{LABEL_NUMBER}' ? {value} : '{INVALID_LABEL}'"
 
 
 def workflow_parameters(settings: PipelineSettings) -> list[Parameter]:
