@@ -6,6 +6,7 @@ any was rejected.
 
 from __future__ import annotations
 
+import copy
 import datetime
 import http.server
 import json
@@ -26,6 +27,7 @@ from tests.argo_schema import first_error, workflow_validator
 from tests.helpers import ROOT, free_port
 from workflows import argo_client, cluster
 from workflows.argo_client import from_environment
+from workflows.lint import check as check_with_argo_rules
 from workflows.settings import PipelineSettings
 from workflows.submit import main
 from workflows.watch import watch
@@ -499,6 +501,37 @@ def test_a_cluster_run_refuses_an_image_the_nodes_cannot_pull(
         assert code == 2 and err.count("\n") == 1
         assert why in err and "--image REGION-docker.pkg.dev/" in err
     assert argo.requests == []
+
+
+def test_a_cluster_store_is_the_artifact_repositorys_bucket_itself(
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Keyed artifacts go to the repository's bucket with their key as written (workflow_types.go:
+    ArtifactLocation.Relocate): under gs://bucket/prefix the checkpoints and the published model
+    landed apart from the run's files, out of the lifecycle rule's and the page's reach."""
+    for flags in ([], ["--register"], ["--from-template"]):
+        code, _, err = submit(capsys, *flags, "--artifacts", "gs://mnist-models/team-a")
+        assert code == 2 and err.count("\n") == 1
+        assert "without a prefix" in err and "--artifacts gs://BUCKET" in err
+    assert argo.requests == []
+    assert submit(capsys, "--artifacts", "gs://mnist-models/")[0] == 0
+
+
+def test_the_submit_form_cannot_move_the_store(
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The store is fixed when registering (an enum of its one value): a run with another store
+    would be refused by Argo's validation (validate.go: validateArguments), as the lint shows."""
+    assert submit(capsys, "--register")[0] == 0
+    template = argo.templates[cluster.TEMPLATE_NAME]
+    [store] = [p for p in template["spec"]["arguments"]["parameters"] if p["name"] == "store"]
+    assert store["enum"] == [STORE] and store["value"] == STORE
+    moved = copy.deepcopy(template)
+    moved["metadata"] = {"name": cluster.TEMPLATE_NAME}
+    for parameter in moved["spec"]["arguments"]["parameters"]:
+        if parameter["name"] == "store":
+            parameter["value"] = "gs://mnist-models/elsewhere"
+    assert "store.value should be present in" in check_with_argo_rules(moved).line()
 
 
 def test_argo_only_flags_without_a_server(capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,7 +50,8 @@ def test_workflow_parameters_carry_the_declared_meaning_and_choices() -> None:
             continue
         parameter = parameters[option_name(name)]
         assert parameter["description"] == spec.help
-        assert parameter.get("enum", []) == list(spec.choices)
+        pinned = [parameter["value"]] if spec.pinned else []
+        assert parameter.get("enum", []) == (list(spec.choices) or pinned)
 
 
 def test_environment_variables_set_defaults() -> None:

@@ -266,14 +266,17 @@ def label_expression(parameter: str) -> str:
 
 
 def workflow_parameters(settings: PipelineSettings) -> list[Parameter]:
-    """The workflow parameters, described and constrained for the Argo UI's Submit form."""
+    """The workflow parameters, described and constrained for the Argo UI's Submit form.
+
+    A pinned one (the store) is an enum of its one value: the server refuses another at submit
+    (validate.go: validateArguments), as the artifacts' bucket cannot follow it (see submit.py)."""
     values = settings.parameters()
     return [
         Parameter(
             name=option_name(name),
             value=values[option_name(name)],
             description=spec.help,
-            enum=list(spec.choices) or None,
+            enum=list(spec.choices) or ([values[option_name(name)]] if spec.pinned else None),
         )
         for name, spec in declared()
         if spec.parameter

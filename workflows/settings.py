@@ -35,6 +35,9 @@ class Setting:
     env: str | None = None
     choices: tuple[str, ...] = ()
     parameter: bool = True  # a workflow parameter; False: compiled into the workflow's shape
+    pinned: bool = (
+        False  # a parameter the Submit form shows but cannot change (an enum of its value)
+    )
     flag: str = ""  # default: --<name with dashes>
     shown_default: str = ""  # how the README shows the default, when not the value itself
 
@@ -139,10 +142,12 @@ class PipelineSettings:
     )
     store: str = setting(
         DEFAULT_STORE,
-        "the artifact store: a folder, or `gs://bucket[/prefix]`; the model is published there",
+        "the artifact store: a folder, or `gs://bucket[/prefix]`; the model is published there "
+        "(on a cluster: the artifact repository's bucket itself, fixed when registering)",
         location,
         env="ARTIFACTS",
         flag="--artifacts",
+        pinned=True,
     )
     image: str = setting(
         "mnist-argo-steps:0.1.0",

@@ -226,11 +226,20 @@ def argo_server(args: argparse.Namespace) -> ArgoServer | None:
 
 
 def check_cluster_inputs(args: argparse.Namespace) -> None:
-    """A cluster cannot read this machine's files: the store and the data source must be URLs."""
+    """A cluster cannot read this machine's files: the store and the data source must be URLs. The
+    store is the artifact repository's bucket itself: Argo puts every keyed artifact in that bucket with
+    its key as written (workflow_types.go: ArtifactLocation.Relocate), so under a prefix the steps'
+    checkpoints and the published model would land apart from the run's artifacts."""
     if not args.store.startswith("gs://"):
         raise UsageError(
-            "on Argo the model is published to a bucket: pass --artifacts gs://BUCKET[/PREFIX] "
-            "(env ARTIFACTS)"
+            "on Argo the model is published to a bucket: pass --artifacts gs://BUCKET, the bucket "
+            "of the cluster's artifact repository (env ARTIFACTS)"
+        )
+    if "/" in args.store.removeprefix("gs://").strip("/"):
+        raise UsageError(
+            f"on Argo the store is the artifact repository's bucket itself, without a prefix: "
+            f"Argo keeps the run's artifacts at the bucket's top, so {args.store} would split the "
+            "run's files from its checkpoints and published model; pass --artifacts gs://BUCKET"
         )
     if "://" not in args.source:
         raise UsageError(
@@ -330,6 +339,12 @@ def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
         print(
             "submit: note: the store or the data source is a path on this machine; a cluster "
             "needs --artifacts gs://BUCKET and a URL or gs:// --source",
+            file=sys.stderr,
+        )
+    elif "/" in settings.store.removeprefix("gs://").strip("/"):
+        print(
+            "submit: note: a cluster keeps a run's artifacts at the top of the artifact "
+            "repository's bucket; its store must be that bucket, --artifacts gs://BUCKET",
             file=sys.stderr,
         )
     return 0
