@@ -235,7 +235,7 @@ def check_cluster_inputs(args: argparse.Namespace) -> None:
             "on Argo the model is published to a bucket: pass --artifacts gs://BUCKET, the bucket "
             "of the cluster's artifact repository (env ARTIFACTS)"
         )
-    if "/" in args.store.removeprefix("gs://").strip("/"):
+    if has_prefix(args.store):
         raise UsageError(
             f"on Argo the store is the artifact repository's bucket itself, without a prefix: "
             f"Argo keeps the run's artifacts at the bucket's top, so {args.store} would split the "
@@ -250,6 +250,11 @@ def check_cluster_inputs(args: argparse.Namespace) -> None:
             f"on Argo the nodes pull --image from a registry: {args.image!r} {problem}; pass the "
             "pushed image, e.g. --image REGION-docker.pkg.dev/PROJECT/mnist/mnist-argo-steps:TAG"
         )
+
+
+def has_prefix(store: str) -> bool:
+    """Whether a gs:// store names a folder inside its bucket."""
+    return "/" in store.removeprefix("gs://").strip("/")
 
 
 def unpullable_image(image: str) -> str | None:
@@ -341,7 +346,7 @@ def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
             "needs --artifacts gs://BUCKET and a URL or gs:// --source",
             file=sys.stderr,
         )
-    elif "/" in settings.store.removeprefix("gs://").strip("/"):
+    elif has_prefix(settings.store):
         print(
             "submit: note: a cluster keeps a run's artifacts at the top of the artifact "
             "repository's bucket; its store must be that bucket, --artifacts gs://BUCKET",
