@@ -216,8 +216,9 @@ def _parameter_rules(where: str) -> list[Rule]:
 
 
 def _metrics_rules(where: str) -> list[Rule]:
-    """Metrics.Prometheus MaxItems=100; Prometheus.Name pattern, Help MinLength=1; Gauge.Value 1..256;
-    MetricLabel.Key pattern; no `resourcesDuration.*` in a real-time gauge."""
+    """Metrics.Prometheus MaxItems=100; Prometheus.Name pattern, Help MinLength=1; Gauge.Value 1..256,
+    Counter.Value and Histogram.Value MinLength=1; MetricLabel.Key pattern; no `resourcesDuration.*` in
+    a real-time gauge."""
     each = f"{where}.prometheus[]"
     return [
         Rule(where, required("prometheus")),
@@ -238,7 +239,9 @@ def _metrics_rules(where: str) -> list[Rule]:
             ),
         ),
         Rule(f"{each}.counter", required("value")),
+        Rule(f"{each}.counter.value", length(low=1)),
         Rule(f"{each}.histogram", required("buckets", "value")),
+        Rule(f"{each}.histogram.value", length(low=1)),
     ]
 
 
