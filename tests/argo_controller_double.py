@@ -20,8 +20,13 @@ The controller's part follows Argo v4.1.2 (../shared/argo/upstream/workflow/cont
 The steps' part (what the containers would do): split prints shard ids 0..workers-1; a trainer runs
 TRAIN_TICKS ticks and reports batches done of epochs * ceil(shard size / batch); aggregate exits 2 when
 fewer trainers delivered than min-workers (every worker, when 0); evaluate outputs `accuracy`. A story
-makes one trainer fail: "fail" (FAILING_NODE is OOM-killed on every try) or "retry" (RETRIED_NODE
-fails once with exit code 1, then succeeds).
+makes one trainer fail: "fail" (FAILING_NODE is OOM-killed on every try), "retry" (RETRIED_NODE
+fails once with exit code 1, then succeeds) or "cannot-pull" (FAILING_NODE's image cannot be pulled:
+each try's pod stays Pending in ImagePullBackOff, the message operator.go getPendingReason gives it,
+until the kubelet ends it at its activeDeadlineSeconds, counted from the pod's start).
+
+A run can be stopped (server/workflow/workflow_server.go StopWorkflow): from that tick on it is Failed
+with the controller's message "Stopped with strategy 'Stop'".
 """
 
 from __future__ import annotations
@@ -177,6 +182,7 @@ class Node:
     batches: int = 0  # a trainer's total; it reports progress against it
     parameters: list[dict] = field(default_factory=list)  # output parameters, once Succeeded
     waits: list[tuple[int, int, str]] = field(default_factory=list)  # Retry: backoff windows
+    pending: str = ""  # a Pod that never starts: why, while it is Pending
 
 
 def _step_kind(template: dict) -> str:
@@ -204,6 +210,12 @@ class RunPlan:
             self._play(task)
         self.finished = max(node.finished for node in self.nodes)
         self.phase = self._dag_phase(dag)
+        self.stopped: int | None = None
+
+    def stop(self, tick: int) -> None:
+        """Stopped at `tick`: the run ends Failed then, whatever was still running."""
+        if tick < self.finished and self.stopped is None:
+            self.stopped = tick
 
     # -- tasks --
 
@@ -341,6 +353,12 @@ class RunPlan:
             failure = ("OOMKilled (exit code 137)", "137")
         elif self.story == "retry" and step == RETRIED_NODE and attempt == 0:
             failure = ("Error (exit code 1)", "1")
+        elif self.story == "cannot-pull" and step == FAILING_NODE:
+            image = template["container"]["image"]
+            pod.started, pod.pending = None, f'ImagePullBackOff: Back-off pulling image "{image}"'
+            deadline = seconds(template.get("activeDeadlineSeconds"))
+            pod.finished = created + 1 + math.ceil(deadline / SECONDS_PER_TICK)
+            failure = ("Pod was active on the node longer than the specified deadline", None)
         elif kind == "aggregate" and self._delivered(step) < self._required():
             failure = ("Error (exit code 2)", "2")
         if failure:
@@ -408,6 +426,10 @@ class RunPlan:
 
     def status(self, tick: int) -> dict:
         """The Workflow's `status` at this tick."""
+        if self.stopped is not None and tick > self.stopped:
+            stopped = self.status(self.stopped)
+            message = "Stopped with strategy 'Stop'"
+            return stopped | {"phase": "Failed", "finishedAt": stamp(tick), "message": message}
         shown = [node for node in self.nodes if node.created <= tick]
         nodes = {self._id(self.name): self._root(tick)}
         for node in shown:
@@ -452,7 +474,7 @@ class RunPlan:
 
     def _node(self, node: Node, tick: int) -> dict:
         done = tick >= node.finished
-        if node.kind == "Pod" and tick < (node.started or 0):
+        if node.kind == "Pod" and not done and (node.started is None or tick < node.started):
             phase = "Pending"
         else:
             phase = node.phase if done else "Running"
@@ -468,7 +490,7 @@ class RunPlan:
         }
         if node.template:
             answer["templateName"] = node.template
-        message = node.message if done else ""
+        message = node.message if done else node.pending
         for begin, end, waiting in node.waits:
             if begin <= tick < end:
                 message = waiting

@@ -21,8 +21,8 @@ after each write still see the previous state. Writes go to the API server and s
 
 A created run is played by the stand-in for Argo's controller and the steps in argo_controller_double.py:
 it moves on one tick (SECONDS_PER_TICK of run time) every `reads_per_tick` GETs of it, so a watcher polling
-faster than the run changes reads the same state again. `outcome` picks the story: "succeed", "fail" or
-"retry".
+faster than the run changes reads the same state again. `outcome` picks the story: "succeed", "fail",
+"retry" or "cannot-pull". A run can be stopped.
 """
 
 from __future__ import annotations
@@ -285,6 +285,15 @@ class ArgoDouble:
             raise Refused(404, 5, f'workflows.argoproj.io "{name}" not found')
         run.reads += 1
         tick = -(-run.reads // self.reads_per_tick)
+        answer = {**run.workflow, "status": run.plan.status(tick)}
+        return answer, "#/definitions/io.argoproj.workflow.v1alpha1.Workflow"
+
+    def _op_WorkflowService_StopWorkflow(self, _: str, name: str, body: Any) -> tuple:
+        run = self.runs.get(name)
+        if run is None:
+            raise Refused(404, 5, f'workflows.argoproj.io "{name}" not found')
+        tick = -(-run.reads // self.reads_per_tick)
+        run.plan.stop(tick)
         answer = {**run.workflow, "status": run.plan.status(tick)}
         return answer, "#/definitions/io.argoproj.workflow.v1alpha1.Workflow"
 

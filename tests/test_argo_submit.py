@@ -26,6 +26,7 @@ from tests.argo_double import ACCURACY, FAILING_NODE, RETRIED_NODE, ArgoDouble
 from tests.argo_schema import first_error, workflow_validator
 from tests.helpers import ROOT, free_port
 from workflows import argo_client, cluster
+from workflows import watch as watch_module
 from workflows.argo_client import from_environment
 from workflows.lint import check as check_with_argo_rules
 from workflows.settings import PipelineSettings
@@ -681,3 +682,19 @@ def test_register_and_run_in_one_call_runs_the_spec_just_registered(
     assert run.workflow["spec"] == argo.templates[cluster.TEMPLATE_NAME]["spec"]
     labels = run.workflow["metadata"]["labels"]
     assert labels["workflows.argoproj.io/workflow-template"] == cluster.TEMPLATE_NAME
+
+
+def test_a_step_whose_image_cannot_be_pulled_stops_the_watched_run(
+    watched_run: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Argo v4.1.2 leaves such a pod Pending until the kubelet ends it at its activeDeadlineSeconds,
+    then retries it (the train step's hour, three times); the watch stops the run instead."""
+    monkeypatch.setattr(watch_module, "STUCK_SECONDS", 0.3)
+    code, out, err = watched_run("cannot-pull")
+    assert code == 1
+    pending = [line for line in lines_of(out, FAILING_NODE) if "Pending" in line]
+    assert pending and "ImagePullBackOff: Back-off pulling image" in pending[0]
+    [stopping] = [line for line in out.splitlines() if line.startswith("stopping ")]
+    assert f"{FAILING_NODE} cannot start: ImagePullBackOff" in stopping
+    assert "Stopped with strategy 'Stop'" in err and err.count("\n") == 1
+    assert "Succeeded" not in phases_of(out, "publish")

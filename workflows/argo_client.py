@@ -26,6 +26,7 @@ from hera.workflows.models import (
     SubmitOpts,
     Workflow,
     WorkflowCreateRequest,
+    WorkflowStopRequest,
     WorkflowSubmitRequest,
     WorkflowTemplate,
     WorkflowTemplateCreateRequest,
@@ -247,6 +248,12 @@ def create_workflow(server: ArgoServer, workflow: dict) -> dict:
 def get_workflow(server: ArgoServer, name: str) -> dict:
     """The Workflow with its current status and nodes."""
     return _as_dict(_call(server, lambda argo: argo.get_workflow(name)))
+
+
+def stop_workflow(server: ArgoServer, name: str, message: str) -> dict:
+    """Stop a run as the Argo UI's Stop does: its running steps are ended, and it fails."""
+    request = WorkflowStopRequest(name=name, namespace=server.namespace, message=message)
+    return _as_dict(_call(server, lambda argo: argo.stop_workflow(name, request)))
 
 
 def register_template(

@@ -6,6 +6,12 @@ while a try is pending or running the step shows that try's phase and progress. 
 `N/M` (docs/progress.md): a Pod node holds "0/1" until the step writes its own to ARGO_PROGRESS_FILE,
 which the trainers do (batches done of all batches); a Retry node holds the sum over all its tries, so
 the current try's own is shown instead.
+
+A try whose image cannot be pulled stays Pending until the kubelet ends it at its activeDeadlineSeconds,
+and is then retried: Argo v4.1.2 fails no pod for that sooner (its pendingTimeout is checked on the
+node a DAG task names, for a retried step the Retry node, which is Running from its creation:
+controller/operator.go executeTemplate). While watching, a step pending for that reason longer than
+STUCK_SECONDS stops the run, as the Argo UI's Stop does, instead of waiting out every try's deadline.
 """
 
 from __future__ import annotations
@@ -15,13 +21,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from workflows.argo_client import ArgoError, ArgoServer, get_workflow
+from workflows.argo_client import ArgoError, ArgoServer, get_workflow, stop_workflow
 
 DONE = {"Succeeded", "Failed", "Error"}
 FULFILLED = DONE | {"Skipped", "Omitted"}
 UNREPORTED = {"", "0/1"}  # Argo's default for a Pod that has not reported its own progress
 POLL_SECONDS = 5.0
 UNREACHABLE_POLLS = 6  # give a dropped port-forward half a minute before giving up
+# Why a pod's container is waiting (operator.go getPendingReason) when its image will not come: the
+# kubelet's reasons (kubelet/images), which only a new image or a fixed name change.
+CANNOT_PULL = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+STUCK_SECONDS = 180.0  # ImagePullBackOff retries a pull after 10 s, 20 s, … up to 5 minutes
 
 
 @dataclass(frozen=True)
@@ -149,17 +159,26 @@ def output(workflow: dict, template: str, parameter: str) -> str | None:
     return None
 
 
+def cannot_pull(step: Step) -> bool:
+    """Whether the step is waiting for an image that cannot be pulled."""
+    return step.phase == "Pending" and step.message.startswith(CANNOT_PULL)
+
+
 def watch(
     server: ArgoServer,
     name: str,
     echo: Callable[[str], None] = print,
     interval: float = POLL_SECONDS,
     sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> dict:
     """Poll the run until it ends; returns the final Workflow. Each poll echoes at most one line per
-    step: when its phase, retries or message changed, or else when its progress report changed."""
+    step: when its phase, retries or message changed, or else when its progress report changed. A
+    step that cannot pull its image for STUCK_SECONDS stops the run."""
     seen: dict[str, tuple[str, int, str]] = {}
     progress_seen: dict[str, str] = {}
+    stuck_since: dict[str, float] = {}
+    stopping = False
     misses = 0
     while True:
         try:
@@ -171,11 +190,21 @@ def watch(
                 raise
             sleep(interval)
             continue
+        now = clock()
         for step in steps_of(workflow):
             state = (step.phase, step.retries, step.message)
             if seen.get(step.name) != state or progress_seen.get(step.name, "") != step.progress:
                 seen[step.name], progress_seen[step.name] = state, step.progress
                 echo(describe(step))
+            if not cannot_pull(step):
+                stuck_since.pop(step.name, None)
+                continue
+            since = stuck_since.setdefault(step.name, now)
+            if now - since >= STUCK_SECONDS and not stopping:
+                reason = f"{step.name} cannot start: {step.message}"
+                echo(f"stopping {name}: {reason} for {now - since:.0f}s")
+                stop_workflow(server, name, reason)
+                stopping = True
         phase = workflow.get("status", {}).get("phase", "")
         if phase in DONE:
             return workflow
