@@ -9,6 +9,8 @@ What follows the controller (the README's "Local runner and Argo" table lists ev
   try as Failed;
 - artifacts are loaded and saved as argoexec does, outputs whatever the exit code (workflows/artifacts.py);
 - steps report progress through ARGO_PROGRESS_FILE (workflows/progress.py);
+- ready tries start in order while they fit, as the scheduler places pods by their requests: at most
+  `parallelism` at once and their memory requests within the memory free at the start;
 - a spec Argo would refuse (workflows/lint.py) does not run here either.
 Each try runs through an engine (workflows/engines.py): a process here, or the steps' container image.
 """
@@ -146,6 +148,7 @@ class LocalRunner:
         # What the tries running at once may ask for, as Kubernetes places pods by their memory
         # requests: the memory free when the run starts, unless given.
         self.memory = memory
+        self._budget = memory or 0
         self._queue: list[Node] = []  # nodes whose dependencies are met, waiting for room
         self._active = 0  # tries submitted and not yet finished: they share the cores
         self.echo = echo
@@ -193,11 +196,10 @@ class LocalRunner:
         self._deadline = self._started + limit if limit is not None else None
         self._stopping.clear()
         self._queue.clear()
-        budget = self.memory or available_memory()
-        self._budget = budget
+        self._budget = self.memory or available_memory()
         self.echo(
             f"run {name}: {len(dag.tasks)} tasks, parallelism {self.parallelism}, memory "
-            f"{budget / 2**30:.1f} GiB, engine {self.engine.name}, store {self.store.uri}, "
+            f"{self._budget / 2**30:.1f} GiB, engine {self.engine.name}, store {self.store.uri}, "
             f"logs {self.logs_dir / name}"
         )
         nodes: dict[str, list[Node]] = {}
