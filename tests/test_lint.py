@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.argo_schema import WORKFLOW_SCHEMA
 from tests.helpers import ROOT
-from workflows import lint_tags
+from workflows import lint_schema, lint_tags
 from workflows.lint import check, main
 from workflows.lint_schema import DAG_TASKS_MAX
 from workflows.pipeline import compile_template, compile_workflow
@@ -1496,3 +1497,34 @@ def test_what_the_crd_refuses_is_refused(change: Any, fault: str) -> None:
     assert check(document, crd=False).ok, "validate.go passes it: only the CRD refuses it"
     errors = check(document).errors
     assert any(fault in error for error in errors), errors
+
+
+def schema_at(path: str) -> dict | None:
+    """The definition in Argo's published JSON schema (../shared/argo/workflow-schema.json) that a
+    lint_schema path reaches from a Workflow, or None where the schema does not describe it."""
+    definitions = json.loads(WORKFLOW_SCHEMA.read_text())["definitions"]
+    node: dict | None = definitions["io.argoproj.workflow.v1alpha1.Workflow"]
+    for part in lint_schema._parts(path):
+        while node is not None and "$ref" in node:
+            node = definitions.get(node["$ref"].split("/")[-1])
+        if node is None:
+            return None
+        key = {"[]": "items", "{}": "additionalProperties"}.get(part)
+        node = node.get(key) if key else node.get("properties", {}).get(part)
+    while node is not None and "$ref" in node:
+        node = definitions.get(node["$ref"].split("/")[-1])
+    return node
+
+
+def test_every_field_the_published_schema_requires_is_required_by_the_lint() -> None:
+    """Generated from Argo's schema: wherever a lint_schema rule looks, each field the schema lists as
+    required is refused when missing (the CRD's `required` comes from the same Go types)."""
+    checked = 0
+    for path in sorted({rule.path for rule in lint_schema.RULES}):
+        definition = schema_at(path)
+        for name in (definition or {}).get("required", []):
+            others = dict.fromkeys(set(definition["required"]) - {name}, "x")
+            faults = [rule.check("x", others) for rule in lint_schema.RULES if rule.path == path]
+            assert f"x.{name}: Required value" in faults, (path, name)
+            checked += 1
+    assert checked >= 20
