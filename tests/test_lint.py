@@ -8,6 +8,7 @@ workflow/validate/validate.go (each names the Go function it exercises), and eve
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import subprocess
 import sys
@@ -1499,10 +1500,15 @@ def test_what_the_crd_refuses_is_refused(change: Any, fault: str) -> None:
     assert any(fault in error for error in errors), errors
 
 
+@functools.cache
+def published_definitions() -> dict:
+    return json.loads(WORKFLOW_SCHEMA.read_text())["definitions"]
+
+
 def schema_at(path: str) -> dict | None:
     """The definition in Argo's published JSON schema (../shared/argo/workflow-schema.json) that a
     lint_schema path reaches from a Workflow, or None where the schema does not describe it."""
-    definitions = json.loads(WORKFLOW_SCHEMA.read_text())["definitions"]
+    definitions = published_definitions()
     node: dict | None = definitions["io.argoproj.workflow.v1alpha1.Workflow"]
     for part in lint_schema._parts(path):
         while node is not None and "$ref" in node:
