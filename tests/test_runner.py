@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from steps.storage import open_store
-from workflows.errors import WorkflowRefused
+from workflows.errors import WorkflowError, WorkflowRefused
 from workflows.runner import POD_DEADLINE_MESSAGE, LocalRunner
 
 RUN = "{{workflow.name}}"
@@ -390,3 +390,17 @@ def test_a_try_larger_than_the_whole_budget_still_runs_alone(tmp_path: Path) -> 
     )
     result = runner.run(requesting(3, "2Gi"))
     assert result.phase == "Succeeded" and most_at_once(result) == 1
+
+
+def test_a_parameter_given_at_submit_must_be_one_of_its_enum(tmp_path: Path) -> None:
+    """validate.go: validateArguments, as Argo refuses a Submit form's value outside the enum (the
+    pipeline pins its store so)."""
+    manifest = workflow(
+        [{"name": "a", "template": "ok"}],
+        [step("ok", "pass")],
+        arguments={"parameters": [{"name": "store", "value": "gs://a", "enum": ["gs://a"]}]},
+    )
+    runner = LocalRunner(open_store(tmp_path / "store"), tmp_path / "logs", echo=print)
+    with pytest.raises(WorkflowError, match=r"spec.arguments.store.value should be present in"):
+        runner.run(manifest, {"store": "gs://a/elsewhere"})
+    assert runner.run(manifest, {"store": "gs://a"}).phase == "Succeeded"

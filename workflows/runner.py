@@ -218,6 +218,13 @@ class LocalRunner:
         unknown = sorted(set(given) - set(declared))
         if unknown:
             raise WorkflowError(f"no workflow parameter named {', '.join(unknown)}")
+        for parameter in spec.get("arguments", {}).get("parameters", []):
+            # a value given at submit must be one of the parameter's enum (validate.go:
+            # validateArguments), as Argo refuses a run from the Submit form with another store
+            choices = [str(choice) for choice in parameter.get("enum") or []]
+            if parameter["name"] in given and choices and given[parameter["name"]] not in choices:
+                where = f"spec.arguments.{parameter['name']}"
+                raise WorkflowError(f"{where}.value should be present in {where}.enum list")
         declared.update(given)
         return {"workflow.name": name} | {
             f"workflow.parameters.{key}": value for key, value in declared.items()
