@@ -319,6 +319,7 @@ def test_from_template_starts_a_run_with_the_given_settings(
     code, out, err = submit(capsys, "--from-template", "--workers", "5")
     assert code == 1
     assert err.count("\n") == 1 and "mnist-pipeline" in err and "not found" in err
+    assert "register it first" in err
     assert submit(capsys, "--register", "--rounds", "1")[0] == 0
     code, out, _ = submit(capsys, "--from-template", "--workers", "5", "--epochs", "3", "--watch")
     assert code == 0, out

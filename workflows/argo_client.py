@@ -192,6 +192,11 @@ def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
             f"namespace {server.namespace!r} does not exist on the cluster ({detail}); "
             "set ARGO_NAMESPACE or --namespace"
         )
+    if status == 404 and detail.startswith("workflowtemplates"):
+        return ArgoError(
+            f"no such WorkflowTemplate in namespace {server.namespace!r} ({detail}); register it "
+            "first: python workflows/submit.py --register"
+        )
     if status == 409 and "already exists" not in detail:
         return ChangedMeanwhile(
             f"someone else changed it while this was sent (409 {detail}); run the command again"
