@@ -352,6 +352,11 @@ def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
             "repository's bucket; its store must be that bucket, --artifacts gs://BUCKET",
             file=sys.stderr,
         )
+    if problem := unpullable_image(settings.image):
+        print(
+            f"submit: note: a cluster's nodes could not pull the image: {settings.image!r} {problem}",
+            file=sys.stderr,
+        )
     return 0
 
 
