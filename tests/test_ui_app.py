@@ -221,6 +221,10 @@ def test_a_new_latest_is_picked_up_and_a_broken_one_keeps_the_old_model(
     digit_model: Path,
     model_evaluation: Path,
 ) -> None:
+    import ui.model_source
+
+    # a refused version is tried again at once here, not after a minute, so fixing it shows
+    monkeypatch.setattr(ui.model_source, "REFUSED_RETRY_SECONDS", 0)
     page = open_page(monkeypatch, latest_uri(own_store))
     assert metric(page, "Run") == verbatim(ui_support.FIRST_RUN)
 
