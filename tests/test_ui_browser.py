@@ -10,12 +10,14 @@ import os
 import subprocess
 import sys
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
+import requests
 from PIL import Image
 
 from bench.photos import photo
@@ -23,7 +25,8 @@ from steps.dataset import load_mnist
 from steps.registry import LATEST_KEY
 from tests.helpers import ROOT, free_port, wait_for_port
 from tests.ui_support import progressive_jpeg
-from ui.decode import MAX_CONCURRENT_DECODES, MAX_SCANS
+from ui.decode import MAX_CONCURRENT_DECODES, MAX_SCANS, MB
+from ui.uploads import MAX_SESSION_BYTES
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -44,7 +47,8 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """`streamlit run ui/app.py` on 127.0.0.1, serving the test model."""
+    """The page as it is served (`python -m ui.serve`: `streamlit run ui/app.py` with bounded uploads)
+    on 127.0.0.1, serving the test model."""
     port = free_port()
     log = tmp_path_factory.mktemp("streamlit") / "server.log"
     env = {
@@ -57,9 +61,7 @@ def server(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> I
             [
                 sys.executable,
                 "-m",
-                "streamlit",
-                "run",
-                "ui/app.py",
+                "ui.serve",
                 "--server.headless",
                 "true",
                 "--server.address",
@@ -196,3 +198,37 @@ def test_concurrent_costly_uploads_stay_under_the_pods_memory(
     print(f"\nserver RSS before the uploads {before:.0f} MB, peak {peak:.0f} MB")
     assert peak < POD_MEMORY_MB
     assert peak - before < MAX_CONCURRENT_DECODES * MAX_MB_PER_DECODE
+
+
+def test_one_visitor_cannot_fill_the_servers_memory_with_uploads(
+    browser: object, server: Server
+) -> None:
+    """Streamlit keeps every PUT to /_stcore/upload_file/<session>/<id> under the id the client
+    sends: one visitor PUTs thirty files of 10 MB under ids of their own, as fast as they go."""
+    page = open_page(browser, server.url)
+    puts: list[str] = []
+    page.on("request", lambda request: puts.append(request.url) if request.method == "PUT" else 0)
+    page.locator('input[type="file"]').set_input_files(str(ROOT / "samples" / "4-photo.jpg"))
+    page.get_by_text("What the model sees").wait_for()
+    session = puts[0].split("/_stcore/upload_file/")[1].split("/")[0]
+    xsrf = next(c["value"] for c in page.context.cookies() if c["name"] == "_streamlit_xsrf")
+    data = os.urandom(10 * MB - 4096)  # under server.maxUploadSize
+    before = vm_kilobytes(server.pid, "VmRSS") / 1024
+    statuses = []
+    with requests.Session() as http:
+        http.cookies.set("_streamlit_xsrf", xsrf)
+        for _ in range(30):
+            response = http.put(
+                f"{server.url}/_stcore/upload_file/{session}/{uuid.uuid4()}",
+                files={"file": ("x.png", data, "image/png")},
+                headers={"X-Xsrftoken": xsrf},
+                timeout=60,
+            )
+            statuses.append(response.status_code)
+    grown = vm_kilobytes(server.pid, "VmRSS") / 1024 - before
+    kept = statuses.count(204)
+    print(f"\n{kept} of 30 PUTs of 10 MB kept; the server grew by {grown:.0f} MB")
+    assert set(statuses) <= {204, 413}, statuses
+    assert kept * len(data) <= MAX_SESSION_BYTES
+    assert grown < MAX_SESSION_BYTES / MB + 50
+    page.close()

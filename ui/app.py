@@ -1,6 +1,7 @@
 """The demo page: upload or draw a digit, see what the published averaged model says and why.
 
-streamlit run ui/app.py    (MODEL_URI picks the model; see ui/model_source.py)
+python -m ui.serve    (or `streamlit run ui/app.py`, without the bound on uploads; MODEL_URI picks
+the model, see ui/model_source.py)
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ from ui.decode import EXTENSIONS, MB, ImageRejected, decode
 from ui.model_source import LoadedModel, ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
 from ui.predict import LOW_CONFIDENCE, NoAnswer, classify
 from ui.preprocess import to_gray, to_mnist
+from ui.uploads import MAX_FILES
 from ui.verbatim import verbatim
 
 CANVAS_SIDE = 280  # ten screen pixels per model pixel
 STROKE = 22  # about MNIST's stroke width once the drawing is scaled to 20 px
 SHOWN_SIDE = 140  # screen pixels of the pictures side by side
-MAX_FILES = 20  # files read per upload; the rest are named, not read
 UNEXPECTED = "This image could not be processed. Try another photo."
 
 log = logging.getLogger("mnist-page")
