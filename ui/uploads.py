@@ -23,8 +23,8 @@ from ui.decode import MB
 MAX_FILES = 20  # files the page reads per upload; the rest are named, not read
 MAX_SESSION_FILES = MAX_FILES + 1  # the uploader's files and the camera's photo
 MAX_SESSION_BYTES = 100 * MB  # twenty phone photos
-# All visitors together: with the model loaded (about 0.8 GB) and two decodes at once (under 0.3 GB
-# each), this keeps the page's pod (2 GiB) clear of its limit.
+# All visitors together: with the server itself (about 0.25 GB, the model loaded) and two decodes at
+# once (under 0.3 GB each), this keeps the page's pod (2 GiB) well clear of its limit.
 MAX_TOTAL_BYTES = 400 * MB
 
 
