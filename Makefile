@@ -31,7 +31,7 @@ pipeline: setup
 	$(BIN)/python workflows/submit.py --local
 
 page: setup
-	$(BIN)/streamlit run ui/app.py
+	$(BIN)/python -m ui.serve
 
 bench: setup  ## every contender on full MNIST against the targets, printed met or not (about 20 minutes)
 	$(BIN)/python -m bench.run $(BENCH_FLAGS)

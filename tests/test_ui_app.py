@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import json
 import os
+import re
 import shutil
 import tempfile
 import tomllib
@@ -20,6 +22,7 @@ from tests import ui_support
 from tests.helpers import ROOT
 from ui.decode import MAX_PIXELS, MB
 from ui.predict import LOW_CONFIDENCE
+from ui.verbatim import verbatim
 
 APP = ROOT / "ui" / "app.py"
 SAMPLES = ROOT / "samples"
@@ -71,7 +74,7 @@ def test_the_page_shows_the_published_model(
     monkeypatch: pytest.MonkeyPatch, published_store: Path
 ) -> None:
     page = open_page(monkeypatch, latest_uri(published_store))
-    assert metric(page, "Run") == ui_support.FIRST_RUN
+    assert metric(page, "Run") == verbatim(ui_support.FIRST_RUN)
     assert metric(page, "Test accuracy").endswith("%")
     assert float(metric(page, "Test accuracy").rstrip("%")) > 90
     assert metric(page, "Epochs") == str(ui_support.EPOCHS)
@@ -209,7 +212,7 @@ def test_the_default_model_uri_is_the_local_stores_latest(
 ) -> None:
     monkeypatch.setenv("ARTIFACTS", str(published_store))
     page = open_page(monkeypatch, "")  # MODEL_URI empty: the default applies
-    assert metric(page, "Run") == ui_support.FIRST_RUN
+    assert metric(page, "Run") == verbatim(ui_support.FIRST_RUN)
 
 
 def test_a_new_latest_is_picked_up_and_a_broken_one_keeps_the_old_model(
@@ -218,32 +221,35 @@ def test_a_new_latest_is_picked_up_and_a_broken_one_keeps_the_old_model(
     digit_model: Path,
     model_evaluation: Path,
 ) -> None:
+    import ui.model_source
+
+    # a refused version is tried again at once here, not after a minute, so fixing it shows
+    monkeypatch.setattr(ui.model_source, "REFUSED_RETRY_SECONDS", 0)
     page = open_page(monkeypatch, latest_uri(own_store))
-    assert metric(page, "Run") == ui_support.FIRST_RUN
+    assert metric(page, "Run") == verbatim(ui_support.FIRST_RUN)
 
     ui_support.publish_run(own_store, "ui-test-2", digit_model, model_evaluation)
     page.run()
-    assert metric(page, "Run") == "ui-test-2" and not page.warning
+    assert metric(page, "Run") == verbatim("ui-test-2") and not page.warning
 
     # LATEST names a run whose model never arrived: keep serving, and say so
     (own_store / run_prefix("ui-test-3")).mkdir(parents=True)
     (own_store / LATEST_KEY).write_text("ui-test-3")
     page.run()
-    assert metric(page, "Run") == "ui-test-2"
-    assert (
-        "ui-test-3" in page.warning[0].value and "Still serving ui-test-2" in page.warning[0].value
-    )
+    assert metric(page, "Run") == verbatim("ui-test-2")
+    assert f"Still serving {verbatim('ui-test-2')}" in page.warning[0].value
+    assert "ui-test-3" in page.text[0].value  # the store's words, as plain text
 
     # a model file that is not a model of this architecture: same
     (own_store / run_prefix("ui-test-3") / "model.h5").write_bytes(b"not hdf5 at all")
     page.run()
-    assert metric(page, "Run") == "ui-test-2"
-    assert "not a model of this project's architecture" in page.warning[0].value
+    assert metric(page, "Run") == verbatim("ui-test-2")
+    assert "not a model of this project's architecture" in page.text[0].value
 
     # once it is whole, the page switches without a restart
     shutil.copyfile(digit_model, own_store / run_prefix("ui-test-3") / "model.h5")
     page.run()
-    assert metric(page, "Run") == "ui-test-3" and not page.warning
+    assert metric(page, "Run") == verbatim("ui-test-3") and not page.warning
     upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
     assert metric(page, "Prediction") == "7"
 
@@ -319,8 +325,8 @@ def test_a_new_run_with_malformed_metrics_keeps_the_old_model(
     (own_store / LATEST_KEY).write_text("ui-test-bad")
     page.run()
     assert not page.exception, page.exception
-    assert metric(page, "Run") == ui_support.FIRST_RUN
-    assert "confusion_matrix" in page.warning[0].value
+    assert metric(page, "Run") == verbatim(ui_support.FIRST_RUN)
+    assert "confusion_matrix" in page.text[0].value
     upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
     assert metric(page, "Prediction") == "7"
 
@@ -338,3 +344,92 @@ def test_visitors_get_no_tracebacks_and_no_deploy_button(monkeypatch: pytest.Mon
     finally:
         monkeypatch.undo()
         config.get_config_options(force_reparse=True)
+
+
+# Store text is untrusted: shown as text, never as Markdown; and nothing in it stops the page.
+
+HOSTILE = (
+    "![beacon](http://127.0.0.1:9/b.png) [log in](https://evil.example/login) www.evil.example"
+)
+CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+
+
+def rendered_as_markdown(page: AppTest) -> list[str]:
+    """The text of every element Streamlit renders as Markdown (alerts, captions, toasts, metrics)."""
+    kinds = ("markdown", "caption", "warning", "info", "error", "success", "toast", "subheader")
+    values = [element.value for kind in kinds for element in page.get(kind)]
+    return values + [text for item in page.metric for text in (item.label, item.value)]
+
+
+def assert_no_store_markdown(page: AppTest) -> None:
+    for value in rendered_as_markdown(page):
+        outside_code = CODE_SPAN.sub("", str(value))
+        assert "](" not in outside_code and "evil.example" not in outside_code, value
+
+
+def publish_copy(store: Path, run: str, **card: object) -> None:
+    """A copy of the first run as `run`, its run.json changed by `card`; LATEST names it."""
+    folder = store / run_prefix(run)
+    shutil.copytree(store / run_prefix(ui_support.FIRST_RUN), folder)
+    raw = json.loads((folder / "run.json").read_text())
+    (folder / "run.json").write_text(json.dumps({**raw, **card}))
+    (store / LATEST_KEY).write_text(run)
+
+
+def test_store_text_is_shown_as_text_not_markdown(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path
+) -> None:
+    page = open_page(monkeypatch, latest_uri(own_store))
+    publish_copy(own_store, "ui-test-md", published_at=HOSTILE, settings={"workers": HOSTILE})
+    page.run()
+    assert not page.exception, page.exception
+    assert_no_store_markdown(page)
+
+    (own_store / LATEST_KEY).write_text(HOSTILE)  # quoted by the warning that it is no run id
+    page.run()
+    assert not page.exception, page.exception
+    assert any("!" in text.value and "not a run id" in text.value for text in page.text)
+    assert_no_store_markdown(page)
+
+
+def test_a_date_out_of_range_in_utc_does_not_stop_the_page(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path
+) -> None:
+    """`0001-01-01T00:00:00+14:00` is ISO 8601, but a year before 1 in UTC: astimezone overflows."""
+    page = open_page(monkeypatch, latest_uri(own_store))
+    publish_copy(own_store, "ui-test-date", published_at="0001-01-01T00:00:00+14:00")
+    page.run()
+    assert not page.exception, page.exception
+    assert [tab.label for tab in page.tabs] == ["Upload images", "Take a photo", "Draw a digit"]
+    assert not any("Trained and published" in caption.value for caption in page.caption)
+
+
+def test_a_card_in_a_shape_no_check_expected_does_not_stop_the_page(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path
+) -> None:
+    """Whatever the checks of ui.run_files let through, the page keeps its tabs."""
+    import ui.model_source
+
+    def unchecked(data: bytes | None, run: str) -> dict:
+        return {"run": run, "settings": ["not", "an", "object"], "accuracy": "0.9"}
+
+    monkeypatch.setattr(ui.model_source, "check_card", unchecked)
+    page = open_page(monkeypatch, latest_uri(own_store))
+    assert [tab.label for tab in page.tabs] == ["Upload images", "Take a photo", "Draw a digit"]
+    assert "The model's card cannot be shown." in [warning.value for warning in page.warning]
+    upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
+    assert metric(page, "Prediction") == "7"
+
+
+@pytest.mark.parametrize(
+    ("text", "markdown"),
+    [
+        ("ui-test-1", "`ui-test-1`"),
+        ("a `b` c", "``a `b` c``"),
+        ("``x", "``` ``x ```"),  # padded: a fence must not touch a backtick of the text
+        ("two\nlines", "`two lines`"),
+        ("", ""),
+    ],
+)
+def test_verbatim_fences_text_with_more_backticks_than_it_holds(text: str, markdown: str) -> None:
+    assert verbatim(text) == markdown

@@ -5,25 +5,31 @@ Required, not optional: without /usr/bin/chromium these tests fail (`.ci/run` in
 
 from __future__ import annotations
 
+import contextlib
 import io
+import json
 import os
+import shutil
 import subprocess
 import sys
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
+import requests
 from PIL import Image
 
 from bench.photos import photo
 from steps.dataset import load_mnist
-from steps.registry import LATEST_KEY
+from steps.registry import LATEST_KEY, run_prefix
 from tests.helpers import ROOT, free_port, wait_for_port
-from tests.ui_support import progressive_jpeg
-from ui.decode import MAX_CONCURRENT_DECODES, MAX_SCANS
+from tests.ui_support import FIRST_RUN, progressive_jpeg
+from ui.decode import MAX_CONCURRENT_DECODES, MAX_SCANS, MB
+from ui.uploads import MAX_SESSION_BYTES
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -42,24 +48,18 @@ class Server:
     pid: int
 
 
-@pytest.fixture(scope="module")
-def server(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """`streamlit run ui/app.py` on 127.0.0.1, serving the test model."""
+@contextlib.contextmanager
+def serving(store: Path, log: Path) -> Iterator[Server]:
+    """The page as it is served (`python -m ui.serve`: `streamlit run ui/app.py` with bounded uploads)
+    on 127.0.0.1, serving `store`'s LATEST."""
     port = free_port()
-    log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    env = {
-        **os.environ,
-        "MODEL_URI": str(published_store / LATEST_KEY),
-        "PYTHONPATH": str(ROOT),
-    }
+    env = {**os.environ, "MODEL_URI": str(store / LATEST_KEY), "PYTHONPATH": str(ROOT)}
     with log.open("wb") as output:
         server = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
-                "streamlit",
-                "run",
-                "ui/app.py",
+                "ui.serve",
                 "--server.headless",
                 "true",
                 "--server.address",
@@ -86,6 +86,13 @@ def server(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         finally:
             server.terminate()
             server.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def server(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The page serving the test model."""
+    with serving(published_store, tmp_path_factory.mktemp("streamlit") / "server.log") as page:
+        yield page
 
 
 @pytest.fixture(scope="module")
@@ -196,3 +203,67 @@ def test_concurrent_costly_uploads_stay_under_the_pods_memory(
     print(f"\nserver RSS before the uploads {before:.0f} MB, peak {peak:.0f} MB")
     assert peak < POD_MEMORY_MB
     assert peak - before < MAX_CONCURRENT_DECODES * MAX_MB_PER_DECODE
+
+
+def test_one_visitor_cannot_fill_the_servers_memory_with_uploads(
+    browser: object, server: Server
+) -> None:
+    """Streamlit keeps every PUT to /_stcore/upload_file/<session>/<id> under the id the client
+    sends: one visitor PUTs thirty files of 10 MB under ids of their own, as fast as they go."""
+    page = open_page(browser, server.url)
+    puts: list[str] = []
+    page.on("request", lambda request: puts.append(request.url) if request.method == "PUT" else 0)
+    page.locator('input[type="file"]').set_input_files(str(ROOT / "samples" / "4-photo.jpg"))
+    page.get_by_text("What the model sees").wait_for()
+    session = puts[0].split("/_stcore/upload_file/")[1].split("/")[0]
+    xsrf = next(c["value"] for c in page.context.cookies() if c["name"] == "_streamlit_xsrf")
+    data = os.urandom(10 * MB - 4096)  # under server.maxUploadSize
+    before = vm_kilobytes(server.pid, "VmRSS") / 1024
+    statuses = []
+    with requests.Session() as http:
+        http.cookies.set("_streamlit_xsrf", xsrf)
+        for _ in range(30):
+            response = http.put(
+                f"{server.url}/_stcore/upload_file/{session}/{uuid.uuid4()}",
+                files={"file": ("x.png", data, "image/png")},
+                headers={"X-Xsrftoken": xsrf},
+                timeout=60,
+            )
+            statuses.append(response.status_code)
+    grown = vm_kilobytes(server.pid, "VmRSS") / 1024 - before
+    kept = statuses.count(204)
+    print(f"\n{kept} of 30 PUTs of 10 MB kept; the server grew by {grown:.0f} MB")
+    assert set(statuses) <= {204, 413}, statuses
+    assert kept * len(data) <= MAX_SESSION_BYTES
+    assert grown < MAX_SESSION_BYTES / MB + 50
+    page.close()
+
+
+BEACON = "http://127.0.0.1:9/beacon.png"
+HOSTILE = f"![beacon]({BEACON}) [log in](https://evil.example/login) www.evil.example"
+
+
+def test_store_text_reaches_the_browser_as_text(
+    browser: object, published_store: Path, tmp_path: Path
+) -> None:
+    """A run.json whose text is Markdown: the browser fetches no image and shows no link from it."""
+    store = Path(shutil.copytree(published_store, tmp_path / "store"))
+    folder = store / run_prefix("ui-test-md")
+    shutil.copytree(store / run_prefix(FIRST_RUN), folder)
+    card = json.loads((folder / "run.json").read_text())
+    card.update(run=HOSTILE, published_at=HOSTILE, settings={"workers": HOSTILE})
+    (folder / "run.json").write_text(json.dumps(card))
+    (store / LATEST_KEY).write_text("ui-test-md")
+    with serving(store, tmp_path / "server.log") as hostile:
+        page = browser.new_page(viewport={"width": 1100, "height": 1400})
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+        fetched: list[str] = []
+        page.on("request", lambda request: fetched.append(request.url))
+        page.goto(hostile.url)
+        page.get_by_text("Handwritten digit recognition").wait_for()
+        page.get_by_role("tab", name="Upload images").wait_for()
+        assert page.get_by_text("www.evil.example").count() >= 1  # shown, as text
+        assert page.locator(f'img[src="{BEACON}"]').count() == 0
+        assert page.locator('a[href*="evil.example"]').count() == 0
+        assert not [url for url in fetched if url.startswith(BEACON)]
+        page.close()

@@ -15,13 +15,28 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageFile
 
-from tests.ui_support import cost_of_prepare, png_16bit_rgba, progressive_jpeg
+from tests.ui_support import (
+    cost_of_prepare,
+    gif_of_comment_blocks,
+    jpeg_of_empty_segments,
+    lossless_webp,
+    png_16bit_rgba,
+    png_of_empty_chunks,
+    progressive_jpeg,
+    rle8_bmp,
+    with_mpf,
+)
 from ui import decode as decoding
 from ui.decode import (
     DECODE_SIDE,
+    MAX_BLOCKS,
     MAX_CONCURRENT_DECODES,
     MAX_DECODED_BYTES,
+    MAX_RLE_BYTES,
+    MAX_RLE_PIXELS,
     MAX_SCANS,
+    TOO_COSTLY,
+    WEBP_COPIES,
     ImageRejected,
     decode,
 )
@@ -39,7 +54,7 @@ def encode(image: Image.Image, format: str, **options: object) -> bytes:
 
 def test_a_jpeg_repeating_its_scans_is_refused_before_decoding() -> None:
     data = progressive_jpeg(1024, 1024, scans=2000)
-    assert read_layout(data).scans == 2000
+    assert read_layout(data, MAX_BLOCKS).scans == 2000
     started = time.thread_time()
     with pytest.raises(ImageRejected, match=f"2000 scans \\(up to {MAX_SCANS}\\)"):
         decode(data)
@@ -54,6 +69,69 @@ def test_a_small_png_that_decodes_to_gigabytes_is_refused_from_its_header(tmp_pa
     assert megabytes < 50 and cpu < 0.5, (cpu, megabytes)
 
 
+def test_an_mpo_index_does_not_lift_the_jpeg_limits() -> None:
+    """An MPF segment makes Pillow call a JPEG "MPO"; libjpeg decodes its first image all the same."""
+    data = with_mpf(progressive_jpeg(1024, 1024, scans=2000))
+    assert Image.open(io.BytesIO(data)).format == "MPO"
+    started = time.thread_time()
+    with pytest.raises(ImageRejected, match=f"2000 scans \\(up to {MAX_SCANS}\\)"):
+        decode(data)
+    assert time.thread_time() - started < 0.2
+
+
+def test_an_mpo_photo_is_decoded_reduced_like_a_jpeg() -> None:
+    data = with_mpf(encode(Image.new("RGB", (4000, 3000), "white"), "JPEG"))
+    image = decoding.open_header(data)
+    decoding.plan_decoding(image, data, decoding.plan_reading(data))
+    assert image.size == (500, 375)  # libjpeg's DCT scaling, asked before a pixel is decoded
+    assert decode(data).size == (500, 375)
+
+
+TEN_MB = 10 * 1024 * 1024 - 4096
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: gif_of_comment_blocks(TEN_MB),
+        lambda: jpeg_of_empty_segments(TEN_MB),
+        lambda: png_of_empty_chunks(TEN_MB),
+    ],
+    ids=["gif comment sub-blocks", "jpeg empty segments", "png empty chunks"],
+)
+def test_files_of_millions_of_blocks_are_refused_before_pillow_walks_them(
+    make: object, tmp_path: Path
+) -> None:
+    """Pillow's GIF, JPEG and PNG readers walk a file's blocks one by one in Python, in Image.open
+    (outside the decode slots): ten megabytes of tiny blocks cost seconds and hundreds of MB there."""
+    data = make()
+    assert len(data) <= 10 * 1024 * 1024
+    cpu, megabytes, outcome = cost_of_prepare(data, tmp_path)
+    assert outcome.startswith(f"refused: {TOO_COSTLY}"), outcome
+    assert cpu < 0.5 and megabytes < 50, (cpu, megabytes)
+
+
+def test_a_run_length_bmp_beyond_what_its_python_decoder_does_quickly_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Pillow decodes RLE BMPs in Python (BmpImagePlugin.BmpRleDecoder), a pixel at a time when a
+    row ends early: 26 KB asking for 40 megapixels cost 4 s of CPU."""
+    data = rle8_bmp(6000, 6600)
+    assert len(data) < 30_000
+    cpu, megabytes, outcome = cost_of_prepare(data, tmp_path)
+    assert outcome.startswith(f"refused: {TOO_COSTLY}"), outcome
+    assert cpu < 0.5 and megabytes < 50, (cpu, megabytes)
+
+
+def test_a_tiny_webp_of_a_huge_canvas_is_refused(tmp_path: Path) -> None:
+    """libwebp's animation decoder, which Pillow uses for every WebP, holds several canvases."""
+    data = lossless_webp(4096)
+    assert len(data) < 1000
+    cpu, megabytes, outcome = cost_of_prepare(data, tmp_path)
+    assert outcome.startswith(f"refused: {TOO_COSTLY}"), outcome
+    assert cpu < 0.5 and megabytes < 50, (cpu, megabytes)
+
+
 def largest_progressive_jpeg() -> bytes:
     """40 megapixels at 4:2:0, as many scans as accepted: the slowest JPEG within the limits."""
     return progressive_jpeg(7300, 5470, scans=MAX_SCANS)
@@ -63,6 +141,25 @@ def largest_png() -> bytes:
     """An RGB PNG whose decoded pixels just fit MAX_DECODED_BYTES (Pillow keeps 4 bytes a pixel)."""
     side = int((MAX_DECODED_BYTES / 4) ** 0.5)
     return encode(Image.new("RGB", (side, side), (230, 230, 230)), "PNG")
+
+
+def largest_webp() -> bytes:
+    """The biggest square WebP canvas accepted."""
+    side = int((MAX_DECODED_BYTES / 4 / WEBP_COPIES) ** 0.5)
+    return lossless_webp(side)
+
+
+def largest_rle_bmp() -> bytes:
+    """The most pixels a run-length BMP may have, each row padded by Pillow's Python decoder."""
+    side = int(MAX_RLE_PIXELS**0.5)
+    return rle8_bmp(side, side)
+
+
+def longest_rle_bmp() -> bytes:
+    """As many bytes as a run-length BMP may have, all codes that Pillow's decoder reads one by one
+    without drawing (a run of 1 past the end of a full row)."""
+    rows = b"\x02\x00" + b"\x01\x00" * ((MAX_RLE_BYTES - 2048) // 2) + b"\x00\x01"
+    return rle8_bmp(2, 2, rows)
 
 
 def largest_baseline_jpeg() -> bytes:
@@ -76,7 +173,16 @@ def largest_baseline_jpeg() -> bytes:
 
 
 @pytest.mark.parametrize(
-    "make", [largest_progressive_jpeg, largest_png, largest_baseline_jpeg], ids=lambda f: f.__name__
+    "make",
+    [
+        largest_progressive_jpeg,
+        largest_png,
+        largest_baseline_jpeg,
+        largest_webp,
+        largest_rle_bmp,
+        longest_rle_bmp,
+    ],
+    ids=lambda f: f.__name__,
 )
 def test_the_costliest_uploads_within_the_limits_stay_within_the_pods_share(
     make: object, tmp_path: Path
@@ -147,4 +253,4 @@ def test_only_a_few_decodes_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None
 )
 def test_jpeg_headers_the_page_does_not_decode_are_refused(data: bytes, message: str) -> None:
     with pytest.raises(ImageRejected, match=message):
-        decoding.plan_jpeg(Image.new("RGB", (16, 16)), data)
+        decoding.plan_jpeg(data)

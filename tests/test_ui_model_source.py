@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 
 from steps.registry import LATEST_KEY, MODEL_FILE, run_prefix
+from steps.weights import MAX_MODEL_BYTES
 from tests import ui_support
+from ui import model_source
 from ui.model_source import (
+    REFUSED_RETRY_SECONDS,
     ModelKeeper,
     ModelSource,
     ModelUnavailable,
@@ -219,3 +222,48 @@ def test_run_files_are_read_through_the_store_and_its_root_check(tmp_path: Path)
     (store_root / "models" / "mnist" / "LATEST").symlink_to(outside)
     with pytest.raises(BadRunFile, match="outside the store"):
         read_key(open_store(store_root), "models/mnist/LATEST", 256)
+
+
+def io_bytes(field: str) -> int:
+    """This process's bytes read (rchar) or written (wchar) through system calls so far."""
+    with open("/proc/self/io") as counters:
+        return next(int(line.split()[1]) for line in counters if line.startswith(field + ":"))
+
+
+def test_a_huge_model_file_is_refused_before_it_is_copied_and_not_read_again(store: Path) -> None:
+    """A 256 MiB (sparse) model.h5 in the store: the pod's /tmp is a 512Mi emptyDir, and every
+    visitor's rerun waits on the keeper's lock while it is fetched."""
+    keeper = serving_the_first_run(store)
+    new_run = store / run_prefix("ui-test-huge")
+    shutil.copytree(store / run_prefix(ui_support.FIRST_RUN), new_run)
+    with (new_run / MODEL_FILE).open("r+b") as model:
+        model.truncate(256 << 20)
+    (store / LATEST_KEY).write_text("ui-test-huge")
+    written, read = io_bytes("wchar"), io_bytes("rchar")
+    status = keeper.refresh()
+    assert io_bytes("wchar") - written < 1 << 20  # nothing copied
+    assert io_bytes("rchar") - read < MAX_MODEL_BYTES + (1 << 20)  # read up to the limit only
+    assert status.model.label == ui_support.FIRST_RUN
+    assert f"over {MAX_MODEL_BYTES} bytes" in status.problem
+    read = io_bytes("rchar")
+    again = keeper.refresh()  # every rerun asks: the refused version is remembered
+    assert again.problem == status.problem
+    assert io_bytes("rchar") - read < 1 << 20
+
+
+def test_a_refused_version_is_tried_again_after_a_while(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keeper = serving_the_first_run(store)
+    new_run = store / run_prefix("ui-test-later")
+    shutil.copytree(store / run_prefix(ui_support.FIRST_RUN), new_run)
+    model = (new_run / MODEL_FILE).read_bytes()
+    (new_run / MODEL_FILE).write_bytes(b"not hdf5")
+    (store / LATEST_KEY).write_text("ui-test-later")
+    now = [1000.0]
+    monkeypatch.setattr(model_source, "monotonic", lambda: now[0])
+    assert "not a model" in keeper.refresh().problem
+    (new_run / MODEL_FILE).write_bytes(model)  # fixed in place
+    assert "not a model" in keeper.refresh().problem  # remembered
+    now[0] += REFUSED_RETRY_SECONDS
+    assert keeper.refresh().model.label == "ui-test-later"

@@ -149,3 +149,66 @@ def cost_of_prepare(data: bytes, folder: Path) -> tuple[float, float, str]:
     )
     cpu, megabytes, outcome = result.stdout.strip().split("\t", 2)
     return float(cpu), float(megabytes), outcome
+
+
+def mpf_segment() -> bytes:
+    """The APP2 "MPF" segment Pillow writes for a two-image MPO: an index with NumberOfImages = 2."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (16, 16)).save(
+        buffer, format="MPO", save_all=True, append_images=[Image.new("RGB", (16, 16))]
+    )
+    data = buffer.getvalue()
+    start = data.find(b"\xff\xe2\x00")
+    while data[start + 4 : start + 8] != b"MPF\x00":
+        start = data.find(b"\xff\xe2", start + 2)
+    return data[start : start + 2 + int.from_bytes(data[start + 2 : start + 4], "big")]
+
+
+def with_mpf(jpeg: bytes) -> bytes:
+    """`jpeg` with an MPF index after its start marker: Pillow opens it as format "MPO"."""
+    return jpeg[:2] + mpf_segment() + jpeg[2:]
+
+
+def rle8_bmp(width: int, height: int, rows: bytes | None = None) -> bytes:
+    """An 8-bit run-length-encoded BMP; by default each row is one pixel, then end-of-line, which
+    makes Pillow's decoder pad the rest of the row one byte at a time in Python."""
+    if rows is None:
+        rows = b"\x01\x00\x00\x00" * height + b"\x00\x01"
+    palette = b"".join(bytes((gray, gray, gray, 0)) for gray in range(256))
+    offset = 14 + 40 + len(palette)
+    info = struct.pack("<IiiHHIIiiII", 40, width, height, 1, 8, 1, len(rows), 2835, 2835, 256, 0)
+    header = b"BM" + struct.pack("<IHHI", offset + len(rows), 0, 0, offset)
+    return header + info + palette + rows
+
+
+def lossless_webp(side: int) -> bytes:
+    """A blank lossless WebP: a few hundred bytes for a side x side canvas."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (side, side), "white").save(buffer, format="WEBP", lossless=True)
+    return buffer.getvalue()
+
+
+def gif_of_comment_blocks(size: int) -> bytes:
+    """A 1x1 GIF whose comment extension holds `size` bytes as 1-byte sub-blocks."""
+    screen = b"GIF89a" + struct.pack("<HHBBB", 1, 1, 0, 0, 0)
+    comment = b"\x21\xfe" + b"\x01c" * (size // 2) + b"\x00"
+    image = b"\x2c" + struct.pack("<HHHHB", 0, 0, 1, 1, 0) + b"\x02\x02\x44\x01\x00"
+    return screen + comment + image + b"\x3b"
+
+
+def jpeg_of_empty_segments(size: int) -> bytes:
+    """A 16x16 JPEG with `size` bytes of empty APP5 segments (4 bytes each) before its frame."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (16, 16)).save(buffer, format="JPEG")
+    data = buffer.getvalue()
+    return data[:2] + b"\xff\xe5\x00\x02" * (size // 4) + data[2:]
+
+
+def png_of_empty_chunks(size: int) -> bytes:
+    """A 16x16 PNG with `size` bytes of empty private chunks (12 bytes each) after its header."""
+    buffer = io.BytesIO()
+    Image.new("L", (16, 16)).save(buffer, format="PNG")
+    data = buffer.getvalue()
+    kind = b"abCd"  # ancillary, private: a reader skips it
+    chunk = struct.pack(">I", 0) + kind + struct.pack(">I", zlib.crc32(kind))
+    return data[:33] + chunk * (size // 12) + data[33:]

@@ -1,6 +1,7 @@
 """The demo page: upload or draw a digit, see what the published averaged model says and why.
 
-streamlit run ui/app.py    (MODEL_URI picks the model; see ui/model_source.py)
+python -m ui.serve    (or `streamlit run ui/app.py`, without the bound on uploads; MODEL_URI picks
+the model, see ui/model_source.py)
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = str(Path(__file__).resolve().parents[1])
@@ -25,11 +27,12 @@ from ui.decode import EXTENSIONS, MB, ImageRejected, decode
 from ui.model_source import LoadedModel, ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
 from ui.predict import LOW_CONFIDENCE, NoAnswer, classify
 from ui.preprocess import to_gray, to_mnist
+from ui.uploads import MAX_FILES
+from ui.verbatim import verbatim
 
 CANVAS_SIDE = 280  # ten screen pixels per model pixel
 STROKE = 22  # about MNIST's stroke width once the drawing is scaled to 20 px
 SHOWN_SIDE = 140  # screen pixels of the pictures side by side
-MAX_FILES = 20  # files read per upload; the rest are named, not read
 UNEXPECTED = "This image could not be processed. Try another photo."
 
 log = logging.getLogger("mnist-page")
@@ -43,24 +46,42 @@ def keeper_for(uri: str) -> ModelKeeper:
     return ModelKeeper(parse_model_uri(uri))
 
 
+def warn(summary: str, detail: str | None) -> None:
+    """A warning in the page's own words; `detail` may quote the store, so it is shown as plain text."""
+    st.warning(summary)
+    if detail:
+        st.text(detail)
+
+
 def show_how_to(uri: str, problem: str | None) -> None:
     st.info(
-        f"No model is published at `{uri}` yet.\n\n"
+        f"No model is published at {verbatim(uri)} yet.\n\n"
         "Train and publish one on this machine, then reload this page:\n\n"
         "```bash\nmake pipeline    # or: python workflows/submit.py --local\n```\n\n"
         "Or point the page at a published model: `MODEL_URI=gs://BUCKET/models/mnist/LATEST`, "
         "a store's `models/mnist/LATEST`, or a `.h5` file."
     )
     if problem:
-        st.warning(problem)
+        warn("The model cannot be loaded:", problem)
 
 
-def published_text(stamp: str) -> str:
-    """'2026-11-29T18:48:58.897321+00:00' → '2026-11-29 18:48 UTC' (anything else as it is)."""
+def published_text(stamp: object) -> str | None:
+    """'2026-11-29T18:48:58.897321+00:00' → '2026-11-29 18:48 UTC'; None for anything else (a date
+    that is no ISO 8601 time, or one that is in none once moved to UTC)."""
     try:
-        return dt.datetime.fromisoformat(stamp).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    except ValueError:
-        return stamp
+        moment = dt.datetime.fromisoformat(stamp)
+        return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def setting_text(value: object) -> str:
+    """A setting as the card shows it: a number as written, anything else verbatim."""
+    if value is None:
+        return "—"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return verbatim(str(value))
 
 
 def show_card(loaded: LoadedModel) -> None:
@@ -69,13 +90,23 @@ def show_card(loaded: LoadedModel) -> None:
     accuracy = card.get("accuracy") or (loaded.metrics or {}).get("accuracy")
     st.subheader("The model")
     top = st.columns([3, 2])
-    top[0].metric("Run", card.get("run") or loaded.label)
+    top[0].metric("Run", verbatim(str(card.get("run") or loaded.label)))
     top[1].metric("Test accuracy", f"{accuracy:.2%}" if isinstance(accuracy, float) else "—")
     knobs = st.columns(4)
     for column, name in zip(knobs, ("workers", "rounds", "epochs", "batch"), strict=True):
-        column.metric(name.capitalize(), str(settings.get(name, "—")))
-    if card.get("published_at"):
-        st.caption(f"Trained and published {published_text(card['published_at'])}.")
+        column.metric(name.capitalize(), setting_text(settings.get(name)))
+    published = published_text(card.get("published_at"))
+    if published:
+        st.caption(f"Trained and published {published}.")
+
+
+def show_part(show: Callable[[LoadedModel], None], loaded: LoadedModel, name: str) -> None:
+    """Show one part of what the page says about the model; what the store holds cannot stop the page."""
+    try:
+        show(loaded)
+    except Exception:  # a file the checks let through in a shape the page did not expect
+        log.exception("the model's %s cannot be shown", name)
+        st.warning(f"The model's {name} cannot be shown.")
 
 
 def show_report(loaded: LoadedModel) -> None:
@@ -198,12 +229,14 @@ if loaded is None:
     show_how_to(uri, status.problem)
     st.stop()
 if status.problem:
-    st.warning(f"Still serving {loaded.label}: {status.problem}.")
+    warn(
+        f"Still serving {verbatim(loaded.label)}. The newest model cannot be used:", status.problem
+    )
 if st.session_state.get("serving") not in (None, loaded.version):
-    st.toast(f"Now serving {loaded.label}.")
+    st.toast(f"Now serving {verbatim(loaded.label)}.")
 st.session_state["serving"] = loaded.version
 
-show_card(loaded)
+show_part(show_card, loaded, "card")
 upload_tab, camera_tab, draw_tab = st.tabs(["Upload images", "Take a photo", "Draw a digit"])
 with upload_tab:
     uploads = st.file_uploader(
@@ -222,4 +255,4 @@ with draw_tab:
     drawing = drawn_image()
     if drawing:
         show_prediction(loaded, drawing)
-show_report(loaded)
+show_part(show_report, loaded, "report")

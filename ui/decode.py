@@ -1,9 +1,13 @@
 """Untrusted bytes → a small Pillow image, with the decoder's CPU and memory bounded before it starts.
 
-Every limit is checked from the file's header, before a pixel is decoded: the bytes, the pixels, the bytes
-the decoded image would take, and for JPEG the scan count and coefficient buffer (see ui.jpeg_layout).
-JPEGs are decoded reduced (libjpeg's DCT scaling: a 12-megapixel photo comes out at about 500x375), other
-formats whole and then reduced. At most MAX_CONCURRENT_DECODES run at once in a process.
+A file is judged by what Pillow's reader and decoder will do with it, not by the name they give it:
+before Image.open, the blocks its reader walks in Python (JPEG segments, GIF sub-blocks, PNG chunks;
+see ui.blocks and ui.jpeg_layout) are counted, and for a JPEG the scan count and coefficient buffer
+are read from its markers; after it, from the header and the decoder Pillow picked, the pixels and
+the memory that decoder will hold. Everything libjpeg decodes (a JPEG, or an MPO, a JPEG with an
+index of further images) is decoded reduced (libjpeg's DCT scaling: a 12-megapixel photo comes out at
+about 500x375), other formats whole and then reduced. At most MAX_CONCURRENT_DECODES run at once in a
+process.
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ import io
 import threading
 import warnings
 
-from PIL import Image, ImageOps
+from PIL import BmpImagePlugin, Image, ImageOps, JpegImagePlugin, WebPImagePlugin
 
-from ui.jpeg_layout import DCT_FRAMES, BadJpeg, read_layout
+from ui.blocks import GIF_SIGNATURES, PNG_SIGNATURE, gif_blocks, png_chunks
+from ui.jpeg_layout import DCT_FRAMES, BadJpeg, JpegLayout, TooManySegments, read_layout
 
 MB = 1024 * 1024  # as Streamlit counts server.maxUploadSize
 MAX_FILE_MB = 10  # .streamlit/config.toml's server.maxUploadSize says the same (a test checks)
@@ -29,6 +34,18 @@ DECODE_SIDE = (
     480  # images come out with the longer side at least this (if they were), under twice it
 )
 MAX_CONCURRENT_DECODES = 2
+# Blocks Pillow's readers walk one by one in Python (JPEG segments and fill bytes before the first
+# scan, GIF sub-blocks before the first image, PNG chunks): a photo has tens, a PNG of 8 KB chunks
+# about 1300; each costs Pillow a few microseconds.
+MAX_BLOCKS = 10_000
+# Run-length BMPs are decoded in Python (BmpImagePlugin.BmpRleDecoder): a loop per code, and per
+# pixel when a row ends early; so both are bounded.
+MAX_RLE_PIXELS = 4_000_000
+MAX_RLE_BYTES = 1 * MB
+# Pillow decodes every WebP with libwebp's animation decoder, which holds the canvas several times
+# over (a 4096x4096 WebP of 706 bytes peaked at 252 MB): its decoded size counts this many times.
+WEBP_COPIES = 4
+JPEG_SIGNATURE = b"\xff\xd8\xff"  # JpegImagePlugin._accept
 
 NOT_AN_IMAGE = f"This is not an image the page can read (use {', '.join(EXTENSIONS)})."
 DAMAGED = "The image is damaged or cut short"
@@ -47,14 +64,17 @@ class ImageRejected(ValueError):
     """An image the model cannot be asked about; str() is a message for the person who sent it."""
 
 
-def open_header(data: bytes, max_bytes: int) -> Image.Image:
-    """Pillow's image object with only its header read; ImageRejected for what is not an image."""
+def check_size(data: bytes, max_bytes: int) -> None:
     if not data:
         raise ImageRejected("The file is empty (0 bytes).")
     if len(data) > max_bytes:
         raise ImageRejected(
             f"The file is {len(data) / MB:.1f} MB; the limit is {max_bytes / MB:.0f} MB."
         )
+
+
+def open_header(data: bytes) -> Image.Image:
+    """Pillow's image object with only its header read; ImageRejected for what is not an image."""
     try:
         image = Image.open(io.BytesIO(data), formats=FORMATS)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
@@ -80,10 +100,28 @@ def bytes_per_pixel(mode: str) -> int:
     return 4
 
 
-def plan_jpeg(image: Image.Image, data: bytes) -> None:
-    """Refuse a costly JPEG from its markers; ask libjpeg to decode it reduced."""
+def plan_reading(data: bytes) -> JpegLayout | None:
+    """Refuse a file whose reader would walk too many blocks; for a JPEG, one whose decode would cost
+    too much (its layout is returned). Runs before Image.open: Pillow's readers walk in Python."""
+    if data.startswith(JPEG_SIGNATURE):
+        return plan_jpeg(data)
+    if data.startswith(GIF_SIGNATURES):
+        blocks = gif_blocks(data, MAX_BLOCKS)
+    elif data.startswith(PNG_SIGNATURE):
+        blocks = png_chunks(data, MAX_BLOCKS)
+    else:
+        return None
+    if blocks > MAX_BLOCKS:
+        raise ImageRejected(f"{TOO_COSTLY}: over {MAX_BLOCKS} blocks to read one by one.")
+    return None
+
+
+def plan_jpeg(data: bytes) -> JpegLayout:
+    """Refuse a costly JPEG from its markers."""
     try:
-        layout = read_layout(data)
+        layout = read_layout(data, MAX_BLOCKS)
+    except TooManySegments as error:
+        raise ImageRejected(f"{TOO_COSTLY}: {error}.") from None
     except BadJpeg as error:
         raise ImageRejected(f"{DAMAGED} ({error})") from None
     if layout.frame not in DCT_FRAMES:
@@ -94,21 +132,41 @@ def plan_jpeg(image: Image.Image, data: bytes) -> None:
         layout.progressive or layout.scans > 1
     ) and layout.coefficient_bytes > MAX_COEFFICIENT_BYTES:
         raise ImageRejected(
-            f"{TOO_COSTLY}: a progressive JPEG of {image.width}x{image.height} "
+            f"{TOO_COSTLY}: a progressive JPEG of {layout.width}x{layout.height} "
             f"needs {layout.coefficient_bytes / MB:.0f} MB; save it as a baseline JPEG."
         )
-    scale = next(s for s in (8, 4, 2, 1) if max(image.size) // s >= DECODE_SIDE or s == 1)
-    if scale > 1:
-        image.draft(None, (image.width // scale, image.height // scale))
+    return layout
 
 
-def plan_whole(image: Image.Image) -> None:
-    """Refuse an image that would take more than MAX_DECODED_BYTES once decoded."""
-    decoded = image.width * image.height * bytes_per_pixel(image.mode)
+def plan_decoding(image: Image.Image, data: bytes, layout: JpegLayout | None) -> None:
+    """Refuse what the decoder Pillow picked would spend too much on; ask libjpeg to decode reduced."""
+    if isinstance(image, JpegImagePlugin.JpegImageFile):  # an MPO is one too: libjpeg decodes it
+        if layout is None or (layout.width, layout.height) != image.size:
+            raise ImageRejected(f"{DAMAGED} (its header is not one the page reads)")
+        scale = next(s for s in (8, 4, 2, 1) if max(image.size) // s >= DECODE_SIDE or s == 1)
+        if scale > 1:
+            image.draft(None, (image.width // scale, image.height // scale))
+        return
+    if isinstance(image, BmpImagePlugin.BmpImageFile) and any(
+        tile.codec_name == "bmp_rle" for tile in image.tile
+    ):
+        pixels = image.width * image.height
+        if pixels > MAX_RLE_PIXELS or len(data) > MAX_RLE_BYTES:
+            raise ImageRejected(
+                f"{TOO_COSTLY}: a run-length BMP is read up to {MAX_RLE_PIXELS // 1_000_000} "
+                f"megapixels and {MAX_RLE_BYTES // MB} MB; send a PNG."
+            )
+    copies = WEBP_COPIES if isinstance(image, WebPImagePlugin.WebPImageFile) else 1
+    plan_whole(image, copies)
+
+
+def plan_whole(image: Image.Image, copies: int = 1) -> None:
+    """Refuse an image whose decoder would hold more than MAX_DECODED_BYTES (`copies` of its pixels)."""
+    decoded = image.width * image.height * bytes_per_pixel(image.mode) * copies
     if decoded > MAX_DECODED_BYTES:
         raise ImageRejected(
             f"{TOO_COSTLY}: {image.width}x{image.height} {image.format} takes "
-            f"{decoded / MB:.0f} MB decoded (up to {MAX_DECODED_BYTES // MB} MB); "
+            f"{decoded / MB:.0f} MB to decode (up to {MAX_DECODED_BYTES // MB} MB); "
             "send a JPEG or a smaller image."
         )
 
@@ -136,11 +194,10 @@ def upright(image: Image.Image) -> Image.Image:
 
 def decode(data: bytes, max_bytes: int = MAX_FILE_MB * MB) -> Image.Image:
     """Decode `data` as one of FORMATS, upright and reduced; ImageRejected saying why if it cannot be."""
-    image = open_header(data, max_bytes)
-    if image.format == "JPEG":
-        plan_jpeg(image, data)
-    else:
-        plan_whole(image)
+    check_size(data, max_bytes)
+    layout = plan_reading(data)
+    image = open_header(data)
+    plan_decoding(image, data, layout)
     with DECODE_SLOTS:
         try:
             image.load()

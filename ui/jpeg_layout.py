@@ -3,7 +3,8 @@
 A JPEG's cost is not its size in bytes: a progressive file makes the decoder hold every DCT coefficient
 of the image and walk them once per scan, so a 9 MB file repeating one small scan 100,000 times keeps a
 core busy for minutes. `read_layout` walks the header segments (ITU-T T.81, B.1) up to the first scan
-and counts the scans that follow.
+and counts the scans that follow. Pillow walks the same segments in Python when it opens the file
+(JpegImagePlugin.JpegImageFile._open, fill bytes one at a time), so their number is bounded too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ BYTES_PER_BLOCK = 64 * 2  # 8x8 coefficients of 16 bits, as libjpeg keeps them
 
 class BadJpeg(ValueError):
     """The markers are not those of a JPEG the page decodes; str() says why."""
+
+
+class TooManySegments(BadJpeg):
+    """More segments and fill bytes before the first scan than the caller allows."""
 
 
 @dataclass(frozen=True)
@@ -49,19 +54,26 @@ class JpegLayout:
         return total * BYTES_PER_BLOCK
 
 
-def read_layout(data: bytes) -> JpegLayout:
-    """The frame and scan count of a JPEG file; BadJpeg if its header is not well formed."""
+def read_layout(data: bytes, max_segments: int) -> JpegLayout:
+    """The frame and scan count of a JPEG file; BadJpeg if its header is not well formed,
+    TooManySegments past `max_segments` segments and fill bytes before the first scan."""
     if data[:2] != b"\xff\xd8":
         raise BadJpeg("no JPEG start marker")
     position = 2
+    segments = 0
     frame: tuple[int, int, int, tuple[tuple[int, int], ...]] | None = None
     while True:
+        segments += 1
         while (
-            position < len(data)
+            segments <= max_segments
+            and position < len(data)
             and data[position] == 0xFF
             and data[position + 1 : position + 2] == b"\xff"
         ):
             position += 1  # fill bytes
+            segments += 1
+        if segments > max_segments:
+            raise TooManySegments(f"over {max_segments} segments before the first scan")
         if position + 4 > len(data) or data[position] != 0xFF:
             raise BadJpeg("the header ends before the first scan")
         marker = data[position + 1]

@@ -18,13 +18,14 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import monotonic
 
 from steps.cli import StepError
-from steps.errors import ArtifactNotFound, ProjectError
+from steps.errors import ProjectError
 from steps.inference import Network
 from steps.registry import LATEST_KEY, METRICS_FILE, MODEL_FILE, RUN_FILE, run_prefix
 from steps.storage import ArtifactStore, open_store
-from steps.weights import read_weights
+from steps.weights import MAX_MODEL_BYTES, read_weights
 from ui.run_files import (
     MAX_JSON_BYTES,
     MAX_PICTURE_BYTES,
@@ -40,6 +41,9 @@ from ui.run_files import (
 from workflows.settings import DEFAULT_STORE
 
 CONFUSION_FILE = "confusion.png"
+# A version refused (too big, malformed) is not fetched again on every rerun; after this long it is
+# tried again, in case its files were fixed in place.
+REFUSED_RETRY_SECONDS = 60.0
 
 
 class ModelUnavailable(ProjectError):
@@ -154,13 +158,17 @@ def fetch_run(store: ArtifactStore, run: str) -> LoadedModel:
     except BadRunFile as error:
         raise ModelUnavailable(f"run {run}: {error}") from None
     picture = check_picture(read_key(store, f"{prefix}/{CONFUSION_FILE}", MAX_PICTURE_BYTES))
+    data = read_model(store, run)
     with tempfile.TemporaryDirectory(prefix="mnist-model-") as folder:
         local = Path(folder) / MODEL_FILE
+        local.write_bytes(data)
+        del data
         try:
-            store.download_file(f"{prefix}/{MODEL_FILE}", local)
-        except ArtifactNotFound:
-            raise ModelUnavailable(f"run {run} has no {MODEL_FILE} in {store.uri} (yet)") from None
-        model = load_weights(local)
+            model = load_weights(local)
+        except ModelUnavailable as error:  # said of the store's file, not of the copy in /tmp
+            raise ModelUnavailable(
+                f"run {run}: {MODEL_FILE}: {str(error).removeprefix(f'{local}: ')}"
+            ) from None
     return LoadedModel(
         version=run,
         label=run,
@@ -169,6 +177,22 @@ def fetch_run(store: ArtifactStore, run: str) -> LoadedModel:
         metrics=metrics,
         confusion_png=picture,
     )
+
+
+def read_model(store: ArtifactStore, run: str) -> bytes:
+    """A run's model file, read no further than MAX_MODEL_BYTES (a ranged read on GCS): a huge file
+    in the store is refused before any of it reaches the disk."""
+    try:
+        data = read_key(store, f"{run_prefix(run)}/{MODEL_FILE}", MAX_MODEL_BYTES)
+    except BadRunFile as error:
+        raise ModelUnavailable(f"run {run}: {error}") from None
+    if data is None:
+        raise ModelUnavailable(f"run {run} has no {MODEL_FILE} in {store.uri} (yet)")
+    if len(data) > MAX_MODEL_BYTES:
+        raise ModelUnavailable(
+            f"run {run}: {MODEL_FILE} is over {MAX_MODEL_BYTES} bytes, not a model of this project"
+        )
+    return data
 
 
 def fetch(source: ModelSource, store: ArtifactStore | None, version: str) -> LoadedModel:
@@ -189,6 +213,7 @@ class ModelKeeper:
         self.current: LoadedModel | None = None
         self._store: ArtifactStore | None = None
         self._lock = threading.Lock()
+        self._refused: tuple[str, str, float] | None = None  # version, why, when
 
     def store(self) -> ArtifactStore | None:
         """The store behind the source, opened once (a GCS client is not free); None for a file."""
@@ -211,10 +236,16 @@ class ModelKeeper:
                 return Status(self.current, f"{self.source.uri} names no model any more")
             if self.current is not None and self.current.version == version:
                 return Status(self.current)
+            if self._refused is not None:
+                refused, problem, when = self._refused
+                if refused == version and monotonic() - when < REFUSED_RETRY_SECONDS:
+                    return Status(self.current, problem)
             try:
                 loaded = fetch(self.source, store, version)
             except ModelUnavailable as error:
-                return Status(self.current, f"the newest model cannot be loaded: {error}")
+                problem = f"the newest model cannot be loaded: {error}"
+                self._refused = (version, problem, monotonic())
+                return Status(self.current, problem)
             except Exception as error:  # the store failed while downloading (network, permissions)
                 return Status(self.current, f"the newest model cannot be fetched: {error}")
             self.current = loaded
