@@ -25,7 +25,9 @@ from tests.step_support import (
     json_nested,
     npy_header,
     raw_zip,
+    shared_heap_names,
     weight_paths,
+    wide_directory_npz,
     write_json,
     write_model_weights,
     write_npz,
@@ -70,6 +72,28 @@ def test_a_zip_bomb_shard_is_refused_without_inflating_it(tmp_path: Path) -> Non
     )
     assert "more than 250000 rows" in output
     assert peak < 200, f"peak {peak:.0f} MB"
+
+
+def test_a_central_directory_of_many_entries_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    """300,000 directory entries (15 MB of file) all naming one member: zipfile built an object for
+    each before split or a trainer could refuse the file (a million cost 635 MB and 10.6 s)."""
+    wide = wide_directory_npz(tmp_path / "wide.npz", 300_000)
+    peak, output = peak_memory_mb(
+        "import time\n"
+        "from pathlib import Path\n"
+        "from steps.cli import StepError\n"
+        "from steps.dataset import read_shard\n"
+        "start = time.process_time()\n"
+        "try:\n"
+        f"    read_shard(Path({str(wide)!r}))\n"
+        "except StepError as error:\n"
+        "    print(error)\n"
+        "print(time.process_time() - start)\n"
+    )
+    message, seconds = output.splitlines()
+    assert peak < 80, f"peak {peak:.0f} MB"  # 176 MB before the directory was bounded
+    assert float(seconds) < 0.5, seconds  # 1.6 s before
+    assert "central directory is 15300000 bytes" in message
 
 
 def test_an_npy_header_declaring_a_huge_shape_is_one_line(tmp_path: Path, capsys) -> None:
@@ -219,6 +243,48 @@ def test_crafted_model_files_are_refused(craft: str, message: str, tmp_path: Pat
     assert "not a model of this project's architecture" in line
     assert message in line
     assert not (tmp_path / "avg.h5").exists()
+
+
+def test_names_pointing_at_one_big_heap_object_are_refused_before_they_are_read(
+    tmp_path: Path,
+) -> None:
+    """64 variable-length layer names, each a 16-byte pointer to the same 4 MB heap object: the
+    declared size passes any byte check, while reading the attribute materialised the object 64
+    times (256 MB here; 1.98 GB with a 15 MB object, and 2048 references asked for about 30 GB).
+    Every reader of model files (the page's loader, ui.predict, publish, evaluate, aggregate and
+    train) goes through steps.weights.read_model_file."""
+    model = shared_heap_names(copy_model(tmp_path / "heap.h5"), 64, 4 << 20)
+    assert model.stat().st_size < 8 << 20
+    peak, output = peak_memory_mb(
+        "from steps.weights import read_weights\n"
+        "from steps.cli import StepError\n"
+        "try:\n"
+        f"    read_weights({str(model)!r})\n"
+        "except StepError as error:\n"
+        "    print(error)\n"
+    )
+    assert peak < 150, f"peak {peak:.0f} MB"
+    assert "attribute layer_names holds 268435456 bytes of text" in output, output
+
+
+@pytest.mark.parametrize("step", ["aggregate", "evaluate", "publish"])
+def test_every_step_refuses_names_on_a_shared_heap_object(
+    step: str, tmp_path: Path, capsys
+) -> None:
+    model = shared_heap_names(copy_model(tmp_path / "0.h5"), 8, 4 << 10)
+    if step == "aggregate":
+        folder = models_folder(tmp_path, model)
+        line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    elif step == "evaluate":
+        test_set = write_npz(tmp_path / "test.npz", **digits())
+        argv = ["--model", model, "--test", test_set, "--out-dir", tmp_path / "out"]
+        line = call(evaluate, argv, capsys)
+    else:
+        metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
+        argv = publish_argv(tmp_path, metrics)
+        argv[argv.index("--model") + 1] = model
+        line = call(publish, argv, capsys)
+    assert "attribute layer_names holds 32768 bytes of text, more than 16384" in line
 
 
 def test_train_and_evaluate_refuse_a_nan_model(tmp_path: Path, capsys) -> None:
