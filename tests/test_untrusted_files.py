@@ -396,8 +396,12 @@ def publish_argv(tmp_path: Path, metrics: Path, *extra) -> list:
         (b'{"accuracy": -5.0}', "number in [0, 1]"),
         (b'{"accuracy": true}', "number in [0, 1]"),
         (b'{"accuracy": 0.9, "confusion_matrix": [[1]]}', "10 rows of 10"),
-        (json_nested().encode(), "nested too deeply"),
+        (json_nested(30_000).encode(), "nested too deeply"),
         (b'{"accuracy": 0.9, "note": "\xff\xfe"}', "not UTF-8"),
+        (b'{"accuracy": 1' + b"0" * 400 + b"}", "number in [0, 1]"),
+        (b'{"accuracy": 0.9, "loss": 1' + b"0" * 400 + b"}", "'loss' must be a finite number"),
+        (b'{"accuracy": 0.9, "note": "' + b"x" * 100_000 + b'"}', "larger than 65536 bytes"),
+        (b'{"accuracy": 0.9, "missing_shards": {"1": [3]}}', "lists of shard ids"),
     ],
 )
 def test_publish_refuses_poisoned_metrics(
@@ -410,14 +414,169 @@ def test_publish_refuses_poisoned_metrics(
     assert not (tmp_path / "store").exists()
 
 
-def test_publish_refuses_nested_settings_and_overlong_runs(tmp_path: Path, capsys) -> None:
+def test_publish_refuses_bad_settings_and_overlong_runs(tmp_path: Path, capsys) -> None:
     metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
-    argv = publish_argv(tmp_path, metrics, "--settings", json_nested())
-    assert "--settings: JSON nested too deeply" in call(publish, argv, capsys)
+    for setting, message in [
+        ("workers", "expected NAME=VALUE"),
+        ('{"workers": 3}=1', "expected NAME=VALUE"),
+        ("source=" + "x" * 1025, "at most 1024 characters"),
+    ]:
+        argv = publish_argv(tmp_path, metrics, "--setting", setting)
+        assert message in call(publish, argv, capsys)
+    argv = publish_argv(tmp_path, metrics, "--setting", "epochs=1", "--setting", "epochs=400")
+    assert "--setting epochs is given twice" in call(publish, argv, capsys)
     argv = publish_argv(tmp_path, metrics)
     argv[argv.index("mnist-abc12")] = "a" * 5000
     assert "(63 at most)" in call(publish, argv, capsys)
     assert not (tmp_path / "store").exists()
+
+
+def published_card(store: Path, run: str = "mnist-abc12") -> dict:
+    return json.loads((store / "models" / "mnist" / run / "run.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "source",
+    ['/data/a"b/mnist.npz', '/data", "epochs": 400, "x": "/mnist.npz'],
+    ids=["a quote", "a crafted folder name"],
+)
+def test_no_workflow_parameter_can_rewrite_the_card(
+    source: str, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiled publish template's arguments, with the parameters Argo would substitute (plain
+    text replacement: workflow/common/util.go:SubstituteParams): a folder name holding a quote and
+    JSON of its own was pasted into the --settings JSON, failing the run or rewriting the card."""
+    from workflows.pipeline import compile_workflow
+    from workflows.settings import PipelineSettings
+    from workflows.spec import substitute_all, templates_by_name
+
+    settings = PipelineSettings(epochs=1, source=source)
+    workflow = compile_workflow(settings)
+    values = {
+        f"workflow.parameters.{p['name']}": p["value"]
+        for p in workflow["spec"]["arguments"]["parameters"]
+    }
+    values |= {"workflow.name": "mnist-abc12", "inputs.parameters.model": "unused"}
+    values["workflow.parameters.store"] = str(tmp_path / "store")
+    args = substitute_all(
+        templates_by_name(workflow)["publish"]["container"]["args"], values, "publish"
+    )
+    (tmp_path / "in").mkdir()
+    copy_model(tmp_path / "in" / "model.h5")
+    write_json(tmp_path / "in" / "metrics.json", {"accuracy": 0.9})
+    (tmp_path / "in" / "confusion.png").write_bytes(b"png")
+    monkeypatch.chdir(tmp_path)
+    code = publish.main(publish.make_parser().parse_args(args))
+    capsys.readouterr()
+    assert code is None
+    card = published_card(tmp_path / "store")["settings"]
+    assert card["epochs"] == 1
+    assert card["source"] == settings.source
+    assert card["rounds"] == settings.rounds
+
+
+def test_publish_publishes_only_what_the_page_accepts(tmp_path: Path, capsys) -> None:
+    """publish and the page check run.json and metrics.json with the same functions (steps.published):
+    a 253-character source, a boolean setting and a 100 KB metrics.json were published and then
+    refused by the page."""
+    from ui.model_source import ModelKeeper, parse_model_uri
+
+    metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9, "test_samples": 10})
+    source = "/" + "d" * 252
+    argv = publish_argv(
+        tmp_path, metrics, "--setting", f"source={source}", "--setting", "flag=true"
+    )
+    assert run_ok(publish, argv, capsys)
+    assert published_card(tmp_path / "store")["settings"] == {"source": source, "flag": "true"}
+    status = ModelKeeper(parse_model_uri(str(tmp_path / "store"))).refresh()
+    assert status.problem is None and status.model.card["settings"]["source"] == source
+
+
+@pytest.mark.parametrize(
+    ("stamp", "why"),
+    [
+        ("0001-01-01T00:00:00+14:00", "out of range"),  # astimezone raised OverflowError
+        ("9999-12-31T23:59:59-14:00", "out of range"),
+        ("2026-11-29T18:48:58", "no UTC offset"),
+        ("yesterday", "not an ISO 8601 time"),
+    ],
+)
+def test_a_published_at_the_page_cannot_convert_is_refused(stamp: str, why: str) -> None:
+    from ui.run_files import BadRunFile, check_card
+
+    with pytest.raises(BadRunFile, match=why):
+        check_card(json.dumps({"published_at": stamp}).encode(), "mnist-abc12")
+    card = check_card(b'{"published_at": "2026-11-29T23:48:58+05:00"}', "mnist-abc12")
+    assert card["published_at"] == "2026-11-29T18:48:58.000000+00:00"
+
+
+def publish_process(
+    tmp_path: Path, *extra: str, metrics: Path | None = None
+) -> tuple[int, str, float]:
+    """Run publish in a fresh interpreter, at most 20 s (a blocking open would hang it): its exit
+    code, its stderr, and its peak resident memory in MB."""
+    metrics = metrics or write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
+    argv = [str(a) for a in publish_argv(tmp_path, metrics, *extra)]
+    probe = (
+        "import re, sys\n"
+        "from steps import publish\n"
+        "from steps.cli import run\n"
+        f"code = run(publish.main, publish.make_parser(), {argv!r})\n"
+        "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
+        "sys.exit(code)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=20
+    )
+    return result.returncode, result.stderr.strip(), int(result.stdout or 0) / 1024
+
+
+def test_publish_refuses_a_symlinked_pointer_lock(tmp_path: Path) -> None:
+    """.LATEST.lock linking out of the store: opening it created a file outside."""
+    pointers = tmp_path / "store" / "models" / "mnist"
+    pointers.mkdir(parents=True)
+    (pointers / ".LATEST.lock").symlink_to(tmp_path / "outside.lock")
+    code, error, _ = publish_process(tmp_path)
+    assert code == 2 and "the lock of models/mnist/LATEST" in error, error
+    assert not (tmp_path / "outside.lock").exists()
+    assert not (pointers / "LATEST").exists()
+
+
+@pytest.mark.parametrize("fifo", ["lock", "LATEST", "metrics"])
+def test_a_fifo_never_blocks_publish(fifo: str, tmp_path: Path) -> None:
+    """A FIFO as the pointer's lock, as LATEST or as --metrics: each open waited for a writer forever."""
+    pointers = tmp_path / "store" / "models" / "mnist"
+    pointers.mkdir(parents=True)
+    path = {
+        "lock": pointers / ".LATEST.lock",
+        "LATEST": pointers / "LATEST",
+        "metrics": tmp_path / "fifo.json",
+    }[fifo]
+    os.mkfifo(path)
+    code, error, _ = publish_process(tmp_path, metrics=path if fifo == "metrics" else None)
+    assert code == 2 and "not a regular file" in error, error
+
+
+def test_a_huge_latest_is_not_read_whole_and_is_replaced(tmp_path: Path) -> None:
+    """A 400 MB LATEST (sparse) was read whole before it was compared; now its head is read, and a
+    LATEST that names no run is replaced."""
+    pointers = tmp_path / "store" / "models" / "mnist"
+    pointers.mkdir(parents=True)
+    with (pointers / "LATEST").open("wb") as latest:
+        latest.truncate(400 << 20)
+    code, error, peak = publish_process(tmp_path)
+    assert code == 0, error
+    assert peak < 150, f"peak {peak:.0f} MB"
+    assert (pointers / "LATEST").read_text() == "mnist-abc12"
+
+
+def run_ok(module, argv: list, capsys) -> bool:
+    from steps.cli import run
+
+    code = run(module.main, module.make_parser(), [str(a) for a in argv])
+    error = capsys.readouterr().err
+    assert code == 0, error
+    return True
 
 
 def test_publish_refuses_a_nan_model(tmp_path: Path, capsys) -> None:
@@ -511,6 +670,8 @@ def run_trainer(inputs: dict, out: Path, capsys) -> str:
         ({"epochs_done": 1, "logs": 5}, "logs must be an object"),
         ({"epochs_done": 1, "logs": {"samples": 10**9}}, "logs must be an object of loss"),
         ({"epochs_done": 1, "logs": {"loss": "x"}}, "logs must hold finite, non-negative numbers"),
+        # math.isfinite(10**400) raised OverflowError: every retry crashed on the same checkpoint
+        ({"epochs_done": 1, "logs": {"loss": 10**400}}, "logs must hold finite, non-negative"),
         (
             {"epochs_done": 1, "logs": {}, "inputs": ["not", "a", "string"]},
             "it was made from other",

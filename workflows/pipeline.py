@@ -163,13 +163,18 @@ def evaluate_step(step: StepFactory) -> Container:
 
 
 def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
-    """Publishes the model with a card of the settings it was trained with."""
+    """Publishes the model with a card of the settings it was trained with: each setting is its own
+    argument, so no parameter's text can change another setting or the card's structure."""
     trained_with = [name for name in settings.parameters() if name != "store"]
-    card = {name: workflow_param(name) for name in trained_with} | {"rounds": settings.rounds}
+    card = [f"{name}={workflow_param(name)}" for name in trained_with]
     return step(
         "publish",
         parameters=["model"],
-        options={"--store": workflow_param("store"), "--run": RUN, "--settings": json.dumps(card)},
+        options={
+            "--store": workflow_param("store"),
+            "--run": RUN,
+            "--setting": [*card, f"rounds={settings.rounds}"],
+        },
         reads=[
             Read.file("model", "--model", "in/model.h5", param("model")),
             Read.file("metrics", "--metrics", "in/metrics.json", f"{EVALUATION}/metrics.json"),
