@@ -353,6 +353,58 @@ def test_forged_sample_counts_do_not_count(
     assert not (tmp_path / "avg.h5").exists()
 
 
+def test_fedavg_weighs_by_what_split_made_and_averages_only_the_expected_shards(
+    tmp_path: Path, small_mnist: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """split and aggregate run as the compiled spec runs them, with what Argo would substitute: a
+    worker claiming 250,000 samples for a 1,000-digit shard got nearly all the weight, and a stray
+    7.h5 in the round's folder was averaged in. Now only shard 0 (true count) is averaged."""
+    from steps.cli import run
+    from steps.weights import read_weights
+    from workflows.pipeline import compile_workflow
+    from workflows.settings import PipelineSettings
+    from workflows.spec import substitute, substitute_all, templates_by_name
+
+    settings = PipelineSettings(workers=2, rounds=1, min_workers=1, source=str(small_mnist))
+    workflow = compile_workflow(settings)
+    templates = templates_by_name(workflow)
+    values = {
+        f"workflow.parameters.{p['name']}": p["value"]
+        for p in workflow["spec"]["arguments"]["parameters"]
+    } | {"workflow.name": "mnist-abc12"}
+    monkeypatch.chdir(tmp_path)
+    args = substitute_all(templates["split"]["container"]["args"], values, "split")
+    assert run(split.main, split.make_parser(), args) == 0, capsys.readouterr().err
+    for output in templates["split"]["outputs"]["parameters"]:
+        path = tmp_path / output["valueFrom"]["path"].removeprefix("/work/")
+        values[f"tasks.split.outputs.parameters.{output['name']}"] = path.read_text()
+    task = next(
+        task
+        for template in workflow["spec"]["templates"]
+        for task in template.get("dag", {}).get("tasks", [])
+        if task["name"] == "aggregate-round-1"
+    )
+    for argument in task["arguments"]["parameters"]:
+        values[f"inputs.parameters.{argument['name']}"] = substitute(
+            argument["value"], values, "aggregate's arguments"
+        )
+    args = substitute_all(templates["aggregate"]["container"]["args"], values, "aggregate")
+    folder = tmp_path / "in" / "models"
+    folder.mkdir(parents=True)
+    good = read_weights(copy_model(folder / "0.h5"))
+    write_model_weights(copy_model(folder / "1.h5"), [-3 * w for w in good])
+    write_model_weights(copy_model(folder / "7.h5"), [w + 1 for w in good])
+    write_json(folder / "0.json", {"samples": 1000, "epochs": 1})
+    write_json(folder / "1.json", {"samples": 250_000, "epochs": 1})
+    write_json(folder / "7.json", {"samples": 1000, "epochs": 1})
+    assert run(aggregate.main, aggregate.make_parser(), args) == 0
+    log = capsys.readouterr().err
+    assert "ignoring 1.h5 as missing: its stats claim 250000 samples; split made 1000" in log
+    assert "ignoring 7.h5: not one of the expected shards" in log
+    averaged = read_weights(tmp_path / "out" / "model.h5")
+    assert all(np.allclose(a, b) for a, b in zip(averaged, good, strict=True))
+
+
 def test_nested_json_arguments_are_one_line(tmp_path: Path, capsys) -> None:
     folder = models_folder(tmp_path, copy_model(tmp_path / "0.h5"))
     nested = json_nested()

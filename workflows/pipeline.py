@@ -84,6 +84,7 @@ def split_step(step: StepFactory) -> Container:
             Write.folder("shards", "--shards-dir", "out/shards", f"{RUN}/shards"),
             Write.file("test", "--test-out", "out/test.npz", f"{RUN}/test.npz"),
             Write.parameter("shard-ids", "--ids-out", "out/shard-ids.json"),
+            Write.parameter("shard-sizes", "--sizes-out", "out/shard-sizes.json"),
         ],
     )
 
@@ -190,6 +191,7 @@ def build_workflow(settings: PipelineSettings) -> Workflow:
         with DAG(name="pipeline"):
             split, init = steps.split(), steps.init()
             shard_ids = split.get_parameter("shard-ids")
+            shard_sizes = split.get_parameter("shard-sizes")
             ready, model, missing = [split, init], INIT_MODEL, {}
             for r in range(1, settings.rounds + 1):
                 trained = steps.train(
@@ -197,9 +199,9 @@ def build_workflow(settings: PipelineSettings) -> Workflow:
                     with_param=shard_ids,
                     arguments={"shard": "{{item}}", "round": str(r), "start-model": model},
                 )
-                averaged = steps.aggregate(
+                averaged = steps.aggregate(  # weighs each model by its shard's size, from split
                     name=f"aggregate-round-{r}",
-                    arguments={"round": str(r), "shards": shard_ids.value},
+                    arguments={"round": str(r), "shards": shard_sizes.value},
                 )
                 ready >> trained
                 # once every trainer has ended, however: aggregate decides against --min-workers
