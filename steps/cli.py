@@ -83,6 +83,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def fraction(text: str) -> float:
+    """argparse type: a number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text[:40]!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text[:40]}")
+    return value
+
+
 def require_file(path: Path, what: str) -> Path:
     """Fail with a clear line unless `path` is an existing regular file."""
     if not path.is_file():

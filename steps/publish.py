@@ -14,17 +14,34 @@ import re
 import sys
 from pathlib import Path
 
-from steps.cli import StepError, is_number, read_small_file, require_file, run, to_json
-from steps.published import MAX_FILE_BYTES, RUN_ID, check_card, read_metrics
+from steps.cli import (
+    StepError,
+    fraction,
+    is_number,
+    read_small_file,
+    require_file,
+    run,
+    to_json,
+)
+from steps.published import (
+    MAX_ACCURACY_DROP,
+    MAX_FILE_BYTES,
+    MIN_ACCURACY,
+    RUN_ID,
+    check_card,
+    read_metrics,
+)
 from steps.registry import (
     LATEST_KEY,
     METRICS_FILE,
     MODEL_FILE,
     RUN_FILE,
+    card_of,
+    latest_run,
     move_latest,
     run_prefix,
 )
-from steps.storage import open_store
+from steps.storage import ArtifactStore, open_store
 from steps.weights import read_weights
 
 SETTING_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -44,6 +61,19 @@ def make_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="another file to publish beside them (repeatable)",
+    )
+    parser.add_argument(
+        "--min-accuracy",
+        type=fraction,
+        default=MIN_ACCURACY,
+        help=f"refuse a model whose test accuracy is below this (default: {MIN_ACCURACY}; 0: any)",
+    )
+    parser.add_argument(
+        "--max-accuracy-drop",
+        type=fraction,
+        default=MAX_ACCURACY_DROP,
+        help="refuse a model scoring more than this below the model LATEST serves "
+        f"(default: {MAX_ACCURACY_DROP}; 1: any)",
     )
     parser.add_argument(
         "--setting",
@@ -84,6 +114,36 @@ def typed(value: str) -> object:
     return converted if is_number(converted) else value
 
 
+def serving_accuracy(store: ArtifactStore, run: str) -> tuple[str, float] | None:
+    """The run LATEST names and its published test accuracy, unless it is `run`, or unknown."""
+    try:
+        serving = latest_run(store)
+    except StepError:  # a LATEST that names no run: nothing is served
+        return None
+    card = card_of(store, serving) if serving and serving != run else None
+    if card is None or "accuracy" not in card:
+        return None
+    return serving, card["accuracy"]
+
+
+def check_quality(
+    store: ArtifactStore, run: str, accuracy: float, floor: float, max_drop: float
+) -> None:
+    """Refuse a model below the floor, or far below the model LATEST serves."""
+    if accuracy < floor:
+        raise StepError(
+            f"test accuracy {accuracy:.4f} is below --min-accuracy {floor}: {run} is not "
+            "published (set it lower to publish it anyway)"
+        )
+    serving = serving_accuracy(store, run)
+    if serving and accuracy < serving[1] - max_drop:
+        raise StepError(
+            f"test accuracy {accuracy:.4f} is more than --max-accuracy-drop {max_drop} below "
+            f"{serving[0]}'s {serving[1]:.4f}, which LATEST serves: {run} is not published "
+            "(set it higher to publish it anyway)"
+        )
+
+
 def main(args: argparse.Namespace) -> None:
     if not RUN_ID.match(args.run):
         raise StepError(
@@ -104,6 +164,7 @@ def main(args: argparse.Namespace) -> None:
     }
     check_card(card, args.run)  # what the page will check
     store = open_store(args.store)
+    check_quality(store, args.run, metrics["accuracy"], args.min_accuracy, args.max_accuracy_drop)
     prefix = run_prefix(args.run)
     for path in args.attach:
         store.upload_file(path, f"{prefix}/{path.name}")

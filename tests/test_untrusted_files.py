@@ -622,6 +622,27 @@ def test_a_huge_latest_is_not_read_whole_and_is_replaced(tmp_path: Path) -> None
     assert (pointers / "LATEST").read_text() == "mnist-abc12"
 
 
+def test_publish_refuses_a_far_worse_model_unless_told_to(tmp_path: Path, capsys) -> None:
+    """A model of 15.1% replaced one of 95.6% (FedAvg misled by a forged sample count): nothing
+    stopped it. Now the floor and the drop from the served model stop it, unless told otherwise."""
+    pointer = tmp_path / "store" / "models" / "mnist" / "LATEST"
+    good = write_json(tmp_path / "good.json", {"accuracy": 0.956})
+    assert run_ok(publish, publish_argv(tmp_path, good), capsys)
+    for accuracy, message in [
+        (0.151, "test accuracy 0.1510 is below --min-accuracy 0.5"),
+        (0.8, "more than --max-accuracy-drop 0.05 below mnist-abc12's 0.9560, which LATEST serves"),
+    ]:
+        worse = write_json(tmp_path / "worse.json", {"accuracy": accuracy})
+        argv = publish_argv(tmp_path, worse)
+        argv[argv.index("mnist-abc12")] = "mnist-worse"
+        assert message in call(publish, argv, capsys)
+        assert pointer.read_text() == "mnist-abc12"
+        assert not (pointer.parent / "mnist-worse").exists()
+    argv += ["--min-accuracy", "0", "--max-accuracy-drop", "1"]
+    assert run_ok(publish, argv, capsys)
+    assert pointer.read_text() == "mnist-worse"
+
+
 def run_ok(module, argv: list, capsys) -> bool:
     from steps.cli import run
 

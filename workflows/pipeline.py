@@ -174,6 +174,8 @@ def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
         options={
             "--store": workflow_param("store"),
             "--run": RUN,
+            "--min-accuracy": workflow_param("min-accuracy"),
+            "--max-accuracy-drop": workflow_param("max-accuracy-drop"),
             "--setting": [*card, f"rounds={settings.rounds}"],
         },
         reads=[

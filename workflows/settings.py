@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from steps.cli import non_negative_int, positive_float, positive_int, seed
+from steps.cli import fraction, non_negative_int, positive_float, positive_int, seed
 from steps.dataset import KERAS_MNIST_URL, PARTITIONS
+from steps.published import MAX_ACCURACY_DROP, MIN_ACCURACY
 from workflows.durations import DurationError, parse_duration
 
 DEFAULT_STORE = ".runs"
@@ -108,6 +109,16 @@ class PipelineSettings:
     )
     alpha: float = setting(
         0.5, "Dirichlet concentration (smaller: each shard holds fewer digits)", positive_float
+    )
+    min_accuracy: float = setting(
+        MIN_ACCURACY,
+        "publish refuses a model whose test accuracy is below this (0: publish any)",
+        fraction,
+    )
+    max_accuracy_drop: float = setting(
+        MAX_ACCURACY_DROP,
+        "publish refuses a model scoring more than this below the one `LATEST` serves (1: any)",
+        fraction,
     )
     source: str = setting(
         KERAS_MNIST_URL,
