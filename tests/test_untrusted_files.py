@@ -267,7 +267,7 @@ def test_names_pointing_at_one_big_heap_object_are_refused_before_they_are_read(
     assert "attribute layer_names holds 268435456 bytes of text" in output, output
 
 
-@pytest.mark.parametrize("step", ["aggregate", "evaluate", "publish"])
+@pytest.mark.parametrize("step", ["aggregate", "evaluate", "publish", "train", "page"])
 def test_every_step_refuses_names_on_a_shared_heap_object(
     step: str, tmp_path: Path, capsys
 ) -> None:
@@ -279,11 +279,19 @@ def test_every_step_refuses_names_on_a_shared_heap_object(
         test_set = write_npz(tmp_path / "test.npz", **digits())
         argv = ["--model", model, "--test", test_set, "--out-dir", tmp_path / "out"]
         line = call(evaluate, argv, capsys)
-    else:
+    elif step == "publish":
         metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
         argv = publish_argv(tmp_path, metrics)
         argv[argv.index("--model") + 1] = model
         line = call(publish, argv, capsys)
+    elif step == "train":
+        shard = write_npz(tmp_path / "shard.npz", **digits())
+        argv = ["--shard", shard, "--model", model, "--out", tmp_path / "out.h5"]
+        line = call(train, [*argv, "--stats-out", tmp_path / "stats.json"], capsys)
+    else:  # the page's loader, for a store's run or MODEL_URI naming a file (ui.predict too)
+        from ui.model_source import ModelKeeper, parse_model_uri
+
+        line = ModelKeeper(parse_model_uri(str(model))).refresh().problem
     assert "attribute layer_names holds 32768 bytes of text, more than 16384" in line
 
 
