@@ -535,6 +535,15 @@ def test_no_workflow_parameter_can_rewrite_the_card(
     assert card["rounds"] == settings.rounds
 
 
+def test_a_source_too_long_for_the_card_is_refused_at_submit() -> None:
+    """Not at the end of the run, by publish: the bound is steps.published's, in one place."""
+    from workflows.settings import defaults
+
+    with pytest.raises(ValueError, match=r"MNIST_SOURCE=.*longer than 1024 characters"):
+        defaults({"MNIST_SOURCE": "gs://bucket/" + "d" * 1020})
+    assert defaults({"MNIST_SOURCE": "gs://bucket/" + "d" * 1000}).source.endswith("d")
+
+
 def test_publish_publishes_only_what_the_page_accepts(tmp_path: Path, capsys) -> None:
     """publish and the page check run.json and metrics.json with the same functions (steps.published):
     a 253-character source, a boolean setting and a 100 KB metrics.json were published and then

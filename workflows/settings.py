@@ -16,7 +16,7 @@ from typing import Any
 
 from steps.cli import fraction, non_negative_int, positive_float, positive_int, seed
 from steps.dataset import KERAS_MNIST_URL, PARTITIONS
-from steps.published import MAX_ACCURACY_DROP, MIN_ACCURACY
+from steps.published import MAX_ACCURACY_DROP, MAX_SETTING_TEXT, MIN_ACCURACY
 from workflows.durations import DurationError, parse_duration
 
 DEFAULT_STORE = ".runs"
@@ -50,8 +50,14 @@ def duration(text: str) -> str:
 
 
 def location(text: str) -> str:
-    """argparse type: a URL or gs:// URI as it is; a path made absolute (each step runs in its own folder)."""
-    return text if "://" in text else str(Path(text).resolve())
+    """argparse type: a URL or gs:// URI as it is; a path made absolute (each step runs in its own folder).
+    At most MAX_SETTING_TEXT characters: publish keeps it on the run's card, and refuses a longer one."""
+    value = text if "://" in text else str(Path(text).resolve())
+    if len(value) > MAX_SETTING_TEXT:
+        raise argparse.ArgumentTypeError(
+            f"longer than {MAX_SETTING_TEXT} characters (the run's card keeps it): {value[:40]}…"
+        )
+    return value
 
 
 @dataclass(frozen=True)
