@@ -28,6 +28,7 @@ from steps.published import (
     MAX_FILE_BYTES,
     MIN_ACCURACY,
     RUN_ID,
+    BadRunFile,
     check_card,
     read_metrics,
 )
@@ -117,8 +118,8 @@ def typed(value: str) -> object:
 def serving_accuracy(store: ArtifactStore, run: str) -> tuple[str, float] | None:
     """The run LATEST names and its published test accuracy, unless it is `run`, or unknown."""
     try:
-        serving = latest_run(store)
-    except StepError:  # a LATEST that names no run: nothing is served
+        serving = latest_run(store)  # a LATEST that is not a regular file ends the step here
+    except BadRunFile:  # a LATEST that names no run: nothing is served
         return None
     card = card_of(store, serving) if serving and serving != run else None
     if card is None or "accuracy" not in card:

@@ -624,6 +624,8 @@ def test_a_fifo_never_blocks_publish(fifo: str, tmp_path: Path) -> None:
     os.mkfifo(path)
     code, error, _ = publish_process(tmp_path, metrics=path if fifo == "metrics" else None)
     assert code == 2 and "not a regular file" in error, error
+    if fifo != "lock":  # found before anything is written
+        assert not (pointers / "mnist-abc12").exists()
 
 
 def test_a_huge_latest_is_not_read_whole_and_is_replaced(tmp_path: Path) -> None:
