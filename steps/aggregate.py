@@ -1,9 +1,11 @@
-"""Average the workers' models into one (FedAvg: weights weighted by each worker's sample count).
+"""Average the workers' models into one (FedAvg: weights weighted by each shard's digit count).
 
 Only h5py and numpy: every model file is checked against the known architecture's weight layout
 (steps.weights), averaged, and written as a full Keras model. A model counts only with its stats file
 (train writes it last, as its commit record): Argo saves a failed attempt's outputs too, so a model
-without valid stats is treated as missing.
+without valid stats is treated as missing. Only the expected shards' models are averaged, weighed by
+the digit counts split recorded (--shards {id: count}); a worker whose stats claim another count is
+not counted, and any other model in the folder is ignored.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, required=True, help="the averaged model to write (.h5)")
     parser.add_argument(
         "--shards",
-        help="JSON list of the shard ids that should have delivered a model (default: those present)",
+        help="the shards that should have delivered a model: a JSON object {id: digits in the "
+        "shard}, as split's --sizes-out writes it, whose counts weigh the models; or a JSON list "
+        "of ids, the models then weighed by their stats (default: the models present)",
     )
     parser.add_argument(
         "--min-workers",
@@ -56,15 +60,24 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def expected_shards(text: str | None, present: list[str]) -> list[str]:
+def expected_shards(text: str | None, present: list[str]) -> dict[str, int | None]:
+    """The expected shards and, when split's counts are given, each one's digit count."""
     if text is None:
-        return present
+        return dict.fromkeys(present)
     shards = parse_json(text, "--shards")
-    if not isinstance(shards, list) or len(shards) > MAX_SHARDS:
-        raise StepError(f"--shards must be a JSON list of shard ids, got {text[:80]!r}")
-    if not all(type(shard) in (int, str) and str(shard).isalnum() for shard in shards):
-        raise StepError(f"--shards: shard ids are numbers or letters and digits, got {text[:80]!r}")
-    return [str(shard) for shard in shards]
+    if isinstance(shards, dict):
+        if not all(type(size) is int and 1 <= size <= MAX_SAMPLES for size in shards.values()):
+            raise StepError(f"--shards: digit counts are integers in 1..{MAX_SAMPLES}")
+        sizes: dict[str, int | None] = dict(shards)
+    elif isinstance(shards, list):
+        if not all(type(shard) in (int, str) for shard in shards):
+            raise StepError(f"--shards: shard ids are numbers or text, got {text[:80]!r}")
+        sizes = dict.fromkeys(map(str, shards))
+    else:
+        raise StepError(f"--shards must be a JSON list or object of shard ids, got {text[:80]!r}")
+    if len(sizes) > MAX_SHARDS or not all(str(shard).isalnum() for shard in sizes):
+        raise StepError(f"--shards: at most {MAX_SHARDS} ids of letters and digits")
+    return sizes
 
 
 def sample_count(stats_path: Path) -> int:
@@ -80,28 +93,40 @@ def sample_count(stats_path: Path) -> int:
     return samples
 
 
-def list_models(folder: Path) -> list[Path]:
-    """The .h5 files in `folder`; no folder means no worker delivered."""
+def list_models(folder: Path) -> dict[str, Path]:
+    """The .h5 files in `folder` by shard id; no folder means no worker delivered."""
     try:
         names = sorted(entry.name for entry in os.scandir(folder))
     except FileNotFoundError:
-        return []
+        return {}
     except OSError as error:  # e.g. argoexec's 0700 root-owned input folder, read by uid 10001
         raise StepError(
             f"cannot read the models folder {folder}: {error.strerror} "
             f"(the step runs as uid {os.getuid()})"
         ) from None
-    return [folder / name for name in names if name.endswith(".h5") and not name.startswith(".")]
+    return {
+        name.removesuffix(".h5"): folder / name
+        for name in names
+        if name.endswith(".h5") and not name.startswith(".")
+    }
 
 
-def committed(paths: list[Path]) -> tuple[dict[str, tuple[Path, int]], dict[str, str]]:
-    """Models with valid stats, {shard: (path, samples)}, and why the others do not count."""
+def committed(
+    paths: dict[str, Path], sizes: dict[str, int | None]
+) -> tuple[dict[str, tuple[Path, int]], dict[str, str]]:
+    """The expected shards' models with valid stats, {shard: (path, weight)}, and why the others do
+    not count. The weight is split's digit count when known, and the stats must agree with it."""
     counted, ignored = {}, {}
-    for path in paths:
+    for shard, size in sizes.items():
+        if shard not in paths:
+            continue
         try:
-            counted[path.stem] = (path, sample_count(path.with_suffix(".json")))
+            samples = sample_count(paths[shard].with_suffix(".json"))
+            if size is not None and samples != size:
+                raise StepError(f"its stats claim {samples} samples; split made {size}")
+            counted[shard] = (paths[shard], samples)
         except StepError as error:
-            ignored[path.stem] = str(error)
+            ignored[shard] = str(error)
     return counted, ignored
 
 
@@ -112,8 +137,8 @@ def main(args: argparse.Namespace) -> None:
         model_out = outputs.file(args.out)
         missing_out = outputs.file(args.missing_out) if args.missing_out else None
         paths = list_models(args.models_dir)
-        expected = expected_shards(args.shards, [path.stem for path in paths])
-        counted, ignored = committed(paths)
+        expected = expected_shards(args.shards, list(paths))
+        counted, ignored = committed(paths, expected)
         missing = [shard for shard in expected if shard not in counted]
         needed = args.min_workers or len(expected)
         if len(counted) < max(needed, 1):
@@ -126,6 +151,8 @@ def main(args: argparse.Namespace) -> None:
             )
         for shard, reason in ignored.items():
             print(f"ignoring {shard}.h5 as missing: {reason}", file=sys.stderr)
+        for shard in sorted(set(paths) - set(expected)):
+            print(f"ignoring {shard}.h5: not one of the expected shards", file=sys.stderr)
         shards = sorted(counted)
         models = [read_model_file(counted[shard][0]) for shard in shards]
         counts = [counted[shard][1] for shard in shards]
@@ -140,7 +167,7 @@ def main(args: argparse.Namespace) -> None:
         )
     shares = ", ".join(f"{shard}.h5: {counted[shard][1]}" for shard in shards)
     print(
-        f"averaged {len(shards)} models weighted by samples ({shares}) → {args.out}",
+        f"averaged {len(shards)} models weighted by their shards' digits ({shares}) → {args.out}",
         file=sys.stderr,
     )
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.cli import StepError, parse_json, to_json
+from steps.cli import StepError, is_number, parse_json, to_json
 from steps.errors import ArtifactNotFound
 from steps.npz import ArraySpec, read_arrays
 from steps.storage import ArtifactStore
@@ -80,7 +80,7 @@ def read(
     logs = record.get("logs")
     if not isinstance(logs, dict) or not set(logs) <= set(METRICS):
         raise StepError(f"logs must be an object of {', '.join(METRICS)}")
-    if not all(type(v) in (int, float) and math.isfinite(v) and v >= 0 for v in logs.values()):
+    if not all(is_number(v) and v >= 0 for v in logs.values()):
         raise StepError("logs must hold finite, non-negative numbers")
     arrays = read_arrays(path, weights | optimizer)
     if not all(np.isfinite(array).all() for array in arrays.values()):

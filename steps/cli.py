@@ -14,6 +14,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from steps.errors import StepError
 
@@ -82,6 +83,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def fraction(text: str) -> float:
+    """argparse type: a number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text[:40]!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text[:40]}")
+    return value
+
+
 def require_file(path: Path, what: str) -> Path:
     """Fail with a clear line unless `path` is an existing regular file."""
     if not path.is_file():
@@ -89,12 +101,20 @@ def require_file(path: Path, what: str) -> Path:
     return path
 
 
+def open_regular(path: Path | str, what: str) -> BinaryIO:
+    """`path` opened for reading if it is a regular file; StepError for anything else, found without
+    blocking on it (opening a FIFO waits for a writer, without O_NONBLOCK). OSError passes through."""
+    stream = os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb")
+    if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+        stream.close()
+        raise StepError(f"{what} is not a regular file: {path}")
+    return stream
+
+
 def read_small_file(path: Path, what: str, limit: int) -> bytes:
     """The bytes of a regular file of at most `limit` bytes (never a FIFO or a device)."""
     try:
-        with path.open("rb") as stream:
-            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-                raise StepError(f"{what} is not a regular file: {path}")
+        with open_regular(path, what) as stream:
             data = stream.read(limit + 1)
     except FileNotFoundError:
         raise StepError(f"{what} not found: {path}") from None
@@ -120,6 +140,19 @@ def parse_json(text: str | bytes, what: str, limit: int = MAX_JSON_BYTES) -> obj
         raise StepError(f"{what}: JSON nested too deeply") from None
     except ValueError as error:  # JSONDecodeError, and ints of more than 4300 digits
         raise StepError(f"{what}: not valid JSON ({str(error)[:120]})") from None
+
+
+MAX_EXACT = 2**53  # the largest integer a float holds exactly
+
+
+def is_number(value: object) -> bool:
+    """A JSON number a float holds: a finite float, or an integer of at most 2**53 (not a bool).
+
+    A huge integer is never converted: math.isfinite(10**400) raises OverflowError.
+    """
+    if type(value) is int:
+        return abs(value) <= MAX_EXACT
+    return type(value) is float and math.isfinite(value)
 
 
 def _refuse_constant(name: str) -> float:

@@ -15,7 +15,7 @@ import numpy as np
 from steps import inference
 from steps.cli import StepError, parse_json, run, staged_outputs, to_json
 from steps.dataset import NUM_CLASSES, read_shard
-from steps.metrics import MAX_ROUNDS, check_metrics
+from steps.published import MAX_ROUNDS, check_metrics
 from steps.report import draw_confusion
 from steps.weights import read_weights
 

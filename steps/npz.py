@@ -17,6 +17,7 @@ import numpy as np
 from steps.cli import StepError
 
 READ_BYTES = 1 << 20
+MAX_DIRECTORY_BYTES = 64 << 10  # about 1000 entries; a checkpoint, the largest .npz here, has ~30
 MAX_HEADER_BYTES = 4096  # an .npy header is a short dict literal; numpy's own limit is 10000
 ALLOWED_COMPRESSION = (
     zipfile.ZIP_STORED,
@@ -68,9 +69,27 @@ class ArraySpec:
         return None
 
 
+def _check_directory(path: Path) -> None:
+    """Refuse an archive whose central directory is larger than MAX_DIRECTORY_BYTES, before zipfile
+    reads it: zipfile builds an object of about 600 bytes for each 46-byte entry, all of them before
+    a member is opened, and its entries may all point at the same member (a million cost 635 MB).
+
+    The size is read from the end record zipfile itself uses (zipfile._EndRecData, ZIP64 included),
+    so the check and the reader cannot disagree about which record counts.
+    """
+    with path.open("rb") as stream:
+        end = zipfile._EndRecData(stream)  # None: not an archive; ZipFile says so below
+    if end is not None and end[zipfile._ECD_SIZE] > MAX_DIRECTORY_BYTES:
+        raise StepError(
+            f"{path}: its central directory is {end[zipfile._ECD_SIZE]} bytes, more than "
+            f"{MAX_DIRECTORY_BYTES} (an .npz of a few arrays has a directory of a few hundred bytes)"
+        )
+
+
 def read_arrays(path: Path, specs: Mapping[str, ArraySpec]) -> dict[str, np.ndarray]:
     """Read the members named in `specs` from the .npz at `path`; StepError if any is missing or off."""
     try:
+        _check_directory(path)
         with zipfile.ZipFile(path) as archive:
             members = {info.filename: info for info in archive.infolist()}
             names = sorted(name.removesuffix(".npy") for name in members)

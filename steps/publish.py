@@ -1,7 +1,8 @@
 """Publish a model and its metrics under models/mnist/<run>/ in the store, then move LATEST to it, last.
 
 No TensorFlow: the model is verified with h5py against the known architecture (steps.weights), the
-same check the page's loader makes, so only a model the page can load is published.
+same check the page's loader makes, and metrics.json and run.json with the checks the page applies
+(steps.published), all before anything is written: only a run the page can show is published.
 """
 
 from __future__ import annotations
@@ -9,22 +10,42 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import sys
 from pathlib import Path
 
-from steps.cli import StepError, parse_json, read_json_file, require_file, run, to_json
-from steps.metrics import check_metrics
+from steps.cli import (
+    StepError,
+    fraction,
+    is_number,
+    read_small_file,
+    require_file,
+    run,
+    to_json,
+)
+from steps.published import (
+    MAX_ACCURACY_DROP,
+    MAX_FILE_BYTES,
+    MIN_ACCURACY,
+    RUN_ID,
+    BadRunFile,
+    check_card,
+    read_metrics,
+)
 from steps.registry import (
     LATEST_KEY,
     METRICS_FILE,
     MODEL_FILE,
     RUN_FILE,
-    RUN_ID,
+    card_of,
+    latest_run,
     move_latest,
     run_prefix,
 )
-from steps.storage import open_store
+from steps.storage import ArtifactStore, open_store
 from steps.weights import read_weights
+
+SETTING_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -43,39 +64,85 @@ def make_parser() -> argparse.ArgumentParser:
         help="another file to publish beside them (repeatable)",
     )
     parser.add_argument(
-        "--settings", default="{}", help="JSON object of the run's settings, kept in run.json"
+        "--min-accuracy",
+        type=fraction,
+        default=MIN_ACCURACY,
+        help=f"refuse a model whose test accuracy is below this (default: {MIN_ACCURACY}; 0: any)",
+    )
+    parser.add_argument(
+        "--max-accuracy-drop",
+        type=fraction,
+        default=MAX_ACCURACY_DROP,
+        help="refuse a model scoring more than this below the model LATEST serves "
+        f"(default: {MAX_ACCURACY_DROP}; 1: any)",
+    )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting the run was trained with, kept in run.json (repeatable); the value is "
+        "everything after the first '=', taken as a number when it reads as one, else as text",
     )
     return parser
 
 
-def read_json_object(text: str, what: str) -> dict:
-    value = parse_json(text, what)
-    if not isinstance(value, dict):
-        raise StepError(f"{what}: expected a JSON object")
-    return value
-
-
-def typed(value: object) -> object:
-    """'3' → 3, '0.001' → 0.001; anything else stays as it is (workflow parameters are strings).
-
-    Only plain numbers, booleans and null are converted, never to NaN or an infinity.
-    """
-    if isinstance(value, str):
-        try:
-            converted = json.loads(value, parse_constant=str)
-        except (ValueError, RecursionError):
-            return value
-        if (
-            converted is None
-            or type(converted) in (bool, int)
-            or (
-                type(converted) is float
-                and converted == converted
-                and abs(converted) != float("inf")
+def settings_from(pairs: list[str]) -> dict:
+    """`NAME=VALUE` arguments as run.json's settings. Each value is one argument: no text in it can
+    add, remove or rename a setting."""
+    settings: dict = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        if not (equals and SETTING_NAME.match(name)):
+            raise StepError(
+                f"--setting {pair[:60]!r}: expected NAME=VALUE, NAME of a-z, 0-9, - and _"
             )
-        ):
-            return converted
-    return value
+        if name in settings:
+            raise StepError(f"--setting {name} is given twice")
+        settings[name] = typed(value)
+    return settings
+
+
+def typed(value: str) -> object:
+    """'3' → 3, '0.001' → 0.001; anything else stays text (workflow parameters are strings).
+
+    Only finite numbers a float holds are converted: never to NaN, an infinity, a bool or null.
+    """
+    try:
+        converted = json.loads(value, parse_constant=str)
+    except (ValueError, RecursionError):
+        return value
+    return converted if is_number(converted) else value
+
+
+def serving_accuracy(store: ArtifactStore, run: str) -> tuple[str, float] | None:
+    """The run LATEST names and its published test accuracy, unless it is `run`, or unknown."""
+    try:
+        serving = latest_run(store)  # a LATEST that is not a regular file ends the step here
+    except BadRunFile:  # a LATEST that names no run: nothing is served
+        return None
+    card = card_of(store, serving) if serving and serving != run else None
+    if card is None or "accuracy" not in card:
+        return None
+    return serving, card["accuracy"]
+
+
+def check_quality(
+    store: ArtifactStore, run: str, accuracy: float, floor: float, max_drop: float
+) -> None:
+    """Refuse a model below the floor, or far below the model LATEST serves."""
+    if accuracy < floor:
+        raise StepError(
+            f"test accuracy {accuracy:.4f} is below --min-accuracy {floor}: {run} is not "
+            "published (set it lower to publish it anyway)"
+        )
+    serving = serving_accuracy(store, run)
+    if serving and accuracy < serving[1] - max_drop:
+        raise StepError(
+            f"test accuracy {accuracy:.4f} is more than --max-accuracy-drop {max_drop} below "
+            f"{serving[0]}'s {serving[1]:.4f}, which LATEST serves: {run} is not published "
+            "(set it higher to publish it anyway)"
+        )
 
 
 def main(args: argparse.Namespace) -> None:
@@ -83,21 +150,23 @@ def main(args: argparse.Namespace) -> None:
         raise StepError(
             f"--run {args.run[:80]!r}: use lowercase letters, digits, '-' and '.' (63 at most)"
         )
-    settings = {
-        key: typed(value) for key, value in read_json_object(args.settings, "--settings").items()
-    }
-    metrics = check_metrics(read_json_file(args.metrics, "metrics"), str(args.metrics))
+    settings = settings_from(args.setting)
+    metrics = read_metrics(
+        read_small_file(args.metrics, "metrics", MAX_FILE_BYTES), f"metrics {args.metrics}"
+    )
     for path in args.attach:
         require_file(path, "attachment")
     read_weights(require_file(args.model, "model"))  # publish only what the page can load
-    store = open_store(args.store)
-    prefix = run_prefix(args.run)
     card = {
         "run": args.run,
         "published_at": dt.datetime.now(dt.UTC).isoformat(timespec="microseconds"),
         "accuracy": metrics["accuracy"],
         "settings": settings,
     }
+    check_card(card, args.run)  # what the page will check
+    store = open_store(args.store)
+    check_quality(store, args.run, metrics["accuracy"], args.min_accuracy, args.max_accuracy_drop)
+    prefix = run_prefix(args.run)
     for path in args.attach:
         store.upload_file(path, f"{prefix}/{path.name}")
     store.upload_file(args.metrics, f"{prefix}/{METRICS_FILE}")

@@ -63,6 +63,12 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--shards-dir", type=Path, required=True, help="where 0.npz … N-1.npz go")
     parser.add_argument("--test-out", type=Path, required=True, help="where test.npz goes")
     parser.add_argument("--ids-out", type=Path, help="also write the JSON list of shard ids here")
+    parser.add_argument(
+        "--sizes-out",
+        type=Path,
+        help="also write each shard's digit count here, a JSON object {id: count}: aggregate "
+        "weighs the workers' models by it (not by what each worker says it trained on)",
+    )
     return parser
 
 
@@ -105,13 +111,14 @@ def check_replaceable(folder: Path) -> None:
 
 def main(args: argparse.Namespace) -> None:
     check_replaceable(args.shards_dir)
-    for other in filter(None, (args.test_out, args.ids_out)):
+    for other in filter(None, (args.test_out, args.ids_out, args.sizes_out)):
         if other.resolve().is_relative_to(args.shards_dir.resolve()):
             raise StepError(f"{other} is inside --shards-dir {args.shards_dir}")
     with staged_outputs() as outputs:  # all three appear together, or none does
         folder = outputs.folder(args.shards_dir)
         test_out = outputs.file(args.test_out)
         ids_out = outputs.file(args.ids_out) if args.ids_out else None
+        sizes_out = outputs.file(args.sizes_out) if args.sizes_out else None
         train, test = load_mnist(fetch_source(args.source))
         shards = split(train, args.workers, args.seed, args.limit, args.partition, args.alpha)
         ids = to_json(list(range(len(shards))))
@@ -120,6 +127,8 @@ def main(args: argparse.Namespace) -> None:
         save_shard(test_out, test)
         if ids_out:
             ids_out.write_text(ids)
+        if sizes_out:
+            sizes_out.write_text(to_json({str(i): len(shard) for i, shard in enumerate(shards)}))
     sizes = ", ".join(str(len(shard)) for shard in shards)
     print(
         f"split {sum(map(len, shards))} samples into {len(shards)} shards ({sizes}); "

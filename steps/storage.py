@@ -11,8 +11,11 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
-from steps.cli import StepError, atomic_path
+from steps.cli import StepError, atomic_path, open_regular
 from steps.errors import ArtifactNotFound
+
+MAX_VERSIONED_BYTES = 1 << 20  # read_versioned's default bound: a pointer is a few bytes
+GENERATION_BYTES = 4096  # hashed into a folder store key's generation, whatever the bound
 
 
 class ArtifactStore(Protocol):
@@ -24,7 +27,7 @@ class ArtifactStore(Protocol):
     def read_text(self, key: str) -> str | None: ...
     def read_head(self, key: str, limit: int) -> bytes | None: ...
     def write_text(self, key: str, text: str) -> None: ...
-    def read_versioned(self, key: str) -> tuple[str | None, int]: ...
+    def read_versioned(self, key: str, limit: int = ...) -> tuple[str | None, int]: ...
     def write_if_generation(self, key: str, text: str, generation: int) -> bool: ...
 
 
@@ -111,36 +114,35 @@ class LocalStore:
         """Up to `limit` + 1 bytes of `key` (None when absent), so a caller can tell it is too long;
         a key that is not a regular file is refused without blocking on it (a FIFO, a device)."""
         try:
-            descriptor = os.open(self._path(key), os.O_RDONLY | os.O_NONBLOCK)
+            with open_regular(self._path(key), f"artifact {key} in {self.uri}") as handle:
+                return handle.read(limit + 1)
         except FileNotFoundError:
             return None
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            os.close(descriptor)
-            raise StepError(f"artifact {key} in {self.uri} is not a regular file")
-        with os.fdopen(descriptor, "rb") as handle:
-            return handle.read(limit + 1)
 
     def write_text(self, key: str, text: str) -> None:
         with atomic_path(self._path(key)) as temporary:
             temporary.write_text(text)
 
-    def read_versioned(self, key: str) -> tuple[str | None, int]:
-        """The text at `key` and its generation (from its content and mtime; 0 when absent)."""
-        path = self._path(key)
+    def read_versioned(self, key: str, limit: int = MAX_VERSIONED_BYTES) -> tuple[str | None, int]:
+        """Up to `limit` + 1 bytes of the text at `key` (a caller can tell it is too long) and its
+        generation (from those bytes, its size, inode and mtime; 0 when absent). A key that is not a
+        regular file is refused without blocking on it."""
         try:
-            with path.open("rb") as handle:
-                content, modified = handle.read(), os.fstat(handle.fileno()).st_mtime_ns
+            with open_regular(self._path(key), f"artifact {key} in {self.uri}") as handle:
+                content = handle.read(max(limit + 1, GENERATION_BYTES))
+                info = os.fstat(handle.fileno())
         except FileNotFoundError:
             return None, 0
-        digest = hashlib.sha256(content + str(modified).encode()).digest()
-        return content.decode(errors="replace"), int.from_bytes(digest[:8], "big") or 1
+        identity = f"{info.st_size} {info.st_ino} {info.st_mtime_ns}".encode()
+        digest = hashlib.sha256(content[:GENERATION_BYTES] + identity).digest()
+        return content[: limit + 1].decode(errors="replace"), int.from_bytes(digest[:8], "big") or 1
 
     def write_if_generation(self, key: str, text: str, generation: int) -> bool:
         """Write only if `key` is still at `generation` (compare-and-swap under a file lock)."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(path.with_name(f".{path.name}.lock")):
-            if self.read_versioned(key)[1] != generation:
+        with _locked(path.with_name(f".{path.name}.lock"), f"the lock of {key} in {self.uri}"):
+            if self.read_versioned(key, 0)[1] != generation:
                 return False
             self.write_text(key, text)
             return True
@@ -199,8 +201,9 @@ class GCSStore:
     def write_text(self, key: str, text: str) -> None:
         self.bucket.blob(self._name(key)).upload_from_string(text, content_type="text/plain")
 
-    def read_versioned(self, key: str) -> tuple[str | None, int]:
-        """The text at `key` and its object generation (0 when absent)."""
+    def read_versioned(self, key: str, limit: int = MAX_VERSIONED_BYTES) -> tuple[str | None, int]:
+        """Up to `limit` + 1 bytes of the text at `key` (a ranged read) and its object generation
+        (0 when absent)."""
         blob = self.bucket.get_blob(self._name(key))
         if blob is None:
             return None, 0
@@ -208,10 +211,10 @@ class GCSStore:
 
         generation = blob.generation  # read first: a download may refresh the blob's properties
         try:
-            content = blob.download_as_bytes(if_generation_match=generation)
+            content = blob.download_as_bytes(start=0, end=limit, if_generation_match=generation)
             return content.decode(errors="replace"), generation
         except (NotFound, PreconditionFailed):  # replaced or deleted between the two calls
-            return self.read_versioned(key)
+            return self.read_versioned(key, limit)
 
     def write_if_generation(self, key: str, text: str, generation: int) -> bool:
         """Write only if the object is still at `generation` (GCS ifGenerationMatch; 0: absent)."""
@@ -227,13 +230,24 @@ class GCSStore:
 
 
 @contextlib.contextmanager
-def _locked(lock_path: Path):
-    with lock_path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+def _locked(lock_path: Path, what: str):
+    """An exclusive lock on the regular file `lock_path`, created if absent. Never through a symlink
+    (one could lead out of the store: O_NOFOLLOW) and never waiting on a FIFO (O_NONBLOCK)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        descriptor = os.open(lock_path, flags, 0o644)
+    except OSError as error:  # ELOOP: a symlink
+        raise StepError(f"cannot open {what} ({lock_path}): {error.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise StepError(f"{what} ({lock_path}) is not a regular file")
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(descriptor, fcntl.LOCK_UN)
+    finally:
+        os.close(descriptor)
 
 
 def split_gs_uri(uri: str) -> tuple[str, str]:

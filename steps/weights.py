@@ -25,6 +25,7 @@ import numpy as np
 
 from steps.architecture import LAYER_CLASSES, WEIGHT_LAYOUT
 from steps.cli import StepError, parse_json
+from steps.hdf5_strings import variable_string_bytes
 
 # The known architecture's weights in model order, (layer kind, weight name, shape), all float32, and
 # the layers of model_config in order: declared in steps.architecture; tests/test_weights.py checks
@@ -223,13 +224,24 @@ def _child(group: h5py.Group, name: str, kind: type) -> h5py.Group | h5py.Datase
 
 
 def _attribute(obj: h5py.HLObject, name: str, max_items: int, max_bytes: int) -> np.ndarray:
-    """An attribute, after checking its declared size: a forged one may claim gigabytes."""
+    """An attribute, after bounding what reading it will cost: its declared size (a forged one may
+    claim gigabytes), its type (text only: a compound may hide variable-length parts), and for
+    variable-length strings, which Keras writes, the lengths their descriptors store (many may point
+    to one large heap object, each materialised on reading; steps.hdf5_strings).
+    """
     if name not in obj.attrs:
         raise StepError(f"attribute {name} is missing")
     attribute = h5py.h5a.open(obj.id, name.encode())
     items = math.prod(attribute.shape or ())
-    if items > max_items or items * attribute.get_type().get_size() > max_bytes:
+    kind = attribute.get_type()
+    if items > max_items or items * kind.get_size() > max_bytes:
         raise StepError(f"attribute {name} is too large")
+    if items and kind.get_class() != h5py.h5t.STRING:
+        raise StepError(f"attribute {name} is not text")
+    if items and kind.is_variable_str():
+        stored = variable_string_bytes(obj, name, items)
+        if stored > max_bytes:
+            raise StepError(f"attribute {name} holds {stored} bytes of text, more than {max_bytes}")
     return obj.attrs[name]
 
 

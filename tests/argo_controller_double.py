@@ -396,6 +396,7 @@ class RunPlan:
         ]
         values = {
             "shard-ids": json.dumps(list(range(workers))),
+            "shard-sizes": json.dumps({str(shard): 1 for shard in range(workers)}),
             "missing-shards": ",".join(map(str, missing)),
             "accuracy": ACCURACY,
         }

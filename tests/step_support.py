@@ -183,3 +183,53 @@ def json_nested(depth: int = 100_000) -> str:
 def write_json(path: Path, value: object) -> Path:
     path.write_text(json.dumps(value))
     return path
+
+
+def shared_heap_names(path: Path, references: int, heap_bytes: int) -> Path:
+    """Make `model_weights`' layer_names `references` variable-length strings that all point to one
+    global-heap object of `heap_bytes`: each element declares a 16-byte descriptor (length, heap
+    collection address, object index), so the attribute looks small, while reading it materialises
+    the one object `references` times.
+
+    h5py writes each string as its own heap object; the descriptors after the first are then
+    overwritten with the first's, as a forger editing the file's bytes would.
+    """
+    short = [f"n{index:03d}" for index in range(1, references)]
+    with h5py.File(path, "r+") as handle:
+        handle["model_weights"].attrs.create(
+            "layer_names", ["x" * heap_bytes, *short], dtype=h5py.string_dtype()
+        )
+    data = bytearray(path.read_bytes())
+    first = struct.pack("<I", heap_bytes)
+    start = data.find(first)
+    while data[start + 16 : start + 20] != struct.pack("<I", len(short[0])):
+        start = data.find(first, start + 1)
+    descriptor = data[start : start + 16]
+    for index in range(1, references):
+        data[start + 16 * index : start + 16 * (index + 1)] = descriptor
+    path.write_bytes(bytes(data))
+    return path
+
+
+def wide_directory_npz(path: Path, entries: int) -> Path:
+    """A valid one-member .npz (`x`, 8 bytes) whose central directory repeats that member `entries`
+    times, every entry pointing at the same local header: 51 bytes of file per entry, while zipfile
+    builds an object for each (about 600 bytes) before a member is opened. The end record claims
+    one entry; zipfile reads the directory by its declared byte size, not by the count.
+    """
+    array = npy_header((8,)) + bytes(8)
+    name = b"x.npy"
+    crc = zlib.crc32(array)
+    local = struct.pack(
+        "<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, crc, len(array), len(array), len(name), 0
+    )
+    local += name + array
+    entry = struct.pack(
+        "<IHHHHHHIIIHHHHHII",
+        *(0x02014B50, 20, 20, 0, 0, 0, 0, crc, len(array), len(array), len(name)),
+        *(0, 0, 0, 0, 0, 0),
+    )
+    central = (entry + name) * entries
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central), len(local), 0)
+    path.write_bytes(local + central + end)
+    return path

@@ -192,7 +192,7 @@ def test_publish_refuses_bad_metrics_and_models(tmp_path: Path, models, capsys) 
         "--metrics",
         metrics,
     ]
-    assert "expected a JSON object" in call(publish, base, capsys)
+    assert "is not a JSON object" in call(publish, base, capsys)
     metrics.write_text(json.dumps({"accuracy": 0.9}))
     bad_model = [
         "--store",

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from steps import aggregate, split
-from steps.cli import StepError, parse_json, run
+from steps.cli import StepError, run
 from tests.step_support import copy_model, digits, files_in
 
 SEED = 20240516
@@ -172,25 +172,21 @@ def test_fuzzed_model_files_through_aggregate_leave_no_output(tmp_path: Path, ca
         ),
         ('{"1": "2", "2": ""}', "missing-shards"),
         ('["0", "1", "2"]', "shards"),
-        ('{"workers": "3", "learning-rate": "0.003", "partition": "iid"}', "settings"),
+        ("workers=3\nlearning-rate=0.003\npartition=iid\nsource=/data/mnist.npz", "settings"),
     ],
 )
 def test_fuzzed_json(text: str, reader: str, tmp_path: Path) -> None:
     from steps.evaluate import missing_shards
-    from steps.metrics import check_metrics
-    from steps.publish import read_json_object, typed
+    from steps.publish import settings_from
+    from steps.published import check_settings, read_metrics
 
     readers = {
         "stats": aggregate.sample_count,
-        "metrics": lambda path: check_metrics(parse_json(path.read_bytes(), "m"), "m"),
+        "metrics": lambda path: read_metrics(path.read_bytes()),
         "missing-shards": lambda path: missing_shards(path.read_bytes().decode("latin-1")),
         "shards": lambda path: aggregate.expected_shards(path.read_bytes().decode("latin-1"), []),
-        "settings": lambda path: json.dumps(
-            {
-                key: typed(value)
-                for key, value in read_json_object(path.read_bytes().decode("latin-1"), "s").items()
-            },
-            allow_nan=False,
+        "settings": lambda path: check_settings(
+            settings_from(path.read_bytes().decode("latin-1").splitlines())
         ),
     }
     seed = tmp_path / f"{reader}.json"

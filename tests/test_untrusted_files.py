@@ -25,7 +25,9 @@ from tests.step_support import (
     json_nested,
     npy_header,
     raw_zip,
+    shared_heap_names,
     weight_paths,
+    wide_directory_npz,
     write_json,
     write_model_weights,
     write_npz,
@@ -70,6 +72,28 @@ def test_a_zip_bomb_shard_is_refused_without_inflating_it(tmp_path: Path) -> Non
     )
     assert "more than 250000 rows" in output
     assert peak < 200, f"peak {peak:.0f} MB"
+
+
+def test_a_central_directory_of_many_entries_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    """300,000 directory entries (15 MB of file) all naming one member: zipfile built an object for
+    each before split or a trainer could refuse the file (a million cost 635 MB and 10.6 s)."""
+    wide = wide_directory_npz(tmp_path / "wide.npz", 300_000)
+    peak, output = peak_memory_mb(
+        "import time\n"
+        "from pathlib import Path\n"
+        "from steps.cli import StepError\n"
+        "from steps.dataset import read_shard\n"
+        "start = time.process_time()\n"
+        "try:\n"
+        f"    read_shard(Path({str(wide)!r}))\n"
+        "except StepError as error:\n"
+        "    print(error)\n"
+        "print(time.process_time() - start)\n"
+    )
+    message, seconds = output.splitlines()
+    assert peak < 80, f"peak {peak:.0f} MB"  # 176 MB before the directory was bounded
+    assert float(seconds) < 0.5, seconds  # 1.6 s before
+    assert "central directory is 15300000 bytes" in message
 
 
 def test_an_npy_header_declaring_a_huge_shape_is_one_line(tmp_path: Path, capsys) -> None:
@@ -221,6 +245,56 @@ def test_crafted_model_files_are_refused(craft: str, message: str, tmp_path: Pat
     assert not (tmp_path / "avg.h5").exists()
 
 
+def test_names_pointing_at_one_big_heap_object_are_refused_before_they_are_read(
+    tmp_path: Path,
+) -> None:
+    """64 variable-length layer names, each a 16-byte pointer to the same 4 MB heap object: the
+    declared size passes any byte check, while reading the attribute materialised the object 64
+    times (256 MB here; 1.98 GB with a 15 MB object, and 2048 references asked for about 30 GB).
+    Every reader of model files (the page's loader, ui.predict, publish, evaluate, aggregate and
+    train) goes through steps.weights.read_model_file."""
+    model = shared_heap_names(copy_model(tmp_path / "heap.h5"), 64, 4 << 20)
+    assert model.stat().st_size < 8 << 20
+    peak, output = peak_memory_mb(
+        "from steps.weights import read_weights\n"
+        "from steps.cli import StepError\n"
+        "try:\n"
+        f"    read_weights({str(model)!r})\n"
+        "except StepError as error:\n"
+        "    print(error)\n"
+    )
+    assert peak < 150, f"peak {peak:.0f} MB"
+    assert "attribute layer_names holds 268435456 bytes of text" in output, output
+
+
+@pytest.mark.parametrize("step", ["aggregate", "evaluate", "publish", "train", "page"])
+def test_every_step_refuses_names_on_a_shared_heap_object(
+    step: str, tmp_path: Path, capsys
+) -> None:
+    model = shared_heap_names(copy_model(tmp_path / "0.h5"), 8, 4 << 10)
+    if step == "aggregate":
+        folder = models_folder(tmp_path, model)
+        line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    elif step == "evaluate":
+        test_set = write_npz(tmp_path / "test.npz", **digits())
+        argv = ["--model", model, "--test", test_set, "--out-dir", tmp_path / "out"]
+        line = call(evaluate, argv, capsys)
+    elif step == "publish":
+        metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
+        argv = publish_argv(tmp_path, metrics)
+        argv[argv.index("--model") + 1] = model
+        line = call(publish, argv, capsys)
+    elif step == "train":
+        shard = write_npz(tmp_path / "shard.npz", **digits())
+        argv = ["--shard", shard, "--model", model, "--out", tmp_path / "out.h5"]
+        line = call(train, [*argv, "--stats-out", tmp_path / "stats.json"], capsys)
+    else:  # the page's loader, for a store's run or MODEL_URI naming a file (ui.predict too)
+        from ui.model_source import ModelKeeper, parse_model_uri
+
+        line = ModelKeeper(parse_model_uri(str(model))).refresh().problem
+    assert "attribute layer_names holds 32768 bytes of text, more than 16384" in line
+
+
 def test_train_and_evaluate_refuse_a_nan_model(tmp_path: Path, capsys) -> None:
     model = copy_model(tmp_path / "start.h5")
     from steps.weights import read_weights
@@ -287,6 +361,58 @@ def test_forged_sample_counts_do_not_count(
     assert not (tmp_path / "avg.h5").exists()
 
 
+def test_fedavg_weighs_by_what_split_made_and_averages_only_the_expected_shards(
+    tmp_path: Path, small_mnist: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """split and aggregate run as the compiled spec runs them, with what Argo would substitute: a
+    worker claiming 250,000 samples for a 1,000-digit shard got nearly all the weight, and a stray
+    7.h5 in the round's folder was averaged in. Now only shard 0 (true count) is averaged."""
+    from steps.cli import run
+    from steps.weights import read_weights
+    from workflows.pipeline import compile_workflow
+    from workflows.settings import PipelineSettings
+    from workflows.spec import substitute, substitute_all, templates_by_name
+
+    settings = PipelineSettings(workers=2, rounds=1, min_workers=1, source=str(small_mnist))
+    workflow = compile_workflow(settings)
+    templates = templates_by_name(workflow)
+    values = {
+        f"workflow.parameters.{p['name']}": p["value"]
+        for p in workflow["spec"]["arguments"]["parameters"]
+    } | {"workflow.name": "mnist-abc12"}
+    monkeypatch.chdir(tmp_path)
+    args = substitute_all(templates["split"]["container"]["args"], values, "split")
+    assert run(split.main, split.make_parser(), args) == 0, capsys.readouterr().err
+    for output in templates["split"]["outputs"]["parameters"]:
+        path = tmp_path / output["valueFrom"]["path"].removeprefix("/work/")
+        values[f"tasks.split.outputs.parameters.{output['name']}"] = path.read_text()
+    task = next(
+        task
+        for template in workflow["spec"]["templates"]
+        for task in template.get("dag", {}).get("tasks", [])
+        if task["name"] == "aggregate-round-1"
+    )
+    for argument in task["arguments"]["parameters"]:
+        values[f"inputs.parameters.{argument['name']}"] = substitute(
+            argument["value"], values, "aggregate's arguments"
+        )
+    args = substitute_all(templates["aggregate"]["container"]["args"], values, "aggregate")
+    folder = tmp_path / "in" / "models"
+    folder.mkdir(parents=True)
+    good = read_weights(copy_model(folder / "0.h5"))
+    write_model_weights(copy_model(folder / "1.h5"), [-3 * w for w in good])
+    write_model_weights(copy_model(folder / "7.h5"), [w + 1 for w in good])
+    write_json(folder / "0.json", {"samples": 1000, "epochs": 1})
+    write_json(folder / "1.json", {"samples": 250_000, "epochs": 1})
+    write_json(folder / "7.json", {"samples": 1000, "epochs": 1})
+    assert run(aggregate.main, aggregate.make_parser(), args) == 0
+    log = capsys.readouterr().err
+    assert "ignoring 1.h5 as missing: its stats claim 250000 samples; split made 1000" in log
+    assert "ignoring 7.h5: not one of the expected shards" in log
+    averaged = read_weights(tmp_path / "out" / "model.h5")
+    assert all(np.allclose(a, b) for a, b in zip(averaged, good, strict=True))
+
+
 def test_nested_json_arguments_are_one_line(tmp_path: Path, capsys) -> None:
     folder = models_folder(tmp_path, copy_model(tmp_path / "0.h5"))
     nested = json_nested()
@@ -330,8 +456,12 @@ def publish_argv(tmp_path: Path, metrics: Path, *extra) -> list:
         (b'{"accuracy": -5.0}', "number in [0, 1]"),
         (b'{"accuracy": true}', "number in [0, 1]"),
         (b'{"accuracy": 0.9, "confusion_matrix": [[1]]}', "10 rows of 10"),
-        (json_nested().encode(), "nested too deeply"),
+        (json_nested(30_000).encode(), "nested too deeply"),
         (b'{"accuracy": 0.9, "note": "\xff\xfe"}', "not UTF-8"),
+        (b'{"accuracy": 1' + b"0" * 400 + b"}", "number in [0, 1]"),
+        (b'{"accuracy": 0.9, "loss": 1' + b"0" * 400 + b"}", "'loss' must be a finite number"),
+        (b'{"accuracy": 0.9, "note": "' + b"x" * 100_000 + b'"}', "larger than 65536 bytes"),
+        (b'{"accuracy": 0.9, "missing_shards": {"1": [3]}}', "lists of shard ids"),
     ],
 )
 def test_publish_refuses_poisoned_metrics(
@@ -344,14 +474,201 @@ def test_publish_refuses_poisoned_metrics(
     assert not (tmp_path / "store").exists()
 
 
-def test_publish_refuses_nested_settings_and_overlong_runs(tmp_path: Path, capsys) -> None:
+def test_publish_refuses_bad_settings_and_overlong_runs(tmp_path: Path, capsys) -> None:
     metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
-    argv = publish_argv(tmp_path, metrics, "--settings", json_nested())
-    assert "--settings: JSON nested too deeply" in call(publish, argv, capsys)
+    for setting, message in [
+        ("workers", "expected NAME=VALUE"),
+        ('{"workers": 3}=1', "expected NAME=VALUE"),
+        ("source=" + "x" * 1025, "at most 1024 characters"),
+    ]:
+        argv = publish_argv(tmp_path, metrics, "--setting", setting)
+        assert message in call(publish, argv, capsys)
+    argv = publish_argv(tmp_path, metrics, "--setting", "epochs=1", "--setting", "epochs=400")
+    assert "--setting epochs is given twice" in call(publish, argv, capsys)
     argv = publish_argv(tmp_path, metrics)
     argv[argv.index("mnist-abc12")] = "a" * 5000
     assert "(63 at most)" in call(publish, argv, capsys)
     assert not (tmp_path / "store").exists()
+
+
+def published_card(store: Path, run: str = "mnist-abc12") -> dict:
+    return json.loads((store / "models" / "mnist" / run / "run.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "source",
+    ['/data/a"b/mnist.npz', '/data", "epochs": 400, "x": "/mnist.npz'],
+    ids=["a quote", "a crafted folder name"],
+)
+def test_no_workflow_parameter_can_rewrite_the_card(
+    source: str, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiled publish template's arguments, with the parameters Argo would substitute (plain
+    text replacement: workflow/common/util.go:SubstituteParams): a folder name holding a quote and
+    JSON of its own was pasted into the --settings JSON, failing the run or rewriting the card."""
+    from workflows.pipeline import compile_workflow
+    from workflows.settings import PipelineSettings
+    from workflows.spec import substitute_all, templates_by_name
+
+    settings = PipelineSettings(epochs=1, source=source)
+    workflow = compile_workflow(settings)
+    values = {
+        f"workflow.parameters.{p['name']}": p["value"]
+        for p in workflow["spec"]["arguments"]["parameters"]
+    }
+    values |= {"workflow.name": "mnist-abc12", "inputs.parameters.model": "unused"}
+    values["workflow.parameters.store"] = str(tmp_path / "store")
+    args = substitute_all(
+        templates_by_name(workflow)["publish"]["container"]["args"], values, "publish"
+    )
+    (tmp_path / "in").mkdir()
+    copy_model(tmp_path / "in" / "model.h5")
+    write_json(tmp_path / "in" / "metrics.json", {"accuracy": 0.9})
+    (tmp_path / "in" / "confusion.png").write_bytes(b"png")
+    monkeypatch.chdir(tmp_path)
+    code = publish.main(publish.make_parser().parse_args(args))
+    capsys.readouterr()
+    assert code is None
+    card = published_card(tmp_path / "store")["settings"]
+    assert card["epochs"] == 1
+    assert card["source"] == settings.source
+    assert card["rounds"] == settings.rounds
+
+
+def test_a_source_too_long_for_the_card_is_refused_at_submit() -> None:
+    """Not at the end of the run, by publish: the bound is steps.published's, in one place."""
+    from workflows.settings import defaults
+
+    with pytest.raises(ValueError, match=r"MNIST_SOURCE=.*longer than 1024 characters"):
+        defaults({"MNIST_SOURCE": "gs://bucket/" + "d" * 1020})
+    assert defaults({"MNIST_SOURCE": "gs://bucket/" + "d" * 1000}).source.endswith("d")
+
+
+def test_publish_publishes_only_what_the_page_accepts(tmp_path: Path, capsys) -> None:
+    """publish and the page check run.json and metrics.json with the same functions (steps.published):
+    a 253-character source, a boolean setting and a 100 KB metrics.json were published and then
+    refused by the page."""
+    from ui.model_source import ModelKeeper, parse_model_uri
+
+    metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9, "test_samples": 10})
+    source = "/" + "d" * 252
+    argv = publish_argv(
+        tmp_path, metrics, "--setting", f"source={source}", "--setting", "flag=true"
+    )
+    assert run_ok(publish, argv, capsys)
+    assert published_card(tmp_path / "store")["settings"] == {"source": source, "flag": "true"}
+    status = ModelKeeper(parse_model_uri(str(tmp_path / "store"))).refresh()
+    assert status.problem is None and status.model.card["settings"]["source"] == source
+
+
+@pytest.mark.parametrize(
+    ("stamp", "why"),
+    [
+        ("0001-01-01T00:00:00+14:00", "out of range"),  # astimezone raised OverflowError
+        ("9999-12-31T23:59:59-14:00", "out of range"),
+        ("2026-11-29T18:48:58", "no UTC offset"),
+        ("yesterday", "not an ISO 8601 time"),
+    ],
+)
+def test_a_published_at_the_page_cannot_convert_is_refused(stamp: str, why: str) -> None:
+    from ui.run_files import BadRunFile, check_card
+
+    with pytest.raises(BadRunFile, match=why):
+        check_card(json.dumps({"published_at": stamp}).encode(), "mnist-abc12")
+    card = check_card(b'{"published_at": "2026-11-29T23:48:58+05:00"}', "mnist-abc12")
+    assert card["published_at"] == "2026-11-29T18:48:58.000000+00:00"
+
+
+def publish_process(
+    tmp_path: Path, *extra: str, metrics: Path | None = None
+) -> tuple[int, str, float]:
+    """Run publish in a fresh interpreter, at most 20 s (a blocking open would hang it): its exit
+    code, its stderr, and its peak resident memory in MB."""
+    metrics = metrics or write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
+    argv = [str(a) for a in publish_argv(tmp_path, metrics, *extra)]
+    probe = (
+        "import re, sys\n"
+        "from steps import publish\n"
+        "from steps.cli import run\n"
+        f"code = run(publish.main, publish.make_parser(), {argv!r})\n"
+        "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
+        "sys.exit(code)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=20
+    )
+    return result.returncode, result.stderr.strip(), int(result.stdout or 0) / 1024
+
+
+def test_publish_refuses_a_symlinked_pointer_lock(tmp_path: Path) -> None:
+    """.LATEST.lock linking out of the store: opening it created a file outside."""
+    pointers = tmp_path / "store" / "models" / "mnist"
+    pointers.mkdir(parents=True)
+    (pointers / ".LATEST.lock").symlink_to(tmp_path / "outside.lock")
+    code, error, _ = publish_process(tmp_path)
+    assert code == 2 and "the lock of models/mnist/LATEST" in error, error
+    assert not (tmp_path / "outside.lock").exists()
+    assert not (pointers / "LATEST").exists()
+
+
+@pytest.mark.parametrize("fifo", ["lock", "LATEST", "metrics"])
+def test_a_fifo_never_blocks_publish(fifo: str, tmp_path: Path) -> None:
+    """A FIFO as the pointer's lock, as LATEST or as --metrics: each open waited for a writer forever."""
+    pointers = tmp_path / "store" / "models" / "mnist"
+    pointers.mkdir(parents=True)
+    path = {
+        "lock": pointers / ".LATEST.lock",
+        "LATEST": pointers / "LATEST",
+        "metrics": tmp_path / "fifo.json",
+    }[fifo]
+    os.mkfifo(path)
+    code, error, _ = publish_process(tmp_path, metrics=path if fifo == "metrics" else None)
+    assert code == 2 and "not a regular file" in error, error
+    if fifo != "lock":  # found before anything is written
+        assert not (pointers / "mnist-abc12").exists()
+
+
+def test_a_huge_latest_is_not_read_whole_and_is_replaced(tmp_path: Path) -> None:
+    """A 400 MB LATEST (sparse) was read whole before it was compared; now its head is read, and a
+    LATEST that names no run is replaced."""
+    pointers = tmp_path / "store" / "models" / "mnist"
+    pointers.mkdir(parents=True)
+    with (pointers / "LATEST").open("wb") as latest:
+        latest.truncate(400 << 20)
+    code, error, peak = publish_process(tmp_path)
+    assert code == 0, error
+    assert peak < 150, f"peak {peak:.0f} MB"
+    assert (pointers / "LATEST").read_text() == "mnist-abc12"
+
+
+def test_publish_refuses_a_far_worse_model_unless_told_to(tmp_path: Path, capsys) -> None:
+    """A model of 15.1% replaced one of 95.6% (FedAvg misled by a forged sample count): nothing
+    stopped it. Now the floor and the drop from the served model stop it, unless told otherwise."""
+    pointer = tmp_path / "store" / "models" / "mnist" / "LATEST"
+    good = write_json(tmp_path / "good.json", {"accuracy": 0.956})
+    assert run_ok(publish, publish_argv(tmp_path, good), capsys)
+    for accuracy, message in [
+        (0.151, "test accuracy 0.1510 is below --min-accuracy 0.5"),
+        (0.8, "more than --max-accuracy-drop 0.05 below mnist-abc12's 0.9560, which LATEST serves"),
+    ]:
+        worse = write_json(tmp_path / "worse.json", {"accuracy": accuracy})
+        argv = publish_argv(tmp_path, worse)
+        argv[argv.index("mnist-abc12")] = "mnist-worse"
+        assert message in call(publish, argv, capsys)
+        assert pointer.read_text() == "mnist-abc12"
+        assert not (pointer.parent / "mnist-worse").exists()
+    argv += ["--min-accuracy", "0", "--max-accuracy-drop", "1"]
+    assert run_ok(publish, argv, capsys)
+    assert pointer.read_text() == "mnist-worse"
+
+
+def run_ok(module, argv: list, capsys) -> bool:
+    from steps.cli import run
+
+    code = run(module.main, module.make_parser(), [str(a) for a in argv])
+    error = capsys.readouterr().err
+    assert code == 0, error
+    return True
 
 
 def test_publish_refuses_a_nan_model(tmp_path: Path, capsys) -> None:
@@ -445,6 +762,8 @@ def run_trainer(inputs: dict, out: Path, capsys) -> str:
         ({"epochs_done": 1, "logs": 5}, "logs must be an object"),
         ({"epochs_done": 1, "logs": {"samples": 10**9}}, "logs must be an object of loss"),
         ({"epochs_done": 1, "logs": {"loss": "x"}}, "logs must hold finite, non-negative numbers"),
+        # math.isfinite(10**400) raised OverflowError: every retry crashed on the same checkpoint
+        ({"epochs_done": 1, "logs": {"loss": 10**400}}, "logs must hold finite, non-negative"),
         (
             {"epochs_done": 1, "logs": {}, "inputs": ["not", "a", "string"]},
             "it was made from other",

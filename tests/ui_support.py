@@ -4,7 +4,6 @@ files and a way to measure what one upload costs."""
 from __future__ import annotations
 
 import io
-import json
 import re
 import struct
 import subprocess
@@ -68,8 +67,7 @@ def publish_run(store: str | Path, run: str, model: Path, evaluation: Path) -> N
         str(evaluation / "metrics.json"),
         "--attach",
         str(evaluation / "confusion.png"),
-        "--settings",
-        json.dumps(settings),
+        *(f"--setting={name}={value}" for name, value in settings.items()),
     ]
     publish.main(publish.make_parser().parse_args(args))
 

@@ -84,6 +84,7 @@ def split_step(step: StepFactory) -> Container:
             Write.folder("shards", "--shards-dir", "out/shards", f"{RUN}/shards"),
             Write.file("test", "--test-out", "out/test.npz", f"{RUN}/test.npz"),
             Write.parameter("shard-ids", "--ids-out", "out/shard-ids.json"),
+            Write.parameter("shard-sizes", "--sizes-out", "out/shard-sizes.json"),
         ],
     )
 
@@ -163,13 +164,20 @@ def evaluate_step(step: StepFactory) -> Container:
 
 
 def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
-    """Publishes the model with a card of the settings it was trained with."""
+    """Publishes the model with a card of the settings it was trained with: each setting is its own
+    argument, so no parameter's text can change another setting or the card's structure."""
     trained_with = [name for name in settings.parameters() if name != "store"]
-    card = {name: workflow_param(name) for name in trained_with} | {"rounds": settings.rounds}
+    card = [f"{name}={workflow_param(name)}" for name in trained_with]
     return step(
         "publish",
         parameters=["model"],
-        options={"--store": workflow_param("store"), "--run": RUN, "--settings": json.dumps(card)},
+        options={
+            "--store": workflow_param("store"),
+            "--run": RUN,
+            "--min-accuracy": workflow_param("min-accuracy"),
+            "--max-accuracy-drop": workflow_param("max-accuracy-drop"),
+            "--setting": [*card, f"rounds={settings.rounds}"],
+        },
         reads=[
             Read.file("model", "--model", "in/model.h5", param("model")),
             Read.file("metrics", "--metrics", "in/metrics.json", f"{EVALUATION}/metrics.json"),
@@ -185,6 +193,7 @@ def build_workflow(settings: PipelineSettings) -> Workflow:
         with DAG(name="pipeline"):
             split, init = steps.split(), steps.init()
             shard_ids = split.get_parameter("shard-ids")
+            shard_sizes = split.get_parameter("shard-sizes")
             ready, model, missing = [split, init], INIT_MODEL, {}
             for r in range(1, settings.rounds + 1):
                 trained = steps.train(
@@ -192,9 +201,9 @@ def build_workflow(settings: PipelineSettings) -> Workflow:
                     with_param=shard_ids,
                     arguments={"shard": "{{item}}", "round": str(r), "start-model": model},
                 )
-                averaged = steps.aggregate(
+                averaged = steps.aggregate(  # weighs each model by its shard's size, from split
                     name=f"aggregate-round-{r}",
-                    arguments={"round": str(r), "shards": shard_ids.value},
+                    arguments={"round": str(r), "shards": shard_sizes.value},
                 )
                 ready >> trained
                 # once every trainer has ended, however: aggregate decides against --min-workers

@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from steps.cli import non_negative_int, positive_float, positive_int, seed
+from steps.cli import fraction, non_negative_int, positive_float, positive_int, seed
 from steps.dataset import KERAS_MNIST_URL, PARTITIONS
+from steps.published import MAX_ACCURACY_DROP, MAX_SETTING_TEXT, MIN_ACCURACY
 from workflows.durations import DurationError, parse_duration
 from workflows.lint_schema import DAG_TASKS_MAX
 
@@ -72,8 +73,14 @@ def round_count(text: str) -> int:
 
 
 def location(text: str) -> str:
-    """argparse type: a URL or gs:// URI as it is; a path made absolute (each step runs in its own folder)."""
-    return text if "://" in text else str(Path(text).resolve())
+    """argparse type: a URL or gs:// URI as it is; a path made absolute (each step runs in its own folder).
+    At most MAX_SETTING_TEXT characters: publish keeps it on the run's card, and refuses a longer one."""
+    value = text if "://" in text else str(Path(text).resolve())
+    if len(value) > MAX_SETTING_TEXT:
+        raise argparse.ArgumentTypeError(
+            f"longer than {MAX_SETTING_TEXT} characters (the run's card keeps it): {value[:40]}…"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -132,6 +139,16 @@ class PipelineSettings:
     )
     alpha: float = setting(
         0.5, "Dirichlet concentration (smaller: each shard holds fewer digits)", positive_float
+    )
+    min_accuracy: float = setting(
+        MIN_ACCURACY,
+        "publish refuses a model whose test accuracy is below this (0: publish any)",
+        fraction,
+    )
+    max_accuracy_drop: float = setting(
+        MAX_ACCURACY_DROP,
+        "publish refuses a model scoring more than this below the one `LATEST` serves (1: any)",
+        fraction,
     )
     source: str = setting(
         KERAS_MNIST_URL,

@@ -101,14 +101,20 @@ def step_template(
     name: str,
     image: str,
     retry: m.RetryStrategy | None,
-    options: dict[str, str],
+    options: dict[str, str | list[str]],
     parameters: tuple[str, ...] | list[str] = (),
     reads: list[Read] | tuple = (),
     writes: list[Write] | tuple = (),
     metrics: list | None = None,
 ) -> Container:
-    """The template running `python -m steps.<name>` with `options` and a flag per file."""
-    args = [part for flag, value in options.items() for part in (flag, value)]
+    """The template running `python -m steps.<name>` with `options` (a list: the flag repeated, once
+    per value) and a flag per file."""
+    args = [
+        part
+        for flag, value in options.items()
+        for item in ([value] if isinstance(value, str) else value)
+        for part in (flag, item)
+    ]
     args += [part for f in [*reads, *writes] if f.flag for part in (f.flag, f.path)]
     size = cluster.STEP_SIZES[name]
     return Container(
