@@ -227,7 +227,7 @@ def run_workflow(settings: PipelineSettings) -> Workflow:
         # workflowMetadata labels every run, also those started from the WorkflowTemplate
         workflow_metadata=m.WorkflowMetadata(labels=labels, labels_from=knobs),
         pod_metadata=m.Metadata(labels={"app.kubernetes.io/name": cluster.APP_LABEL}),
-        service_account_name=cluster.SERVICE_ACCOUNT,
+        **cluster.workflow_pod_fields(),
         active_deadline_seconds=cluster.RUN_DEADLINE_SECONDS,
         pod_gc=m.PodGC(strategy="OnWorkflowSuccess"),
         ttl_strategy=m.TTLStrategy(
