@@ -63,22 +63,32 @@ POLICY = (
     "roles/storage.objectViewer\tprincipal://iam.googleapis.com/projects/123456789/locations/global/"
     "workloadIdentityPools/test-project.svc.id.goog/subject/ns/argo/sa/argo-server\n"
 )
+PROJECT_POLICY = (
+    "roles/container.defaultNodeServiceAccount\tserviceAccount:mnist-nodes@test-project.iam.gserviceaccount.com\n"
+    "roles/iap.httpsResourceAccessor\tuser:a@example.com\n"
+)
+PUBLIC = {"PAGE_DOMAIN": "mnist.example.com", "PAGE_IAP_MEMBERS": "user:a@example.com"}
 SCENARIOS: list[tuple[str, dict[str, str]]] = [
     ("up.sh", {}),
+    ("up.sh", {"AUTHORIZED_NETWORKS": "203.0.113.7/32,198.51.100.0/24", **PUBLIC}),
     (
         "up.sh",
         {
-            "FAKE_EXISTING": "cluster no-workload-identity bucket build-bucket account registry",
+            "FAKE_EXISTING": "cluster no-workload-identity open-control-plane bucket build-bucket "
+            "account registry address",
             "FAKE_CLUSTER_ZONE": "us-central1-a",
         },
     ),
+    ("up.sh", {"FAKE_EXISTING": "cluster", "FAKE_CLUSTER_STATUS": "ERROR"}),
     ("up.sh", {"BUILDER": "docker", "FORCE_BUILD": "1"}),
     (
         "down.sh",
         {
-            "FAKE_EXISTING": "cluster bucket build-bucket account registry",
+            "FAKE_EXISTING": "cluster bucket build-bucket account registry address",
             "FAKE_CLUSTER_ZONE": "us-central1-a",
             "FAKE_POLICY": POLICY,
+            "FAKE_PROJECT_POLICY": PROJECT_POLICY,
+            **PUBLIC,
         },
     ),
     ("down.sh", {"FAKE_EXISTING": "bucket", "DELETE_BUCKET": "yes"}),
@@ -213,10 +223,15 @@ def test_the_scripts_every_gcloud_line_parses(
         "compute zones list",
         "container clusters create",
         "container clusters update",
+        "container clusters get-credentials",
+        "container node-pools create",
         "container node-pools update",
         "container clusters delete",
+        "compute addresses create",
+        "compute addresses delete",
         "projects add-iam-policy-binding",
-        "builds get-default-service-account",
+        "projects get-iam-policy",
+        "projects remove-iam-policy-binding",
         "builds submit",
         "auth configure-docker",
         "storage buckets get-iam-policy",
