@@ -99,6 +99,14 @@ case "$*" in
     "iam service-accounts describe"*) mark account "$*" ;;
     "artifacts repositories describe"*) mark registry "$*" ;;
     "artifacts docker images describe"*) exists image ;;
+    # FAKE_BUILD_REFUSALS: a file holding how many builds are refused for a permission before one succeeds.
+    "builds submit"*)
+        refusals="$(cat "${FAKE_BUILD_REFUSALS:-/dev/null}" 2>/dev/null || true)"
+        if [[ "${refusals:-0}" -gt 0 ]]; then
+            echo $((refusals - 1)) >"${FAKE_BUILD_REFUSALS}"
+            echo "ERROR: (gcloud.builds.submit) PERMISSION_DENIED: caller does not have permission" >&2
+            exit 1
+        fi ;;
     *) exit 0 ;;
 esac
 """

@@ -487,6 +487,31 @@ def test_a_requeue_time_argo_would_misuse_is_refused(value: str, sandbox: Sandbo
     assert calls == []
 
 
+def build_refused(sandbox: Sandbox, refusals: int) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """up.sh with the first `refusals` builds refused for a permission, and `sleep` stood in for."""
+    (sandbox.fakes / "sleep").write_text('#!/usr/bin/env bash\necho "sleep $*" >>"${FAKE_LOG}"\n')
+    (sandbox.fakes / "sleep").chmod(0o755)
+    counter = sandbox.root / "refusals"
+    counter.write_text(str(refusals))
+    return sandbox.run("up.sh", check=False, FAKE_BUILD_REFUSALS=str(counter))
+
+
+def test_up_retries_a_build_refused_for_a_permission_just_granted(sandbox: Sandbox) -> None:
+    """The build account's grants are minutes old on a first run; IAM may not have them everywhere yet."""
+    result, calls = build_refused(sandbox, 1)
+    assert result.returncode == 0, result.stderr
+    assert sum(call.startswith("gcloud builds submit") for call in calls) == 2
+    assert "sleep 60" in calls and "IAM takes minutes to propagate" in result.stderr
+
+
+def test_up_stops_with_what_to_do_when_the_build_stays_refused(sandbox: Sandbox) -> None:
+    result, calls = build_refused(sandbox, 5)
+    assert result.returncode == 1
+    assert sum(call.startswith("gcloud builds submit") for call in calls) == 3
+    assert "wait a few minutes and run up.sh again" in result.stderr
+    assert not [call for call in calls if " apply " in call]
+
+
 def test_up_builds_locally_with_docker_when_asked(sandbox: Sandbox) -> None:
     _, calls = sandbox.run("up.sh", BUILDER="docker")
     builds = [call for call in calls if call.startswith("docker build")]
