@@ -309,3 +309,30 @@ def test_the_readmes_gcloud_lines_parse(gcloud_env: dict[str, str], tmp_path: Pa
     )
     failures = [verdict for _, verdict in replay(argvs, tmp_path, gcloud_env) if verdict]
     assert not failures, "\n\n".join(failures)
+
+
+# Where the scripts stop or keep something, they print the gcloud command that resolves it.
+ADVICE_SCENARIOS: list[tuple[str, dict[str, str]]] = [
+    ("up.sh", {"FAKE_EXISTING": "foreign-cluster"}),
+    ("up.sh", {"FAKE_EXISTING": "foreign-bucket"}),
+    ("up.sh", {"FAKE_EXISTING": "foreign-account"}),
+    ("up.sh", {"FAKE_EXISTING": "foreign-registry"}),
+    ("up.sh", {"FAKE_EXISTING": "cluster", "FAKE_CLUSTER_STATUS": "RECONCILING"}),
+    ("down.sh", {"FAKE_EXISTING": "foreign-cluster"}),
+    ("down.sh", {"FAKE_EXISTING": "cluster", "FAKE_NAMESPACE_TIMES_OUT": "1"}),
+]
+
+
+def test_the_gcloud_commands_the_scripts_advise_parse(
+    tmp_path: Path, gcloud_env: dict[str, str]
+) -> None:
+    sandbox = make_sandbox(tmp_path, system_bin(tmp_path / "system"))
+    advised = []
+    for script, settings in ADVICE_SCENARIOS:
+        result, _ = sandbox.run(script, check=False, **settings)
+        commands = re.findall(r"\bgcloud ([a-z][^()\n]*)", result.stderr)
+        assert commands, (script, settings, result.stderr)
+        advised += [shlex.split(command) for command in commands]
+    assert len(advised) >= len(ADVICE_SCENARIOS)
+    failures = [verdict for _, verdict in replay(advised, sandbox.root, gcloud_env) if verdict]
+    assert not failures, "\n\n".join(failures)

@@ -163,6 +163,15 @@ def test_up_creates_everything_in_an_empty_project(sandbox: Sandbox) -> None:
     assert not [call for call in calls if "compute addresses" in call]
 
 
+@pytest.mark.parametrize(
+    "existing", ["", "cluster bucket build-bucket account registry image address"]
+)
+def test_a_run_that_succeeds_prints_no_error(existing: str, sandbox: Sandbox) -> None:
+    """A describe that finds nothing is an answer, not a failure: no "error:" line on the way."""
+    result, _ = sandbox.run("up.sh", FAKE_EXISTING=existing, PAGE_DOMAIN="mnist.example.com")
+    assert "error" not in result.stderr.lower(), result.stderr
+
+
 def test_up_makes_a_cluster_that_costs_little_when_idle(sandbox: Sandbox) -> None:
     """One small on-demand node for Argo and the page; the steps on Spot nodes that exist only while a run
     needs them (GKE's cluster autoscaler scales the pool from 0), within a Free Trial's 8 vCPUs."""

@@ -27,7 +27,8 @@ delete_cluster() {
         return
     fi
     if ! made_by_up "${label}"; then
-        log "kept cluster ${CLUSTER} in ${ZONE}: up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE})"
+        log "kept cluster ${CLUSTER} in ${ZONE}: up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE}); if an"
+        log "earlier up.sh made it, label it and run down.sh again: gcloud container clusters update ${CLUSTER} --zone ${ZONE} --project ${PROJECT_ID} --update-labels $(labels_flag)"
         return
     fi
     gcloud container clusters get-credentials "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \

@@ -50,7 +50,7 @@ ensure_account() {
     if description="$(gcloud iam service-accounts describe "${email}" --project "${PROJECT_ID}" \
         --format 'value(description)' 2>/dev/null)"; then
         made_by_up "${description}" ||
-            die "service account ${email} exists but up.sh did not create it (its description is not '${ACCOUNT_DESCRIPTION}'): delete it or give it that description"
+            die "service account ${email} exists but up.sh did not create it (its description is not '${ACCOUNT_DESCRIPTION}'): if an earlier up.sh made it, mark it: gcloud iam service-accounts update ${email} --project ${PROJECT_ID} --description '${ACCOUNT_DESCRIPTION}'"
         log "reusing Google service account ${email}"
     else
         log "creating Google service account ${email}"
@@ -108,7 +108,7 @@ create_cluster() {
 
 # A reused cluster gets what a new one has: Workload Identity, and the closed control plane.
 converge_cluster() {
-    local pool node_pool dns authorized
+    local pool node_pool dns="" authorized=""
     pool="$(gcloud container clusters describe "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
         --format 'value(workloadIdentityConfig.workloadPool)')"
     if [[ -z "${pool}" ]]; then
@@ -121,9 +121,9 @@ converge_cluster() {
                 --project "${PROJECT_ID}" --workload-metadata GKE_METADATA
         done
     fi
-    read -r dns authorized < <(gcloud container clusters describe "${CLUSTER}" --zone "${ZONE}" \
+    read -r dns authorized <<<"$(gcloud container clusters describe "${CLUSTER}" --zone "${ZONE}" \
         --project "${PROJECT_ID}" --format \
-        'value(controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic,masterAuthorizedNetworksConfig.enabled)') ||
+        'value(controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic,masterAuthorizedNetworksConfig.enabled)')" ||
         true
     if [[ "${dns}" != True ]]; then
         log "opening the control plane's DNS endpoint (IAM decides who reaches it)"
@@ -139,9 +139,12 @@ converge_cluster() {
 }
 
 ensure_cluster() {
-    local status="" label=""
-    read -r status label < <(gcloud container clusters describe "${CLUSTER}" --zone "${ZONE}" \
-        --project "${PROJECT_ID}" --format "value(status,resourceLabels.${LABEL_KEY})" 2>/dev/null) || true
+    local described="" status="" label=""
+    # (a command substitution, not a process one: a failing command in the latter would fire the ERR trap)
+    if described="$(gcloud container clusters describe "${CLUSTER}" --zone "${ZONE}" \
+        --project "${PROJECT_ID}" --format "value(status,resourceLabels.${LABEL_KEY})" 2>/dev/null)"; then
+        read -r status label <<<"${described}" || true
+    fi
     if [[ -n "${status}" ]] && ! made_by_up "${label}"; then
         die "cluster ${CLUSTER} in ${ZONE} exists but up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE}): set CLUSTER to another name, or label it to let up.sh manage it: gcloud container clusters update ${CLUSTER} --zone ${ZONE} --project ${PROJECT_ID} --update-labels $(labels_flag)"
     fi
@@ -224,7 +227,7 @@ ensure_registry() {
     if label="$(gcloud artifacts repositories describe "${REPOSITORY}" --location "${REGION}" \
         --project "${PROJECT_ID}" --format "value(labels.${LABEL_KEY})" 2>/dev/null)"; then
         made_by_up "${label}" ||
-            die "Artifact Registry repository ${REPOSITORY} exists but up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE}): set REPOSITORY to another name, or label it: gcloud artifacts repositories update ${REPOSITORY} --location ${REGION} --update-labels $(labels_flag)"
+            die "Artifact Registry repository ${REPOSITORY} exists but up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE}): set REPOSITORY to another name, or label it: gcloud artifacts repositories update ${REPOSITORY} --location ${REGION} --project ${PROJECT_ID} --update-labels $(labels_flag)"
         log "reusing Artifact Registry repository ${REPOSITORY} in ${REGION}"
     else
         log "creating Artifact Registry repository ${REPOSITORY} in ${REGION}"
