@@ -314,9 +314,7 @@ def test_up_run_again_reuses_what_exists(sandbox: Sandbox) -> None:
     result, calls = sandbox.run(
         "up.sh", FAKE_EXISTING="cluster bucket build-bucket account registry image"
     )
-    assert not [
-        call for call in calls if " create " in call and "create namespace argo" not in call
-    ]
+    assert not [call for call in calls if " create " in call]
     assert not [call for call in calls if call.startswith("gcloud builds submit")]
     assert "reusing cluster mnist-argo" in result.stderr and "reusing bucket" in result.stderr
     # Settings still converge: bucket policy, grants and manifests are applied again.
@@ -486,7 +484,10 @@ def test_up_configures_argos_controller_for_short_steps(tmp_path: Path) -> None:
     config = next(m for m in manifests if m["kind"] == "ConfigMap")
     executor = yaml.safe_load(config["data"]["executor"])
     assert executor["image"] == "quay.io/argoproj/argoexec:v4.1.2-nonroot"
-    assert all(m["metadata"]["namespace"] == "argo" for m in manifests)
+    (namespace,) = [m for m in manifests if m["kind"] == "Namespace"]
+    assert namespace["metadata"]["name"] == "argo"
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert all(m["metadata"]["namespace"] == "argo" for m in manifests if m["kind"] != "Namespace")
 
 
 @pytest.mark.parametrize("value", ["500ms", "0s", "2", "fast"])

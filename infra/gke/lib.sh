@@ -146,10 +146,25 @@ apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 namespace: argo
 resources:
+  - namespace.yaml
   - install.yaml
 patches:
   - path: workflow-controller-configmap.yaml
   - path: workflow-controller-deployment.yaml
+YAML
+    # Argo's own pods (controller, server) meet baseline as released; restricted is reported, not enforced.
+    cat >"${directory}/namespace.yaml" <<YAML
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: argo
+  labels:
+    pod-security.kubernetes.io/enforce: baseline
+    pod-security.kubernetes.io/enforce-version: latest
+    pod-security.kubernetes.io/warn: restricted
+    pod-security.kubernetes.io/warn-version: latest
+    pod-security.kubernetes.io/audit: restricted
+    pod-security.kubernetes.io/audit-version: latest
 YAML
     cat >"${directory}/workflow-controller-configmap.yaml" <<YAML
 apiVersion: v1

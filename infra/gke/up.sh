@@ -339,7 +339,6 @@ install_argo() {
     fi
     render_argo_config "${directory}"
     log "installing Argo Workflows ${ARGO_VERSION} into namespace argo (executor without root, requeue ${REQUEUE_TIME})"
-    kube create namespace argo --dry-run=client --output yaml | kube apply --filename -
     # Argo v4's CRDs carry full validation schemas and are too large for client-side apply.
     kube apply --server-side --force-conflicts --kustomize "${directory}"
     rm -rf "${directory}"
