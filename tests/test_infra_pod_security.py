@@ -117,6 +117,17 @@ def test_the_steps_hold_no_kubernetes_token(tmp_path: Path) -> None:
     assert accounts[cluster.SERVICE_ACCOUNT]["automountServiceAccountToken"] is False
 
 
+def test_the_pods_user_is_the_images_user() -> None:
+    """The pod runs every container as the steps' user: the one the Dockerfile creates and switches to."""
+    dockerfile = (ROOT / "infra" / "docker" / "Dockerfile").read_text()
+    users = {line.split()[1] for line in dockerfile.splitlines() if line.startswith("USER ")}
+    assert users == {f"{cluster.STEPS_USER}:{cluster.STEPS_USER}"}
+    (deployment,) = [m for m in build(K8S / "base") if m["kind"] == "Deployment"]
+    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == (
+        cluster.STEPS_USER
+    )
+
+
 def test_argo_refuses_no_token_without_an_executor_account(tmp_path: Path) -> None:
     workflow = compile_workflow(PipelineSettings())
     del workflow["spec"]["executor"]

@@ -13,9 +13,8 @@ from hera.workflows import Resources
 from hera.workflows import models as m
 
 NAMESPACE = "mnist"
-SERVICE_ACCOUNT = (
-    "mnist-pipeline"  # the workflow pods run as this one (GCS through Workload Identity)
-)
+# The steps' pods run as this account; it reaches GCS through Workload Identity and has no Kubernetes role.
+SERVICE_ACCOUNT = "mnist-pipeline"
 # Argo's init and wait containers report outputs with this account's token; the steps get no token at all.
 EXECUTOR_ACCOUNT = "mnist-executor"
 SUBMITTER_ACCOUNT = "mnist-submitter"  # its token submits runs and logs in to the Argo UI
