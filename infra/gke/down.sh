@@ -31,8 +31,10 @@ delete_cluster() {
         log "earlier up.sh made it, label it and run down.sh again: gcloud container clusters update ${CLUSTER} --zone ${ZONE} --project ${PROJECT_ID} --update-labels $(labels_flag)"
         return
     fi
+    # The DNS endpoint, as up.sh sets it; a cluster labelled by hand since an earlier up.sh may have only its IP.
     gcloud container clusters get-credentials "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
-        --dns-endpoint
+        --dns-endpoint ||
+        gcloud container clusters get-credentials "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}"
     # Deleting the namespace first lets GKE release the public page's load balancer, which deleting the
     # cluster could leave behind. A failure or a timeout here does not keep the cluster billing.
     log "deleting namespace ${NAMESPACE} (and the public page's load balancer, if any)"
