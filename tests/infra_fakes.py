@@ -1,10 +1,13 @@
-"""Stand-ins for `gcloud`, `kubectl`, `docker` and `gke-gcloud-auth-plugin`, to run infra/gke's scripts where no
-Google Cloud project can be reached: each logs its call, and `gcloud` also records its exact argv (so the
-real CLI can parse every command line afterwards, see test_infra_gcloud_cli.py) and answers the few queries
-the scripts read, saying which resources already exist. The scripts themselves run for real."""
+"""Stand-ins for `gcloud`, `kubectl`, `docker`, `curl` and `gke-gcloud-auth-plugin`, to run infra/gke's scripts
+where no Google Cloud project (nor GitHub) can be reached: each logs its call, and `gcloud` also records its
+exact argv (so the real CLI can parse every command line afterwards, see test_infra_gcloud_cli.py) and answers
+the few queries the scripts read, saying which resources already exist and whether up.sh made them (its
+label, or its description on service accounts and addresses). `curl` serves FAKE_ARGO_MANIFEST as Argo's
+install.yaml. The scripts themselves run for real."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import shutil
@@ -16,9 +19,44 @@ from tests.helpers import ROOT
 
 PROJECT, PROJECT_NUMBER, TAG = "test-project", "123456789", "abc1234"
 # The programs the stand-ins replace: the sandbox's PATH holds no real one, so none can run by mistake.
-STOOD_IN = ("gcloud", "kubectl", "docker", "gke-gcloud-auth-plugin")
+STOOD_IN = ("gcloud", "kubectl", "docker", "curl", "gke-gcloud-auth-plugin")
+LABEL = "mnist-argo-up"
+DESCRIPTION = "Created by mnist-argo infra/gke/up.sh"
+# What the stand-in curl serves as Argo's install.yaml, and its sha256 (pinned in the sandbox's copy of
+# infra/gke/argo-install.sha256 by make_sandbox): the two objects up.sh patches, as the release has them
+# (manifests/cluster-install-no-crds sets namespace argo; base/workflow-controller the rest).
+ARGO_MANIFEST = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: workflow-controller-configmap
+  namespace: argo
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: workflow-controller
+  namespace: argo
+spec:
+  selector:
+    matchLabels:
+      app: workflow-controller
+  template:
+    metadata:
+      labels:
+        app: workflow-controller
+    spec:
+      containers:
+        - name: workflow-controller
+          image: quay.io/argoproj/workflow-controller:v4.1.2
+          env:
+            - name: LEADER_ELECTION_IDENTITY
+              valueFrom:
+                fieldRef:
+                  fieldPath: metadata.name
+"""
 
-# `describe` succeeds for the kinds listed in FAKE_EXISTING; lists answer from FAKE_* variables.
+# `describe` succeeds for the kinds listed in FAKE_EXISTING ("foreign-<kind>": it exists, but up.sh did not
+# make it); lists answer from FAKE_* variables.
 FAKE_GCLOUD = r"""#!/usr/bin/env bash
 echo "gcloud $*" >>"${FAKE_LOG}"
 printf '%q ' "$@" >>"${FAKE_ARGV_LOG}"
@@ -27,26 +65,57 @@ printf '\n' >>"${FAKE_ARGV_LOG}"
 for argument in "$@"; do
     if [[ "${argument}" == "${TMPDIR}"/* && -f "${argument}" ]]; then cp "${argument}" "${argument}.kept"; fi
 done
-exists() { [[ " ${FAKE_EXISTING} " == *" $1 "* ]]; }
+exists() { [[ " ${FAKE_EXISTING} " == *" $1 "* || " ${FAKE_EXISTING} " == *" foreign-$1 "* ]]; }
+# What a describe of kind $1 prints for the label or description asked: up.sh's mark, unless foreign.
+mark() {
+    exists "$1" || exit 1
+    [[ " ${FAKE_EXISTING} " == *" foreign-$1 "* ]] && { echo other; exit 0; }
+    if [[ "$*" == *"value(description)"* ]]; then echo "Created by mnist-argo infra/gke/up.sh"; else echo mnist-argo-up; fi
+}
 case "$*" in
     "config get-value project") exit 0 ;;
     *"--format value(workloadIdentityConfig.workloadPool)"*)
         exists no-workload-identity || echo "${PROJECT_ID}.svc.id.goog" ;;
+    *"--format value(controlPlaneEndpointsConfig"*)
+        if exists open-control-plane; then printf '\t\n'; else printf 'True\tTrue\n'; fi ;;
+    "container clusters describe"*"--format value(status,"*)
+        exists cluster || exit 1
+        label="$(mark cluster)"
+        printf '%s\t%s\n' "${FAKE_CLUSTER_STATUS:-RUNNING}" "${label}" ;;
+    "container clusters describe"*"--format value(resourceLabels."*) mark cluster "$*" ;;
     *"--format value(projectNumber)"*) echo 123456789 ;;
     *"--format value(image_summary.digest)"*) echo "sha256:$(printf '%064d' 7)" ;;
-    "builds get-default-service-account"*) echo 123456789-compute@developer.gserviceaccount.com ;;
     "compute zones list"*) printf '%s\n' ${FAKE_ZONES} ;;
+    "compute addresses describe"*"value(address)"*) echo 203.0.113.9 ;;
+    "compute addresses describe"*) mark address "$*" ;;
     "container clusters list"*) ! exists cluster || printf 'mnist-argo\t%s\n' "${FAKE_CLUSTER_ZONE}" ;;
     "container clusters describe"*) exists cluster ;;
+    "container node-pools describe"*) exists cluster && ! exists no-worker-pool ;;
     "container node-pools list"*) echo default-pool ;;
-    "storage buckets describe gs://"*"-build "*) exists build-bucket ;;
-    "storage buckets describe"*) exists bucket ;;
+    "storage buckets describe gs://"*"-build "*) mark build-bucket "$*" ;;
+    "storage buckets describe"*) mark bucket "$*" ;;
     "storage buckets get-iam-policy"*) printf '%b' "${FAKE_POLICY}" ;;
-    "iam service-accounts describe"*) exists account ;;
-    "artifacts repositories describe"*) exists registry ;;
+    "projects get-iam-policy"*) printf '%b' "${FAKE_PROJECT_POLICY}" ;;
+    "iam service-accounts describe"*) mark account "$*" ;;
+    "artifacts repositories describe"*) mark registry "$*" ;;
     "artifacts docker images describe"*) exists image ;;
+    # FAKE_BUILD_REFUSALS: a file holding how many builds are refused for a permission before one succeeds.
+    "builds submit"*)
+        refusals="$(cat "${FAKE_BUILD_REFUSALS:-/dev/null}" 2>/dev/null || true)"
+        if [[ "${refusals:-0}" -gt 0 ]]; then
+            echo $((refusals - 1)) >"${FAKE_BUILD_REFUSALS}"
+            echo "ERROR: (gcloud.builds.submit) PERMISSION_DENIED: caller does not have permission" >&2
+            exit 1
+        fi ;;
     *) exit 0 ;;
 esac
+"""
+FAKE_CURL = r"""#!/usr/bin/env bash
+echo "curl $*" >>"${FAKE_LOG}"
+while [[ $# -gt 0 ]]; do
+    if [[ "$1" == --output ]]; then printf '%s' "${FAKE_ARGO_MANIFEST}" >"$2"; fi
+    shift
+done
 """
 FAKE_DOCKER = r"""#!/usr/bin/env bash
 echo "docker $*" >>"${FAKE_LOG}"
@@ -61,6 +130,7 @@ case "$*" in
     "config get-clusters" | "config get-users") printf 'NAME\n'; printf '%s\n' ${FAKE_CONTEXTS} ;;
     "create token"* | *" create token "*) echo fake-token ;;
     *"port-forward"*) sleep "${FAKE_PORT_FORWARD_SECONDS:-0}" ;;
+    *"delete namespace"*) [[ -z "${FAKE_NAMESPACE_TIMES_OUT:-}" ]] || { echo "error: timed out" >&2; exit 1; } ;;
     *) cat >/dev/null 2>&1 || true ;;
 esac
 """
@@ -113,12 +183,16 @@ class Sandbox:
 
 def make_sandbox(tmp_path: Path, system: Path) -> Sandbox:
     shutil.copytree(ROOT / "infra", tmp_path / "repo" / "infra")
+    pinned = hashlib.sha256(ARGO_MANIFEST.encode()).hexdigest()
+    with (tmp_path / "repo" / "infra" / "gke" / "argo-install.sha256").open("a") as checksums:
+        checksums.write(f"{pinned}  v4.1.2\n")
     fakes = tmp_path / "fakes"
     fakes.mkdir()
     for name, body in (
         ("gcloud", FAKE_GCLOUD),
         ("kubectl", FAKE_KUBECTL),
         ("docker", FAKE_DOCKER),
+        ("curl", FAKE_CURL),
         ("gke-gcloud-auth-plugin", FAKE_AUTH_PLUGIN),
     ):
         (fakes / name).write_text(body)
@@ -138,6 +212,8 @@ def make_sandbox(tmp_path: Path, system: Path) -> Sandbox:
         "FAKE_ZONES": ZONES,
         "FAKE_CLUSTER_ZONE": "us-central1-c",
         "FAKE_POLICY": "",
+        "FAKE_PROJECT_POLICY": "",
+        "FAKE_ARGO_MANIFEST": ARGO_MANIFEST,
         "FAKE_CONTEXTS": "",
         "FAKE_CURRENT_CONTEXT": "",
         "PROJECT_ID": PROJECT,

@@ -1,5 +1,5 @@
-"""A small kustomize for the tests: the subset infra/k8s uses (resources, namespace, images, strategic-merge
-patches), so the manifests can be assembled where no kustomize binary is installed. Where kubectl is
+"""A small kustomize for the tests: the subset infra/k8s uses (resources, components, namespace, images,
+strategic-merge patches), so the manifests can be assembled where no kustomize binary is installed. Where kubectl is
 installed, a test checks that `kubectl kustomize` assembles the same objects."""
 
 from __future__ import annotations
@@ -10,7 +10,15 @@ from typing import Any
 
 import yaml
 
-SUPPORTED_FIELDS = {"apiVersion", "kind", "resources", "namespace", "images", "patches"}
+SUPPORTED_FIELDS = {
+    "apiVersion",
+    "kind",
+    "resources",
+    "components",
+    "namespace",
+    "images",
+    "patches",
+}
 CLUSTER_SCOPED = {
     "Namespace",
     "ClusterRole",
@@ -45,6 +53,15 @@ def build(directory: Path) -> list[Manifest]:
     for entry in kustomization.get("resources", []):
         path = directory / entry
         manifests += build(path) if path.is_dir() else load_yaml_documents(path)
+    # A Component adds its resources to the parent's, then patches them all, before the parent's patches.
+    for entry in kustomization.get("components", []):
+        component = yaml.safe_load((directory / entry / "kustomization.yaml").read_text())
+        if component.get("kind") != "Component" or set(component) - SUPPORTED_FIELDS:
+            raise ValueError(f"{directory / entry}: not a Component this loader can assemble")
+        for resource in component.get("resources", []):
+            manifests += load_yaml_documents(directory / entry / resource)
+        for patch in component.get("patches", []):
+            apply_patch(manifests, patch, directory / entry)
     for patch in kustomization.get("patches", []):
         apply_patch(manifests, patch, directory)
     for image in kustomization.get("images", []):

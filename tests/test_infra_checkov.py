@@ -4,8 +4,9 @@ checkov pins older versions of libraries pytest needs (packaging<24), so it cann
 environment: it is installed once into its own virtual environment under the user's cache folder, from the
 `scan` extra declared in pyproject.toml, and run as a separate program. One checkov run covers infra/ as
 written (the Dockerfile, the scripts and Cloud Build file for secrets) and the manifests as kustomize
-assembles them for a cluster. The base alone is not scanned: it holds placeholders (project, bucket, an image
-without a digest) that every overlay replaces."""
+assembles them for a cluster: the committed example overlay, and the one up.sh writes for a public page behind
+IAP (its Ingress and GKE's own kinds). The base alone is not scanned: it holds placeholders (project, bucket, an
+image without a digest) that every overlay replaces."""
 
 from __future__ import annotations
 
@@ -51,13 +52,35 @@ def checkov_program() -> Path:
     return program
 
 
+def public_overlay(tmp_path: Path) -> Path:
+    """The overlay up.sh writes with PAGE_DOMAIN and PAGE_IAP_MEMBERS set, beside a copy of infra/k8s."""
+    shutil.copytree(ROOT / "infra" / "k8s", tmp_path / "k8s")
+    overlay = tmp_path / "k8s" / "overlays" / "public"
+    script = 'source infra/gke/config.sh && source infra/gke/lib.sh && render_overlay "$@"'
+    subprocess.run(
+        ["bash", "-c", script, "render", str(overlay), "../../base", "sha256:" + "a" * 64],
+        cwd=ROOT,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "PROJECT_ID": "my-project",
+            "PAGE_DOMAIN": "mnist.example.com",
+            "PAGE_IAP_MEMBERS": "user:a@example.com",
+        },
+        check=True,
+    )
+    return overlay
+
+
 def test_dockerfile_and_manifests_pass_checkov(tmp_path: Path) -> None:
     scanned = tmp_path / "scan"
     for folder in ("docker", "gke"):
         shutil.copytree(ROOT / "infra" / folder, scanned / "infra" / folder)
     assembled = build(ROOT / "infra" / "k8s" / "overlays" / "example")
+    public = build(public_overlay(tmp_path))
     (scanned / "assembled").mkdir()
     (scanned / "assembled" / "example.yaml").write_text(yaml.safe_dump_all(assembled))
+    (scanned / "assembled" / "public.yaml").write_text(yaml.safe_dump_all(public))
     skips = ["--skip-check", ",".join(SKIPPED_CHECKS)] if SKIPPED_CHECKS else []
     result = subprocess.run(
         [
@@ -92,4 +115,4 @@ def test_dockerfile_and_manifests_pass_checkov(tmp_path: Path) -> None:
     # Both kinds of file were really checked, the assembled overlay included.
     assert by_type["dockerfile"]["summary"]["passed"] > 50
     # (checkov also counts the Deployment's pod template as a resource of its own)
-    assert by_type["kubernetes"]["summary"]["resource_count"] >= len(assembled)
+    assert by_type["kubernetes"]["summary"]["resource_count"] >= len(assembled) + len(public)

@@ -63,22 +63,32 @@ POLICY = (
     "roles/storage.objectViewer\tprincipal://iam.googleapis.com/projects/123456789/locations/global/"
     "workloadIdentityPools/test-project.svc.id.goog/subject/ns/argo/sa/argo-server\n"
 )
+PROJECT_POLICY = (
+    "roles/container.defaultNodeServiceAccount\tserviceAccount:mnist-nodes@test-project.iam.gserviceaccount.com\n"
+    "roles/iap.httpsResourceAccessor\tuser:a@example.com\n"
+)
+PUBLIC = {"PAGE_DOMAIN": "mnist.example.com", "PAGE_IAP_MEMBERS": "user:a@example.com"}
 SCENARIOS: list[tuple[str, dict[str, str]]] = [
     ("up.sh", {}),
+    ("up.sh", {"AUTHORIZED_NETWORKS": "203.0.113.7/32,198.51.100.0/24", **PUBLIC}),
     (
         "up.sh",
         {
-            "FAKE_EXISTING": "cluster no-workload-identity bucket build-bucket account registry",
+            "FAKE_EXISTING": "cluster no-workload-identity open-control-plane bucket build-bucket "
+            "account registry address",
             "FAKE_CLUSTER_ZONE": "us-central1-a",
         },
     ),
+    ("up.sh", {"FAKE_EXISTING": "cluster", "FAKE_CLUSTER_STATUS": "ERROR"}),
     ("up.sh", {"BUILDER": "docker", "FORCE_BUILD": "1"}),
     (
         "down.sh",
         {
-            "FAKE_EXISTING": "cluster bucket build-bucket account registry",
+            "FAKE_EXISTING": "cluster bucket build-bucket account registry address",
             "FAKE_CLUSTER_ZONE": "us-central1-a",
             "FAKE_POLICY": POLICY,
+            "FAKE_PROJECT_POLICY": PROJECT_POLICY,
+            **PUBLIC,
         },
     ),
     ("down.sh", {"FAKE_EXISTING": "bucket", "DELETE_BUCKET": "yes"}),
@@ -213,10 +223,15 @@ def test_the_scripts_every_gcloud_line_parses(
         "compute zones list",
         "container clusters create",
         "container clusters update",
+        "container clusters get-credentials",
+        "container node-pools create",
         "container node-pools update",
         "container clusters delete",
+        "compute addresses create",
+        "compute addresses delete",
         "projects add-iam-policy-binding",
-        "builds get-default-service-account",
+        "projects get-iam-policy",
+        "projects remove-iam-policy-binding",
         "builds submit",
         "auth configure-docker",
         "storage buckets get-iam-policy",
@@ -293,4 +308,31 @@ def test_the_readmes_gcloud_lines_parse(gcloud_env: dict[str, str], tmp_path: Pa
         "a group without overrides"
     )
     failures = [verdict for _, verdict in replay(argvs, tmp_path, gcloud_env) if verdict]
+    assert not failures, "\n\n".join(failures)
+
+
+# Where the scripts stop or keep something, they print the gcloud command that resolves it.
+ADVICE_SCENARIOS: list[tuple[str, dict[str, str]]] = [
+    ("up.sh", {"FAKE_EXISTING": "foreign-cluster"}),
+    ("up.sh", {"FAKE_EXISTING": "foreign-bucket"}),
+    ("up.sh", {"FAKE_EXISTING": "foreign-account"}),
+    ("up.sh", {"FAKE_EXISTING": "foreign-registry"}),
+    ("up.sh", {"FAKE_EXISTING": "cluster", "FAKE_CLUSTER_STATUS": "RECONCILING"}),
+    ("down.sh", {"FAKE_EXISTING": "foreign-cluster"}),
+    ("down.sh", {"FAKE_EXISTING": "cluster", "FAKE_NAMESPACE_TIMES_OUT": "1"}),
+]
+
+
+def test_the_gcloud_commands_the_scripts_advise_parse(
+    tmp_path: Path, gcloud_env: dict[str, str]
+) -> None:
+    sandbox = make_sandbox(tmp_path, system_bin(tmp_path / "system"))
+    advised = []
+    for script, settings in ADVICE_SCENARIOS:
+        result, _ = sandbox.run(script, check=False, **settings)
+        commands = re.findall(r"\bgcloud ([a-z][^()\n]*)", result.stderr)
+        assert commands, (script, settings, result.stderr)
+        advised += [shlex.split(command) for command in commands]
+    assert len(advised) >= len(ADVICE_SCENARIOS)
+    failures = [verdict for _, verdict in replay(advised, sandbox.root, gcloud_env) if verdict]
     assert not failures, "\n\n".join(failures)

@@ -46,14 +46,36 @@ def render(tmp_path: Path, environment: dict[str, str], function: str, *args: st
     return result.stdout
 
 
+# What up.sh writes with the page public over HTTPS behind IAP.
+PUBLIC = {"PAGE_DOMAIN": "mnist.example.com", "PAGE_IAP_MEMBERS": "user:a@example.com"}
+# Kinds of GKE's own CRDs, which the Kubernetes schemas do not hold.
+GKE_KINDS = {"ManagedCertificate", "FrontendConfig", "BackendConfig"}
+
+
+def render_overlay(tmp_path: Path, name: str, extra: dict[str, str]) -> Path:
+    """The overlay up.sh writes for PROJECT, next to a copy of the base and components, as in
+    infra/k8s/overlays/<name>."""
+    for folder in ("base", "components"):
+        if not (tmp_path / "k8s" / folder).exists():
+            shutil.copytree(K8S / folder, tmp_path / "k8s" / folder)
+    overlay = tmp_path / "k8s" / "overlays" / name
+    settings = {"PROJECT_ID": PROJECT, "BUCKET": BUCKET, "REGION": REGION, "IMAGE_TAG": TAG}
+    render(tmp_path, {**settings, **extra}, "render_overlay", str(overlay), "../../base", DIGEST)
+    return overlay
+
+
 @pytest.fixture
 def rendered_overlay(tmp_path: Path) -> Path:
-    """The overlay up.sh writes for PROJECT, next to a copy of the base, as in infra/k8s/overlays/<name>."""
-    shutil.copytree(K8S / "base", tmp_path / "k8s" / "base")
-    overlay = tmp_path / "k8s" / "overlays" / "test"
-    settings = {"PROJECT_ID": PROJECT, "BUCKET": BUCKET, "REGION": REGION, "IMAGE_TAG": TAG}
-    render(tmp_path, settings, "render_overlay", str(overlay), "../../base", DIGEST)
-    return overlay
+    return render_overlay(tmp_path, "test", {})
+
+
+@pytest.fixture
+def public_overlay(tmp_path: Path) -> Path:
+    return render_overlay(tmp_path, "public", PUBLIC)
+
+
+def directory_of(overlay: str, rendered: Path, public: Path) -> Path:
+    return {"rendered": rendered, "rendered-public": public}.get(overlay, K8S / overlay)
 
 
 def by_identity(manifests: list[Manifest]) -> dict[tuple[str, str, str], Manifest]:
@@ -66,10 +88,16 @@ def one(manifests: list[Manifest], kind: str, name: str) -> Manifest:
     return matches[0]
 
 
-@pytest.mark.parametrize("overlay", ["base", "overlays/example", "rendered"])
-def test_every_manifest_validates_against_kubernetes(overlay: str, rendered_overlay: Path) -> None:
-    directory = rendered_overlay if overlay == "rendered" else K8S / overlay
-    manifests = build(directory)
+@pytest.mark.parametrize("overlay", ["base", "overlays/example", "rendered", "rendered-public"])
+def test_every_manifest_validates_against_kubernetes(
+    overlay: str, rendered_overlay: Path, public_overlay: Path
+) -> None:
+    """GKE's own kinds (certificate, frontend and backend configs) are outside Kubernetes' schemas."""
+    manifests = [
+        m
+        for m in build(directory_of(overlay, rendered_overlay, public_overlay))
+        if m["kind"] not in GKE_KINDS
+    ]
     assert {m["kind"] for m in manifests} >= {
         "Namespace",
         "ServiceAccount",
@@ -103,11 +131,16 @@ def _normalised(value: object) -> object:
     return value.rstrip("\n") if isinstance(value, str) else value
 
 
-# Every kustomization under infra/k8s (the base, the committed overlays and any up.sh wrote here), and the
-# one up.sh writes for a test project.
+# Every kustomization under infra/k8s (the base, the committed overlays and any up.sh wrote here; not the
+# components, which only an overlay builds), and the ones up.sh writes for a test project.
 KUSTOMIZATIONS = [
-    *sorted(str(path.parent.relative_to(K8S)) for path in K8S.rglob("kustomization.yaml")),
+    *sorted(
+        str(path.parent.relative_to(K8S))
+        for path in K8S.rglob("kustomization.yaml")
+        if yaml.safe_load(path.read_text()).get("kind") != "Component"
+    ),
     "rendered",
+    "rendered-public",
 ]
 
 
@@ -116,9 +149,11 @@ KUSTOMIZATIONS = [
     reason="kubectl is not installed on this machine (kustomize is built into it)",
 )
 @pytest.mark.parametrize("overlay", KUSTOMIZATIONS)
-def test_kubectl_kustomize_assembles_the_same_objects(overlay: str, rendered_overlay: Path) -> None:
+def test_kubectl_kustomize_assembles_the_same_objects(
+    overlay: str, rendered_overlay: Path, public_overlay: Path
+) -> None:
     """The real kustomize builds every overlay, into exactly what the tests' loader assembles."""
-    directory = rendered_overlay if overlay == "rendered" else K8S / overlay
+    directory = directory_of(overlay, rendered_overlay, public_overlay)
     output = subprocess.run(
         ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, check=True
     ).stdout
@@ -197,8 +232,9 @@ def test_the_schema_check_catches_a_misspelt_field() -> None:
 
 
 def test_executor_role_allows_task_results_and_nothing_more() -> None:
+    """docs/workflow-rbac.md's minimum for the executor, bound to the executor's account only."""
     manifests = build(K8S / "base")
-    role = one(manifests, "Role", "mnist-pipeline-executor")
+    role = one(manifests, "Role", "mnist-executor")
     assert role["rules"] == [
         {
             "apiGroups": ["argoproj.io"],
@@ -206,13 +242,14 @@ def test_executor_role_allows_task_results_and_nothing_more() -> None:
             "verbs": ["create", "patch"],
         }
     ]
-    binding = one(manifests, "RoleBinding", "mnist-pipeline-executor")
-    assert binding["roleRef"]["name"] == "mnist-pipeline-executor"
+    binding = one(manifests, "RoleBinding", "mnist-executor")
+    assert binding["roleRef"]["name"] == "mnist-executor"
     assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": "mnist-pipeline", "namespace": "mnist"}
+        {"kind": "ServiceAccount", "name": "mnist-executor", "namespace": "mnist"}
     ]
-    assert not [
-        m for m in manifests if m["kind"] in ("ClusterRole", "ClusterRoleBinding", "Secret")
+    assert not [m for m in manifests if m["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    assert [m["metadata"]["name"] for m in manifests if m["kind"] == "Secret"] == [
+        "mnist-executor.service-account-token"
     ]
 
 
@@ -290,12 +327,56 @@ def test_page_is_probed_served_on_port_80_and_locked_down() -> None:
     writable = {mount["mountPath"] for mount in container["volumeMounts"]}
     assert env["HOME"] in writable, "Streamlit and Keras write under HOME on a read-only root"
     service = one(manifests, "Service", "mnist-page")
-    assert service["spec"]["type"] == "LoadBalancer"
     assert service["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": "http"}]
     assert (
         service["spec"]["selector"].items()
         <= deployment["spec"]["template"]["metadata"]["labels"].items()
     )
+
+
+PUBLIC_KINDS = {"Ingress", "Gateway", "HTTPRoute"}
+
+
+@pytest.mark.parametrize("overlay", ["base", "overlays/example", "rendered"])
+def test_nothing_is_public_by_default(overlay: str, rendered_overlay: Path) -> None:
+    """No Service reachable from outside the cluster and no Ingress or Gateway: the page is reached by a
+    port-forward to localhost, where browsers give the camera tab a camera."""
+    manifests = build(directory_of(overlay, rendered_overlay, rendered_overlay))
+    services = [m for m in manifests if m["kind"] == "Service"]
+    assert services
+    for service in services:
+        assert service["spec"].get("type", "ClusterIP") == "ClusterIP", identity(service)
+        assert not service["spec"].get("externalIPs"), identity(service)
+    assert not [m for m in manifests if m["kind"] in PUBLIC_KINDS]
+
+
+def test_the_public_page_is_https_only_with_a_managed_certificate(public_overlay: Path) -> None:
+    manifests = build(public_overlay)
+    ingress = one(manifests, "Ingress", "mnist-page")
+    annotations = ingress["metadata"]["annotations"]
+    certificate = one(
+        manifests, "ManagedCertificate", annotations["networking.gke.io/managed-certificates"]
+    )
+    assert certificate["spec"]["domains"] == ["mnist.example.com"]
+    frontend = one(
+        manifests, "FrontendConfig", annotations["networking.gke.io/v1beta1.FrontendConfig"]
+    )
+    assert frontend["spec"]["redirectToHttps"]["enabled"] is True
+    assert annotations["kubernetes.io/ingress.global-static-ip-name"] == "mnist-page"
+    assert ingress["spec"]["defaultBackend"]["service"]["name"] == "mnist-page"
+    service = one(manifests, "Service", "mnist-page")
+    assert service["spec"]["type"] == "ClusterIP", "reached through the load balancer's NEG only"
+    backend = json.loads(service["metadata"]["annotations"]["cloud.google.com/backend-config"])
+    config = one(manifests, "BackendConfig", backend["default"])
+    assert config["spec"]["healthCheck"]["requestPath"] == "/_stcore/health"
+    assert config["spec"]["timeoutSec"] >= 600, "Streamlit's WebSocket outlives 30 s"
+    assert config["spec"]["iap"] == {"enabled": True}
+
+
+def test_iap_is_an_option_of_the_public_page(tmp_path: Path) -> None:
+    overlay = render_overlay(tmp_path, "public-no-iap", {"PAGE_DOMAIN": "mnist.example.com"})
+    config = one(build(overlay), "BackendConfig", "mnist-page")
+    assert "iap" not in config["spec"]
 
 
 def gcs_lifecycle_deletes(rules: list[dict], name: str, age_days: int) -> bool:

@@ -16,8 +16,18 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.infra_fakes import PROJECT_NUMBER, ROOT, Sandbox, make_sandbox, system_bin
+from tests.infra_fakes import (
+    ARGO_MANIFEST,
+    DESCRIPTION,
+    PROJECT_NUMBER,
+    ROOT,
+    Sandbox,
+    make_sandbox,
+    system_bin,
+)
+from workflows import cluster as cluster_settings
 from workflows import submit
 from workflows.settings import PipelineSettings
 
@@ -26,7 +36,10 @@ SCRIPTS = sorted((ROOT / "infra").rglob("*.sh"))
 SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which(
     "shellcheck"
 )
-NODE_ACCOUNT = f"{PROJECT_NUMBER}-compute@developer.gserviceaccount.com"
+NODE_ACCOUNT = "mnist-nodes@test-project.iam.gserviceaccount.com"
+BUILD_ACCOUNT = "mnist-build@test-project.iam.gserviceaccount.com"
+DEFAULT_ACCOUNTS = (f"{PROJECT_NUMBER}-compute@", f"{PROJECT_NUMBER}@cloudbuild.")
+CONTEXT = "gke_test-project_us-central1-a_mnist-argo"
 ARGO_SERVER_PRINCIPAL = (
     f"principal://iam.googleapis.com/projects/{PROJECT_NUMBER}/locations/global/"
     "workloadIdentityPools/test-project.svc.id.goog/subject/ns/argo/sa/argo-server"
@@ -87,11 +100,15 @@ def test_up_prints_every_setting_with_its_default(sandbox: Sandbox) -> None:
         "REGION": "us-central1",
         "ZONE": "(unset)",
         "CLUSTER": "mnist-argo",
-        "NODE_COUNT": "3",
-        "MACHINE_TYPE": "e2-standard-4",
+        "SYSTEM_MACHINE_TYPE": "e2-standard-2",
+        "WORKER_MACHINE_TYPE": "e2-standard-4",
+        "WORKER_MAX_NODES": "1",
+        "AUTHORIZED_NETWORKS": "(unset)",
         "BUCKET": "test-project-mnist-argo",
         "ARGO_VERSION": "v4.1.2",
+        "REQUEUE_TIME": "2s",
         "BUILDER": "cloudbuild",
+        "PAGE_DOMAIN": "(unset)",
     }.items():
         assert settings.get(name) == default, name
     assert "zone us-central1-a: the first of us-central1" in result.stderr
@@ -102,10 +119,13 @@ def test_up_creates_everything_in_an_empty_project(sandbox: Sandbox) -> None:
     created = [call for call in calls if " create " in call]
     for expected in (
         "gcloud container clusters create mnist-argo",
+        "gcloud container node-pools create workers",
         "gcloud storage buckets create gs://test-project-mnist-argo ",
         "gcloud storage buckets create gs://test-project-mnist-argo-build ",
         "gcloud iam service-accounts create mnist-pipeline",
         "gcloud iam service-accounts create mnist-page",
+        "gcloud iam service-accounts create mnist-nodes",
+        "gcloud iam service-accounts create mnist-build",
         "gcloud artifacts repositories create mnist",
     ):
         assert any(call.startswith(expected) for call in created), expected
@@ -127,36 +147,112 @@ def test_up_creates_everything_in_an_empty_project(sandbox: Sandbox) -> None:
         call.startswith("gcloud builds submit") and "mnist-argo-steps:abc1234" in call
         for call in calls
     )
+    assert any("releases/download/v4.1.2/install.yaml" in call for call in calls)
     assert any(
-        "--server-side" in call and "releases/download/v4.1.2/install.yaml" in call
+        call.startswith(f"kubectl --context {CONTEXT} apply --server-side")
+        and "--kustomize" in call
         for call in calls
     )
-    assert "kubectl apply --kustomize infra/k8s/overlays/local" in calls
+    assert f"kubectl --context {CONTEXT} apply --kustomize infra/k8s/overlays/local" in calls
     overlay = (
         sandbox.root / "infra" / "k8s" / "overlays" / "local" / "kustomization.yaml"
     ).read_text()
     assert "gs://test-project-mnist-argo/models/mnist/LATEST" in overlay
     assert f"digest: sha256:{'7':0>64}" in overlay
+    assert "components" not in overlay, "no public endpoint by default"
+    assert not [call for call in calls if "compute addresses" in call]
+
+
+@pytest.mark.parametrize(
+    "existing", ["", "cluster bucket build-bucket account registry image address"]
+)
+def test_a_run_that_succeeds_prints_no_error(existing: str, sandbox: Sandbox) -> None:
+    """A describe that finds nothing is an answer, not a failure: no "error:" line on the way."""
+    result, _ = sandbox.run("up.sh", FAKE_EXISTING=existing, PAGE_DOMAIN="mnist.example.com")
+    assert "error" not in result.stderr.lower(), result.stderr
+
+
+def test_up_makes_a_cluster_that_costs_little_when_idle(sandbox: Sandbox) -> None:
+    """One small on-demand node for Argo and the page; the steps on Spot nodes that exist only while a run
+    needs them (GKE's cluster autoscaler scales the pool from 0), within a Free Trial's 8 vCPUs."""
+    _, calls = sandbox.run("up.sh")
+    cluster = next(call for call in calls if "container clusters create" in call)
+    assert "--num-nodes 1 " in cluster and "--machine-type e2-standard-2 " in cluster
+    assert "--spot" not in cluster
+    pool = next(call for call in calls if "container node-pools create workers" in call)
+    for flag in (
+        "--spot",
+        "--num-nodes 0 ",
+        "--enable-autoscaling",
+        "--min-nodes 0 ",
+        "--max-nodes 1 ",
+        "--machine-type e2-standard-4 ",
+        "--node-taints cloud.google.com/gke-spot=true:NoSchedule",
+        f"--service-account {NODE_ACCOUNT} ",
+    ):
+        assert flag in pool, flag
+    # The steps tolerate exactly that taint (workflows/cluster.py).
+    key, value, effect = cluster_settings.SPOT_TAINT
+    assert f"--node-taints {key}={value}:{effect}" in pool
+    vcpus = {"e2-standard-2": 2, "e2-standard-4": 4}
+    assert vcpus["e2-standard-2"] + 1 * vcpus["e2-standard-4"] <= 8
+
+
+def test_up_closes_the_control_plane_and_streams_images(sandbox: Sandbox) -> None:
+    _, calls = sandbox.run("up.sh")
+    cluster = next(call for call in calls if "container clusters create" in call)
+    assert "--enable-dns-access" in cluster and "--enable-master-authorized-networks" in cluster
+    assert "--master-authorized-networks" not in cluster.replace("--enable-master-authorized", "")
+    assert "--enable-image-streaming" in cluster
+    assert any(
+        call.startswith("gcloud container clusters get-credentials") and "--dns-endpoint" in call
+        for call in calls
+    )
+    _, calls = sandbox.run("up.sh", AUTHORIZED_NETWORKS="203.0.113.7/32")
+    cluster = next(call for call in calls if "container clusters create" in call)
+    assert "--master-authorized-networks 203.0.113.7/32" in cluster
+
+
+def test_up_closes_the_control_plane_of_a_cluster_it_reuses(sandbox: Sandbox) -> None:
+    _, calls = sandbox.run("up.sh", FAKE_EXISTING="cluster open-control-plane")
+    updates = [call for call in calls if call.startswith("gcloud container clusters update")]
+    assert any("--enable-dns-access" in call for call in updates)
+    assert any("--enable-master-authorized-networks" in call for call in updates)
 
 
 def test_up_enables_every_api_it_uses(sandbox: Sandbox) -> None:
     _, calls = sandbox.run("up.sh")
     (enable,) = [call for call in calls if call.startswith("gcloud services enable")]
-    for api in ("container", "compute", "iam", "iamcredentials", "cloudresourcemanager"):
+    for api in (
+        "container",
+        "compute",
+        "iam",
+        "iamcredentials",
+        "cloudresourcemanager",
+        "containerfilesystem",
+    ):
         assert f" {api}.googleapis.com " in enable, api
 
 
-def test_up_grants_what_a_project_without_default_grants_lacks(sandbox: Sandbox) -> None:
-    """The nodes' account and Cloud Build's account have no roles where default grants are off."""
+def test_nodes_and_builds_run_as_accounts_of_their_own(sandbox: Sandbox) -> None:
+    """No Compute Engine or Cloud Build default account: the nodes' account has the node role and reads
+    the repository; the build's account reads its bucket, writes logs and pushes to the repository."""
     _, calls = sandbox.run("up.sh")
+    assert not [call for call in calls if any(account in call for account in DEFAULT_ACCOUNTS)]
+    cluster = next(call for call in calls if "container clusters create" in call)
+    assert f"--service-account {NODE_ACCOUNT} " in cluster
     project_grants = [call for call in calls if "projects add-iam-policy-binding" in call]
     assert any(
         f"serviceAccount:{NODE_ACCOUNT}" in call
         and "roles/container.defaultNodeServiceAccount" in call
         for call in project_grants
     )
-    # Cloud Build's account, as `gcloud builds get-default-service-account` names it (here the nodes').
-    assert any("builds get-default-service-account" in call for call in calls)
+    assert any(
+        "repositories add-iam-policy-binding mnist" in call
+        and f"serviceAccount:{NODE_ACCOUNT}" in call
+        and "roles/artifactregistry.reader" in call
+        for call in calls
+    )
     build_grants = {
         "roles/logging.logWriter": "projects add-iam-policy-binding test-project",
         "roles/storage.objectViewer": "buckets add-iam-policy-binding gs://test-project-mnist-argo-build",
@@ -164,12 +260,18 @@ def test_up_grants_what_a_project_without_default_grants_lacks(sandbox: Sandbox)
     }
     for role, target in build_grants.items():
         assert any(
-            target in call and role in call and f"serviceAccount:{NODE_ACCOUNT}" in call
+            target in call and role in call and f"serviceAccount:{BUILD_ACCOUNT}" in call
             for call in calls
         ), role
     assert all("--condition None" in call for call in project_grants)
     submit_call = next(call for call in calls if call.startswith("gcloud builds submit"))
     assert "--gcs-source-staging-dir gs://test-project-mnist-argo-build/source" in submit_call
+    assert (
+        f"--service-account projects/test-project/serviceAccounts/{BUILD_ACCOUNT} " in submit_call
+    )
+    # A user-specified build account needs its logs somewhere other than the default logs bucket.
+    build = yaml.safe_load((ROOT / "infra" / "gke" / "cloudbuild.yaml").read_text())
+    assert build["options"]["logging"] == "CLOUD_LOGGING_ONLY"
 
 
 def test_up_lets_the_argo_server_read_the_bucket(sandbox: Sandbox) -> None:
@@ -212,19 +314,213 @@ def test_up_run_again_reuses_what_exists(sandbox: Sandbox) -> None:
     result, calls = sandbox.run(
         "up.sh", FAKE_EXISTING="cluster bucket build-bucket account registry image"
     )
-    assert not [
-        call for call in calls if " create " in call and "create namespace argo" not in call
-    ]
+    assert not [call for call in calls if " create " in call]
     assert not [call for call in calls if call.startswith("gcloud builds submit")]
     assert "reusing cluster mnist-argo" in result.stderr and "reusing bucket" in result.stderr
     # Settings still converge: bucket policy, grants and manifests are applied again.
     assert any("buckets update" in call for call in calls)
-    assert "kubectl apply --kustomize infra/k8s/overlays/local" in calls
+    context = "gke_test-project_us-central1-c_mnist-argo"
+    assert f"kubectl --context {context} apply --kustomize infra/k8s/overlays/local" in calls
 
 
-def test_up_enables_workload_identity_on_a_cluster_without_it(sandbox: Sandbox) -> None:
-    _, calls = sandbox.run("up.sh", FAKE_EXISTING="cluster no-workload-identity")
-    assert any("clusters update mnist-argo" in c and "--workload-pool" in c for c in calls)
+# What up.sh creates, and how each carries its mark: a label where Google Cloud has them, the description
+# on service accounts and addresses (which have no labels).
+LABEL_FLAGS = {
+    "gcloud container clusters create": "--labels managed_by=mnist-argo-up",
+    "gcloud container node-pools create": "--labels managed_by=mnist-argo-up",
+    "gcloud artifacts repositories create": "--labels managed_by=mnist-argo-up",
+    "gcloud iam service-accounts create": f"--description {DESCRIPTION}",
+    "gcloud compute addresses create": f"--description {DESCRIPTION}",
+}
+
+
+def test_up_marks_everything_it_creates(sandbox: Sandbox) -> None:
+    _, calls = sandbox.run(
+        "up.sh", PAGE_DOMAIN="mnist.example.com", PAGE_IAP_MEMBERS="user:a@example.com"
+    )
+    created = [
+        call for call in calls if call.startswith("gcloud ") and " create " in call.split(" --")[0]
+    ]
+    assert len(created) >= 10
+    for call in created:
+        if call.startswith("gcloud storage buckets create"):
+            bucket = call.split()[4]
+            assert (
+                f"gcloud storage buckets update {bucket} --project test-project "
+                "--update-labels managed_by=mnist-argo-up"
+            ) in calls, bucket
+            continue
+        (flag,) = [flag for start, flag in LABEL_FLAGS.items() if call.startswith(start)]
+        assert flag in call, call
+
+
+@pytest.mark.parametrize(
+    "kind, setting",
+    [
+        ("cluster", "CLUSTER"),
+        ("bucket", "BUCKET"),
+        ("registry", "REPOSITORY"),
+        ("account", "service account"),
+    ],
+)
+def test_up_refuses_what_it_did_not_make(kind: str, setting: str, sandbox: Sandbox) -> None:
+    """A resource of the same name that up.sh did not make is neither reused nor changed."""
+    existing = "cluster bucket build-bucket account registry image".replace(
+        kind, f"foreign-{kind}", 1
+    )
+    result, calls = sandbox.run("up.sh", check=False, FAKE_EXISTING=existing)
+    assert result.returncode == 1
+    assert "up.sh did not create it" in result.stderr and setting in result.stderr
+    if kind == "bucket":
+        assert not [call for call in calls if call.startswith("gcloud storage buckets update")]
+    assert not [call for call in calls if call.startswith("kubectl")]
+
+
+def test_up_recreates_a_cluster_left_in_error(sandbox: Sandbox) -> None:
+    result, calls = sandbox.run("up.sh", FAKE_EXISTING="cluster", FAKE_CLUSTER_STATUS="ERROR")
+    delete = calls.index(
+        "gcloud container clusters delete mnist-argo --zone us-central1-c --project test-project --quiet"
+    )
+    create = next(i for i, call in enumerate(calls) if "container clusters create" in call)
+    assert delete < create
+    assert "is in ERROR" in result.stderr
+
+
+def test_up_says_what_to_do_while_an_operation_runs(sandbox: Sandbox) -> None:
+    result, calls = sandbox.run(
+        "up.sh", check=False, FAKE_EXISTING="cluster", FAKE_CLUSTER_STATUS="RECONCILING"
+    )
+    assert result.returncode == 1
+    assert "cluster mnist-argo is RECONCILING" in result.stderr
+    assert "gcloud container operations list" in result.stderr
+    assert not [call for call in calls if "clusters delete" in call or "clusters create" in call]
+
+
+def every_kubectl_call(calls: list[str]) -> list[str]:
+    return [call for call in calls if call.startswith("kubectl ")]
+
+
+@pytest.mark.parametrize(
+    "script, settings",
+    [
+        ("up.sh", {}),
+        ("up.sh", {"FAKE_EXISTING": "cluster bucket account registry image"}),
+        ("up.sh", {"PAGE_DOMAIN": "mnist.example.com"}),
+        ("down.sh", {"FAKE_EXISTING": "cluster bucket build-bucket account registry"}),
+    ],
+)
+def test_every_kubectl_call_names_its_context(
+    script: str, settings: dict[str, str], sandbox: Sandbox
+) -> None:
+    """Another shell may switch kubectl's current context while up.sh runs: every call that reaches the
+    cluster names this cluster's. `kubectl config ...` only edits the kubeconfig file and reaches none."""
+    result, calls = sandbox.run(script, **settings)
+    zone = "us-central1-c" if "cluster" in settings.get("FAKE_EXISTING", "") else "us-central1-a"
+    cluster_calls = [call for call in every_kubectl_call(calls) if " config " not in f" {call}"]
+    assert cluster_calls
+    for call in cluster_calls:
+        assert call.startswith(f"kubectl --context gke_test-project_{zone}_mnist-argo "), call
+    if script == "up.sh":
+        for line in next_steps(result.stderr):
+            if "kubectl" in line:
+                assert f"kubectl --context gke_test-project_{zone}_mnist-argo " in line, line
+
+
+def test_up_verifies_argos_manifest_before_applying_it(sandbox: Sandbox) -> None:
+    """The manifest's sha256 must be the one pinned in infra/gke/argo-install.sha256: a different download
+    is refused before anything of it is applied."""
+    result, calls = sandbox.run(
+        "up.sh", check=False, FAKE_ARGO_MANIFEST=ARGO_MANIFEST + "# changed\n"
+    )
+    assert result.returncode == 1
+    assert "not the" in result.stderr and "pinned in infra/gke/argo-install.sha256" in result.stderr
+    assert not [call for call in every_kubectl_call(calls) if " apply " in call]
+
+
+def test_up_refuses_an_argo_version_without_a_pinned_checksum(sandbox: Sandbox) -> None:
+    result, calls = sandbox.run("up.sh", check=False, ARGO_VERSION="v4.1.1")
+    assert result.returncode == 2
+    assert "no sha256 pinned for Argo v4.1.1" in result.stderr
+    assert calls == []
+
+
+def test_the_repositorys_checksum_file_pins_nothing_it_cannot_know() -> None:
+    """Every pinned line is a well-formed sha256 and version; comments say how to add one."""
+    lines = (ROOT / "infra" / "gke" / "argo-install.sha256").read_text().splitlines()
+    pinned = [line for line in lines if line and not line.startswith("#")]
+    assert all(re.fullmatch(r"[0-9a-f]{64}  v\d+\.\d+\.\d+", line) for line in pinned), pinned
+    assert any("sha256sum" in line for line in lines)
+
+
+def argo_install(tmp_path: Path, settings: dict[str, str]) -> list[dict]:
+    """What up.sh applies for Argo: its kustomization (lib.sh, render_argo_config) over a stand-in of the
+    release's install.yaml, assembled by the real `kubectl kustomize`."""
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed on this machine (kustomize is built into it)")
+    directory = tmp_path / "argo"
+    script = "source infra/gke/config.sh && source infra/gke/lib.sh && render_argo_config " + str(
+        directory
+    )
+    subprocess.run(
+        ["bash", "-c", script],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PROJECT_ID": "p", **settings},
+        check=True,
+    )
+    (directory / "install.yaml").write_text(ARGO_MANIFEST)
+    output = subprocess.run(
+        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, check=True
+    ).stdout
+    return [manifest for manifest in yaml.safe_load_all(output) if manifest]
+
+
+def test_up_configures_argos_controller_for_short_steps(tmp_path: Path) -> None:
+    """DEFAULT_REQUEUE_TIME and the executor's securityContext reach the objects kubectl applies."""
+    manifests = argo_install(tmp_path, {"REQUEUE_TIME": "2s"})
+    controller = next(m for m in manifests if m["kind"] == "Deployment")
+    (container,) = controller["spec"]["template"]["spec"]["containers"]
+    env = {item["name"]: item.get("value") for item in container["env"]}
+    assert env["DEFAULT_REQUEUE_TIME"] == "2s"
+    assert "LEADER_ELECTION_IDENTITY" in env, "Argo's own variables stay"
+    config = next(m for m in manifests if m["kind"] == "ConfigMap")
+    executor = yaml.safe_load(config["data"]["executor"])
+    assert executor["image"] == "quay.io/argoproj/argoexec:v4.1.2-nonroot"
+    (namespace,) = [m for m in manifests if m["kind"] == "Namespace"]
+    assert namespace["metadata"]["name"] == "argo"
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert all(m["metadata"]["namespace"] == "argo" for m in manifests if m["kind"] != "Namespace")
+
+
+@pytest.mark.parametrize("value", ["500ms", "0s", "2", "fast"])
+def test_a_requeue_time_argo_would_misuse_is_refused(value: str, sandbox: Sandbox) -> None:
+    result, calls = sandbox.run("up.sh", check=False, REQUEUE_TIME=value)
+    assert result.returncode == 2 and "REQUEUE_TIME" in result.stderr
+    assert calls == []
+
+
+def build_refused(sandbox: Sandbox, refusals: int) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """up.sh with the first `refusals` builds refused for a permission, and `sleep` stood in for."""
+    (sandbox.fakes / "sleep").write_text('#!/usr/bin/env bash\necho "sleep $*" >>"${FAKE_LOG}"\n')
+    (sandbox.fakes / "sleep").chmod(0o755)
+    counter = sandbox.root / "refusals"
+    counter.write_text(str(refusals))
+    return sandbox.run("up.sh", check=False, FAKE_BUILD_REFUSALS=str(counter))
+
+
+def test_up_retries_a_build_refused_for_a_permission_just_granted(sandbox: Sandbox) -> None:
+    """The build account's grants are minutes old on a first run; IAM may not have them everywhere yet."""
+    result, calls = build_refused(sandbox, 1)
+    assert result.returncode == 0, result.stderr
+    assert sum(call.startswith("gcloud builds submit") for call in calls) == 2
+    assert "sleep 60" in calls and "IAM takes minutes to propagate" in result.stderr
+
+
+def test_up_stops_with_what_to_do_when_the_build_stays_refused(sandbox: Sandbox) -> None:
+    result, calls = build_refused(sandbox, 5)
+    assert result.returncode == 1
+    assert sum(call.startswith("gcloud builds submit") for call in calls) == 3
+    assert "wait a few minutes and run up.sh again" in result.stderr
+    assert not [call for call in calls if " apply " in call]
 
 
 def test_up_builds_locally_with_docker_when_asked(sandbox: Sandbox) -> None:
@@ -235,10 +531,21 @@ def test_up_builds_locally_with_docker_when_asked(sandbox: Sandbox) -> None:
     assert not [call for call in calls if call.startswith("gcloud builds")]
 
 
-def test_up_refuses_bad_settings_before_touching_anything(sandbox: Sandbox) -> None:
-    result, calls = sandbox.run("up.sh", check=False, NODE_COUNT="three")
-    assert result.returncode != 0
-    assert "NODE_COUNT must be a positive integer" in result.stderr
+@pytest.mark.parametrize(
+    "setting, value, message",
+    [
+        ("WORKER_MAX_NODES", "three", "WORKER_MAX_NODES must be a positive integer"),
+        ("AUTHORIZED_NETWORKS", "0.0.0.0", "AUTHORIZED_NETWORKS must be CIDR blocks"),
+        ("PAGE_DOMAIN", "Mnist.Example.com/", "PAGE_DOMAIN must be a domain name"),
+        ("PAGE_IAP_MEMBERS", "user:a@example.com", "PAGE_IAP_MEMBERS needs PAGE_DOMAIN"),
+    ],
+)
+def test_up_refuses_bad_settings_before_touching_anything(
+    setting: str, value: str, message: str, sandbox: Sandbox
+) -> None:
+    result, calls = sandbox.run("up.sh", check=False, **{setting: value})
+    assert result.returncode == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()[-1]) > 0
     assert calls == []
 
 
@@ -288,6 +595,9 @@ def run_pasted(
         timeout=30,  # a port-forward in the foreground would hold the shell for 120 s
     )
     assert shell.returncode == 0, shell.stderr
+    assert "fake-token" not in shell.stdout + shell.stderr, "a token is never printed"
+    tokens = [call for call in sandbox.log.read_text().splitlines() if " create token " in call]
+    assert tokens and all(call.endswith(" --duration 1h") for call in tokens), tokens
     lines = Path(f"{record}.env").read_text().splitlines()
     environ = dict(line.split("=", 1) for line in lines if "=" in line)
     return environ, Path(f"{record}.argv").read_text().splitlines()
@@ -367,15 +677,29 @@ def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> Non
             "roles/storage.objectViewer\tuser:someone@example.com",
         ]
     )
+    project_policy = "\n".join(
+        [
+            "roles/owner\tuser:someone@example.com",
+            f"roles/container.defaultNodeServiceAccount\tserviceAccount:{NODE_ACCOUNT}",
+            f"roles/logging.logWriter\tdeleted:serviceAccount:{BUILD_ACCOUNT}?uid=42",
+            "roles/logging.logWriter\tserviceAccount:other@test-project.iam.gserviceaccount.com",
+            "roles/iap.httpsResourceAccessor\tuser:a@example.com",
+            "roles/iap.httpsResourceAccessor\tuser:b@example.com",
+        ]
+    )
     result, calls = sandbox.run(
         "down.sh",
-        FAKE_EXISTING="cluster bucket build-bucket account registry",
+        FAKE_EXISTING="cluster bucket build-bucket account registry address",
         FAKE_POLICY=policy + "\n",
+        FAKE_PROJECT_POLICY=project_policy + "\n",
         FAKE_CONTEXTS=f"{context} gke_other-project_us-central1-a_mnist-argo",
         FAKE_CURRENT_CONTEXT=context,
+        PAGE_DOMAIN="mnist.example.com",
+        PAGE_IAP_MEMBERS="user:a@example.com",
     )
     namespace = calls.index(
-        "kubectl delete namespace mnist --ignore-not-found --wait=true --timeout 5m"
+        f"kubectl --context {context} delete namespace mnist --ignore-not-found --wait=true "
+        "--timeout 5m"
     )
     cluster = next(i for i, call in enumerate(calls) if "container clusters delete" in call)
     assert namespace < cluster, "the load balancer goes before the cluster"
@@ -396,9 +720,20 @@ def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> Non
         f"deleted:serviceAccount:{page}?uid=1234567890",
         ARGO_SERVER_PRINCIPAL,
     }
+    # So do its project-wide grants: the nodes', the build's and IAP's members of PAGE_IAP_MEMBERS.
+    project_revoked = [
+        i for i, call in enumerate(calls) if "projects remove-iam-policy-binding" in call
+    ]
+    assert {calls[i].split("--member ")[1].split()[0] for i in project_revoked} == {
+        f"serviceAccount:{NODE_ACCOUNT}",
+        f"deleted:serviceAccount:{BUILD_ACCOUNT}?uid=42",
+        "user:a@example.com",
+    }
     accounts = [i for i, call in enumerate(calls) if "iam service-accounts delete" in call]
-    assert len(accounts) == 2 and max(revoked) < min(accounts)
+    assert len(accounts) == 4 and max(revoked + project_revoked) < min(accounts)
+    assert min(accounts) > cluster, "the nodes' account outlives the nodes"
     assert any("artifacts repositories delete mnist" in call for call in calls)
+    assert any(call.startswith("gcloud compute addresses delete mnist-page") for call in calls)
     assert any(
         call.startswith("gcloud storage rm --recursive gs://test-project-mnist-argo-build ")
         for call in calls
@@ -407,6 +742,28 @@ def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> Non
     assert "kept bucket gs://test-project-mnist-argo" in result.stderr
     assert not (sandbox.root / "infra" / "k8s" / "overlays" / "local").exists()
     assert (sandbox.root / "infra" / "k8s" / "overlays" / "example").exists()
+
+
+def test_down_deletes_nothing_up_did_not_make(sandbox: Sandbox) -> None:
+    """Same names, no label or description of up.sh's: everything is kept, the bucket even when told."""
+    result, calls = sandbox.run(
+        "down.sh",
+        FAKE_EXISTING=(
+            "foreign-cluster foreign-bucket foreign-build-bucket foreign-account foreign-registry "
+            "foreign-address"
+        ),
+        DELETE_BUCKET="yes",
+    )
+    assert not [call for call in calls if " delete" in call or " rm " in call]
+    for kept in ("kept cluster mnist-argo", "kept gs://test-project-mnist-argo:", "kept Google"):
+        assert kept in result.stderr, kept
+
+
+def test_down_deletes_the_cluster_when_the_namespace_will_not_go(sandbox: Sandbox) -> None:
+    """A namespace deletion that fails or times out must not leave the cluster billing."""
+    result, calls = sandbox.run("down.sh", FAKE_EXISTING="cluster", FAKE_NAMESPACE_TIMES_OUT="1")
+    assert any("container clusters delete mnist-argo" in call for call in calls)
+    assert "gcloud compute forwarding-rules list --project test-project" in result.stderr
 
 
 @pytest.mark.skipif(
@@ -467,5 +824,5 @@ def test_the_submit_command_parses(sandbox: Sandbox) -> None:
     """Guard for next_steps(): the joined command is one line per command."""
     result, _ = sandbox.run("up.sh")
     commands = next_steps(result.stderr)
-    assert len(commands) == 4 and commands[0].endswith("&")
-    assert shlex.split(commands[3])[:2] == [".venv/bin/python", "workflows/submit.py"]
+    assert len(commands) == 5 and commands[0].endswith("&") and commands[1].endswith("&")
+    assert shlex.split(commands[4])[:2] == [".venv/bin/python", "workflows/submit.py"]

@@ -10,9 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hera.workflows import Resources
+from hera.workflows import models as m
 
 NAMESPACE = "mnist"
-SERVICE_ACCOUNT = "mnist-pipeline"  # the workflow pods run as this one
+# The steps' pods run as this account; it reaches GCS through Workload Identity and has no Kubernetes role.
+SERVICE_ACCOUNT = "mnist-pipeline"
+# Argo's init and wait containers report outputs with this account's token; the steps get no token at all.
+EXECUTOR_ACCOUNT = "mnist-executor"
 SUBMITTER_ACCOUNT = "mnist-submitter"  # its token submits runs and logs in to the Argo UI
 TEMPLATE_NAME = "mnist-pipeline"
 RUN_PREFIX = (
@@ -29,6 +33,58 @@ SUCCEEDED_RUN_TTL_SECONDS = 24 * 3600
 FAILED_RUN_TTL_SECONDS = 3 * 24 * 3600
 RETRY_BACKOFF = {"factor": "2", "cap": "5m"}  # the first wait is a setting: retry_backoff
 READABLE_FOLDER_MODE = 0o755  # input folders the steps' non-root user must list
+STEPS_USER = 10001  # the steps image's user and group (infra/docker/Dockerfile, USER 10001:10001)
+# GKE's taint on Spot nodes (cloud.google.com/kubernetes-engine/docs/how-to/spot-vms): steps may run there,
+# as their retries cover a preemption; elsewhere the toleration changes nothing.
+SPOT_TAINT = ("cloud.google.com/gke-spot", "true", "NoSchedule")
+
+
+def pod_security_context() -> m.PodSecurityContext:
+    """Every container of a step's pod, Argo's init and wait included, runs as the steps' user under the
+    runtime's seccomp profile, so the pod meets Pod Security `restricted` (infra/k8s/base/namespace.yaml).
+
+    Argo v4.1.2 puts the workflow's securityContext on the pod (workflow/controller/workflowpod.go,
+    addSchedulingConstraints); the executor's containers take the controller's `executor.securityContext`
+    (newExecContainer), which sets no user, so init, wait and main share one: the wait container reads the
+    step's outputs whatever modes the step gave them, as it did when it ran as root.
+    """
+    return m.PodSecurityContext(
+        run_as_non_root=True,
+        run_as_user=STEPS_USER,
+        run_as_group=STEPS_USER,
+        fs_group=STEPS_USER,
+        seccomp_profile=m.SeccompProfile(type="RuntimeDefault"),
+    )
+
+
+def container_security_context() -> m.SecurityContext:
+    """A step's own container: no privilege, no capability, a read-only root filesystem."""
+    return m.SecurityContext(
+        read_only_root_filesystem=True,
+        run_as_non_root=True,
+        allow_privilege_escalation=False,
+        privileged=False,
+        capabilities=m.Capabilities(drop=["ALL"]),
+        seccomp_profile=m.SeccompProfile(type="RuntimeDefault"),
+    )
+
+
+def workflow_pod_fields() -> dict:
+    """The Workflow fields that say who a step's pod is and what it may do on the cluster.
+
+    No Kubernetes API token in a step's container (automountServiceAccountToken false): the steps reach GCS
+    through Workload Identity (the node's metadata server answers for the pod's service account) and never
+    call the Kubernetes API. Argo then requires an executor service account (workflowpod.go,
+    setupServiceAccount), whose token it mounts into the init and wait containers only (newExecContainer).
+    """
+    key, value, effect = SPOT_TAINT
+    return {
+        "service_account_name": SERVICE_ACCOUNT,
+        "automount_service_account_token": False,
+        "executor": m.ExecutorConfig(service_account_name=EXECUTOR_ACCOUNT),
+        "security_context": pod_security_context(),
+        "tolerations": [m.Toleration(key=key, operator="Equal", value=value, effect=effect)],
+    }
 
 
 @dataclass(frozen=True)

@@ -236,7 +236,7 @@ def run_workflow(settings: PipelineSettings) -> Workflow:
         # workflowMetadata labels every run, also those started from the WorkflowTemplate
         workflow_metadata=m.WorkflowMetadata(labels=labels, labels_from=knobs),
         pod_metadata=m.Metadata(labels={"app.kubernetes.io/name": cluster.APP_LABEL}),
-        service_account_name=cluster.SERVICE_ACCOUNT,
+        **cluster.workflow_pod_fields(),
         active_deadline_seconds=cluster.RUN_DEADLINE_SECONDS,
         # A finished run's pods go with it (they are owned by the Workflow); podGC deletes them at once
         # after a success. gccontroller/gc_controller.go:ttl() reads secondsAfterFailure only for phase

@@ -18,6 +18,8 @@ from workflows.errors import UnresolvedReference, UnsupportedFeature
 SPEC_FIELDS = {"entrypoint", "templates", "arguments", "activeDeadlineSeconds", "volumes"}
 SPEC_CLUSTER_ONLY = {
     "serviceAccountName",
+    "automountServiceAccountToken",
+    "executor",
     "podGC",
     "ttlStrategy",
     "metrics",

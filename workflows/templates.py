@@ -136,12 +136,7 @@ def step_template(
             EmptyDirVolume(name="out", mount_path=f"{WORKDIR}/out"),
             EmptyDirVolume(name="tmp", mount_path="/tmp"),
         ],
-        security_context=m.SecurityContext(
-            read_only_root_filesystem=True,
-            run_as_non_root=True,
-            allow_privilege_escalation=False,
-            capabilities=m.Capabilities(drop=["ALL"]),
-        ),
+        security_context=cluster.container_security_context(),
     )
 
 

@@ -5,8 +5,9 @@
 # Sourced, not run (from the repository's root). Override any of them in the environment, e.g.
 # `REGION=europe-west1 infra/gke/up.sh`.
 
-SETTINGS=(PROJECT_ID REGION ZONE CLUSTER NODE_COUNT MACHINE_TYPE DISK_SIZE_GB BUCKET ARTIFACT_TTL_DAYS
-    RUN_PREFIX ARGO_VERSION REPOSITORY IMAGE_TAG BUILDER FORCE_BUILD OVERLAY DELETE_BUCKET)
+SETTINGS=(PROJECT_ID REGION ZONE CLUSTER SYSTEM_MACHINE_TYPE WORKER_MACHINE_TYPE WORKER_MAX_NODES DISK_SIZE_GB
+    AUTHORIZED_NETWORKS BUCKET ARTIFACT_TTL_DAYS RUN_PREFIX ARGO_VERSION REQUEUE_TIME REPOSITORY IMAGE_TAG BUILDER
+    FORCE_BUILD OVERLAY PAGE_DOMAIN PAGE_IAP_MEMBERS DELETE_BUCKET)
 
 PROJECT_ID="${PROJECT_ID:-$(gcloud config get-value project 2>/dev/null || true)}"
 REGION="${REGION:-us-central1}"
@@ -14,15 +15,25 @@ REGION="${REGION:-us-central1}"
 # first zone that is up (looked up once the APIs are enabled: "<REGION>-a" does not exist in every region).
 ZONE="${ZONE:-}"
 CLUSTER="${CLUSTER:-mnist-argo}"
-NODE_COUNT="${NODE_COUNT:-3}"
-MACHINE_TYPE="${MACHINE_TYPE:-e2-standard-4}"
-DISK_SIZE_GB="${DISK_SIZE_GB:-50}"
+# A Standard cluster whose idle cost is one small on-demand node: the system pool (Argo, the page, GKE's own
+# pods) is one SYSTEM_MACHINE_TYPE node; the workers pool, Spot VMs of WORKER_MACHINE_TYPE, scales from 0 to
+# WORKER_MAX_NODES while a run needs it. The defaults hold 2 + 4 vCPUs, within a Free Trial's 8.
+SYSTEM_MACHINE_TYPE="${SYSTEM_MACHINE_TYPE:-e2-standard-2}"
+WORKER_MACHINE_TYPE="${WORKER_MACHINE_TYPE:-e2-standard-4}"
+WORKER_MAX_NODES="${WORKER_MAX_NODES:-1}"
+DISK_SIZE_GB="${DISK_SIZE_GB:-30}"
+# The control plane's public IP endpoint accepts only these CIDR blocks (comma-separated, e.g. your address
+# as 203.0.113.7/32); empty: none. kubectl reaches the cluster through its DNS endpoint, which IAM guards.
+AUTHORIZED_NETWORKS="${AUTHORIZED_NETWORKS:-}"
 BUCKET="${BUCKET:-${PROJECT_ID}-mnist-argo}"
 # Run artifacts (every object under "<RUN_PREFIX>*", i.e. "<workflow name>/...") are deleted after this
 # many days; published models under "models/" are kept.
 ARTIFACT_TTL_DAYS="${ARTIFACT_TTL_DAYS:-7}"
 RUN_PREFIX="${RUN_PREFIX:-mnist-}"
 ARGO_VERSION="${ARGO_VERSION:-v4.1.2}"
+# The Argo controller's DEFAULT_REQUEUE_TIME: how long it waits before looking at a workflow again after a
+# change (workflow/controller/rate_limiters.go, GetRequeueTime; Argo's default 10s, at least 1s).
+REQUEUE_TIME="${REQUEUE_TIME:-2s}"
 # Artifact Registry repository (Docker format) in REGION holding both images.
 REPOSITORY="${REPOSITORY:-mnist}"
 
@@ -51,13 +62,34 @@ BUILDER="${BUILDER:-cloudbuild}"
 FORCE_BUILD="${FORCE_BUILD:-0}"
 # up.sh writes the kustomize overlay for these settings to infra/k8s/overlays/<OVERLAY> (git ignores it).
 OVERLAY="${OVERLAY:-local}"
+# Empty: the page has no public endpoint (reach it with kubectl port-forward). A domain name (e.g.
+# mnist.example.com): the page is served there over HTTPS with a Google-managed certificate.
+PAGE_DOMAIN="${PAGE_DOMAIN:-}"
+# With PAGE_DOMAIN: comma-separated members (user:a@example.com,group:g@example.com) Identity-Aware Proxy lets
+# in; empty: no IAP, anyone with the address reaches the page.
+PAGE_IAP_MEMBERS="${PAGE_IAP_MEMBERS:-}"
 # down.sh only: ask (prompt; keep the bucket when there is no terminal), yes, or no.
 DELETE_BUCKET="${DELETE_BUCKET:-ask}"
 
 # Fixed names: the manifests, the pipeline and the page refer to these.
 NAMESPACE=mnist
 PIPELINE_ACCOUNT=mnist-pipeline
+EXECUTOR_ACCOUNT=mnist-executor
 PAGE_ACCOUNT=mnist-page
 SUBMITTER_ACCOUNT=mnist-submitter
 STEPS_IMAGE_NAME=mnist-argo-steps
 PAGE_IMAGE_NAME=mnist-argo-page
+# The Google service accounts the nodes and Cloud Build run as (up.sh creates both; no default account).
+NODE_ACCOUNT=mnist-nodes
+BUILD_ACCOUNT=mnist-build
+WORKER_POOL=workers
+# The global static IP of the public page (PAGE_DOMAIN), named by the Ingress of infra/k8s/components/public-page.
+PAGE_ADDRESS=mnist-page
+# The label up.sh puts on what it creates (cluster, buckets, repository, address); down.sh deletes only what
+# carries it, and up.sh reuses nothing that lacks it. Service accounts have no labels: their description
+# carries ACCOUNT_DESCRIPTION instead.
+LABEL_KEY=managed_by
+LABEL_VALUE=mnist-argo-up
+ACCOUNT_DESCRIPTION="Created by mnist-argo infra/gke/up.sh"
+# sha256 of each Argo release's install.yaml that up.sh may apply, one "<sha256>  <version>" a line.
+ARGO_CHECKSUMS=infra/gke/argo-install.sha256

@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# Remove what infra/gke/up.sh made: the page's load balancer, the cluster (with Argo) and its kubeconfig
-# entry, the Google service accounts and their grants on the bucket, the image repository, the build bucket
-# and the written overlay. The bucket, which holds the published models, goes only if you say so
-# (DELETE_BUCKET=yes, or "y" at the prompt). Safe to run again. Settings: the same environment variables as
-# up.sh.
+# Remove what infra/gke/up.sh made, and only what carries its mark: the cluster, its kubeconfig entry, the
+# service accounts and their grants, the image repository, the build bucket, the page's address and overlay.
+# The bucket goes only if you say so (DELETE_BUCKET=yes). Settings: the same as up.sh. Safe to run again.
 set -euo pipefail
 # Name the command that failed; running the script again resumes, as every step reuses what exists.
 set -o errtrace
@@ -18,19 +16,32 @@ source "${here}/config.sh"
 source "${here}/lib.sh"
 
 delete_cluster() {
+    local label
     if [[ -z "${ZONE}" ]]; then
         log "no cluster ${CLUSTER} in ${REGION}"
         return
     fi
-    if ! gcloud container clusters describe "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
-        >/dev/null 2>&1; then
+    if ! label="$(gcloud container clusters describe "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
+        --format "value(resourceLabels.${LABEL_KEY})" 2>/dev/null)"; then
         log "no cluster ${CLUSTER} in ${ZONE}"
         return
     fi
-    gcloud container clusters get-credentials "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}"
-    # Deleting the Service first releases its load balancer, which deleting the cluster could leave behind.
-    log "deleting namespace ${NAMESPACE} (the page's load balancer goes with it)"
-    kubectl delete namespace "${NAMESPACE}" --ignore-not-found --wait=true --timeout 5m
+    if ! made_by_up "${label}"; then
+        log "kept cluster ${CLUSTER} in ${ZONE}: up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE}); if an"
+        log "earlier up.sh made it, label it and run down.sh again: gcloud container clusters update ${CLUSTER} --zone ${ZONE} --project ${PROJECT_ID} --update-labels $(labels_flag)"
+        return
+    fi
+    # The DNS endpoint, as up.sh sets it; a cluster labelled by hand since an earlier up.sh may have only its IP.
+    gcloud container clusters get-credentials "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
+        --dns-endpoint ||
+        gcloud container clusters get-credentials "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}"
+    # Deleting the namespace first lets GKE release the public page's load balancer, which deleting the
+    # cluster could leave behind. A failure or a timeout here does not keep the cluster billing.
+    log "deleting namespace ${NAMESPACE} (and the public page's load balancer, if any)"
+    if ! kube delete namespace "${NAMESPACE}" --ignore-not-found --wait=true --timeout 5m; then
+        log "namespace ${NAMESPACE} was not deleted in time: deleting the cluster anyway. If the page was public,"
+        log "check for a load balancer left behind: gcloud compute forwarding-rules list --project ${PROJECT_ID}"
+    fi
     log "deleting cluster ${CLUSTER} (takes a few minutes)"
     gcloud container clusters delete "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" --quiet
 }
@@ -76,29 +87,76 @@ revoke_bucket_grants() {
         --flatten 'bindings[].members' --format 'value(bindings.role,bindings.members)')
 }
 
+# Remove the project-level roles up.sh granted: the nodes' and the build's accounts' (live, or shown as
+# "deleted:serviceAccount:...?uid=..." once deleted) and IAP's members of PAGE_IAP_MEMBERS.
+revoke_project_grants() {
+    local role member nodes build
+    nodes="$(google_account "${NODE_ACCOUNT}")"
+    build="$(google_account "${BUILD_ACCOUNT}")"
+    while read -r role member; do
+        case "${role} ${member}" in
+        *" serviceAccount:${nodes}" | *" deleted:serviceAccount:${nodes}?uid="* | \
+            *" serviceAccount:${build}" | *" deleted:serviceAccount:${build}?uid="*) ;;
+        "roles/iap.httpsResourceAccessor "*)
+            [[ ",${PAGE_IAP_MEMBERS}," == *",${member},"* ]] || continue
+            ;;
+        *) continue ;;
+        esac
+        log "revoking ${role} on project ${PROJECT_ID} from ${member}"
+        gcloud projects remove-iam-policy-binding "${PROJECT_ID}" --member "${member}" --role "${role}" \
+            --condition None >/dev/null
+    done < <(gcloud projects get-iam-policy "${PROJECT_ID}" --flatten 'bindings[].members' \
+        --format 'value(bindings.role,bindings.members)')
+}
+
 delete_google_account() {
-    local email
+    local email description
     email="$(google_account "$1")"
-    if gcloud iam service-accounts describe "${email}" --project "${PROJECT_ID}" >/dev/null 2>&1; then
+    if ! description="$(gcloud iam service-accounts describe "${email}" --project "${PROJECT_ID}" \
+        --format 'value(description)' 2>/dev/null)"; then
+        log "no Google service account ${email}"
+    elif made_by_up "${description}"; then
         log "deleting Google service account ${email}"
         gcloud iam service-accounts delete "${email}" --project "${PROJECT_ID}" --quiet
     else
-        log "no Google service account ${email}"
+        log "kept Google service account ${email}: up.sh did not create it"
     fi
 }
 
 delete_registry() {
-    if gcloud artifacts repositories describe "${REPOSITORY}" --location "${REGION}" --project "${PROJECT_ID}" \
-        >/dev/null 2>&1; then
+    local label
+    if ! label="$(gcloud artifacts repositories describe "${REPOSITORY}" --location "${REGION}" \
+        --project "${PROJECT_ID}" --format "value(labels.${LABEL_KEY})" 2>/dev/null)"; then
+        log "no Artifact Registry repository ${REPOSITORY} in ${REGION}"
+    elif made_by_up "${label}"; then
         log "deleting Artifact Registry repository ${REPOSITORY} and its images"
         gcloud artifacts repositories delete "${REPOSITORY}" --location "${REGION}" --project "${PROJECT_ID}" \
             --quiet
     else
-        log "no Artifact Registry repository ${REPOSITORY} in ${REGION}"
+        log "kept Artifact Registry repository ${REPOSITORY}: up.sh did not create it"
+    fi
+}
+
+delete_page_address() {
+    local description
+    description="$(gcloud compute addresses describe "${PAGE_ADDRESS}" --global --project "${PROJECT_ID}" \
+        --format 'value(description)' 2>/dev/null)" || return 0
+    if made_by_up "${description}"; then
+        log "releasing the page's global address ${PAGE_ADDRESS}"
+        gcloud compute addresses delete "${PAGE_ADDRESS}" --global --project "${PROJECT_ID}" --quiet
+    else
+        log "kept the global address ${PAGE_ADDRESS}: up.sh did not create it"
     fi
 }
 
 bucket_exists() { gcloud storage buckets describe "$1" --project "${PROJECT_ID}" >/dev/null 2>&1; }
+
+# Whether bucket $1 carries up.sh's label.
+bucket_made_by_up() {
+    local label
+    label="$(gcloud storage buckets describe "$1" --project "${PROJECT_ID}" \
+        --format "value(labels.${LABEL_KEY})" 2>/dev/null)" && made_by_up "${label}"
+}
 
 # Delete the bucket $1 and its objects, which $2 names.
 remove_bucket() {
@@ -110,10 +168,12 @@ remove_bucket() {
 delete_build_bucket() {
     local bucket
     bucket="gs://$(build_bucket)"
-    if bucket_exists "${bucket}"; then
+    if ! bucket_exists "${bucket}"; then
+        log "no build bucket ${bucket}"
+    elif bucket_made_by_up "${bucket}"; then
         remove_bucket "${bucket}" "Cloud Build's source uploads"
     else
-        log "no build bucket ${bucket}"
+        log "kept ${bucket}: up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE})"
     fi
 }
 
@@ -121,6 +181,10 @@ delete_bucket() {
     local answer="${DELETE_BUCKET}"
     if ! bucket_exists "gs://${BUCKET}"; then
         log "no bucket gs://${BUCKET}"
+        return
+    fi
+    if ! bucket_made_by_up "gs://${BUCKET}"; then
+        log "kept gs://${BUCKET}: up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE})"
         return
     fi
     if [[ "${answer}" == ask ]]; then
@@ -159,9 +223,13 @@ main() {
     delete_cluster
     forget_kube_contexts
     revoke_bucket_grants
+    revoke_project_grants
     delete_google_account "${PIPELINE_ACCOUNT}"
     delete_google_account "${PAGE_ACCOUNT}"
+    delete_google_account "${NODE_ACCOUNT}"
+    delete_google_account "${BUILD_ACCOUNT}"
     delete_registry
+    delete_page_address
     delete_build_bucket
     delete_bucket
     delete_overlay

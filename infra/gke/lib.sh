@@ -7,12 +7,17 @@ die() {
     printf 'error: %s\n' "$*" >&2
     exit 1
 }
+# A setting that cannot work: one line, exit 2, before anything is touched.
+bad_setting() {
+    printf 'error: %s\n' "$*" >&2
+    exit 2
+}
 
 print_settings() {
     local name
     log "settings (override any with an environment variable):"
     for name in "${SETTINGS[@]}"; do
-        printf '    %-18s %s\n' "${name}" "${!name:-(unset)}" >&2
+        printf '    %-20s %s\n' "${name}" "${!name:-(unset)}" >&2
     done
 }
 
@@ -24,23 +29,44 @@ require_commands() {
 }
 
 check_settings() {
-    [[ -n "${PROJECT_ID}" ]] || die "PROJECT_ID is empty: set it, or run 'gcloud config set project ID'"
-    [[ "${NODE_COUNT}" =~ ^[1-9][0-9]*$ ]] || die "NODE_COUNT must be a positive integer, got '${NODE_COUNT}'"
+    local member
+    [[ -n "${PROJECT_ID}" ]] || bad_setting "PROJECT_ID is empty: set it, or run 'gcloud config set project ID'"
+    [[ "${WORKER_MAX_NODES}" =~ ^[1-9][0-9]*$ ]] ||
+        bad_setting "WORKER_MAX_NODES must be a positive integer, got '${WORKER_MAX_NODES}'"
+    [[ "${SYSTEM_MACHINE_TYPE}" =~ ^[a-z0-9]+-[a-z0-9-]+$ ]] ||
+        bad_setting "SYSTEM_MACHINE_TYPE is not a machine type name, got '${SYSTEM_MACHINE_TYPE}'"
+    [[ "${WORKER_MACHINE_TYPE}" =~ ^[a-z0-9]+-[a-z0-9-]+$ ]] ||
+        bad_setting "WORKER_MACHINE_TYPE is not a machine type name, got '${WORKER_MACHINE_TYPE}'"
     [[ -z "${ZONE}" || "${ZONE}" =~ ^${REGION}-[a-z]$ ]] ||
-        die "ZONE '${ZONE}' is not a zone of REGION '${REGION}' (e.g. ${REGION}-b), or leave it unset"
-    [[ "${DISK_SIZE_GB}" =~ ^[1-9][0-9]*$ ]] || die "DISK_SIZE_GB must be a positive integer, got '${DISK_SIZE_GB}'"
+        bad_setting "ZONE '${ZONE}' is not a zone of REGION '${REGION}' (e.g. ${REGION}-b), or leave it unset"
+    [[ "${DISK_SIZE_GB}" =~ ^[1-9][0-9]*$ ]] ||
+        bad_setting "DISK_SIZE_GB must be a positive integer, got '${DISK_SIZE_GB}'"
+    [[ -z "${AUTHORIZED_NETWORKS}" ||
+        "${AUTHORIZED_NETWORKS}" =~ ^([0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2})(,[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2})*$ ]] ||
+        bad_setting "AUTHORIZED_NETWORKS must be CIDR blocks separated by commas (e.g. 203.0.113.7/32), got '${AUTHORIZED_NETWORKS}'"
     [[ "${ARTIFACT_TTL_DAYS}" =~ ^[1-9][0-9]*$ ]] ||
-        die "ARTIFACT_TTL_DAYS must be a positive integer, got '${ARTIFACT_TTL_DAYS}'"
+        bad_setting "ARTIFACT_TTL_DAYS must be a positive integer, got '${ARTIFACT_TTL_DAYS}'"
     # The lifecycle rule deletes objects whose names start with RUN_PREFIX: none under models/ may match.
     [[ -n "${RUN_PREFIX}" && "models/" != "${RUN_PREFIX}"* && "${RUN_PREFIX}" != models/* ]] ||
-        die "RUN_PREFIX '${RUN_PREFIX}' would match published models under models/: choose another"
+        bad_setting "RUN_PREFIX '${RUN_PREFIX}' would match published models under models/: choose another"
+    # Go durations the controller parses; under 1s its informers lag behind (rate_limiters.go, GetRequeueTime).
+    [[ "${REQUEUE_TIME}" =~ ^[1-9][0-9]*(s|m)$ ]] ||
+        bad_setting "REQUEUE_TIME must be whole seconds or minutes, at least 1s (e.g. 2s), got '${REQUEUE_TIME}'"
     [[ "${OVERLAY}" =~ ^[a-z0-9][a-z0-9_-]*$ && "${OVERLAY}" != example ]] ||
-        die "OVERLAY must be a plain directory name other than 'example', got '${OVERLAY}'"
+        bad_setting "OVERLAY must be a plain directory name other than 'example', got '${OVERLAY}'"
     [[ "${BUILDER}" == cloudbuild || "${BUILDER}" == docker ]] ||
-        die "BUILDER must be 'cloudbuild' or 'docker', got '${BUILDER}'"
+        bad_setting "BUILDER must be 'cloudbuild' or 'docker', got '${BUILDER}'"
     # Bucket names have at most 63 characters, and the build bucket's is BUCKET's with a suffix.
     ((${#BUCKET} <= 63 - ${#BUILD_BUCKET_SUFFIX})) ||
-        die "BUCKET '${BUCKET}' is too long: at most $((63 - ${#BUILD_BUCKET_SUFFIX})) characters"
+        bad_setting "BUCKET '${BUCKET}' is too long: at most $((63 - ${#BUILD_BUCKET_SUFFIX})) characters"
+    [[ -z "${PAGE_DOMAIN}" || "${PAGE_DOMAIN}" =~ ^([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}$ ]] ||
+        bad_setting "PAGE_DOMAIN must be a domain name in lower case (e.g. mnist.example.com), got '${PAGE_DOMAIN}'"
+    [[ -z "${PAGE_IAP_MEMBERS}" || -n "${PAGE_DOMAIN}" ]] ||
+        bad_setting "PAGE_IAP_MEMBERS needs PAGE_DOMAIN: IAP guards the public page only"
+    for member in ${PAGE_IAP_MEMBERS//,/ }; do
+        [[ "${member}" =~ ^(user|group|domain|serviceAccount):[^[:space:]]+$ ]] ||
+            bad_setting "PAGE_IAP_MEMBERS: '${member}' is not user:EMAIL, group:EMAIL, domain:DOMAIN or serviceAccount:EMAIL"
+    done
 }
 
 # The project's number, which the names of Google's default accounts and Workload Identity principals carry.
@@ -79,9 +105,13 @@ resolve_zone() {
     log "zone ${ZONE}: the first of ${REGION} (set ZONE to choose another)"
 }
 
-# The Compute Engine default service account, which the nodes run as (the cluster names no other) and which
-# Cloud Build uses by default in projects made since 2024.
-node_account() { printf '%s-compute@developer.gserviceaccount.com' "${PROJECT_NUMBER}"; }
+# The nodes' own Google service account (never the Compute Engine default one, which holds Editor in older
+# projects and which Cloud Build may also use).
+node_account() { google_account "${NODE_ACCOUNT}"; }
+
+# Whether what `gcloud ... describe --format value(<label or description>)` printed ($1) marks a resource up.sh made.
+made_by_up() { [[ "$1" == "${LABEL_VALUE}" || "$1" == "${ACCOUNT_DESCRIPTION}" ]]; }
+labels_flag() { printf '%s=%s' "${LABEL_KEY}" "${LABEL_VALUE}"; }
 
 # The Argo Server's own Kubernetes service account (argo/argo-server, from Argo's install manifest) as a
 # Workload Identity principal that IAM policies can name directly.
@@ -97,6 +127,100 @@ build_bucket() { printf '%s%s' "${BUCKET}" "${BUILD_BUCKET_SUFFIX}"; }
 
 # The kubeconfig context (and cluster and user entry) `gcloud container clusters get-credentials` writes.
 kube_context() { printf 'gke_%s_%s_%s' "${PROJECT_ID}" "$1" "${CLUSTER}"; }
+
+# kubectl on this cluster, whichever context is current: another shell may switch it while up.sh runs.
+kube() { kubectl --context "$(kube_context "${ZONE}")" "$@"; }
+
+# The executor image without root, and the securityContext Argo gives its init and wait containers
+# (workflow/controller/workflowpod.go, newExecContainer: the controller config's executor.securityContext);
+# with the workflow's pod securityContext (workflows/cluster.py) each pod of a run meets Pod Security
+# `restricted` (docs/workflow-pod-security-context.md, "Non-root Executor Image").
+# Its second file: DEFAULT_REQUEUE_TIME on the controller (workflow/controller/rate_limiters.go).
+render_argo_config() {
+    local directory="$1"
+    mkdir -p "${directory}"
+    cat >"${directory}/kustomization.yaml" <<YAML
+# Argo Workflows ${ARGO_VERSION} as released (install.yaml, checked against ${ARGO_CHECKSUMS}), configured
+# for this pipeline by infra/gke/up.sh.
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: argo
+resources:
+  - namespace.yaml
+  - install.yaml
+patches:
+  - path: workflow-controller-configmap.yaml
+  - path: workflow-controller-deployment.yaml
+YAML
+    # Argo's own pods (controller, server) meet baseline as released; restricted is reported, not enforced.
+    cat >"${directory}/namespace.yaml" <<YAML
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: argo
+  labels:
+    pod-security.kubernetes.io/enforce: baseline
+    pod-security.kubernetes.io/enforce-version: latest
+    pod-security.kubernetes.io/warn: restricted
+    pod-security.kubernetes.io/warn-version: latest
+    pod-security.kubernetes.io/audit: restricted
+    pod-security.kubernetes.io/audit-version: latest
+YAML
+    cat >"${directory}/workflow-controller-configmap.yaml" <<YAML
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: workflow-controller-configmap
+  namespace: argo
+data:
+  executor: |
+    image: quay.io/argoproj/argoexec:${ARGO_VERSION}-nonroot
+    securityContext:
+      runAsNonRoot: true
+      allowPrivilegeEscalation: false
+      privileged: false
+      readOnlyRootFilesystem: true
+      capabilities:
+        drop: ["ALL"]
+      seccompProfile:
+        type: RuntimeDefault
+YAML
+    cat >"${directory}/workflow-controller-deployment.yaml" <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: workflow-controller
+  namespace: argo
+spec:
+  template:
+    spec:
+      containers:
+        - name: workflow-controller
+          env:
+            - name: DEFAULT_REQUEUE_TIME
+              value: "${REQUEUE_TIME}"
+YAML
+}
+
+# The sha256 pinned for ARGO_VERSION's install.yaml in ARGO_CHECKSUMS, or nothing.
+pinned_argo_checksum() {
+    local sum version
+    [[ -f "${ARGO_CHECKSUMS}" ]] || return 0
+    while read -r sum version; do
+        if [[ "${version}" == "${ARGO_VERSION}" && "${sum}" =~ ^[0-9a-f]{64}$ ]]; then
+            printf '%s' "${sum}"
+            return
+        fi
+    done < <(grep -v '^#' "${ARGO_CHECKSUMS}")
+}
+
+sha256_of() {
+    if command -v sha256sum >/dev/null 2>&1; then
+        sha256sum "$1" | cut -c1-64
+    else
+        shasum -a 256 "$1" | cut -c1-64 # macOS
+    fi
+}
 
 # Google service account e-mail of a Kubernetes service account's twin, e.g. mnist-pipeline@PROJECT.iam...
 google_account() { printf '%s@%s.iam.gserviceaccount.com' "$1" "${PROJECT_ID}"; }
@@ -187,4 +311,25 @@ patches:
                   - name: MODEL_URI
                     value: gs://${BUCKET}/models/mnist/LATEST
 YAML
+    if [[ -n "${PAGE_DOMAIN}" ]]; then
+        cat >>"${directory}/kustomization.yaml" <<YAML
+  - patch: |
+      apiVersion: networking.gke.io/v1
+      kind: ManagedCertificate
+      metadata:
+        name: mnist-page
+        namespace: ${NAMESPACE}
+      spec:
+        domains:
+          - ${PAGE_DOMAIN}
+YAML
+        render_components "${base}" >>"${directory}/kustomization.yaml"
+    fi
+}
+
+# The overlay's components: the public page (PAGE_DOMAIN) and IAP in front of it (PAGE_IAP_MEMBERS).
+render_components() {
+    local components="${1%base}components"
+    printf 'components:\n  - %s/public-page\n' "${components}"
+    [[ -z "${PAGE_IAP_MEMBERS}" ]] || printf '  - %s/iap\n' "${components}"
 }

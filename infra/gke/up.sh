@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # From an empty GCP project to Argo Workflows and the page on GKE. Safe to run again: every step creates what
-# is missing and reuses what exists. Settings: environment variables, see infra/gke/config.sh.
+# is missing and reuses what it made before (what carries its label), and refuses what it did not make.
+# Settings: environment variables, see infra/gke/config.sh.
 set -euo pipefail
 # Name the command that failed; running the script again resumes, as every step reuses what exists.
 set -o errtrace
@@ -25,58 +26,169 @@ retry() {
     "$@"
 }
 
-enable_services() {
-    log "enabling the APIs used (GKE, Compute Engine, Artifact Registry, Cloud Build, IAM, Storage, ...)"
-    gcloud services enable container.googleapis.com compute.googleapis.com artifactregistry.googleapis.com \
-        cloudbuild.googleapis.com iam.googleapis.com iamcredentials.googleapis.com \
-        cloudresourcemanager.googleapis.com storage.googleapis.com --project "${PROJECT_ID}"
+# Refuse before touching anything when no checksum is pinned for ARGO_VERSION's manifest.
+check_argo_pinned() {
+    [[ -n "$(pinned_argo_checksum)" ]] ||
+        bad_setting "no sha256 pinned for Argo ${ARGO_VERSION}'s install.yaml in ${ARGO_CHECKSUMS}: add one (that file says how), or set ARGO_VERSION to a pinned version"
 }
 
-# The nodes' account gets the role GKE documents for node service accounts (write logs and metrics, read
-# node configuration). Google grants it by itself only where the organisation allows default grants.
-grant_node_account() {
+enable_services() {
+    local -a services=(container.googleapis.com compute.googleapis.com artifactregistry.googleapis.com
+        cloudbuild.googleapis.com iam.googleapis.com iamcredentials.googleapis.com
+        cloudresourcemanager.googleapis.com storage.googleapis.com
+        containerfilesystem.googleapis.com) # image streaming
+    [[ -z "${PAGE_IAP_MEMBERS}" ]] || services+=(iap.googleapis.com)
+    log "enabling the APIs used (GKE, Compute Engine, Artifact Registry, Cloud Build, IAM, Storage, ...)"
+    gcloud services enable "${services[@]}" --project "${PROJECT_ID}"
+}
+
+# ensure_account NAME DISPLAY: a Google service account of the project that up.sh made (its description says
+# so); one of the same name that up.sh did not make stops the script.
+ensure_account() {
+    local name="$1" display="$2" email description
+    email="$(google_account "${name}")"
+    if description="$(gcloud iam service-accounts describe "${email}" --project "${PROJECT_ID}" \
+        --format 'value(description)' 2>/dev/null)"; then
+        made_by_up "${description}" ||
+            die "service account ${email} exists but up.sh did not create it (its description is not '${ACCOUNT_DESCRIPTION}'): if an earlier up.sh made it, mark it: gcloud iam service-accounts update ${email} --project ${PROJECT_ID} --description '${ACCOUNT_DESCRIPTION}'"
+        log "reusing Google service account ${email}"
+    else
+        log "creating Google service account ${email}"
+        gcloud iam service-accounts create "${name}" --project "${PROJECT_ID}" \
+            --display-name "${display}" --description "${ACCOUNT_DESCRIPTION}"
+    fi
+}
+
+# The nodes' own account with only the role GKE documents for node service accounts (write logs and metrics,
+# read node configuration; "Use least privilege IAM service accounts", GKE's hardening guide), and read
+# access to the image repository (ensure_registry).
+ensure_node_account() {
+    ensure_account "${NODE_ACCOUNT}" "mnist-argo GKE nodes"
     log "granting roles/container.defaultNodeServiceAccount to the nodes' account $(node_account)"
     retry gcloud projects add-iam-policy-binding "${PROJECT_ID}" --member "serviceAccount:$(node_account)" \
         --role roles/container.defaultNodeServiceAccount --condition None >/dev/null
 }
 
-ensure_cluster() {
-    local pool node_pool
-    if gcloud container clusters describe "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
-        >/dev/null 2>&1; then
-        log "reusing cluster ${CLUSTER} in ${ZONE}"
-        pool="$(gcloud container clusters describe "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
-            --format 'value(workloadIdentityConfig.workloadPool)')"
-        if [[ -z "${pool}" ]]; then
-            log "enabling Workload Identity on cluster ${CLUSTER} and its node pools"
-            gcloud container clusters update "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
-                --workload-pool "${PROJECT_ID}.svc.id.goog"
-            for node_pool in $(gcloud container node-pools list --cluster "${CLUSTER}" --zone "${ZONE}" \
-                --project "${PROJECT_ID}" --format 'value(name)'); do
-                gcloud container node-pools update "${node_pool}" --cluster "${CLUSTER}" --zone "${ZONE}" \
-                    --project "${PROJECT_ID}" --workload-metadata GKE_METADATA
-            done
-        fi
-    else
-        log "creating cluster ${CLUSTER}: ${NODE_COUNT} x ${MACHINE_TYPE} in ${ZONE} (takes about 5 minutes)"
-        gcloud container clusters create "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
-            --num-nodes "${NODE_COUNT}" --machine-type "${MACHINE_TYPE}" \
-            --disk-type pd-balanced --disk-size "${DISK_SIZE_GB}" \
-            --workload-pool "${PROJECT_ID}.svc.id.goog" \
-            --enable-dataplane-v2 --enable-shielded-nodes --release-channel regular
+# The workers pool: Spot VMs, none while no step runs (the cluster autoscaler adds one for a pending step and
+# removes it once idle), tainted so that only the steps (which tolerate it, workflows/cluster.py) land there.
+ensure_worker_pool() {
+    if gcloud container node-pools describe "${WORKER_POOL}" --cluster "${CLUSTER}" --zone "${ZONE}" \
+        --project "${PROJECT_ID}" >/dev/null 2>&1; then
+        log "reusing node pool ${WORKER_POOL}"
+        return
     fi
-    gcloud container clusters get-credentials "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}"
+    log "creating node pool ${WORKER_POOL}: 0 to ${WORKER_MAX_NODES} Spot ${WORKER_MACHINE_TYPE}"
+    gcloud container node-pools create "${WORKER_POOL}" --cluster "${CLUSTER}" --zone "${ZONE}" \
+        --project "${PROJECT_ID}" --machine-type "${WORKER_MACHINE_TYPE}" --spot \
+        --num-nodes 0 --enable-autoscaling --min-nodes 0 --max-nodes "${WORKER_MAX_NODES}" \
+        --node-taints cloud.google.com/gke-spot=true:NoSchedule \
+        --service-account "$(node_account)" --disk-type pd-balanced --disk-size "${DISK_SIZE_GB}" \
+        --workload-metadata GKE_METADATA --enable-image-streaming --labels "$(labels_flag)"
+}
+
+# The control plane: its DNS endpoint (IAM decides who reaches it) for kubectl, its public IP endpoint closed
+# to all but AUTHORIZED_NETWORKS.
+control_plane_flags() {
+    printf '%s\n' --enable-dns-access --enable-master-authorized-networks
+    [[ -z "${AUTHORIZED_NETWORKS}" ]] || printf '%s\n' --master-authorized-networks "${AUTHORIZED_NETWORKS}"
+}
+
+create_cluster() {
+    local -a access
+    mapfile -t access < <(control_plane_flags)
+    log "creating cluster ${CLUSTER} in ${ZONE}: one ${SYSTEM_MACHINE_TYPE} node (takes about 5 minutes)"
+    gcloud container clusters create "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
+        --num-nodes 1 --machine-type "${SYSTEM_MACHINE_TYPE}" \
+        --disk-type pd-balanced --disk-size "${DISK_SIZE_GB}" \
+        --service-account "$(node_account)" --workload-pool "${PROJECT_ID}.svc.id.goog" \
+        --enable-dataplane-v2 --enable-shielded-nodes --release-channel regular \
+        --enable-image-streaming --autoscaling-profile optimize-utilization \
+        "${access[@]}" --labels "$(labels_flag)"
+}
+
+# A reused cluster gets what a new one has: Workload Identity, and the closed control plane.
+converge_cluster() {
+    local pool node_pool dns="" authorized=""
+    pool="$(gcloud container clusters describe "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
+        --format 'value(workloadIdentityConfig.workloadPool)')"
+    if [[ -z "${pool}" ]]; then
+        log "enabling Workload Identity on cluster ${CLUSTER} and its node pools"
+        gcloud container clusters update "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
+            --workload-pool "${PROJECT_ID}.svc.id.goog"
+        for node_pool in $(gcloud container node-pools list --cluster "${CLUSTER}" --zone "${ZONE}" \
+            --project "${PROJECT_ID}" --format 'value(name)'); do
+            gcloud container node-pools update "${node_pool}" --cluster "${CLUSTER}" --zone "${ZONE}" \
+                --project "${PROJECT_ID}" --workload-metadata GKE_METADATA
+        done
+    fi
+    read -r dns authorized <<<"$(gcloud container clusters describe "${CLUSTER}" --zone "${ZONE}" \
+        --project "${PROJECT_ID}" --format \
+        'value(controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic,masterAuthorizedNetworksConfig.enabled)')" ||
+        true
+    if [[ "${dns}" != True ]]; then
+        log "opening the control plane's DNS endpoint (IAM decides who reaches it)"
+        gcloud container clusters update "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" --enable-dns-access
+    fi
+    if [[ "${authorized}" != True ]]; then
+        log "closing the control plane's public IP endpoint to all but AUTHORIZED_NETWORKS"
+        local -a networks=()
+        [[ -z "${AUTHORIZED_NETWORKS}" ]] || networks=(--master-authorized-networks "${AUTHORIZED_NETWORKS}")
+        gcloud container clusters update "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
+            --enable-master-authorized-networks "${networks[@]}"
+    fi
+}
+
+ensure_cluster() {
+    local described="" status="" label=""
+    # (a command substitution, not a process one: a failing command in the latter would fire the ERR trap)
+    if described="$(gcloud container clusters describe "${CLUSTER}" --zone "${ZONE}" \
+        --project "${PROJECT_ID}" --format "value(status,resourceLabels.${LABEL_KEY})" 2>/dev/null)"; then
+        read -r status label <<<"${described}" || true
+    fi
+    if [[ -n "${status}" ]] && ! made_by_up "${label}"; then
+        die "cluster ${CLUSTER} in ${ZONE} exists but up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE}): set CLUSTER to another name, or label it to let up.sh manage it: gcloud container clusters update ${CLUSTER} --zone ${ZONE} --project ${PROJECT_ID} --update-labels $(labels_flag)"
+    fi
+    case "${status}" in
+    "") create_cluster ;;
+    ERROR)
+        log "cluster ${CLUSTER} is in ERROR (its creation or an update failed): deleting it, then creating it again"
+        gcloud container clusters delete "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" --quiet
+        create_cluster
+        ;;
+    RUNNING | DEGRADED)
+        log "reusing cluster ${CLUSTER} in ${ZONE} (${status})"
+        converge_cluster
+        ;;
+    *)
+        die "cluster ${CLUSTER} is ${status}: an operation is under way. Wait for it (gcloud container operations list --zone ${ZONE} --project ${PROJECT_ID}), then run up.sh again"
+        ;;
+    esac
+    ensure_worker_pool
+    gcloud container clusters get-credentials "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
+        --dns-endpoint
+}
+
+# ensure_labelled_bucket BUCKET WHAT: BUCKET exists and up.sh made it (it carries the label), or it is made
+# here. A bucket of that name that up.sh did not make stops the script: up.sh never changes its settings.
+ensure_labelled_bucket() {
+    local bucket="$1" what="$2" label
+    if label="$(gcloud storage buckets describe "${bucket}" --project "${PROJECT_ID}" \
+        --format "value(labels.${LABEL_KEY})" 2>/dev/null)"; then
+        made_by_up "${label}" ||
+            die "${bucket} exists but up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE}), and up.sh changes no bucket it did not make: set BUCKET to another name, or label it to let up.sh manage it: gcloud storage buckets update ${bucket} --update-labels $(labels_flag)"
+        log "reusing ${what} ${bucket}"
+        return
+    fi
+    log "creating ${what} ${bucket} in ${REGION}"
+    gcloud storage buckets create "${bucket}" --project "${PROJECT_ID}" --location "${REGION}" \
+        --uniform-bucket-level-access --public-access-prevention "${@:3}" ||
+        die "could not create ${bucket}: bucket names are global, and this one may be taken (set BUCKET)"
+    gcloud storage buckets update "${bucket}" --project "${PROJECT_ID}" --update-labels "$(labels_flag)"
 }
 
 ensure_bucket() {
     local lifecycle
-    if gcloud storage buckets describe "gs://${BUCKET}" --project "${PROJECT_ID}" >/dev/null 2>&1; then
-        log "reusing bucket gs://${BUCKET}"
-    else
-        log "creating bucket gs://${BUCKET} in ${REGION}"
-        gcloud storage buckets create "gs://${BUCKET}" --project "${PROJECT_ID}" --location "${REGION}" \
-            --uniform-bucket-level-access --public-access-prevention
-    fi
+    ensure_labelled_bucket "gs://${BUCKET}" bucket
     lifecycle="$(mktemp)"
     render_lifecycle >"${lifecycle}"
     log "bucket policy: uniform access, no public access, delete ${RUN_PREFIX}* after ${ARTIFACT_TTL_DAYS} days"
@@ -90,13 +202,7 @@ ensure_bucket() {
 ensure_google_account() {
     local name="$1" role="$2" email
     email="$(google_account "${name}")"
-    if gcloud iam service-accounts describe "${email}" --project "${PROJECT_ID}" >/dev/null 2>&1; then
-        log "reusing Google service account ${email}"
-    else
-        log "creating Google service account ${email}"
-        gcloud iam service-accounts create "${name}" --project "${PROJECT_ID}" \
-            --display-name "mnist-argo ${name} (Workload Identity)"
-    fi
+    ensure_account "${name}" "mnist-argo ${name} (Workload Identity)"
     log "granting ${role} on gs://${BUCKET} to ${name}; ${NAMESPACE}/${name} may act as it"
     retry gcloud storage buckets add-iam-policy-binding "gs://${BUCKET}" --project "${PROJECT_ID}" \
         --member "serviceAccount:${email}" --role "${role}" >/dev/null
@@ -117,13 +223,17 @@ grant_argo_server_read() {
 }
 
 ensure_registry() {
-    if gcloud artifacts repositories describe "${REPOSITORY}" --location "${REGION}" --project "${PROJECT_ID}" \
-        >/dev/null 2>&1; then
+    local label
+    if label="$(gcloud artifacts repositories describe "${REPOSITORY}" --location "${REGION}" \
+        --project "${PROJECT_ID}" --format "value(labels.${LABEL_KEY})" 2>/dev/null)"; then
+        made_by_up "${label}" ||
+            die "Artifact Registry repository ${REPOSITORY} exists but up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE}): set REPOSITORY to another name, or label it: gcloud artifacts repositories update ${REPOSITORY} --location ${REGION} --project ${PROJECT_ID} --update-labels $(labels_flag)"
         log "reusing Artifact Registry repository ${REPOSITORY} in ${REGION}"
     else
         log "creating Artifact Registry repository ${REPOSITORY} in ${REGION}"
         gcloud artifacts repositories create "${REPOSITORY}" --repository-format docker \
-            --location "${REGION}" --project "${PROJECT_ID}" --description "mnist-argo images"
+            --location "${REGION}" --project "${PROJECT_ID}" --description "mnist-argo images" \
+            --labels "$(labels_flag)"
     fi
     # The nodes pull images as their account.
     retry gcloud artifacts repositories add-iam-policy-binding "${REPOSITORY}" --location "${REGION}" \
@@ -131,24 +241,15 @@ ensure_registry() {
         --member "serviceAccount:$(node_account)" >/dev/null
 }
 
-# What Cloud Build's account needs to build here: read the uploaded source (its own bucket), write build
-# logs, push to the repository. Projects made since mid-2024 build as the Compute Engine default service
-# account, which has no roles where the organisation forbids default grants; the legacy Cloud Build account
-# (PROJECT_NUMBER@cloudbuild.gserviceaccount.com) has them already.
+# Cloud Build runs as an account of its own (a user-specified service account), never the project's default
+# build account, with what a build needs: read the uploaded source (its own bucket), write build logs, push
+# to this repository only.
 ensure_build_access() {
     local account bucket lifecycle
-    account="$(gcloud builds get-default-service-account --project "${PROJECT_ID}" \
-        --format 'value(serviceAccountEmail.segment(3))')"
-    [[ "${account}" == *@*.gserviceaccount.com ]] ||
-        die "no Cloud Build service account found (got '${account}')"
+    ensure_account "${BUILD_ACCOUNT}" "mnist-argo image builds"
+    account="$(google_account "${BUILD_ACCOUNT}")"
     bucket="gs://$(build_bucket)"
-    if gcloud storage buckets describe "${bucket}" --project "${PROJECT_ID}" >/dev/null 2>&1; then
-        log "reusing build bucket ${bucket}"
-    else
-        log "creating build bucket ${bucket} for Cloud Build's source uploads"
-        gcloud storage buckets create "${bucket}" --project "${PROJECT_ID}" --location "${REGION}" \
-            --uniform-bucket-level-access --public-access-prevention --soft-delete-duration 0
-    fi
+    ensure_labelled_bucket "${bucket}" "build bucket" --soft-delete-duration 0
     lifecycle="$(mktemp)"
     render_build_lifecycle >"${lifecycle}"
     gcloud storage buckets update "${bucket}" --project "${PROJECT_ID}" --lifecycle-file "${lifecycle}"
@@ -171,6 +272,29 @@ image_digest() {
     gcloud artifacts docker images describe "$1" --project "${PROJECT_ID}" --format 'value(image_summary.digest)'
 }
 
+# One Cloud Build of both images. Grants made moments ago can take minutes to reach Cloud Build, so a refusal
+# naming a permission is retried twice, a minute apart; any other failure stops here.
+cloud_build() {
+    local steps="$1" page="$2" output attempt
+    output="$(mktemp)"
+    for attempt in 1 2 3; do
+        if gcloud builds submit --project "${PROJECT_ID}" --config infra/gke/cloudbuild.yaml \
+            --service-account "projects/${PROJECT_ID}/serviceAccounts/$(google_account "${BUILD_ACCOUNT}")" \
+            --gcs-source-staging-dir "gs://$(build_bucket)/source" \
+            --substitutions "_STEPS_IMAGE=${steps},_PAGE_IMAGE=${page}" . 2>&1 | tee "${output}"; then
+            rm -f "${output}"
+            return
+        fi
+        grep -qiE 'permission|denied|forbidden|does not have' "${output}" ||
+            die "the image build failed (see its log above); run up.sh again once it is fixed"
+        ((attempt < 3)) || break
+        log "the build was refused a permission granted moments ago (IAM takes minutes to propagate): retrying in 60s"
+        sleep 60
+    done
+    rm -f "${output}"
+    die "the build is still refused a permission: wait a few minutes and run up.sh again"
+}
+
 build_images() {
     local steps page target
     steps="$(image_ref "${STEPS_IMAGE_NAME}"):${IMAGE_TAG}"
@@ -184,9 +308,7 @@ build_images() {
         # Each build starts on a fresh worker with an empty layer cache: both images are built from scratch
         # (about 10 minutes), which is why this runs only for a new IMAGE_TAG (a new content hash).
         log "building ${steps} and ${page} with Cloud Build"
-        gcloud builds submit --project "${PROJECT_ID}" --config infra/gke/cloudbuild.yaml \
-            --gcs-source-staging-dir "gs://$(build_bucket)/source" \
-            --substitutions "_STEPS_IMAGE=${steps},_PAGE_IMAGE=${page}" .
+        cloud_build "${steps}" "${page}"
     else
         require_commands docker
         log "building ${steps} and ${page} with the local Docker engine"
@@ -201,14 +323,53 @@ build_images() {
     fi
 }
 
+# Argo's release manifest, checked against the pinned sha256 before anything of it is applied, with the
+# controller configured for this pipeline (render_argo_config).
 install_argo() {
     local manifest="https://github.com/argoproj/argo-workflows/releases/download/${ARGO_VERSION}/install.yaml"
-    log "installing Argo Workflows ${ARGO_VERSION} into namespace argo"
-    kubectl create namespace argo --dry-run=client --output yaml | kubectl apply --filename -
+    local directory expected actual
+    directory="$(mktemp -d)"
+    expected="$(pinned_argo_checksum)"
+    log "downloading Argo Workflows ${ARGO_VERSION} and checking its sha256"
+    curl --fail --silent --show-error --location --output "${directory}/install.yaml" "${manifest}"
+    actual="$(sha256_of "${directory}/install.yaml")"
+    if [[ "${actual}" != "${expected}" ]]; then
+        rm -rf "${directory}"
+        die "Argo's ${manifest} has sha256 ${actual}, not the ${expected} pinned in ${ARGO_CHECKSUMS}: nothing applied"
+    fi
+    render_argo_config "${directory}"
+    log "installing Argo Workflows ${ARGO_VERSION} into namespace argo (executor without root, requeue ${REQUEUE_TIME})"
     # Argo v4's CRDs carry full validation schemas and are too large for client-side apply.
-    kubectl apply --server-side --force-conflicts --namespace argo --filename "${manifest}"
-    kubectl --namespace argo rollout status deployment/workflow-controller --timeout 5m
-    kubectl --namespace argo rollout status deployment/argo-server --timeout 5m
+    kube apply --server-side --force-conflicts --kustomize "${directory}"
+    rm -rf "${directory}"
+    kube --namespace argo rollout status deployment/workflow-controller --timeout 5m
+    kube --namespace argo rollout status deployment/argo-server --timeout 5m
+}
+
+# The public page's global static IP (PAGE_DOMAIN only), marked as up.sh's by its description.
+ensure_page_address() {
+    local description
+    [[ -n "${PAGE_DOMAIN}" ]] || return 0
+    if description="$(gcloud compute addresses describe "${PAGE_ADDRESS}" --global --project "${PROJECT_ID}" \
+        --format 'value(description)' 2>/dev/null)"; then
+        made_by_up "${description}" ||
+            die "the global address ${PAGE_ADDRESS} exists but up.sh did not create it: delete it, or leave PAGE_DOMAIN empty"
+        log "reusing the page's global address ${PAGE_ADDRESS}"
+    else
+        log "reserving the page's global address ${PAGE_ADDRESS}"
+        gcloud compute addresses create "${PAGE_ADDRESS}" --global --project "${PROJECT_ID}" \
+            --description "${ACCOUNT_DESCRIPTION}"
+    fi
+}
+
+# IAP lets in only the members granted roles/iap.httpsResourceAccessor.
+grant_iap_members() {
+    local member
+    for member in ${PAGE_IAP_MEMBERS//,/ }; do
+        log "letting ${member} through Identity-Aware Proxy to the page"
+        retry gcloud projects add-iam-policy-binding "${PROJECT_ID}" --member "${member}" \
+            --role roles/iap.httpsResourceAccessor --condition None >/dev/null
+    done
 }
 
 apply_manifests() {
@@ -216,33 +377,27 @@ apply_manifests() {
     digest="$(image_digest "$(image_ref "${PAGE_IMAGE_NAME}"):${IMAGE_TAG}")"
     log "writing the kustomize overlay ${overlay} (page image ${digest}) and applying it"
     render_overlay "${overlay}" ../../base "${digest}"
-    kubectl apply --kustomize "${overlay}"
-    kubectl --namespace "${NAMESPACE}" rollout status deployment/mnist-page --timeout 10m
+    kube apply --kustomize "${overlay}"
+    kube --namespace "${NAMESPACE}" rollout status deployment/mnist-page --timeout 10m
 }
 
-wait_for_page_address() {
-    local address="" attempt
-    log "waiting for the page's external IP"
-    for attempt in $(seq 1 30); do
-        address="$(kubectl --namespace "${NAMESPACE}" get service mnist-page \
-            --output jsonpath='{.status.loadBalancer.ingress[0].ip}')"
-        [[ -n "${address}" ]] && break
-        [[ "${attempt}" == 30 ]] || sleep 10
-    done
-    if [[ -n "${address}" ]]; then
-        log "the page: http://${address}/"
-    else
-        log "no external IP yet; see: kubectl -n ${NAMESPACE} get service mnist-page"
-    fi
-}
-
-# How to reach the Argo UI and train on the cluster: commands to paste into the same shell, in this order.
+# How to reach the Argo UI, the page and train on the cluster: commands to paste into the same shell, in this
+# order. The token lives in the shell's variable only: created for an hour, never printed.
 print_next_steps() {
+    local context page_line address
+    context="$(kube_context "${ZONE}")"
+    page_line="    kubectl --context ${context} -n ${NAMESPACE} port-forward service/mnist-page 8501:80 >/dev/null 2>&1 &"
+    if [[ -n "${PAGE_DOMAIN}" ]]; then
+        address="$(gcloud compute addresses describe "${PAGE_ADDRESS}" --global --project "${PROJECT_ID}" \
+            --format 'value(address)')"
+        log "the page: https://${PAGE_DOMAIN}/ once its DNS A record points at ${address} (the certificate follows, up to an hour later)"
+    fi
     cat >&2 <<NEXT
-==> done. Next, in this shell (the Argo UI is then at https://localhost:2746; its certificate is self-signed):
-    kubectl -n argo port-forward service/argo-server 2746:2746 >/dev/null 2>&1 &
+==> done. Next, in this shell (then the Argo UI is at https://localhost:2746, the page at http://localhost:8501):
+    kubectl --context ${context} -n argo port-forward service/argo-server 2746:2746 >/dev/null 2>&1 &
+${page_line}
     export ARGO_SERVER=https://localhost:2746 ARGO_INSECURE_SKIP_VERIFY=true ARGO_NAMESPACE=${NAMESPACE}
-    export ARGO_TOKEN="Bearer \$(kubectl -n ${NAMESPACE} create token ${SUBMITTER_ACCOUNT} --duration 8h)"
+    export ARGO_TOKEN="Bearer \$(kubectl --context ${context} -n ${NAMESPACE} create token ${SUBMITTER_ACCOUNT} --duration 1h)"
     .venv/bin/python workflows/submit.py --artifacts gs://${BUCKET} \\
         --image $(image_ref "${STEPS_IMAGE_NAME}"):${IMAGE_TAG} --watch
 NEXT
@@ -252,11 +407,12 @@ main() {
     print_settings
     check_settings
     # kubectl reaches GKE through gcloud's credential plugin: without it every kubectl call fails.
-    require_commands gcloud kubectl gke-gcloud-auth-plugin
+    require_commands gcloud kubectl gke-gcloud-auth-plugin curl
+    check_argo_pinned
     enable_services
     load_project_number
     resolve_zone
-    grant_node_account
+    ensure_node_account
     ensure_cluster
     ensure_bucket
     ensure_google_account "${PIPELINE_ACCOUNT}" roles/storage.objectUser
@@ -265,8 +421,9 @@ main() {
     ensure_registry
     build_images
     install_argo
+    ensure_page_address
     apply_manifests
-    wait_for_page_address
+    grant_iap_members
     print_next_steps
 }
 
