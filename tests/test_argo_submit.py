@@ -281,7 +281,9 @@ def test_register_creates_then_updates_the_template(
     code, out, _ = submit(capsys, "--register", "--rounds", "2")
     assert code == 0
     assert out.startswith(f"created WorkflowTemplate {cluster.TEMPLATE_NAME} in namespace mnist")
-    code, out, _ = submit(capsys, "--register", "--rounds", "4", "--image", "steps:2")
+    code, out, _ = submit(
+        capsys, "--register", "--rounds", "4", "--image", "steps:2", "--train-image", "train:2"
+    )
     assert code == 0 and out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
     assert [(m, p) for m, p, _ in argo.requests] == [  # as Hera's WorkflowTemplate.update()
         ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
@@ -296,9 +298,12 @@ def test_register_creates_then_updates_the_template(
     assert first_error(workflow_validator("WorkflowTemplate"), stored) is None
     trains = [t for t in template["spec"]["templates"][-1]["dag"]["tasks"] if "withParam" in t]
     assert len(trains) == 4
-    assert {t["container"]["image"] for t in template["spec"]["templates"] if "container" in t} == {
-        "steps:2"
+    images = {
+        t["name"]: t["container"]["image"]
+        for t in template["spec"]["templates"]
+        if "container" in t
     }
+    assert images.pop("train") == "train:2" and set(images.values()) == {"steps:2"}
     form = {p["name"] for p in template["spec"]["arguments"]["parameters"]}
     assert {"workers", "epochs", "batch", "store"} <= form
 

@@ -61,7 +61,7 @@ LOCAL_OPTIONS = {
         {"type": Path, "default": Path(DEFAULT_STORE) / "logs"},
     ),
     "--engine": (
-        "locally: each step as a process, or in the steps' image with `podman` or `docker`",
+        "locally: each step as a process, or in its image (`--image`, `--train-image`) with `podman` or `docker`",
         "`process`",
         {"choices": ENGINES, "default": "process"},
     ),
@@ -176,7 +176,7 @@ def settings_table() -> str:
 
 
 def local_engine(name: str) -> Engine:
-    """The engine that starts each step locally: a process, or a container of the steps' image."""
+    """The engine that starts each step locally: a process, or a container of the step's image."""
     if name == "process":
         return ProcessEngine()
     from workflows.containers import ContainerEngine
