@@ -49,7 +49,8 @@ REGISTRY_BYTES_PER_SECOND = 100e6
 # GKE image streaming (infra/gke/up.sh turns it on for the trainers' image): the container is Running "in
 # a couple of seconds (regardless of container size)" (Google Cloud blog, "Introducing GKE image
 # streaming for fast application startup and autoscaling", 2021); the rest of the image follows in the
-# background, and the files the trainer reads first are read from the network (not modelled).
+# background, and the files the trainer reads first are read from the network (not modelled). GKE's
+# image streaming page: the first pull of a new image is not sped up, until the streaming cache holds it.
 STREAM_START_SECONDS = 2.0
 IMAGES_JSON = Path(__file__).resolve().parent / "images.json"
 # GCS from a node in the bucket's region: a per-object request latency and a stream's throughput.
@@ -77,8 +78,10 @@ ASSUMPTIONS = [
     "registry serves layers from Cloud Storage), then unpacks it as fast as it unpacked here "
     "(`python -m bench.images`); a streamed image (GKE image streaming, on for the trainers' image as "
     f'infra/gke/up.sh configures it) runs {STREAM_START_SECONDS:.0f} s after its pod starts ("a couple '
-    "of seconds, regardless of container size\", Google's announcement of image streaming); an upper "
-    "bound: every light level after the first lands on a node without the light image while one is left",
+    "of seconds, regardless of container size\", Google's announcement of image streaming), though not "
+    "on the very first pull of a new image, before the streaming cache holds it (GKE's image streaming "
+    "page: then the trainers pay the whole pull, the next column); an upper bound: every light level "
+    "after the first lands on a node without the light image while one is left",
 ]
 
 
