@@ -66,3 +66,16 @@ def leftover_containers(engine: str, name_part: str) -> list[str]:
         check=True,
     )
     return [name for name in listed.stdout.split() if name_part in name]
+
+
+def finds_tensorflow(engine: str, image: str) -> bool:
+    """Whether `tensorflow` can be found in the image (found, not imported: that takes seconds)."""
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('tensorflow') is None)"
+    found = subprocess.run(
+        [engine, "run", "--rm", "--network", "none", image, "python", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert found.returncode in (0, 1), found.stderr
+    return found.returncode == 0

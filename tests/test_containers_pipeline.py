@@ -4,7 +4,6 @@ TensorFlow (a step that imported it would fail there); then the published model 
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -12,7 +11,7 @@ from typing import IO
 import pytest
 
 from tests import containers_support
-from tests.containers_support import Images
+from tests.containers_support import Images, finds_tensorflow
 from tests.helpers import SMALL_RUN, local_run, run_submit
 from workflows.containers import ContainerEngine
 from workflows.engines import Invocation
@@ -30,19 +29,6 @@ class ImageRecordingEngine(ContainerEngine):
     def execute(self, invocation: Invocation, log: IO[str], timeout: float | None = None) -> int:
         self.images[invocation.name] = self.image or invocation.image
         return super().execute(invocation, log, timeout)
-
-
-def has_tensorflow(engine: str, image: str) -> bool:
-    """Whether `tensorflow` can be found in the image (found, not imported: that takes seconds)."""
-    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('tensorflow') is None)"
-    found = subprocess.run(
-        [engine, "run", "--rm", "--network", "none", image, "python", "-c", probe],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert found.returncode in (0, 1), found.stderr
-    return found.returncode == 0
 
 
 def test_the_small_pipeline_runs_in_containers(
@@ -65,7 +51,7 @@ def test_the_small_pipeline_runs_in_containers(
         timeout=1800,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert not has_tensorflow(images.engine, images.steps)
+    assert not finds_tensorflow(images.engine, images.steps)
     latest = store / "models" / "mnist" / "LATEST"
     run = latest.read_text().strip()
     assert (store / "models" / "mnist" / run / "model.h5").is_file()
