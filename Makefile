@@ -43,7 +43,7 @@ test: setup  ## lint, then the whole test suite (but the container tests)
 # The images and the container tests need podman or docker (infra/docker/install-podman.sh sets podman up).
 # ENGINE=podman|docker to choose; BASE_IMAGE=... for another base (default: the official python image, or
 # the stand-in base where no registry is reachable).
-images:  ## build the steps and page images
+images:  ## build the steps (no TensorFlow), train and page images
 	infra/docker/build-images.sh
 
 test-containers: setup  ## build the images (reusing the layer cache), then the container tests (minutes)

@@ -23,7 +23,7 @@ from workflows.settings import PipelineSettings, declared, flag_of
 
 PROBE_DIR = Path(__file__).resolve().parent / "probe"
 POLL_SECONDS = 0.2
-UNRECORDED = ("store", "image")
+UNRECORDED = ("store", "image", "train_image")
 
 
 class LogWatcher:

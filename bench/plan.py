@@ -10,14 +10,20 @@ Calibration (all from runs of this benchmark on this machine):
   R tried that reach the target, and time to the target is undefined where no R tried reaches it.
 
 Assumed, not measured here (each node is of this machine's kind and runs one trainer):
-- POD_START_SECONDS per pod; the controller's DEFAULT_REQUEUE_TIME per DAG level (both values in
-  REQUEUE_SECONDS); GCS transfer of each task's inputs and outputs (GCS_* below).
+- POD_START_SECONDS per pod; the controller's DEFAULT_REQUEUE_TIME per DAG level (REQUEUE_SECONDS: as
+  infra/gke/up.sh configures it, and Argo's default); GCS transfer of each task's inputs and outputs (GCS_*
+  below); the registry's throughput and image streaming's start (REGISTRY_*, STREAM_START_SECONDS).
+
+The first run on fresh nodes adds what fetching the images costs (first_run): their compressed sizes and
+the time to unpack them, measured here by bench/images.py (bench/images.json).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from statistics import mean
 from typing import Any
 
@@ -31,8 +37,22 @@ PLAN_WORKERS = (1, 2, 3, 4, 8, 16, 32)  # issue 14 asks for powers of two; 3 is 
 # percentile without image pulls or init containers (sig-scalability/slos/pod_startup_latency.md).
 POD_START_SECONDS = 4.0
 # The workflow controller re-reads a workflow DEFAULT_REQUEUE_TIME after a pod of it changed
-# (workflow/controller/rate_limiters.go): 10 s by default, as low as 2 s suggested for short steps.
-REQUEUE_SECONDS = (2.0, 10.0)
+# (workflow/controller/rate_limiters.go GetRequeueTime): 10 s unless set, and its comment suggests 2 s for
+# workflows of short steps; infra/gke/up.sh installs the controller with 2 s. The first is the headline.
+CONFIGURED_REQUEUE_SECONDS = 2.0
+ARGO_DEFAULT_REQUEUE_SECONDS = 10.0
+REQUEUE_SECONDS = (CONFIGURED_REQUEUE_SECONDS, ARGO_DEFAULT_REQUEUE_SECONDS)
+# A node fetches an image's compressed layers from Artifact Registry, which serves them from Cloud
+# Storage in the region: the same stream throughput as GCS_BYTES_PER_SECOND, assumed, not measured; then
+# it unpacks them (measured here: bench/images.py).
+REGISTRY_BYTES_PER_SECOND = 100e6
+# GKE image streaming (infra/gke/up.sh turns it on for the trainers' image): the container is Running "in
+# a couple of seconds (regardless of container size)" (Google Cloud blog, "Introducing GKE image
+# streaming for fast application startup and autoscaling", 2021); the rest of the image follows in the
+# background, and the files the trainer reads first are read from the network (not modelled). GKE's
+# image streaming page: the first pull of a new image is not sped up, until the streaming cache holds it.
+STREAM_START_SECONDS = 2.0
+IMAGES_JSON = Path(__file__).resolve().parent / "images.json"
 # GCS from a node in the bucket's region: a per-object request latency and a stream's throughput.
 GCS_SECONDS_PER_OBJECT = 0.05
 GCS_BYTES_PER_SECOND = 100e6
@@ -46,12 +66,22 @@ ASSUMPTIONS = [
     "init container's artifact download included (Kubernetes' start-up SLO: 5 s at the 99th "
     "percentile, without image pulls or init containers)",
     "the controller takes DEFAULT_REQUEUE_TIME to start the next DAG level after a pod ends: "
-    + " or ".join(f"{s:.0f} s" for s in REQUEUE_SECONDS)
-    + " (Argo's default is 10 s; its source suggests 2 s for workflows of short steps)",
+    f"{CONFIGURED_REQUEUE_SECONDS:.0f} s as infra/gke/up.sh configures it (Argo's default, "
+    f"{ARGO_DEFAULT_REQUEUE_SECONDS:.0f} s, in the last column; workflow/controller/rate_limiters.go "
+    "GetRequeueTime suggests 2 s for workflows of short steps)",
     f"GCS moves {GCS_BYTES_PER_SECOND / 1e6:.0f} MB/s and costs {GCS_SECONDS_PER_OBJECT * 1000:.0f} ms "
     f"per object; shards hold {SAMPLE_BYTES} bytes per digit, models their measured size",
     "each node is this machine's kind and runs one task at a time, so each task takes its time "
     "measured alone here; everything else in the cluster is idle",
+    f"the first run on fresh nodes fetches each image from Artifact Registry at "
+    f"{REGISTRY_BYTES_PER_SECOND / 1e6:.0f} MB/s of compressed layers (GCS's throughput above, as the "
+    "registry serves layers from Cloud Storage), then unpacks it as fast as it unpacked here "
+    "(`python -m bench.images`); a streamed image (GKE image streaming, on for the trainers' image as "
+    f'infra/gke/up.sh configures it) runs {STREAM_START_SECONDS:.0f} s after its pod starts ("a couple '
+    "of seconds, regardless of container size\", Google's announcement of image streaming), though not "
+    "on the very first pull of a new image, before the streaming cache holds it (GKE's image streaming "
+    "page: then the trainers pay the whole pull, the next column); an upper bound: every light level "
+    "after the first lands on a node without the light image while one is left",
 ]
 
 
@@ -140,6 +170,62 @@ def critical_path(c: Calibration, workers: int, rounds: int, requeue: float) -> 
     return {"seconds": total, "round_seconds": per_round, "training_seconds": training}
 
 
+@dataclass(frozen=True)
+class ImageCosts:
+    """Seconds a node spends fetching an image: its compressed layers at REGISTRY_BYTES_PER_SECOND, then
+    unpacking them as measured here. The steps and train images share their base's layers."""
+
+    steps: float  # the light image, to a node holding neither
+    steps_beside_train: float  # the light image, to a node holding the train image
+    train: float
+    train_beside_steps: float
+
+
+def image_costs(images: Mapping[str, Any]) -> ImageCosts:
+    """From bench/images.json (bench/images.py)."""
+    shared = images["shared_bytes"]["steps+train"]
+
+    def fetch(record: Mapping[str, Any], kept: int = 0) -> float:
+        fetched = record["compressed_bytes"] - kept
+        unpack = record["unpack_seconds"] * fetched / record["compressed_bytes"]
+        return fetched / REGISTRY_BYTES_PER_SECOND + unpack
+
+    steps, train = images["images"]["steps"], images["images"]["train"]
+    return ImageCosts(fetch(steps), fetch(steps, shared), fetch(train), fetch(train, shared))
+
+
+def load_image_costs(path: Path = IMAGES_JSON) -> tuple[ImageCosts, dict] | None:
+    """The costs and the measurement they come from; None when bench/images.py has not run."""
+    try:
+        images = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    return image_costs(images), images
+
+
+# The first run on W fresh nodes: the trainers' image streamed (as infra/gke/up.sh configures GKE), both
+# images pulled whole, and one TensorFlow image for every step (the project before the light image).
+FIRST_RUNS = ("streamed", "pulled", "one image")
+
+
+def first_run_extra(costs: ImageCosts, workers: int, rounds: int, first_run: str) -> float:
+    """Seconds W fresh nodes add to the warm run's critical path, an upper bound: the first level
+    (split beside init) pulls the light image; round 1's slowest trainer fetches the train image (a
+    node that ran split or init keeps the shared base; with W > 1 one may have run neither); each later
+    light level (every aggregate, evaluate, publish) lands on a node without the light image while one
+    is left (split and init shared one node, so W - 1 are). Later rounds find every image in place."""
+    if first_run == "one image":  # every node holds the one image once it ran one pod of it
+        return costs.train + (costs.train if workers > 1 else 0.0)
+    if first_run == "streamed":
+        trainers = STREAM_START_SECONDS
+    elif first_run == "pulled":
+        trainers = costs.train if workers > 1 else costs.train_beside_steps
+    else:
+        raise ValueError(f"unknown first run: {first_run}")
+    later = min(rounds + 2, workers - 1) * costs.steps_beside_train
+    return costs.steps + trainers + later
+
+
 def accuracy_by_rounds(runs: list[Mapping[str, Any]], simulated: list[Mapping[str, Any]]) -> dict:
     """Workers → {rounds R: (the accuracy a run of R rounds published, where from)}.
 
@@ -173,8 +259,10 @@ def predict(
     accuracies: Mapping[int, Mapping[int, tuple[float, str]]],
     target: float,
     workers_list: tuple[int, ...] = PLAN_WORKERS,
+    images: ImageCosts | None = None,
 ) -> list[dict]:
-    """One row per W: the fewest rounds tried that reach `target`, and the predicted time then."""
+    """One row per W: the fewest rounds tried that reach `target`, and the predicted time then, warm
+    (every image on every node) and, given the images' costs, on fresh nodes at the configured requeue."""
     rows = []
     for workers in workers_list:
         by_rounds = accuracies.get(workers, {})
@@ -193,8 +281,31 @@ def predict(
             for requeue in REQUEUE_SECONDS:
                 path = critical_path(c, workers, row["rounds"], requeue)
                 row["predicted"][f"{requeue:g}"] = {k: round(v, 1) for k, v in path.items()}
+            if images is not None:
+                warm = row["predicted"][f"{CONFIGURED_REQUEUE_SECONDS:g}"]["seconds"]
+                row["first_run"] = {
+                    name: round(warm + first_run_extra(images, workers, row["rounds"], name), 1)
+                    for name in FIRST_RUNS
+                }
         rows.append(row)
     return rows
+
+
+def replan(rows: list[dict], c: Calibration, images: ImageCosts | None) -> list[dict]:
+    """The rows again with this model's predictions, from their rounds and accuracies (results.json)."""
+    accuracies = {
+        row["workers"]: {row["rounds"]: (row["accuracy"], row["source"])}
+        for row in rows
+        if row["rounds"] is not None
+    }
+    fresh = predict(c, accuracies, 0.0, tuple(row["workers"] for row in rows), images)
+    kept = [{key: value for key, value in row.items() if key != "first_run"} for row in rows]
+    return [
+        row | {key: new[key] for key in ("predicted", "first_run") if key in new}
+        if row["rounds"] is not None
+        else row
+        for row, new in zip(kept, fresh, strict=True)
+    ]
 
 
 def unresolved_workers(
@@ -203,3 +314,14 @@ def unresolved_workers(
     """The W of the plan whose pipeline runs (if any) did not reach `target` in any round."""
     measured = accuracy_by_rounds(runs, [])
     return [w for w in workers_list if rounds_needed(measured.get(w, {}), target) is None]
+
+
+def plan_details(c: Calibration, rows: list[dict], path: Path = IMAGES_JSON) -> dict:
+    """What results.json keeps of the plan: the calibration, the rows (again with this model's
+    predictions), and the images' measurement the first runs come from, if any."""
+    loaded = load_image_costs(path)
+    costs, images = loaded if loaded else (None, None)
+    details: dict[str, Any] = {"calibration": asdict(c), "rows": replan(rows, c, costs)}
+    if images is not None:
+        details["images"] = images
+    return details

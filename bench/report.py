@@ -22,7 +22,7 @@ from bench.targets import (
 from bench.targets import time_to_target as pipeline_time_to_target
 
 # What may differ from the defaults in the runs the plan reads (store and image are never recorded).
-VARYING = ("workers", "rounds", "seed", "limit", "source", "store", "image")
+VARYING = ("workers", "rounds", "seed", "limit", "source", "store", "image", "train_image")
 HIDDEN_SETTINGS = {
     "retries",
     "retry_backoff",
@@ -32,6 +32,7 @@ HIDDEN_SETTINGS = {
     "source",
     "store",
     "image",
+    "train_image",
 }
 RESULTS_MD, RESULTS_JSON = "results.md", "results.json"
 CURVES_PNG, PLAN_PNG = "results.png", "plan.png"
@@ -242,14 +243,20 @@ def plan_section(results: Mapping[str, Any]) -> str:
         f"{c['model_bytes'] / 1e6:.2f} MB."
     )
     measured_here = local_points(results)
+    first_runs = any("first_run" in row for row in details["rows"])
     rows = []
     for row in details["rows"]:
-        predicted = [
+        warm, argo_default = (
             seconds(row["predicted"][f"{r:g}"]["seconds"], "undefined")
             if row["predicted"]
             else "undefined"
             for r in plan.REQUEUE_SECONDS
+        )
+        first = [
+            seconds(row["first_run"][name]) if "first_run" in row else "undefined"
+            for name in plan.FIRST_RUNS
         ]
+        predicted = [warm, *(first if first_runs else []), argo_default]
         tried = ", ".join(map(str, row["rounds_tried"]))
         if row["rounds"] is None:
             reached = f"none of {tried}" if tried else "not measured"
@@ -277,11 +284,40 @@ def plan_section(results: Mapping[str, Any]) -> str:
         "Accuracy published",
         "From",
         "Training per round",
-        *(f"Predicted, requeue {r:g} s" for r in plan.REQUEUE_SECONDS),
+        f"Predicted, warm (requeue {plan.CONFIGURED_REQUEUE_SECONDS:g} s, as up.sh sets it)",
+        *(
+            [
+                "First run on fresh nodes (trainers' image streamed)",
+                "First run, both images pulled whole",
+                "First run, one TensorFlow image for every step",
+            ]
+            if first_runs
+            else []
+        ),
+        f"Warm, requeue {plan.ARGO_DEFAULT_REQUEUE_SECONDS:g} s (Argo's default)",
         "Measured here (2 cores)",
     ]
     assumptions = "\n".join(f"- {text}" for text in plan.ASSUMPTIONS)
-    return "\n\n".join([calibration, "Assumed:\n\n" + assumptions, table(header_row, rows)])
+    parts = [calibration, "Assumed:\n\n" + assumptions, table(header_row, rows)]
+    if details.get("images"):
+        parts.insert(1, images_paragraph(details["images"]))
+    return "\n\n".join(parts)
+
+
+def images_paragraph(images: Mapping[str, Any]) -> str:
+    """The images' sizes and what fetching them costs a fresh node, from bench/images.json."""
+    described = []
+    for key, record in images["images"].items():
+        unpack = record.get("unpack_seconds")
+        described.append(
+            f"{key} {record['compressed_bytes'] / 1e6:.0f} MB compressed ({record['bytes'] / 1e6:.0f} MB "
+            + ("unpacked)" if unpack is None else f"unpacked, in {unpack:.1f} s here)")
+        )
+    sizes = ", ".join(described)
+    return (
+        f"Images (`python -m bench.images`, {images['measured']}, {images['engine']}): {sizes}; the steps "
+        f"and train images share {images['shared_bytes']['steps+train'] / 1e6:.0f} MB of layers."
+    )
 
 
 def accuracy_table(results: Mapping[str, Any]) -> str:
@@ -458,6 +494,14 @@ def draw_plan(results: Mapping[str, Any], path: Path) -> None:
             axes.plot(
                 *zip(*points, strict=True), marker="o", label=f"predicted, {requeue:g} s requeue"
             )
+    first = [(row["workers"], row["first_run"]["streamed"]) for row in rows if "first_run" in row]
+    if first:
+        axes.plot(
+            *zip(*first, strict=True),
+            marker="s",
+            linestyle="--",
+            label=f"predicted first run on fresh nodes, {plan.CONFIGURED_REQUEUE_SECONDS:g} s requeue",
+        )
     measured = local_points(results)
     if measured:
         axes.plot(
@@ -517,11 +561,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "results", type=Path, nargs="?", default=Path(__file__).parent / RESULTS_JSON
     )
+    parser.add_argument(
+        "--replan",
+        action="store_true",
+        help="predict the plan again with this model and bench/images.json (the runs stay as measured)",
+    )
     args = parser.parse_args(argv)
     try:
         results = json.loads(args.results.read_text())
     except (OSError, ValueError) as error:
         parser.exit(2, f"{parser.prog}: error: cannot read {args.results}: {error}\n")
+    if args.replan and results.get("plan"):
+        results["plan"] = plan.plan_details(
+            plan.Calibration(**results["plan"]["calibration"]), results["plan"]["rows"]
+        )
     write_outputs(results, args.results.parent)
     print(f"written: {args.results.parent / RESULTS_MD}")
     return 0

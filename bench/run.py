@@ -354,10 +354,9 @@ def compute_plan(session: Session) -> None:
     accuracies = plan.accuracy_by_rounds(
         measured_pipelines(session), session.results.get("fedavg", [])
     )
-    session.results["plan"] = {
-        "calibration": asdict(calibration),
-        "rows": plan.predict(calibration, accuracies, TARGET_ACCURACY),
-    }
+    session.results["plan"] = plan.plan_details(
+        calibration, plan.predict(calibration, accuracies, TARGET_ACCURACY)
+    )
 
 
 STAGE_FUNCTIONS = {

@@ -1,4 +1,4 @@
-"""What the container tests share: the engine (podman or docker) and the two images, built once per session.
+"""What the container tests share: the engine (podman or docker) and the three images, built once per session.
 
 These tests run only when selected (`pytest -m containers`, i.e. `make test-containers`); selected, they
 fail, never skip, when no engine answers or the images cannot be built: a CI run that asked for them must
@@ -15,7 +15,8 @@ import pytest
 from tests.helpers import ROOT
 
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-STEPS_IMAGE = f"mnist-argo-steps:{VERSION}"
+STEPS_IMAGE = f"mnist-argo-steps:{VERSION}"  # the steps that do not train: no TensorFlow
+TRAIN_IMAGE = f"mnist-argo-train:{VERSION}"  # train, with TensorFlow
 PAGE_IMAGE = f"mnist-argo-page:{VERSION}"
 IMAGE_UID = 10001
 
@@ -24,6 +25,7 @@ IMAGE_UID = 10001
 class Images:
     engine: str  # podman or docker
     steps: str
+    train: str
     page: str
 
 
@@ -38,7 +40,7 @@ def engine_program() -> str:
 
 @pytest.fixture(scope="session")
 def images(tmp_path_factory: pytest.TempPathFactory) -> Images:
-    """Both images, built with `make images`'s script (the layer cache makes a rebuild take seconds)."""
+    """The images, built with `make images`'s script (the layer cache makes a rebuild take seconds)."""
     engine = engine_program()
     log = tmp_path_factory.mktemp("build") / "build.log"
     with log.open("w") as out:
@@ -52,7 +54,7 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> Images:
     if built.returncode != 0:
         tail = "\n".join(log.read_text().splitlines()[-30:])
         pytest.fail(f"building the images failed (exit {built.returncode}):\n{tail}")
-    return Images(engine=engine, steps=STEPS_IMAGE, page=PAGE_IMAGE)
+    return Images(engine=engine, steps=STEPS_IMAGE, train=TRAIN_IMAGE, page=PAGE_IMAGE)
 
 
 def leftover_containers(engine: str, name_part: str) -> list[str]:
@@ -64,3 +66,16 @@ def leftover_containers(engine: str, name_part: str) -> list[str]:
         check=True,
     )
     return [name for name in listed.stdout.split() if name_part in name]
+
+
+def finds_tensorflow(engine: str, image: str) -> bool:
+    """Whether `tensorflow` can be found in the image (found, not imported: that takes seconds)."""
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('tensorflow') is None)"
+    found = subprocess.run(
+        [engine, "run", "--rm", "--network", "none", image, "python", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert found.returncode in (0, 1), found.stderr
+    return found.returncode == 0

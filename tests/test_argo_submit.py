@@ -36,6 +36,7 @@ from workflows.watch import watch
 TOKEN = "Bearer good-token"
 STORE = "gs://mnist-models"
 IMAGE = "us-central1-docker.pkg.dev/project/mnist/mnist-argo-steps:1"
+TRAIN_IMAGE = "registry.example/mnist-argo-train:1"
 ARGO_VARIABLES = (
     "ARGO_SERVER",
     "ARGO_TOKEN",
@@ -81,7 +82,19 @@ def on_argo(
 
 
 def submit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["--artifacts", STORE, "--image", IMAGE, "--poll-seconds", "0", *args])
+    code = main(
+        [
+            "--artifacts",
+            STORE,
+            "--image",
+            IMAGE,
+            "--train-image",
+            TRAIN_IMAGE,
+            "--poll-seconds",
+            "0",
+            *args,
+        ]
+    )
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -135,7 +148,10 @@ def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
         "ARTIFACTS": STORE,
     }
     command = [sys.executable, str(ROOT / "workflows" / "submit.py")]
-    arguments = ["--workers", "3", "--epochs", "2", "--batch", "100", "--image", IMAGE, "--watch"]
+    arguments = [
+        *("--workers", "3", "--epochs", "2", "--batch", "100"),
+        *("--image", IMAGE, "--train-image", TRAIN_IMAGE, "--watch"),
+    ]
     result = subprocess.run(
         [*command, *arguments, "--poll-seconds", "0"],
         capture_output=True,
@@ -286,7 +302,14 @@ def test_register_creates_then_updates_the_template(
     assert code == 0
     assert out.startswith(f"created WorkflowTemplate {cluster.TEMPLATE_NAME} in namespace mnist")
     code, out, _ = submit(
-        capsys, "--register", "--rounds", "4", "--image", "registry.example/steps:2"
+        capsys,
+        "--register",
+        "--rounds",
+        "4",
+        "--image",
+        "registry.example/steps:2",
+        "--train-image",
+        "registry.example/train:2",
     )
     assert code == 0 and out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
     read = ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}")
@@ -306,9 +329,13 @@ def test_register_creates_then_updates_the_template(
     assert first_error(workflow_validator("WorkflowTemplate"), stored) is None
     trains = [t for t in template["spec"]["templates"][-1]["dag"]["tasks"] if "withParam" in t]
     assert len(trains) == 4
-    assert {t["container"]["image"] for t in template["spec"]["templates"] if "container" in t} == {
-        "registry.example/steps:2"
+    images = {
+        t["name"]: t["container"]["image"]
+        for t in template["spec"]["templates"]
+        if "container" in t
     }
+    assert images.pop("train") == "registry.example/train:2"
+    assert set(images.values()) == {"registry.example/steps:2"}
     form = {p["name"] for p in template["spec"]["arguments"]["parameters"]}
     assert {"workers", "epochs", "batch", "store"} <= form
 
@@ -493,15 +520,17 @@ def test_cluster_runs_need_a_bucket_and_a_url_source(
         ("localhost:5000/mnist-argo-steps:1", "on this machine"),
     ],
 )
+@pytest.mark.parametrize("flag", ["--image", "--train-image"])
 def test_a_cluster_run_refuses_an_image_the_nodes_cannot_pull(
-    argo: ArgoDouble, capsys: pytest.CaptureFixture[str], image: str, why: str
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str], image: str, why: str, flag: str
 ) -> None:
     """The kubelet could not pull it, and nothing fails the pod early: each try ran to its deadline
-    before it was retried. Refused before anything is sent, for direct and template runs alike."""
+    before it was retried. Refused before anything is sent, for direct and template runs alike, for
+    the light steps' image and the trainers' alike."""
     for flags in ([], ["--register"], ["--from-template"]):
-        code, _, err = submit(capsys, *flags, "--image", image)
+        code, _, err = submit(capsys, *flags, flag, image)
         assert code == 2 and err.count("\n") == 1
-        assert why in err and "--image REGION-docker.pkg.dev/" in err
+        assert why in err and f"{flag} REGION-docker.pkg.dev/" in err
     assert argo.requests == []
 
 

@@ -150,3 +150,48 @@ def test_the_image_classifies_the_samples_as_this_machine_does(
         assert in_image[name]["probabilities"] == pytest.approx(
             on_host[name]["probabilities"], abs=1e-5
         )
+
+
+PAGE_UNDER_APPTEST = """
+import sys
+from pathlib import Path
+from streamlit.testing.v1 import AppTest
+page = AppTest.from_file(str(Path.cwd() / "ui" / "app.py"), default_timeout=120)
+page.run()
+assert not page.exception, page.exception
+sample = Path("/samples/3-mnist.png")
+page.file_uploader[0].set_value((sample.name, sample.read_bytes(), "image/png"))
+page.run()
+assert not page.exception, page.exception
+charts = [e for e in page.main if getattr(e, "type", "") == "vega_lite_chart"]
+print("digits", [m.value for m in page.metric if m.label == "Digit"], "charts", len(charts))
+"""
+
+
+def test_the_page_itself_runs_in_its_trimmed_image(images: Images, model_folder: Path) -> None:
+    """The page's script under Streamlit's AppTest inside the image: a sample uploaded, its prediction
+    and probability chart drawn (Streamlit sends the chart's table as Arrow), after infra/docker/trim-page.sh
+    took out the parts of its dependencies the page never runs."""
+    ran = subprocess.run(
+        page_run(
+            images,
+            "--rm",
+            "--network",
+            "none",
+            "--volume",
+            f"{model_folder}:/models:ro",
+            "--volume",
+            f"{ROOT / 'samples'}:/samples:ro",
+            "--env",
+            "MODEL_URI=/models/model.h5",
+            images.page,
+            "python",
+            "-c",
+            PAGE_UNDER_APPTEST,
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    assert "charts 1" in ran.stdout, ran.stdout

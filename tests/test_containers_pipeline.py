@@ -1,18 +1,34 @@
-"""The small pipeline end to end with every step in the steps image: `submit.py --local --engine podman`
-(2 workers, 3000 digits, 1 epoch, 1 round), then the published model read back as the page would read it."""
+"""The small pipeline end to end in the images: `submit.py --local --engine podman` (2 workers, 3000
+digits, 1 epoch, 1 round), train in the TensorFlow image and every other step in the light one, which has no
+TensorFlow (a step that imported it would fail there); then the published model read back."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 from tests import containers_support
-from tests.containers_support import Images
+from tests.containers_support import Images, finds_tensorflow
 from tests.helpers import SMALL_RUN, local_run, run_submit
+from workflows.containers import ContainerEngine
+from workflows.engines import Invocation
 
 pytestmark = pytest.mark.containers
 images = containers_support.images
+
+
+@dataclass
+class ImageRecordingEngine(ContainerEngine):
+    """The container engine, noting the image each node's container ran in."""
+
+    images: dict[str, str] = field(default_factory=dict)
+
+    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None = None) -> int:
+        self.images[invocation.name] = self.image or invocation.image
+        return super().execute(invocation, log, timeout)
 
 
 def test_the_small_pipeline_runs_in_containers(
@@ -21,12 +37,21 @@ def test_the_small_pipeline_runs_in_containers(
     store = tmp_path / "store"
     result = run_submit(
         *local_run(
-            store, tmp_path / "logs", mnist_path, "--engine", images.engine, "--image", images.steps
+            store,
+            tmp_path / "logs",
+            mnist_path,
+            "--engine",
+            images.engine,
+            "--image",
+            images.steps,
+            "--train-image",
+            images.train,
         ),
         *SMALL_RUN,
         timeout=1800,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert not finds_tensorflow(images.engine, images.steps)
     latest = store / "models" / "mnist" / "LATEST"
     run = latest.read_text().strip()
     assert (store / "models" / "mnist" / run / "model.h5").is_file()
@@ -39,7 +64,6 @@ def test_without_the_folder_mode_aggregate_cannot_read_its_models(
     """The spec as it was (no `mode` on aggregate's models folder): argoexec's 0700 root-owned folder
     (gcs.go:downloadObject) is unreadable to the steps' user, so every run failed at aggregate."""
     from steps.storage import open_store
-    from workflows.containers import ContainerEngine
     from workflows.pipeline import compile_workflow
     from workflows.runner import LocalRunner
     from workflows.settings import PipelineSettings
@@ -53,6 +77,7 @@ def test_without_the_folder_mode_aggregate_cannot_read_its_models(
         source=str(mnist_path),
         retries=0,
         image=images.steps,
+        train_image=images.train,
         store=str(tmp_path / "store"),
     )
     workflow = compile_workflow(settings)
@@ -60,14 +85,20 @@ def test_without_the_folder_mode_aggregate_cannot_read_its_models(
     assert models["mode"] == 0o755
     del models["mode"], models["recurseMode"]
     lines: list[str] = []
+    engine = ImageRecordingEngine(program=images.engine)
     runner = LocalRunner(
-        open_store(tmp_path / "store"),
-        tmp_path / "logs",
-        engine=ContainerEngine(program=images.engine),
-        echo=lines.append,
+        open_store(tmp_path / "store"), tmp_path / "logs", engine=engine, echo=lines.append
     )
     result = runner.run(workflow)
     assert result.phase == "Failed", "\n".join(lines)
+    # each container ran in its template's image: the TensorFlow one for the trainers only
+    assert engine.images == {
+        "split": images.steps,
+        "init": images.steps,
+        "train-round-1(0:0)": images.train,
+        "train-round-1(1:1)": images.train,
+        "aggregate-round-1": images.steps,
+    }
     aggregate = next(node for node in result.nodes if node.name == "aggregate-round-1")
     assert aggregate.phase == "Failed" and aggregate.tries[-1].exit_code == 2
     assert "in/models" in aggregate.message

@@ -48,6 +48,38 @@ def stages() -> dict[str, list[tuple[str, str]]]:
     return named
 
 
+def lineage(name: str) -> list[str]:
+    """The stage and those it is built FROM, nearest first (the base image ends the chain)."""
+    named, chain = stages(), [name]
+    while True:
+        parent = dict(named[chain[-1]])["FROM"].split()[0]
+        if parent not in named:
+            return chain
+        chain.append(parent)
+
+
+def effective(name: str) -> list[tuple[str, str]]:
+    """A stage's instructions with those of the stages it is built on, in build order."""
+    named = stages()
+    return [item for stage in reversed(lineage(name)) for item in named[stage]]
+
+
+def venv_source(target: str) -> str:
+    """The build stage whose /opt/venv the final image copies."""
+    (copied,) = [v for i, v in stages()[target] if i == "COPY" and v.startswith("--from")]
+    return copied.split()[0].removeprefix("--from=")
+
+
+def installed_extras(stage: str) -> set[str]:
+    """What `pip install` brings into a stage's environment, along its lineage: '.', '.[train]', ..."""
+    found = set()
+    for instruction, value in effective(stage):
+        for command in shell_commands(value) if instruction == "RUN" else []:
+            if Path(command[0]).name.startswith("pip") and command[1:2] == ["install"]:
+                found |= {a for a in command[2:] if not a.startswith("-")}
+    return found
+
+
 def shell_commands(run: str) -> list[list[str]]:
     """A RUN line split into its commands (joined by && or ;)."""
     commands, current = [], []
@@ -161,26 +193,44 @@ def test_each_image_installs_only_its_own_dependencies() -> None:
             assert on_linux_x86 == (requirement.name == "tensorflow-cpu"), requirement
     # The dev environment (make setup) has everything the tests need: both images' dependencies and Hera.
     assert {"mnist-argo[train,page,submit]"} <= set(extras["dev"])
-    build_stage = {"steps": "build-steps", "page": "build-page"}
-    for target, build in build_stage.items():
-        base = dict(stages()[build])["FROM"].split()[0]
-        assert base == f"deps-{target}", (target, base)
+    # Each final image copies the environment of its own build stage.
+    assert {target: venv_source(target) for target in ("steps", "train", "page")} == {
+        "steps": "build-steps",
+        "train": "build-train",
+        "page": "build-page",
+    }
+
+
+def test_only_the_train_image_holds_tensorflow() -> None:
+    """The steps image (split, init, aggregate, evaluate, publish: every DAG level but the trainers')
+    installs the core alone, so a fresh node pulls a small image for them; the train image installs
+    `.[train]`; the page `.[page]` (it runs the network in numpy)."""
+    assert installed_extras(venv_source("steps")) == {"."}
+    assert installed_extras(venv_source("train")) == {".", ".[train]"}
+    assert installed_extras(venv_source("page")) == {".", ".[page]"}
+    # The two step images share everything but their environment: a node holding one keeps those
+    # layers for the other.
+    assert lineage("steps")[1:] == lineage("train")[1:]
+    assert (
+        [i for i, _ in stages()["steps"]] == [i for i, _ in stages()["train"]] == ["FROM", "COPY"]
+    )
 
 
 def test_images_run_as_a_non_root_user_with_their_commands() -> None:
     named = stages()
-    assert {"steps", "page"} <= set(named)
-    for target in ("steps", "page"):
-        users = [value for instruction, value in named[target] if instruction == "USER"]
+    assert {"steps", "train", "page"} <= set(named)
+    for target in ("steps", "train", "page"):
+        users = [value for instruction, value in effective(target) if instruction == "USER"]
         assert users and users[-1].split(":")[0].isdigit() and users[-1].split(":")[0] != "0", (
             target
         )
-    steps = dict(named["steps"])
-    assert steps["WORKDIR"] == "/work"
-    uid = steps["USER"].split(":")[0]
-    assert f"--owner={uid}" in steps["RUN"] and "/work" in steps["RUN"], (
-        "/work must belong to the user"
-    )
+    for target in ("steps", "train"):
+        steps = dict(effective(target))
+        assert steps["WORKDIR"] == "/work"
+        uid = steps["USER"].split(":")[0]
+        assert f"--owner={uid}" in steps["RUN"] and "/work" in steps["RUN"], (
+            "/work must belong to the user"
+        )
     page = dict(named["page"])
     assert shlex.split(page["CMD"].strip("[]").replace(",", " ")) == [
         "streamlit",
@@ -189,8 +239,8 @@ def test_images_run_as_a_non_root_user_with_their_commands() -> None:
     ]
     assert page["EXPOSE"] == "8501" and "/_stcore/health" in page["HEALTHCHECK"]
     # The final images copy the virtual environment, not the build stage's sources or caches.
-    for target in ("steps", "page"):
-        copied = [v for i, v in named[target] if i == "COPY" and v.startswith("--from")]
+    for target in ("steps", "train", "page"):
+        copied = [v for i, v in effective(target) if i == "COPY" and v.startswith("--from")]
         assert copied == [f"--from=build-{target} /opt/venv /opt/venv"], copied
     assert not [v for i, v in named["runtime"] if i == "COPY"]
 

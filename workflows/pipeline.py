@@ -59,7 +59,8 @@ EVALUATION = f"{RUN}/evaluation"
 
 
 def define_steps(settings: PipelineSettings) -> Steps:
-    """Each step's template, with each file it reads or writes declared once: flag, path and key."""
+    """Each step's template, with each file it reads or writes declared once: flag, path and key.
+    Only `train` runs in the TensorFlow image; the others in the light one."""
     step = partial(
         step_template,
         image=settings.image,
@@ -68,7 +69,7 @@ def define_steps(settings: PipelineSettings) -> Steps:
     return Steps(
         split=split_step(step),
         init=init_step(step),
-        train=train_step(step, settings.rounds),
+        train=train_step(partial(step, image=settings.train_image), settings.rounds),
         aggregate=aggregate_step(step),
         evaluate=evaluate_step(step),
         publish=publish_step(step, settings),

@@ -168,7 +168,14 @@ class PipelineSettings:
     )
     image: str = setting(
         "mnist-argo-steps:0.1.0",
-        "the steps' container image (on a cluster, and with `--engine podman|docker`)",
+        "the container image of every step but `train` (no TensorFlow), on a cluster and with "
+        "`--engine podman|docker`",
+        str,
+        parameter=False,
+    )
+    train_image: str = setting(
+        "mnist-argo-train:0.1.0",
+        "the `train` step's container image (TensorFlow; it can run every step)",
         str,
         parameter=False,
     )

@@ -63,7 +63,7 @@ LOCAL_OPTIONS = {
         {"type": Path, "default": Path(DEFAULT_STORE) / "logs"},
     ),
     "--engine": (
-        "locally: each step as a process, or in the steps' image with `podman` or `docker`",
+        "locally: each step as a process, or in its image (`--image`, `--train-image`) with `podman` or `docker`",
         "`process`",
         {"choices": ENGINES, "default": "process"},
     ),
@@ -178,7 +178,7 @@ def settings_table() -> str:
 
 
 def local_engine(name: str) -> Engine:
-    """The engine that starts each step locally: a process, or a container of the steps' image."""
+    """The engine that starts each step locally: a process, or a container of the step's image."""
     if name == "process":
         return ProcessEngine()
     from workflows.containers import ContainerEngine
@@ -245,11 +245,15 @@ def check_cluster_inputs(args: argparse.Namespace) -> None:
         raise UsageError(
             f"on Argo the data must come from a URL or gs:// URI, not the local path {args.source}"
         )
-    if problem := unpullable_image(args.image):
-        raise UsageError(
-            f"on Argo the nodes pull --image from a registry: {args.image!r} {problem}; pass the "
-            "pushed image, e.g. --image REGION-docker.pkg.dev/PROJECT/mnist/mnist-argo-steps:TAG"
-        )
+    for flag, image, name in (
+        ("--image", args.image, "mnist-argo-steps"),
+        ("--train-image", args.train_image, "mnist-argo-train"),
+    ):
+        if problem := unpullable_image(image):
+            raise UsageError(
+                f"on Argo the nodes pull {flag} from a registry: {image!r} {problem}; pass the "
+                f"pushed image, e.g. {flag} REGION-docker.pkg.dev/PROJECT/mnist/{name}:TAG"
+            )
 
 
 def has_prefix(store: str) -> bool:
@@ -352,11 +356,12 @@ def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
             "repository's bucket; its store must be that bucket, --artifacts gs://BUCKET",
             file=sys.stderr,
         )
-    if problem := unpullable_image(settings.image):
-        print(
-            f"submit: note: a cluster's nodes could not pull the image: {settings.image!r} {problem}",
-            file=sys.stderr,
-        )
+    for image in (settings.image, settings.train_image):
+        if problem := unpullable_image(image):
+            print(
+                f"submit: note: a cluster's nodes could not pull the image: {image!r} {problem}",
+                file=sys.stderr,
+            )
     return 0
 
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Build the steps and page images with podman or docker (whichever answers; ENGINE= to choose), tagged
-# mnist-argo-steps:VERSION and mnist-argo-page:VERSION (VERSION from pyproject.toml; IMAGE_TAG= to change it).
+# Build the three images with podman or docker (whichever answers; ENGINE= to choose), tagged
+# mnist-argo-steps:VERSION (the steps that do not train, no TensorFlow), mnist-argo-train:VERSION (train, with
+# TensorFlow) and mnist-argo-page:VERSION (VERSION from pyproject.toml; IMAGE_TAG= to change it; STEPS_IMAGE=,
+# TRAIN_IMAGE=, PAGE_IMAGE= for whole names).
 #
 # The base is the official python:3.11.11-slim-bookworm (the Dockerfile's default), or BASE_IMAGE=... Where the
 # official base can be neither found nor pulled (no registry reachable), the images are built on the stand-in
@@ -12,8 +14,11 @@ cd "$(dirname "$0")/../.."
 OFFICIAL_BASE=python:3.11.11-slim-bookworm
 engine=$(infra/docker/engine.sh)
 version=${IMAGE_TAG:-$(sed -n 's/^version = "\(.*\)"$/\1/p' pyproject.toml)}
-steps_image=${STEPS_IMAGE:-mnist-argo-steps:$version}
-page_image=${PAGE_IMAGE:-mnist-argo-page:$version}
+declare -A images=(
+    [steps]=${STEPS_IMAGE:-mnist-argo-steps:$version}
+    [train]=${TRAIN_IMAGE:-mnist-argo-train:$version}
+    [page]=${PAGE_IMAGE:-mnist-argo-page:$version}
+)
 
 base=${BASE_IMAGE:-}
 if [ -z "$base" ]; then
@@ -31,9 +36,8 @@ fi
 format=()
 [ "$(basename "$engine")" = podman ] && format=(--format docker)
 
-for target in steps page; do
-    image=$steps_image
-    [ "$target" = page ] && image=$page_image
+for target in steps train page; do
+    image=${images[$target]}
     echo "building $image (target $target, base $base) with $engine" >&2
     started=$(date +%s)
     # --network=host: pip reaches PyPI the way this machine does (some engines' build networks cannot).

@@ -1,0 +1,86 @@
+"""Which image each step runs in: the TensorFlow image for `train` only, the light steps image for the five
+steps that do not train (a fresh node pulls the small image for five of the DAG's seven levels), and the
+light steps really never load TensorFlow (the light image has none: the container tests run them there)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.helpers import ROOT, SUBMIT
+from workflows.pipeline import compile_workflow
+from workflows.settings import PipelineSettings
+from workflows.spec import templates_by_name
+
+LIGHT_STEPS = ("split", "init", "aggregate", "evaluate", "publish")
+
+
+def images_by_template(workflow: dict) -> dict[str, str]:
+    return {
+        name: template["container"]["image"]
+        for name, template in templates_by_name(workflow).items()
+        if "container" in template
+    }
+
+
+def test_only_train_names_the_tensorflow_image() -> None:
+    settings = PipelineSettings(store="gs://b")
+    assert images_by_template(compile_workflow(settings)) == {
+        **dict.fromkeys(LIGHT_STEPS, settings.image),
+        "train": settings.train_image,
+    }
+    assert settings.image == "mnist-argo-steps:0.1.0"
+    assert settings.train_image == "mnist-argo-train:0.1.0"
+
+
+@pytest.mark.parametrize("register", [False, True], ids=["workflow", "template"])
+def test_render_takes_both_images_from_their_flags(register: bool) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            SUBMIT,
+            "--render",
+            *(["--register"] if register else []),
+            "--image",
+            "registry.example/mnist-argo-steps:abc",
+            "--train-image",
+            "registry.example/mnist-argo-train:abc",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "ARTIFACTS": "gs://mnist-models"},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    (rendered,) = yaml.safe_load_all(result.stdout)
+    assert rendered["kind"] == ("WorkflowTemplate" if register else "Workflow")
+    assert images_by_template(rendered) == {
+        **dict.fromkeys(LIGHT_STEPS, "registry.example/mnist-argo-steps:abc"),
+        "train": "registry.example/mnist-argo-train:abc",
+    }
+
+
+@pytest.mark.parametrize("step", LIGHT_STEPS)
+def test_a_light_step_never_imports_tensorflow(step: str) -> None:
+    """The step's module run as its container runs it (`python -m steps.<name>`, here up to its --help,
+    after every import), then which of TensorFlow's modules it loaded."""
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = ['steps.{step}', '--help']\n"
+        "try:\n"
+        f"    runpy.run_module('steps.{step}', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"
+        "print('LOADED', loaded[:3], file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "usage:" in result.stdout
+    assert "LOADED []" in result.stderr, result.stderr.splitlines()[-1]
