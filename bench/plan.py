@@ -21,6 +21,7 @@ the time to unpack them, measured here by bench/images.py (bench/images.json).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,8 +39,22 @@ PLAN_WORKERS = (1, 2, 3, 4, 8, 16, 32)  # issue 14 asks for powers of two; 3 is 
 POD_START_SECONDS = 4.0
 # The workflow controller re-reads a workflow DEFAULT_REQUEUE_TIME after a pod of it changed
 # (workflow/controller/rate_limiters.go GetRequeueTime): 10 s unless set, and its comment suggests 2 s for
-# workflows of short steps; infra/gke/up.sh installs the controller with 2 s. The first is the headline.
-CONFIGURED_REQUEUE_SECONDS = 2.0
+# workflows of short steps; infra/gke/up.sh installs the controller with REQUEUE_TIME, whose default is
+# declared in infra/gke/config.sh and read from there. The first is the headline.
+GKE_CONFIG = Path(__file__).resolve().parent.parent / "infra" / "gke" / "config.sh"
+
+
+def configured_requeue_seconds(config: Path = GKE_CONFIG) -> float:
+    """The default REQUEUE_TIME of infra/gke/config.sh (a line `REQUEUE_TIME="${REQUEUE_TIME:-2s}"`)."""
+    found = re.search(
+        r'^REQUEUE_TIME="\$\{REQUEUE_TIME:-(\d+(?:\.\d+)?)s\}"$', config.read_text(), re.M
+    )
+    if found is None:
+        raise ValueError(f"{config}: no default REQUEUE_TIME in seconds")
+    return float(found.group(1))
+
+
+CONFIGURED_REQUEUE_SECONDS = configured_requeue_seconds()
 ARGO_DEFAULT_REQUEUE_SECONDS = 10.0
 REQUEUE_SECONDS = (CONFIGURED_REQUEUE_SECONDS, ARGO_DEFAULT_REQUEUE_SECONDS)
 # A node fetches an image's compressed layers from Artifact Registry, which serves them from Cloud

@@ -33,6 +33,8 @@ HIDDEN_SETTINGS = {
     "store",
     "image",
     "train_image",
+    "min_accuracy",
+    "max_accuracy_drop",
 }
 RESULTS_MD, RESULTS_JSON = "results.md", "results.json"
 CURVES_PNG, PLAN_PNG = "results.png", "plan.png"
@@ -225,7 +227,11 @@ def pipeline_runs_at_defaults(results: Mapping[str, Any]) -> list[Mapping[str, A
         if run
         and run["settings"]["seed"] == first_seed
         and run["settings"]["limit"] == results["limit"]
-        and all(run["settings"][k] == v for k, v in defaults.items() if k not in VARYING)
+        and all(
+            run["settings"][k] == v
+            for k, v in defaults.items()
+            if k in run["settings"] and k not in VARYING
+        )
     ]
 
 

@@ -106,6 +106,16 @@ def test_the_plans_headline_is_the_controller_as_up_sh_configures_it() -> None:
     assert plan.CONFIGURED_REQUEUE_SECONDS == 2.0
 
 
+def test_the_plan_reads_the_requeue_time_where_up_sh_declares_it(tmp_path: Path) -> None:
+    """One declaration: the plan follows infra/gke/config.sh's default, whatever it is."""
+    config = tmp_path / "config.sh"
+    config.write_text('ARGO_VERSION=v4.1.2\nREQUEUE_TIME="${REQUEUE_TIME:-3s}"\n')
+    assert plan.configured_requeue_seconds(config) == 3.0
+    config.write_text('REQUEUE_TIME="${REQUEUE_TIME:-2m}"\n')
+    with pytest.raises(ValueError):
+        plan.configured_requeue_seconds(config)
+
+
 def test_the_report_shows_first_runs_beside_the_warm_run(tmp_path: Path) -> None:
     path = tmp_path / "images.json"
     path.write_text(json.dumps(recorded()))
