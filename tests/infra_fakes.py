@@ -98,7 +98,9 @@ case "$*" in
     "projects get-iam-policy"*) printf '%b' "${FAKE_PROJECT_POLICY}" ;;
     "iam service-accounts describe"*) mark account "$*" ;;
     "artifacts repositories describe"*) mark registry "$*" ;;
-    "artifacts docker images describe"*) exists image ;;
+    # FAKE_MISSING_IMAGE: one image name (e.g. mnist-argo-train) absent while the others exist.
+    "artifacts docker images describe"*)
+        exists image && [[ -z "${FAKE_MISSING_IMAGE:-}" || "$*" != *"/${FAKE_MISSING_IMAGE}:"* ]] ;;
     # FAKE_BUILD_REFUSALS: a file holding how many builds are refused for a permission before one succeeds.
     "builds submit"*)
         refusals="$(cat "${FAKE_BUILD_REFUSALS:-/dev/null}" 2>/dev/null || true)"
@@ -216,6 +218,7 @@ def make_sandbox(tmp_path: Path, system: Path) -> Sandbox:
         "FAKE_ARGO_MANIFEST": ARGO_MANIFEST,
         "FAKE_CONTEXTS": "",
         "FAKE_CURRENT_CONTEXT": "",
+        "FAKE_MISSING_IMAGE": "",
         "PROJECT_ID": PROJECT,
         "IMAGE_TAG": TAG,
     }

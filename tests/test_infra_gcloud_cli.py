@@ -240,6 +240,14 @@ def test_the_scripts_every_gcloud_line_parses(
         "artifacts repositories delete",
     ):
         assert any(line.startswith(expected) for line in joined), expected
+    # The build's substitutions, one image per Dockerfile target, are among the lines replayed.
+    (build,) = [argv for argv in argvs if argv[:2] == ["builds", "submit"]]
+    substitutions = build[build.index("--substitutions") + 1]
+    assert sorted(item.split("=")[0] for item in substitutions.split(",")) == [
+        "_PAGE_IMAGE",
+        "_STEPS_IMAGE",
+        "_TRAIN_IMAGE",
+    ]
     assert not {command_group(argv) for argv in argvs} - set(APIS_BY_GROUP), (
         "a group without overrides"
     )

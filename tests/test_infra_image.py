@@ -16,52 +16,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from dockerfile_parse import DockerfileParser
 from packaging.requirements import Requirement
 
 from tests.helpers import ROOT
+from tests.infra_dockerfile import DOCKERFILE, effective, instructions, lineage, stages
 
-DOCKERFILE = ROOT / "infra" / "docker" / "Dockerfile"
 PACKAGES = ("steps", "workflows", "ui")
-
-
-def instructions() -> list[tuple[str, str]]:
-    """(INSTRUCTION, value) in order, comments left out."""
-    structure = DockerfileParser(path=str(DOCKERFILE)).structure
-    return [
-        (item["instruction"], item["value"])
-        for item in structure
-        if item["instruction"] != "COMMENT"
-    ]
-
-
-def stages() -> dict[str, list[tuple[str, str]]]:
-    """Each named stage's instructions, FROM included."""
-    named: dict[str, list[tuple[str, str]]] = {}
-    current: list[tuple[str, str]] = []
-    for instruction, value in instructions():
-        if instruction == "FROM":
-            current = [(instruction, value)]
-            named[value.split()[-1]] = current
-        else:
-            current.append((instruction, value))
-    return named
-
-
-def lineage(name: str) -> list[str]:
-    """The stage and those it is built FROM, nearest first (the base image ends the chain)."""
-    named, chain = stages(), [name]
-    while True:
-        parent = dict(named[chain[-1]])["FROM"].split()[0]
-        if parent not in named:
-            return chain
-        chain.append(parent)
-
-
-def effective(name: str) -> list[tuple[str, str]]:
-    """A stage's instructions with those of the stages it is built on, in build order."""
-    named = stages()
-    return [item for stage in reversed(lineage(name)) for item in named[stage]]
 
 
 def venv_source(target: str) -> str:

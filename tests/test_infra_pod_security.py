@@ -14,6 +14,7 @@ import yaml
 
 from tests.helpers import ROOT
 from tests.infra_argo_pods import TOKEN_VOLUME, NotModelled, token_secret, workflow_pods
+from tests.infra_dockerfile import DOCKERFILE, image_user
 from tests.infra_kustomize import build
 from tests.infra_pod_security import violations
 from workflows import cluster
@@ -117,15 +118,42 @@ def test_the_steps_hold_no_kubernetes_token(tmp_path: Path) -> None:
     assert accounts[cluster.SERVICE_ACCOUNT]["automountServiceAccountToken"] is False
 
 
+# The images whose containers the namespace runs: the two step images (workflows/cluster.py gives every step
+# pod runAsUser STEPS_USER, whichever image it runs) and the page's.
+IMAGE_TARGETS = ("steps", "train", "page")
+
+
 def test_the_pods_user_is_the_images_user() -> None:
-    """The pod runs every container as the steps' user: the one the Dockerfile creates and switches to."""
-    dockerfile = (ROOT / "infra" / "docker" / "Dockerfile").read_text()
-    users = {line.split()[1] for line in dockerfile.splitlines() if line.startswith("USER ")}
-    assert users == {f"{cluster.STEPS_USER}:{cluster.STEPS_USER}"}
+    """Each image runs as the pods' user: its last USER, its own or one it inherits, is STEPS_USER (a pod
+    whose runAsUser differs from its image's user may not own /work, which the image gives that user)."""
+    expected = f"{cluster.STEPS_USER}:{cluster.STEPS_USER}"
+    for target in IMAGE_TARGETS:
+        assert image_user(target) == expected, target
     (deployment,) = [m for m in build(K8S / "base") if m["kind"] == "Deployment"]
     assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == (
         cluster.STEPS_USER
     )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("FROM step-runtime AS train", "FROM runtime AS train"),  # built where no USER is set
+        (
+            "COPY --from=build-train /opt/venv /opt/venv",
+            "COPY --from=build-train /opt/venv /opt/venv\nUSER 0",
+        ),
+    ],
+)
+def test_a_step_image_with_another_user_is_seen(change: tuple[str, str], tmp_path: Path) -> None:
+    """The check follows each target's stages: the train image losing the steps' user is caught, though every
+    USER line left in the file still names it in the first case."""
+    dockerfile = tmp_path / "Dockerfile"
+    text = DOCKERFILE.read_text()
+    assert change[0] in text
+    dockerfile.write_text(text.replace(change[0], change[1]))
+    assert image_user("train", dockerfile) != f"{cluster.STEPS_USER}:{cluster.STEPS_USER}"
+    assert image_user("steps", dockerfile) == f"{cluster.STEPS_USER}:{cluster.STEPS_USER}"
 
 
 def test_argo_refuses_no_token_without_an_executor_account(tmp_path: Path) -> None:

