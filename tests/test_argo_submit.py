@@ -527,11 +527,21 @@ def test_a_cluster_run_refuses_an_image_the_nodes_cannot_pull(
     """The kubelet could not pull it, and nothing fails the pod early: each try ran to its deadline
     before it was retried. Refused before anything is sent, for direct and template runs alike, for
     the light steps' image and the trainers' alike."""
-    for flags in ([], ["--register"], ["--from-template"]):
+    for flags in ([], ["--register"], ["--register", "--from-template"]):
         code, _, err = submit(capsys, *flags, flag, image)
         assert code == 2 and err.count("\n") == 1
         assert why in err and f"{flag} REGION-docker.pkg.dev/" in err
     assert argo.requests == []
+
+
+def test_a_run_from_a_registered_template_needs_no_image(
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A template's runs use the images it was registered with: the local defaults are no reason to
+    refuse one."""
+    assert submit(capsys, "--register")[0] == 0
+    code = main(["--artifacts", STORE, "--poll-seconds", "0", "--from-template"])
+    assert code == 0, capsys.readouterr().err
 
 
 def test_a_cluster_store_is_the_artifact_repositorys_bucket_itself(

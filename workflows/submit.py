@@ -229,7 +229,8 @@ def check_cluster_inputs(args: argparse.Namespace) -> None:
     """A cluster cannot read this machine's files: the store and the data source must be URLs. The
     store is the artifact repository's bucket itself: Argo puts every keyed artifact in that bucket with
     its key as written (workflow_types.go: ArtifactLocation.Relocate), so under a prefix the steps'
-    checkpoints and the published model would land apart from the run's artifacts."""
+    checkpoints and the published model would land apart from the run's artifacts. The nodes pull the
+    images from a registry (a run from a registered template uses the template's own)."""
     if not args.store.startswith("gs://"):
         raise UsageError(
             "on Argo the model is published to a bucket: pass --artifacts gs://BUCKET, the bucket "
@@ -245,6 +246,8 @@ def check_cluster_inputs(args: argparse.Namespace) -> None:
         raise UsageError(
             f"on Argo the data must come from a URL or gs:// URI, not the local path {args.source}"
         )
+    if args.from_template and not args.register:
+        return  # the template's run uses the images it was registered with
     for flag, image, name in (
         ("--image", args.image, "mnist-argo-steps"),
         ("--train-image", args.train_image, "mnist-argo-train"),
