@@ -1,0 +1,291 @@
+"""Mutation testing of the modules that hold the project's rules (`make mutation`, or
+`python -m tests.mutation [MODULE ...]`).
+
+mutmut changes one module a little at a time (a flipped comparison, a constant +1, `and` for `or`, a
+dropped argument) and runs the tests that cover the changed function after each change; a change no test
+notices "survives". Each module runs on its own in a throwaway copy of the project, against only the test
+files tests/mutation.toml names for it, so one module takes minutes. The report gives per module: mutants,
+killed, survived, the survivors known to be equivalent (tests/mutation.toml says why for each), and the
+share of the others killed; then every survivor with its change. Exit 1 when a module is under the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "tests" / "mutation.toml"
+MUTMUT = Path(sys.executable).with_name("mutmut")
+TARGET = 0.95  # of the non-equivalent mutants, killed
+DETECTED = ("killed", "timeout", "segfault", "caught by type check")
+RESULT_LINE = re.compile(r"^\s*(?P<name>\S+): (?P<status>.+?)\s*$")
+MUTANT_NAME = re.compile(r"\.x[_ǁ](?P<function>.+)__mutmut_\d+$")
+
+
+class UsageError(Exception):
+    """A module or setting the runner cannot use."""
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """A survivor no test can tell from the original: the same behaviour, by the reason given."""
+
+    function: str
+    line: str  # the mutated line, as the mutant has it (stripped)
+    why: str
+
+
+@dataclass
+class Survivor:
+    name: str
+    status: str
+    function: str
+    removed: list[str]
+    added: list[str]
+    why: str = ""  # set when it is a known equivalent
+
+
+@dataclass
+class ModuleReport:
+    module: str
+    statuses: dict[str, str] = field(default_factory=dict)
+    survivors: list[Survivor] = field(default_factory=list)
+    stale: list[Equivalent] = field(default_factory=list)  # listed equivalents not seen surviving
+
+    @property
+    def killed(self) -> int:
+        return sum(status in DETECTED for status in self.statuses.values())
+
+    @property
+    def equivalent(self) -> int:
+        return sum(bool(survivor.why) for survivor in self.survivors)
+
+    @property
+    def score(self) -> float:
+        """Killed, of the mutants that are not equivalent (1.0 when there are none)."""
+        judged = len(self.statuses) - self.equivalent
+        return self.killed / judged if judged else 1.0
+
+
+def read_config(path: Path = CONFIG) -> dict[str, dict]:
+    """{module: {"tests": [...], "equivalent": [Equivalent, ...]}} from tests/mutation.toml."""
+    modules = tomllib.loads(path.read_text())["modules"]
+    return {
+        module: {
+            "tests": list(entry["tests"]),
+            "equivalent": [
+                Equivalent(e["function"], e["line"].strip(), e["why"])
+                for e in entry.get("equivalent", [])
+            ],
+        }
+        for module, entry in modules.items()
+    }
+
+
+def project_files() -> list[str]:
+    """The project's files as git sees them (tracked, and new ones not ignored), as they are on disk."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
+
+
+def mutmut_settings(module: str, tests: list[str], top_level: list[str]) -> str:
+    """The [tool.mutmut] table for one module: mutate only it, select only its tests."""
+    package = module.split("/")[0]
+    others = sorted(name for name in top_level if name != package)
+
+    def toml_list(values: list[str]) -> str:
+        return "[" + ", ".join(f'"{value}"' for value in values) + "]"
+
+    return (
+        "\n[tool.mutmut]\n"
+        f"source_paths = {toml_list([package])}\n"
+        f"only_mutate = {toml_list([module])}\n"
+        f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
+        f"also_copy = {toml_list(others)}\n"
+        "use_git_change_detection = false\n"
+    )
+
+
+def prepare(module: str, tests: list[str], workdir: Path) -> None:
+    """A copy of the project in `workdir` whose pyproject.toml tells mutmut what to do."""
+    files = project_files()
+    for name in files:
+        target = workdir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, target)
+    top_level = sorted({name.split("/")[0] for name in files})
+    pyproject = workdir / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + mutmut_settings(module, tests, top_level))
+
+
+def mutmut(workdir: Path, *arguments: str, log: Path | None = None) -> str:
+    """Run mutmut in `workdir`; its output (or, with `log`, nothing: the output goes there)."""
+    command = [str(MUTMUT), *arguments]
+    if log is None:
+        return subprocess.run(
+            command, cwd=workdir, capture_output=True, text=True, check=True
+        ).stdout
+    with log.open("w") as out:
+        subprocess.run(command, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, check=True)
+    return ""
+
+
+def changed_lines(diff: str) -> tuple[list[str], list[str]]:
+    """The removed and added lines of a unified diff, stripped."""
+    lines = diff.splitlines()
+    removed = [
+        line[1:].strip() for line in lines if line.startswith("-") and not line.startswith("---")
+    ]
+    added = [
+        line[1:].strip() for line in lines if line.startswith("+") and not line.startswith("+++")
+    ]
+    return removed, added
+
+
+def function_of(name: str) -> str:
+    """`workflows.retries.x_decide__mutmut_3` is `decide`; a method's is `Class.method`."""
+    match = MUTANT_NAME.search(name)
+    return match.group("function").replace("ǁ", ".") if match else name
+
+
+def classify(
+    module: str, statuses: dict[str, str], diffs: dict[str, str], equivalents: list[Equivalent]
+) -> ModuleReport:
+    """Sort the survivors into known equivalents (with their reason) and the rest."""
+    report = ModuleReport(module, statuses)
+    matched: set[Equivalent] = set()
+    for name, status in statuses.items():
+        if status in DETECTED:
+            continue
+        removed, added = changed_lines(diffs.get(name, ""))
+        survivor = Survivor(name, status, function_of(name), removed, added)
+        for equivalent in equivalents:
+            if equivalent.function == survivor.function and equivalent.line in added:
+                survivor.why = equivalent.why
+                matched.add(equivalent)
+                break
+        report.survivors.append(survivor)
+    report.stale = [equivalent for equivalent in equivalents if equivalent not in matched]
+    return report
+
+
+def run_module(
+    module: str, tests: list[str], equivalents: list[Equivalent], jobs: int, keep: bool
+) -> ModuleReport:
+    workdir = Path(tempfile.mkdtemp(prefix="mutation-"))
+    try:
+        prepare(module, tests, workdir)
+        log = workdir / "mutmut.log"
+        print(
+            f"{module}: mutating against {' '.join(tests)} (log: {log})",
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            mutmut(workdir, "run", "--max-children", str(jobs), log=log)
+        except subprocess.CalledProcessError:
+            keep = True
+            raise UsageError(f"mutmut failed on {module}; its log: {log}") from None
+        statuses = {}
+        for line in mutmut(workdir, "results", "--all", "true").splitlines():
+            match = RESULT_LINE.match(line)
+            if match:
+                statuses[match.group("name")] = match.group("status")
+        diffs = {
+            name: mutmut(workdir, "show", name)
+            for name, status in statuses.items()
+            if status not in DETECTED
+        }
+        return classify(module, statuses, diffs, equivalents)
+    finally:
+        if keep:
+            print(f"{module}: kept {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def render(reports: list[ModuleReport]) -> str:
+    """The table, then each module's survivors and stale equivalents."""
+    rows = [("module", "mutants", "killed", "survived", "equivalent", "killed of the rest")]
+    for report in reports:
+        rows.append(
+            (
+                report.module,
+                str(len(report.statuses)),
+                str(report.killed),
+                str(len(report.survivors)),
+                str(report.equivalent),
+                f"{report.score:.1%}"
+                + ("" if report.score >= TARGET else f"  (under {TARGET:.0%})"),
+            )
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    for report in reports:
+        for survivor in report.survivors:
+            label = f"equivalent: {survivor.why}" if survivor.why else survivor.status.upper()
+            lines.append(
+                f"\n{report.module} {survivor.function} ({survivor.name.rsplit('_', 1)[-1]}) {label}"
+            )
+            lines += [f"  - {line}" for line in survivor.removed] + [
+                f"  + {line}" for line in survivor.added
+            ]
+        for equivalent in report.stale:
+            lines.append(
+                f"\n{report.module} {equivalent.function}: listed as equivalent but no longer survives: {equivalent.line}"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.mutation", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "modules", nargs="*", help="modules to mutate (default: every one in tests/mutation.toml)"
+    )
+    parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default: 2)")
+    parser.add_argument("--keep", action="store_true", help="keep each module's working copy")
+    args = parser.parse_args(argv)
+    config = read_config()
+    unknown = [module for module in args.modules if module not in config]
+    if unknown or args.jobs < 1:
+        what = (
+            f"not in {CONFIG.relative_to(ROOT)}: {', '.join(unknown)}"
+            if unknown
+            else "--jobs must be at least 1"
+        )
+        print(f"{parser.prog}: error: {what}", file=sys.stderr)
+        return 2
+    reports = []
+    try:
+        for module in args.modules or list(config):
+            entry = config[module]
+            reports.append(
+                run_module(module, entry["tests"], entry["equivalent"], args.jobs, args.keep)
+            )
+    except UsageError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 2
+    print(render(reports))
+    return 0 if all(report.score >= TARGET for report in reports) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
