@@ -199,6 +199,14 @@ def test_no_limit_retries_for_ever() -> None:
     assert decide({}, tried(*[(n, n + 0.5) for n in range(50)]), now=T0 + 60) == Retry(None)
 
 
+@pytest.mark.parametrize("limit", ["", " 2", "2.0", "two"])
+def test_a_limit_is_read_as_strconv_atoi_reads_it(limit: str) -> None:
+    """util/intstr.Int: a string limit must be what strconv.Atoi reads; an empty one is no exception."""
+    with pytest.raises(RetrySpecError, match=r"^retryStrategy\.limit must be an integer"):
+        decide({"limit": limit}, tried((0, 1)), now=T0 + 1)
+    assert decide({"limit": "+2"}, tried((0, 1), (2, 3)), now=T0 + 4) == Retry(None)
+
+
 @pytest.mark.parametrize("field", ["limit", "factor"])
 def test_a_limit_or_factor_that_is_not_an_integer_is_refused(field: str) -> None:
     strategy = (

@@ -69,10 +69,11 @@ def policy_of(strategy: Mapping[str, Any]) -> str:
 
 
 def _int_or_string(value: Any, what: str) -> int | None:
-    if value is None or value == "":
+    """An IntOrString as Argo reads it (util/intstr.Int): an int, or a string strconv.Atoi reads."""
+    if value is None:
         return None
     try:
-        return int(str(value))
+        return as_int(value)
     except ValueError:
         raise RetrySpecError(f"{what} must be an integer, got {value!r}") from None
 
