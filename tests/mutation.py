@@ -19,6 +19,7 @@ import sys
 import tempfile
 import tomllib
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,11 +77,13 @@ class ModuleReport:
 
 
 def read_config(path: Path = CONFIG) -> dict[str, dict]:
-    """{module: {"tests": [...], "equivalent": [Equivalent, ...]}} from tests/mutation.toml."""
+    """{module: {"tests": [...], "functions": [...], "equivalent": [Equivalent, ...]}} from
+    tests/mutation.toml; no `functions` means every function of the module."""
     modules = tomllib.loads(path.read_text())["modules"]
     return {
         module: {
             "tests": list(entry["tests"]),
+            "functions": list(entry.get("functions", [])),
             "equivalent": [
                 Equivalent(e["function"], e["line"].strip(), e["why"])
                 for e in entry.get("equivalent", [])
@@ -155,6 +158,20 @@ def changed_lines(diff: str) -> tuple[list[str], list[str]]:
     return removed, added
 
 
+def mutant_patterns(module: str, functions: list[str]) -> list[str]:
+    """mutmut's names for the mutants of these functions (`Class.method` for a method; `*` matches any)."""
+    prefix = module.removesuffix(".py").replace("/", ".")
+    patterns = []
+    for function in functions:
+        owner, _, method = function.rpartition(".")
+        patterns.append(
+            f"{prefix}.xǁ{owner}ǁ{method}__mutmut_*"
+            if owner
+            else f"{prefix}.x_{function}__mutmut_*"
+        )
+    return patterns
+
+
 def function_of(name: str) -> str:
     """`workflows.retries.x_decide__mutmut_3` is `decide`; a method's is `Class.method`."""
     match = MUTANT_NAME.search(name)
@@ -183,7 +200,12 @@ def classify(
 
 
 def run_module(
-    module: str, tests: list[str], equivalents: list[Equivalent], jobs: int, keep: bool
+    module: str,
+    tests: list[str],
+    functions: list[str],
+    equivalents: list[Equivalent],
+    jobs: int,
+    keep: bool,
 ) -> ModuleReport:
     workdir = Path(tempfile.mkdtemp(prefix="mutation-"))
     try:
@@ -194,16 +216,18 @@ def run_module(
             file=sys.stderr,
             flush=True,
         )
+        patterns = mutant_patterns(module, functions)
         try:
-            mutmut(workdir, "run", "--max-children", str(jobs), log=log)
+            mutmut(workdir, "run", "--max-children", str(jobs), *patterns, log=log)
         except subprocess.CalledProcessError:
             keep = True
             raise UsageError(f"mutmut failed on {module}; its log: {log}") from None
         statuses = {}
         for line in mutmut(workdir, "results", "--all", "true").splitlines():
             match = RESULT_LINE.match(line)
-            if match:
-                statuses[match.group("name")] = match.group("status")
+            name = match.group("name") if match else ""
+            if match and (not patterns or any(fnmatch(name, p) for p in patterns)):
+                statuses[name] = match.group("status")
         diffs = {
             name: mutmut(workdir, "show", name)
             for name, status in statuses.items()
@@ -278,7 +302,14 @@ def main(argv: list[str] | None = None) -> int:
         for module in args.modules or list(config):
             entry = config[module]
             reports.append(
-                run_module(module, entry["tests"], entry["equivalent"], args.jobs, args.keep)
+                run_module(
+                    module,
+                    entry["tests"],
+                    entry["functions"],
+                    entry["equivalent"],
+                    args.jobs,
+                    args.keep,
+                )
             )
     except UsageError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
