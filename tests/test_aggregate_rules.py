@@ -1,0 +1,85 @@
+"""Aggregate's own rules, each with inputs that tell right from wrong: a sample count at each bound, two
+or more shards missing, and the weights averaged by the counts the stats files give."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from steps import aggregate
+from steps.cli import run
+from steps.dataset import MAX_SAMPLES
+from steps.weights import read_model_file
+from tests.step_support import call, copy_model, write_json, write_model_weights
+
+
+def fan_in(tmp_path: Path, stats: dict[str, object]) -> Path:
+    """A models folder: shard -> the `samples` its stats file holds."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for shard, samples in stats.items():
+        copy_model(folder / f"{shard}.h5")
+        write_json(folder / f"{shard}.json", {"samples": samples, "epochs": 1})
+    return folder
+
+
+def aggregate_ok(argv: list, capsys) -> str:
+    assert run(aggregate.main, aggregate.make_parser(), [str(a) for a in argv]) == 0
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("samples", [1, MAX_SAMPLES])
+def test_a_sample_count_at_either_bound_counts(tmp_path: Path, capsys, samples: int) -> None:
+    folder = fan_in(tmp_path, {"0": samples})
+    error = aggregate_ok(["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert f"averaged 1 models weighted by samples (0.h5: {samples})" in error
+
+
+@pytest.mark.parametrize("samples", [0, -1, MAX_SAMPLES + 1, True, 1.0, "5", None])
+def test_a_sample_count_out_of_bounds_or_not_an_integer_is_refused(
+    tmp_path: Path, capsys, samples: object
+) -> None:
+    folder = fan_in(tmp_path, {"0": samples})
+    line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert f"'samples' must be an integer in 1..{MAX_SAMPLES}, got {samples}" in line
+    assert not (tmp_path / "avg.h5").exists()
+
+
+def test_two_missing_shards_are_named_comma_separated(tmp_path: Path, capsys) -> None:
+    """evaluate reads --missing-out split on ","; every missing shard is named, in the shards' order."""
+    folder = fan_in(tmp_path, {"1": 100, "3": 100})
+    argv = ["--models-dir", folder, "--out", tmp_path / "avg.h5", "--shards", "[0, 1, 2, 3, 4]"]
+    argv += ["--min-workers", "2", "--missing-out", tmp_path / "missing"]
+    error = aggregate_ok(argv, capsys)
+    assert (tmp_path / "missing").read_text() == "0,2,4"
+    assert "going ahead without shards 0, 2, 4 (--min-workers 2)" in error
+
+
+def test_nothing_missing_writes_an_empty_list(tmp_path: Path, capsys) -> None:
+    folder = fan_in(tmp_path, {"0": 5, "1": 5})
+    argv = ["--models-dir", folder, "--out", tmp_path / "avg.h5", "--shards", "[0, 1]"]
+    aggregate_ok([*argv, "--missing-out", tmp_path / "missing"], capsys)
+    assert (tmp_path / "missing").read_text() == ""
+
+
+def test_too_few_models_names_each_missing_shard(tmp_path: Path, capsys) -> None:
+    folder = fan_in(tmp_path, {"2": 100})
+    argv = ["--models-dir", folder, "--out", tmp_path / "avg.h5", "--shards", "[0, 1, 2]"]
+    line = call(aggregate, [*argv, "--min-workers", "2"], capsys)
+    assert line.endswith(
+        "only 1 of 3 workers delivered a model, fewer than the 2 required; missing shards: 0, 1"
+    )
+
+
+def test_the_weights_are_averaged_by_each_shards_own_count(tmp_path: Path, capsys) -> None:
+    """The counts follow their models: shard 0 (1 sample) and shard 1 (3 samples), read in any order."""
+    folder = fan_in(tmp_path, {"0": 1, "1": 3})
+    first = read_model_file(folder / "0.h5").weights
+    write_model_weights(folder / "0.h5", [np.zeros_like(w) for w in first])
+    write_model_weights(folder / "1.h5", [np.full_like(w, 4.0) for w in first])
+    aggregate_ok(["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    averaged = read_model_file(tmp_path / "avg.h5").weights
+    for tensor in averaged:
+        np.testing.assert_allclose(tensor, 3.0)  # (1 * 0 + 3 * 4) / 4
