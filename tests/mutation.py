@@ -241,8 +241,8 @@ def run_module(
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def render(reports: list[ModuleReport]) -> str:
-    """The table, then each module's survivors and stale equivalents."""
+def render_table(reports: list[ModuleReport]) -> str:
+    """One row a module: mutants, killed, survived, equivalent, and the share of the rest killed."""
     rows = [("module", "mutants", "killed", "survived", "equivalent", "killed of the rest")]
     for report in reports:
         rows.append(
@@ -257,24 +257,33 @@ def render(reports: list[ModuleReport]) -> str:
             )
         )
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    lines = [
+    return "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in rows
-    ]
-    for report in reports:
-        for survivor in report.survivors:
-            label = f"equivalent: {survivor.why}" if survivor.why else survivor.status.upper()
-            lines.append(
-                f"\n{report.module} {survivor.function} ({survivor.name.rsplit('_', 1)[-1]}) {label}"
-            )
-            lines += [f"  - {line}" for line in survivor.removed] + [
-                f"  + {line}" for line in survivor.added
-            ]
-        for equivalent in report.stale:
-            lines.append(
-                f"\n{report.module} {equivalent.function}: listed as equivalent but no longer survives: {equivalent.line}"
-            )
+    )
+
+
+def render_survivors(report: ModuleReport) -> str:
+    """Each survivor with its change (and why, for a known equivalent); listed equivalents not seen."""
+    lines = []
+    for survivor in report.survivors:
+        label = f"equivalent: {survivor.why}" if survivor.why else survivor.status.upper()
+        number = survivor.name.rsplit("_", 1)[-1]
+        lines.append(f"{report.module} {survivor.function} ({number}) {label}")
+        lines += [f"  - {line}" for line in survivor.removed]
+        lines += [f"  + {line}" for line in survivor.added]
+    for equivalent in report.stale:
+        lines.append(
+            f"{report.module} {equivalent.function}: listed as equivalent but no longer "
+            f"survives: {equivalent.line}"
+        )
     return "\n".join(lines)
+
+
+def render(reports: list[ModuleReport]) -> str:
+    """Every module's survivors, then the table."""
+    parts = [render_survivors(report) for report in reports]
+    return "\n\n".join([part for part in parts if part] + [render_table(reports)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -311,10 +320,12 @@ def main(argv: list[str] | None = None) -> int:
                     args.keep,
                 )
             )
+            if survivors := render_survivors(reports[-1]):
+                print(survivors + "\n", flush=True)
     except UsageError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
-    print(render(reports))
+    print(render_table(reports))
     return 0 if all(report.score >= TARGET for report in reports) else 1
 
 
