@@ -66,6 +66,9 @@ def test_depends_reads_as_argo_reads_it(text: str, tree: depends.Expression) -> 
         ("&& a", "unexpected '&&' in depends '&& a'"),
         ("a || )", "unexpected ')' in depends 'a || )'"),
         ("a $ b", "cannot read depends 'a $ b' at ' $ b'"),
+        # inside parentheses the message still quotes the whole expression
+        ("(a &&)", "unexpected ')' in depends '(a &&)'"),
+        ("!(a ||", "depends '!(a ||' ends too early"),
     ],
 )
 def test_unreadable_depends_are_refused_with_where(text: str, message: str) -> None:
@@ -127,6 +130,15 @@ def test_continue_on_widens_a_bare_name_by_what_it_names(continue_on: dict, pass
     """expandDependency: continueOn.failed adds a.Failed, continueOn.error adds a.Errored; never Omitted."""
     passed = {phase for phase in PHASES if holds(parse("a"), one(phase), {"a": continue_on})}
     assert passed == passes
+
+
+def test_continue_on_widens_a_bare_name_wherever_it_stands() -> None:
+    """expandDependency rewrites every bare name, also under `!`, `&&` and `||`."""
+    failed = {"a": TaskResults("Failed"), "b": TaskResults("Succeeded")}
+    tolerant = {"a": {"failed": True}}
+    assert holds(parse("a && b"), failed, tolerant) and not holds(parse("a && b"), failed)
+    assert not holds(parse("!a"), failed, tolerant) and holds(parse("!a"), failed)
+    assert holds(parse("(a || a.Omitted) && b"), failed, tolerant)
 
 
 def test_continue_on_does_not_change_a_named_result() -> None:
@@ -251,3 +263,21 @@ def test_the_dependencies_list_form_honours_continue_on() -> None:
     )
     assert should_run(dag, "b", {"a": TaskOutcome("Error")}) is True
     assert should_run(dag, "b", {"a": TaskOutcome("Failed")}) is False
+
+
+def test_continue_on_holds_for_each_of_several_dependencies() -> None:
+    dag = read_dag(
+        {
+            "name": "main",
+            "dag": {
+                "tasks": [
+                    {"name": "a", "continueOn": {"failed": True}},
+                    {"name": "b"},
+                    {"name": "c", "dependencies": ["a", "b"]},
+                ]
+            },
+        }
+    )
+    outcomes = {"a": TaskOutcome("Failed"), "b": TaskOutcome("Succeeded")}
+    assert should_run(dag, "c", outcomes) is True
+    assert should_run(dag, "c", outcomes | {"b": TaskOutcome("Failed")}) is False

@@ -35,7 +35,7 @@ def test_three_workers_by_hand() -> None:
 @pytest.mark.parametrize(
     ("sets", "counts", "message"),
     [
-        ([], [], "nothing to average"),
+        ([], [], "^nothing to average$"),
         ([[np.zeros(2)], [np.zeros(3)]], [1, 1], "has shapes"),
         ([[np.zeros(2)], [np.zeros(2), np.zeros(1)]], [1, 1], "has shapes"),
         ([[np.zeros(2)]], [0], "positive"),
