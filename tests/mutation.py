@@ -129,6 +129,10 @@ def prepare(module: str, tests: list[str], workdir: Path) -> None:
         target = workdir / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, target)
+    shared = ROOT.parent / "shared"  # the tests' reference data, beside the project
+    if shared.is_dir():
+        # mutmut runs the tests in workdir/mutants, so ../shared from there is workdir/shared
+        (workdir / "shared").symlink_to(shared)
     top_level = sorted({name.split("/")[0] for name in files})
     pyproject = workdir / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + mutmut_settings(module, tests, top_level))
@@ -306,26 +310,28 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"{parser.prog}: error: {what}", file=sys.stderr)
         return 2
-    reports = []
-    try:
-        for module in args.modules or list(config):
-            entry = config[module]
-            reports.append(
-                run_module(
-                    module,
-                    entry["tests"],
-                    entry["functions"],
-                    entry["equivalent"],
-                    args.jobs,
-                    args.keep,
-                )
+    reports, failed = [], []
+    for module in args.modules or list(config):
+        entry = config[module]
+        try:
+            report = run_module(
+                module,
+                entry["tests"],
+                entry["functions"],
+                entry["equivalent"],
+                args.jobs,
+                args.keep,
             )
-            if survivors := render_survivors(reports[-1]):
-                print(survivors + "\n", flush=True)
-    except UsageError as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        return 2
+        except UsageError as error:
+            print(f"{parser.prog}: error: {error}", file=sys.stderr, flush=True)
+            failed.append(module)
+            continue
+        reports.append(report)
+        if survivors := render_survivors(report):
+            print(survivors + "\n", flush=True)
     print(render_table(reports))
+    if failed:
+        return 2
     return 0 if all(report.score >= TARGET for report in reports) else 1
 
 
