@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from steps import aggregate
-from steps.cli import run
+from steps.aggregate import MAX_SHARDS
+from steps.cli import StepError, run
 from steps.dataset import MAX_SAMPLES
 from steps.weights import read_model_file
 from tests.step_support import call, copy_model, write_json, write_model_weights
@@ -83,3 +84,46 @@ def test_the_weights_are_averaged_by_each_shards_own_count(tmp_path: Path, capsy
     averaged = read_model_file(tmp_path / "avg.h5").weights
     for tensor in averaged:
         np.testing.assert_allclose(tensor, 3.0)  # (1 * 0 + 3 * 4) / 4
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "--shards: not valid JSON"),
+        ('{"0": 1}', "--shards must be a JSON list of shard ids, got '{\"0\": 1}'"),
+        (
+            f"[{', '.join(['1'] * (MAX_SHARDS + 1))}]",
+            "--shards must be a JSON list of shard ids, got '[1, 1, 1",
+        ),
+        ('["a-b"]', "--shards: shard ids are numbers or letters and digits, got '[\"a-b\"]'"),
+        ("[1.5]", "--shards: shard ids are numbers or letters and digits, got '[1.5]'"),
+        ("[true]", "--shards: shard ids are numbers or letters and digits, got '[true]'"),
+        ("[[1]]", "--shards: shard ids are numbers or letters and digits, got '[[1]]'"),
+    ],
+)
+def test_shards_that_are_not_a_list_of_ids_are_refused(text: str, message: str) -> None:
+    with pytest.raises(StepError) as raised:
+        aggregate.expected_shards(text, [])
+    assert str(raised.value).startswith(message)
+
+
+def test_shards_are_read_as_ids_and_default_to_those_present() -> None:
+    assert aggregate.expected_shards('[0, "b1", 12]', ["x"]) == ["0", "b1", "12"]
+    assert aggregate.expected_shards(None, ["3", "4"]) == ["3", "4"]
+    assert len(aggregate.expected_shards(f"[{', '.join(['1'] * MAX_SHARDS)}]", [])) == MAX_SHARDS
+
+
+def test_a_stats_file_that_is_not_json_is_named(tmp_path: Path) -> None:
+    (tmp_path / "0.json").write_text("{broken")
+    with pytest.raises(StepError) as raised:
+        aggregate.sample_count(tmp_path / "0.json")
+    stats = tmp_path / "0.json"
+    assert str(raised.value).startswith(f"stats file {stats}: not valid JSON")
+    (tmp_path / "0.json").write_text(
+        '{"samples": 1, "pad": "' + "x" * aggregate.MAX_STATS_BYTES + '"}'
+    )
+    with pytest.raises(StepError) as raised:
+        aggregate.sample_count(tmp_path / "0.json")
+    assert (
+        str(raised.value) == f"stats file {stats} is larger than {aggregate.MAX_STATS_BYTES} bytes"
+    )
