@@ -37,6 +37,9 @@ def test_dependencies_expand_as_ancestry_go_expands_them() -> None:
         " && (d.Succeeded || d.Skipped || d.Daemoned)"
     )
     assert graph.dependencies_of(graph.task("e")) == dict.fromkeys("abcd", False)
+    # GetTaskDependencies: a task named by .AnySucceeded or .AllFailed depends on its items
+    named = {"depends": "a && b.AnySucceeded && (c.Failed || c.AllFailed) && !d.Succeeded"}
+    assert graph.dependencies_of(named) == {"a": False, "b": True, "c": True, "d": False}
 
 
 def test_a_dag_may_wait_on_several_dependencies() -> None:
