@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "tests" / "mutation.toml"
 MUTMUT = Path(sys.executable).with_name("mutmut")
 TARGET = 0.95  # of the non-equivalent mutants, killed
+TIMEOUT_MULTIPLIER = 5
 DETECTED = ("killed", "timeout", "segfault", "caught by type check")
 RESULT_LINE = re.compile(r"^\s*(?P<name>\S+): (?P<status>.+?)\s*$")
 MUTANT_NAME = re.compile(r"\.x[_ǁ](?P<function>.+)__mutmut_\d+$")
@@ -119,6 +120,9 @@ def mutmut_settings(module: str, tests: list[str], top_level: list[str]) -> str:
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
         f"also_copy = {toml_list(others)}\n"
         "use_git_change_detection = false\n"
+        # a mutant that makes a test loop for ever is killed by its timeout: 5x the test's own time,
+        # not mutmut's 15x, keeps a reader's hour of waiting to minutes
+        f"timeout_multiplier = {TIMEOUT_MULTIPLIER}\n"
     )
 
 
