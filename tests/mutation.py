@@ -331,9 +331,10 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(module)
             continue
         reports.append(report)
-        if survivors := render_survivors(report):
-            print(survivors + "\n", flush=True)
-    print(render_table(reports))
+        survivors = render_survivors(report)
+        print((survivors + "\n\n" if survivors else "") + render_table([report]) + "\n", flush=True)
+    if len(reports) > 1:
+        print(render_table(reports))
     if failed:
         return 2
     return 0 if all(report.score >= TARGET for report in reports) else 1
