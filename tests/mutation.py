@@ -250,14 +250,26 @@ def run_module(
 
 
 def render_table(reports: list[ModuleReport]) -> str:
-    """One row a module: mutants, killed, survived, equivalent, and the share of the rest killed."""
-    rows = [("module", "mutants", "killed", "survived", "equivalent", "killed of the rest")]
+    """One row a module: mutants, killed (of which by a timeout: the mutant made a test hang), survived,
+    equivalent, and the share of the rest killed."""
+    rows = [
+        (
+            "module",
+            "mutants",
+            "killed",
+            "(by timeout)",
+            "survived",
+            "equivalent",
+            "killed of the rest",
+        )
+    ]
     for report in reports:
         rows.append(
             (
                 report.module,
                 str(len(report.statuses)),
                 str(report.killed),
+                str(sum(status == "timeout" for status in report.statuses.values())),
                 str(len(report.survivors)),
                 str(report.equivalent),
                 f"{report.score:.1%}"

@@ -39,7 +39,10 @@ def test_survivors_matching_a_listed_equivalent_are_not_counted_against_the_modu
     assert report.survivors[0].removed == ["if factor is not None and factor > 0:"]
     assert report.stale == [stale]
     text = mutation.render([report])
-    assert "workflows/retries.py  5        2       3         1           50.0%  (under 95%)" in text
+    assert (
+        "workflows/retries.py  5        2       1             3         1           50.0%  (under 95%)"
+        in text
+    )
     assert "decide (3) equivalent: 1^n is 1" in text and "decide (5) NO TESTS" in text
     assert "listed as equivalent but no longer survives: return None" in text
 
