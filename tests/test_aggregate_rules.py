@@ -127,3 +127,46 @@ def test_a_stats_file_that_is_not_json_is_named(tmp_path: Path) -> None:
     assert (
         str(raised.value) == f"stats file {stats} is larger than {aggregate.MAX_STATS_BYTES} bytes"
     )
+
+
+def test_stats_that_are_not_an_object_count_as_missing(tmp_path: Path, capsys) -> None:
+    folder = fan_in(tmp_path, {})
+    copy_model(folder / "0.h5")
+    (folder / "0.json").write_text("[1]")
+    line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert line.endswith(f"'samples' must be an integer in 1..{MAX_SAMPLES}, got None")
+
+
+def test_no_models_folder_with_shards_named_means_none_delivered(tmp_path: Path, capsys) -> None:
+    """Argo makes no input folder when no trainer saved a model: with --shards that is 0 of N."""
+    argv = ["--models-dir", tmp_path / "none", "--out", tmp_path / "avg.h5", "--shards", "[0, 1]"]
+    assert call(aggregate, argv, capsys).endswith(
+        "only 0 of 2 workers delivered a model, fewer than the 2 required; missing shards: 0, 1"
+    )
+    line = call(aggregate, ["--models-dir", tmp_path / "none", "--out", tmp_path / "a.h5"], capsys)
+    assert line.endswith(f"models folder not found: {tmp_path / 'none'}")
+
+
+def test_an_empty_folder_without_shards_has_no_models(tmp_path: Path, capsys) -> None:
+    folder = fan_in(tmp_path, {})
+    line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert line.endswith(f"no .h5 models in {folder}")
+
+
+def test_each_model_that_does_not_count_is_named(tmp_path: Path, capsys) -> None:
+    folder = fan_in(tmp_path, {"2": 5})
+    for shard in ("0", "1"):
+        copy_model(folder / f"{shard}.h5")
+    line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert line.endswith(
+        f"missing shards: 0, 1; 0.h5 does not count: stats file not found: {folder / '0.json'} "
+        f"(written by train after its model); 1.h5 does not count: stats file not found: "
+        f"{folder / '1.json'} (written by train after its model)"
+    )
+
+
+def test_hidden_files_are_not_models(tmp_path: Path, capsys) -> None:
+    folder = fan_in(tmp_path, {"0": 2, "1": 6})
+    copy_model(folder / ".partial.h5")
+    error = aggregate_ok(["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert "averaged 2 models weighted by samples (0.h5: 2, 1.h5: 6)" in error
