@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MNIST_SOURCE ?= $(wildcard ../shared/data/mnist.npz)
 export MNIST_SOURCE
 
-.PHONY: setup run pipeline page test test-containers images lint format clean bench
+.PHONY: setup run pipeline page test test-containers images lint format clean bench mutation
 
 setup: $(STAMP)
 
@@ -45,6 +45,11 @@ test: setup  ## lint, then the whole test suite (but the container tests)
 # the stand-in base where no registry is reachable).
 images:  ## build the steps (no TensorFlow), train and page images
 	infra/docker/build-images.sh
+
+# Mutation testing of the modules that hold the project's rules (tests/mutation.toml), one module at a time,
+# at low priority: about an hour for all of them; MODULES="workflows/retries.py ..." for some.
+mutation: setup  ## mutate each rule-holding module and report the mutants its tests miss (minutes a module)
+	nice -n 15 $(BIN)/python -m tests.mutation $(MODULES)
 
 test-containers: setup  ## build the images (reusing the layer cache), then the container tests (minutes)
 	$(BIN)/python -m pytest -m containers

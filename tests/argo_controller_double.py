@@ -1,18 +1,16 @@
 """A stand-in for Argo's workflow controller and for the pipeline's steps, which cannot run here: it
 plays a compiled Workflow's DAG tick by tick and answers the run's `status` as the Argo Server would.
 
-The controller's part follows Argo v4.1.2 (../shared/argo/upstream/workflow/controller):
+The controller's part follows Argo v4.1.2 (../shared/argo/upstream/workflow/controller), and its rules
+are the project's own, not copies of them, so a test through the double holds the runner's rules too:
 - dag.go executeDAGTask, evaluateDependsLogic: a task starts once every task its `depends` names is
-  fulfilled. A bare name means `name.Succeeded || name.Skipped || name.Daemoned`; AnySucceeded and
-  AllFailed look at a fan-out's children (AllFailed: every child exactly Failed). A false `depends`
-  leaves the task Omitted. withParam fans out under a TaskGroup node, which ends Succeeded or with a
-  failed child's phase. A task's node is a child of its dependencies' outbound nodes.
+  fulfilled, and runs when the expression holds (workflows/depends.py); a false `depends` leaves the
+  task Omitted. withParam fans out under a TaskGroup node, which ends Succeeded or with a failed
+  child's phase. A task's node is a child of its dependencies' outbound nodes.
 - operator.go executeTemplate, processNodeRetries: a template with a retryStrategy runs under a Retry
-  node (created Running), one Pod node per try. After a failed try the backoff (duration * factor^n, at
-  most `cap`, never past `maxDuration` from the first try's start) is waited first; then retryPolicy,
-  limit and expression decide whether another try starts.
-- dag.go assessDAGPhase: the run's phase comes from its target (leaf) tasks; an omitted target takes
-  the failed phase of the branch above it.
+  node (created Running), one Pod node per try; after a failed try workflows/retries.py decides, and a
+  backoff is waited out in whole ticks.
+- dag.go assessDAGPhase: the run's phase, from its target tasks (workflows/dag.py).
 - progress (docs/progress.md; upstream workflow/progress/updater.go, UpdateProgress): a Pod node's
   progress is "0/1" until its own report (ARGO_PROGRESS_FILE, `N/M`) arrives, and N/N once Succeeded;
   a failed Pod keeps its last report. Other nodes sum their children's.
@@ -33,13 +31,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import zlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
 from typing import Any
+
+from workflows import depends, retries
+from workflows.dag import TaskOutcome, assess, read_dag
+from workflows.durations import deadline_seconds
 
 START = datetime.now(UTC).replace(microsecond=0)
 SECONDS_PER_TICK = 10
@@ -48,118 +47,15 @@ TRAINING_DIGITS = 60000
 FAILING_NODE = "train-round-1(1:1)"
 RETRIED_NODE = "train-round-1(0:0)"
 ACCURACY = "0.9771"
-RESULTS = ("Succeeded", "Failed", "Errored", "Skipped", "Omitted", "Daemoned")
-RESULT_OF_PHASE = {"Error": "Errored"}
 
 
 def stamp(tick: int) -> str:
     return (START + timedelta(seconds=tick * SECONDS_PER_TICK)).isoformat().replace("+00:00", "Z")
 
 
-def seconds(duration: str | int | None) -> float:
-    """Argo's duration strings ('15s', '5m', '1h', or bare seconds)."""
-    if duration is None or str(duration) == "":
-        return 0.0
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)(s|m|h)?", str(duration).strip())
-    if not match:
-        raise ValueError(f"not a duration Argo reads here: {duration!r}")
-    return float(match.group(1)) * {"s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
-
-
-# ---- depends, as dag.go evaluates it ---------------------------------------------------------------
-
-TOKEN = re.compile(r"\s*(&&|\|\||!|\(|\)|[A-Za-z0-9_.\-]+)")
-
-
-def _tokens(text: str) -> list[str]:
-    tokens, position = [], 0
-    while position < len(text.rstrip()):
-        match = TOKEN.match(text, position)
-        if not match:
-            raise ValueError(f"cannot read depends {text!r} at {text[position:]!r}")
-        tokens.append(match.group(1))
-        position = match.end()
-    return tokens
-
-
-def _operand(token: str) -> tuple[str, tuple[str, ...]]:
-    """(task, results): 'a.Failed' is ('a', ('Failed',)); a bare 'a' is Succeeded, Skipped or Daemoned."""
-    task, _, result = token.rpartition(".")
-    if task and (result in RESULTS or result in ("AnySucceeded", "AllFailed")):
-        return task, (result,)
-    return token, ("Succeeded", "Skipped", "Daemoned")
-
-
-def depends_tasks(task: dict) -> list[str]:
-    """The tasks a DAG task waits for."""
-    if "dependencies" in task:
-        return list(task["dependencies"])
-    names = [
-        _operand(token)[0]
-        for token in _tokens(task.get("depends", ""))
-        if token not in ("&&", "||", "!", "(", ")")
-    ]
-    return list(dict.fromkeys(names))
-
-
-def depends_holds(task: dict, results: dict[str, dict[str, bool]]) -> bool:
-    """Evaluate `depends` (or `dependencies`, all Succeeded) over the dependencies' results."""
-    text = " && ".join(task["dependencies"]) if "dependencies" in task else task.get("depends", "")
-    if not text.strip():
-        return True
-    tokens = _tokens(text)
-
-    def series(operator: str, term: Callable[[], bool]) -> list[bool]:
-        """The values of the terms joined by `operator`, every term read (none skipped)."""
-        values = [term()]
-        while tokens and tokens[0] == operator:
-            tokens.pop(0)
-            values.append(term())
-        return values
-
-    def either() -> bool:
-        return any(series("||", both))
-
-    def both() -> bool:
-        return all(series("&&", single))
-
-    def single() -> bool:
-        token = tokens.pop(0)
-        if token == "!":
-            return not single()
-        if token == "(":
-            value = either()
-            if tokens.pop(0) != ")":
-                raise ValueError(f"unbalanced parentheses in depends {text!r}")
-            return value
-        name, wanted = _operand(token)
-        return any(results[name][result] for result in wanted)
-
-    value = either()
-    if tokens:
-        raise ValueError(f"cannot read depends {text!r}")
-    return value
-
-
-def retry_expression_holds(expression: str, last: dict, tries: int) -> bool:
-    """retryStrategy.expression over `lastRetry` and `retries` (operator.go
-    buildRetryStrategyLocalScope), for the expr-lang subset a pipeline writes."""
-    python = re.sub(r"&&", " and ", expression)
-    python = re.sub(r"\|\|", " or ", python)
-    python = re.sub(r"!(?!=)", " not ", python)
-    scope = {
-        "__builtins__": {},
-        "asInt": int,
-        "asFloat": float,
-        "retries": str(tries - 1),
-        "lastRetry": SimpleNamespace(
-            exitCode=last["exit_code"],
-            status=last["phase"],
-            duration=str(last["seconds"]),
-            message=last["message"],
-        ),
-    }
-    return bool(eval(python, scope))  # the project's own compiled spec
+def needs_of(task: dict) -> list[str]:
+    """The tasks a DAG task waits for (its `depends` or `dependencies`), in a fixed order."""
+    return sorted(depends.tasks_named(depends.parse(depends.expression_text(task))))
 
 
 # ---- the plan of a run: every node, with the ticks it changes at ------------------------------------
@@ -209,7 +105,7 @@ class RunPlan:
         for task in self.tasks:
             self._play(task)
         self.finished = max(node.finished for node in self.nodes)
-        self.phase = self._dag_phase(dag)
+        self.phase = self._dag_phase(self.templates[spec["entrypoint"]])
         self.stopped: int | None = None
 
     def stop(self, tick: int) -> None:
@@ -223,12 +119,15 @@ class RunPlan:
         if name in self.done:
             return
         task = self.tasks[name]
-        needs = depends_tasks(task)
+        needs = needs_of(task)
         for need in needs:
             self._play(need)
         start = max((self.done[need] for need in needs), default=1)
         parents = [display for need in needs for display in self.outbound[need]] or [self.name]
-        if not depends_holds(task, {need: self._results(need) for need in needs}):
+        expression = depends.parse(depends.expression_text(task))
+        results = {need: self._results(need) for need in needs}
+        continue_on = {need: self.tasks[need].get("continueOn") or {} for need in needs}
+        if not depends.holds(expression, results, continue_on):
             omitted = Node(name, "Skipped", None, start, start, "Omitted", parents)
             omitted.message = "omitted: depends condition not met"
             self._finish(name, [omitted], omitted, [name])
@@ -257,15 +156,10 @@ class RunPlan:
         self.phase_of[task] = node.phase
         self.outbound[task] = outbound
 
-    def _results(self, task: str) -> dict[str, bool]:
+    def _results(self, task: str) -> depends.TaskResults:
         """What `depends` may ask of a finished task (dag.go evaluateDependsLogic)."""
-        phase = self.phase_of[task]
-        items = [item.phase for item in self.children_of.get(task, [])]
-        results = {result: RESULT_OF_PHASE.get(phase, phase) == result for result in RESULTS}
-        results["Daemoned"] = False
-        results["AnySucceeded"] = "Succeeded" in items
-        results["AllFailed"] = bool(items) and all(item == "Failed" for item in items)
-        return results
+        items = tuple(item.phase for item in self.children_of.get(task, []))
+        return depends.TaskResults(self.phase_of[task], items or None)
 
     # -- steps and their tries --
 
@@ -285,57 +179,38 @@ class RunPlan:
                 retry.phase, retry.finished = "Succeeded", pod.finished
                 retry.parameters, retry.exit_code = pod.parameters, pod.exit_code
                 break
-            verdict, created = self._retry_verdict(strategy, tries, start, retry)
+            verdict, created = self._retry_verdict(strategy, tries, retry)
             if verdict is not None:
                 retry.phase, retry.finished, retry.message = pod.phase, created, verdict
                 break
         return [retry, *tries], tries[-1].display
 
     def _retry_verdict(
-        self, strategy: dict, tries: list[Node], first: int, retry: Node
+        self, strategy: dict, tries: list[Node], retry: Node
     ) -> tuple[str | None, int]:
-        """After a failed try: (why the step fails, or None to try again; the tick it is decided)."""
-        last = tries[-1]
-        decided = last.finished
-        limit = int(strategy["limit"]) if "limit" in strategy else None
-        backoff = strategy.get("backoff")
-        if backoff:
-            budget = seconds(backoff.get("maxDuration"))
-            deadline = first * SECONDS_PER_TICK + budget
-            if budget and last.finished * SECONDS_PER_TICK > deadline:
-                return "Max duration limit exceeded", decided
-            wait = seconds(backoff["duration"])
-            factor = int(backoff.get("factor") or 0)
-            if factor > 0:
-                wait *= factor ** (len(tries) - 1)
-            if backoff.get("cap"):
-                wait = min(wait, seconds(backoff["cap"]))
-            until = last.finished + math.ceil(wait / SECONDS_PER_TICK)
-            if budget and until * SECONDS_PER_TICK > deadline:
-                return "Backoff would exceed max duration limit", decided
-            if limit is None or len(tries) <= limit:
-                retry.waits.append((last.finished, until, f"Backoff for {wait:.0f}s"))
-                decided = until
-        policy = strategy.get("retryPolicy") or "OnFailure"
-        retried = {
-            "Always": ("Failed", "Error"),
-            "OnFailure": ("Failed",),
-            "OnError": ("Error",),
-        }[policy]
-        if last.phase not in retried:
-            return last.message, decided
-        if limit is not None and len(tries) > limit:
-            return "No more retries left", decided
-        expression = strategy.get("expression")
-        summary = {
-            "exit_code": last.exit_code or "-1",
-            "phase": last.phase,
-            "seconds": (last.finished - last.created) * SECONDS_PER_TICK,
-            "message": last.message,
-        }
-        if expression and not retry_expression_holds(expression, summary, len(tries)):
-            return "retryStrategy.expression evaluated to false", decided
-        return None, decided
+        """After a failed try: (why the step fails, or None to try again; the tick it is decided), as
+        the runner decides it (workflows/retries.py), with a backoff waited out in whole ticks."""
+        attempts = [
+            retries.Attempt(
+                pod.phase,
+                int(pod.exit_code) if pod.exit_code else None,
+                pod.message,
+                pod.created * SECONDS_PER_TICK,
+                pod.finished * SECONDS_PER_TICK,
+            )
+            for pod in tries
+        ]
+        tick = tries[-1].finished
+        while True:
+            decision = retries.decide(strategy, attempts, now=tick * SECONDS_PER_TICK)
+            if isinstance(decision, retries.Stop):
+                return decision.message, tick
+            if isinstance(decision, retries.Retry):
+                return None, tick
+            until = math.ceil(decision.until / SECONDS_PER_TICK)
+            wait = decision.until - attempts[-1].finished
+            retry.waits.append((tick, until, f"Backoff for {wait:.0f}s"))
+            tick = until
 
     def _try(self, display: str, template: dict, attempt: int, created: int, parents: list) -> Node:
         """One Pod: what the step's container does, as far as the controller can see."""
@@ -356,7 +231,7 @@ class RunPlan:
         elif self.story == "cannot-pull" and step == FAILING_NODE:
             image = template["container"]["image"]
             pod.started, pod.pending = None, f'ImagePullBackOff: Back-off pulling image "{image}"'
-            deadline = seconds(template.get("activeDeadlineSeconds"))
+            deadline = deadline_seconds(template.get("activeDeadlineSeconds")) or 0.0
             pod.finished = created + 1 + math.ceil(deadline / SECONDS_PER_TICK)
             failure = ("Pod was active on the node longer than the specified deadline", None)
         elif kind == "aggregate" and self._delivered(step) < self._required():
@@ -379,7 +254,7 @@ class RunPlan:
         """The fan-out tasks whose items a single task gathers (aggregate: the round's trainers)."""
         if step not in self.tasks:
             return []
-        return [need for need in depends_tasks(self.tasks[step]) if need in self.children_of]
+        return [need for need in needs_of(self.tasks[step]) if need in self.children_of]
 
     def _delivered(self, step: str) -> int:
         items = [item for need in self._fan_ins(step) for item in self.children_of[need]]
@@ -405,23 +280,14 @@ class RunPlan:
     # -- the run's phase --
 
     def _dag_phase(self, dag: dict) -> str:
-        """assessDAGPhase: the target tasks' phases; an omitted one inherits its branch's failure."""
-        needed = {need for task in self.tasks.values() for need in depends_tasks(task)}
-        targets = dag["target"].split() if dag.get("target") else sorted(set(self.tasks) - needed)
-        for target in targets:
-            phases = self._branch(target)
-            failed = [phase for phase in phases if phase in ("Failed", "Error")]
-            if failed:
-                return failed[0]
-        return "Succeeded"
-
-    def _branch(self, task: str) -> list[str]:
-        """The phases a task hands down its branch: its own once it ran, its parents' if omitted."""
-        if task in self.children_of:
-            return [item.phase for item in self.children_of[task]] + [self.phase_of[task]]
-        if self.phase_of[task] != "Omitted":
-            return [self.phase_of[task]]
-        return [phase for need in depends_tasks(self.tasks[task]) for phase in self._branch(need)]
+        """assessDAGPhase, as the runner assesses it (workflows/dag.py)."""
+        outcomes = {
+            task: TaskOutcome(
+                phase, tuple(item.phase for item in self.children_of.get(task, [])) or None
+            )
+            for task, phase in self.phase_of.items()
+        }
+        return assess(read_dag(dag), outcomes)
 
     # -- the status the server answers --
 

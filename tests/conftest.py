@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.ci_strict import pytest_runtest_makereport  # noqa: F401  (on CI a skip fails)
 from tests.helpers import ROOT, free_port, wait_for_port
 
 MNIST = Path(os.environ.get("MNIST_NPZ", ROOT.parent / "shared" / "data" / "mnist.npz"))

@@ -25,12 +25,10 @@ class DurationError(ValueError):
 def parse_duration(text: str | int | float) -> float:
     """Seconds in `text`; raise DurationError for anything Go's parser would refuse."""
     value = str(text).strip()
-    if re.fullmatch(r"\d+", value):
-        return float(value)
+    if re.fullmatch(r"[+-]?\d+", value):  # strconv.Atoi: whole seconds
+        return float(int(value))
     sign = -1.0 if value.startswith("-") else 1.0
-    body = value.lstrip("+-")
-    if body == "0":
-        return 0.0
+    body = value[1:] if value[:1] in ("+", "-") else value  # one sign at most
     seconds, position = 0.0, 0
     while position < len(body):
         match = PART.match(body, position)

@@ -69,10 +69,11 @@ def policy_of(strategy: Mapping[str, Any]) -> str:
 
 
 def _int_or_string(value: Any, what: str) -> int | None:
-    if value is None or value == "":
+    """An IntOrString as Argo reads it (util/intstr.Int): an int, or a string strconv.Atoi reads."""
+    if value is None:
         return None
     try:
-        return int(str(value))
+        return as_int(value)
     except ValueError:
         raise RetrySpecError(f"{what} must be an integer, got {value!r}") from None
 
@@ -131,18 +132,32 @@ def retry_scope(attempts: Sequence[Attempt]) -> dict[str, str]:
         "retries": str(len(attempts) - 1),
         "lastRetry.exitCode": "-1" if last.exit_code is None else str(last.exit_code),
         "lastRetry.status": last.phase,
-        "lastRetry.duration": str(last.finished - last.started),
+        "lastRetry.duration": go_float(last.finished - last.started),
         "lastRetry.message": last.message,
     }
+
+
+def go_float(value: float) -> str:
+    """A float as Go's fmt.Sprint prints it: "30" where Python prints "30.0"."""
+    text = repr(float(value))
+    return text.removesuffix(".0")
+
+
+def as_int(value: Any) -> int:
+    """expr-lang's builtin.Int (asInt): a number truncated; a string as strconv.Atoi reads it, so "30.0"
+    and " 3" are refused."""
+    if isinstance(value, str) and not re.fullmatch(r"[+-]?\d+", value):
+        raise ValueError(f"invalid operation: int({value})")
+    return int(value)
 
 
 # ---- a small subset of the expr language: enough for retry expressions ------------------------------
 
 EXPR_TOKEN = re.compile(
-    r"\s*(?:(?P<number>\d+(?:\.\d+)?)|(?P<string>'[^']*'|\"[^\"]*\")"
+    r"\s*(?:(?P<number>-?\d+(?:\.\d+)?)|(?P<string>'[^']*'|\"[^\"]*\")"
     r"|(?P<op>==|!=|<=|>=|&&|\|\||[<>!(),])|(?P<name>[A-Za-z_][A-Za-z0-9_.]*))"
 )
-FUNCTIONS = {"asInt": lambda v: int(float(v)), "asFloat": float, "string": str}
+FUNCTIONS = {"asInt": as_int, "asFloat": float, "string": str}
 
 
 def evaluate(expression: str, scope: Mapping[str, str]) -> bool:

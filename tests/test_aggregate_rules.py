@@ -1,0 +1,172 @@
+"""Aggregate's own rules, each with inputs that tell right from wrong: a sample count at each bound, two
+or more shards missing, and the weights averaged by the counts the stats files give."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from steps import aggregate
+from steps.aggregate import MAX_SHARDS
+from steps.cli import StepError, run
+from steps.dataset import MAX_SAMPLES
+from steps.weights import read_model_file
+from tests.step_support import call, copy_model, write_json, write_model_weights
+
+
+def fan_in(tmp_path: Path, stats: dict[str, object]) -> Path:
+    """A models folder: shard -> the `samples` its stats file holds."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for shard, samples in stats.items():
+        copy_model(folder / f"{shard}.h5")
+        write_json(folder / f"{shard}.json", {"samples": samples, "epochs": 1})
+    return folder
+
+
+def aggregate_ok(argv: list, capsys) -> str:
+    assert run(aggregate.main, aggregate.make_parser(), [str(a) for a in argv]) == 0
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("samples", [1, MAX_SAMPLES])
+def test_a_sample_count_at_either_bound_counts(tmp_path: Path, capsys, samples: int) -> None:
+    folder = fan_in(tmp_path, {"0": samples})
+    error = aggregate_ok(["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert f"averaged 1 models weighted by samples (0.h5: {samples})" in error
+
+
+@pytest.mark.parametrize("samples", [0, -1, MAX_SAMPLES + 1, True, 1.0, "5", None])
+def test_a_sample_count_out_of_bounds_or_not_an_integer_is_refused(
+    tmp_path: Path, capsys, samples: object
+) -> None:
+    folder = fan_in(tmp_path, {"0": samples})
+    line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert f"'samples' must be an integer in 1..{MAX_SAMPLES}, got {samples}" in line
+    assert not (tmp_path / "avg.h5").exists()
+
+
+def test_two_missing_shards_are_named_comma_separated(tmp_path: Path, capsys) -> None:
+    """evaluate reads --missing-out split on ","; every missing shard is named, in the shards' order."""
+    folder = fan_in(tmp_path, {"1": 100, "3": 100})
+    argv = ["--models-dir", folder, "--out", tmp_path / "avg.h5", "--shards", "[0, 1, 2, 3, 4]"]
+    argv += ["--min-workers", "2", "--missing-out", tmp_path / "missing"]
+    error = aggregate_ok(argv, capsys)
+    assert (tmp_path / "missing").read_text() == "0,2,4"
+    assert "going ahead without shards 0, 2, 4 (--min-workers 2)" in error
+
+
+def test_nothing_missing_writes_an_empty_list(tmp_path: Path, capsys) -> None:
+    folder = fan_in(tmp_path, {"0": 5, "1": 5})
+    argv = ["--models-dir", folder, "--out", tmp_path / "avg.h5", "--shards", "[0, 1]"]
+    aggregate_ok([*argv, "--missing-out", tmp_path / "missing"], capsys)
+    assert (tmp_path / "missing").read_text() == ""
+
+
+def test_too_few_models_names_each_missing_shard(tmp_path: Path, capsys) -> None:
+    folder = fan_in(tmp_path, {"2": 100})
+    argv = ["--models-dir", folder, "--out", tmp_path / "avg.h5", "--shards", "[0, 1, 2]"]
+    line = call(aggregate, [*argv, "--min-workers", "2"], capsys)
+    assert line.endswith(
+        "only 1 of 3 workers delivered a model, fewer than the 2 required; missing shards: 0, 1"
+    )
+
+
+def test_the_weights_are_averaged_by_each_shards_own_count(tmp_path: Path, capsys) -> None:
+    """The counts follow their models: shard 0 (1 sample) and shard 1 (3 samples), read in any order."""
+    folder = fan_in(tmp_path, {"0": 1, "1": 3})
+    first = read_model_file(folder / "0.h5").weights
+    write_model_weights(folder / "0.h5", [np.zeros_like(w) for w in first])
+    write_model_weights(folder / "1.h5", [np.full_like(w, 4.0) for w in first])
+    aggregate_ok(["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    averaged = read_model_file(tmp_path / "avg.h5").weights
+    for tensor in averaged:
+        np.testing.assert_allclose(tensor, 3.0)  # (1 * 0 + 3 * 4) / 4
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "--shards: not valid JSON"),
+        ('{"0": 1}', "--shards must be a JSON list of shard ids, got '{\"0\": 1}'"),
+        (
+            f"[{', '.join(['1'] * (MAX_SHARDS + 1))}]",
+            "--shards must be a JSON list of shard ids, got '[1, 1, 1",
+        ),
+        ('["a-b"]', "--shards: shard ids are numbers or letters and digits, got '[\"a-b\"]'"),
+        ("[1.5]", "--shards: shard ids are numbers or letters and digits, got '[1.5]'"),
+        ("[true]", "--shards: shard ids are numbers or letters and digits, got '[true]'"),
+        ("[[1]]", "--shards: shard ids are numbers or letters and digits, got '[[1]]'"),
+    ],
+)
+def test_shards_that_are_not_a_list_of_ids_are_refused(text: str, message: str) -> None:
+    with pytest.raises(StepError) as raised:
+        aggregate.expected_shards(text, [])
+    assert str(raised.value).startswith(message)
+
+
+def test_shards_are_read_as_ids_and_default_to_those_present() -> None:
+    assert aggregate.expected_shards('[0, "b1", 12]', ["x"]) == ["0", "b1", "12"]
+    assert aggregate.expected_shards(None, ["3", "4"]) == ["3", "4"]
+    assert len(aggregate.expected_shards(f"[{', '.join(['1'] * MAX_SHARDS)}]", [])) == MAX_SHARDS
+
+
+def test_a_stats_file_that_is_not_json_is_named(tmp_path: Path) -> None:
+    (tmp_path / "0.json").write_text("{broken")
+    with pytest.raises(StepError) as raised:
+        aggregate.sample_count(tmp_path / "0.json")
+    stats = tmp_path / "0.json"
+    assert str(raised.value).startswith(f"stats file {stats}: not valid JSON")
+    (tmp_path / "0.json").write_text(
+        '{"samples": 1, "pad": "' + "x" * aggregate.MAX_STATS_BYTES + '"}'
+    )
+    with pytest.raises(StepError) as raised:
+        aggregate.sample_count(tmp_path / "0.json")
+    assert (
+        str(raised.value) == f"stats file {stats} is larger than {aggregate.MAX_STATS_BYTES} bytes"
+    )
+
+
+def test_stats_that_are_not_an_object_count_as_missing(tmp_path: Path, capsys) -> None:
+    folder = fan_in(tmp_path, {})
+    copy_model(folder / "0.h5")
+    (folder / "0.json").write_text("[1]")
+    line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert line.endswith(f"'samples' must be an integer in 1..{MAX_SAMPLES}, got None")
+
+
+def test_no_models_folder_with_shards_named_means_none_delivered(tmp_path: Path, capsys) -> None:
+    """Argo makes no input folder when no trainer saved a model: with --shards that is 0 of N."""
+    argv = ["--models-dir", tmp_path / "none", "--out", tmp_path / "avg.h5", "--shards", "[0, 1]"]
+    assert call(aggregate, argv, capsys).endswith(
+        "only 0 of 2 workers delivered a model, fewer than the 2 required; missing shards: 0, 1"
+    )
+    line = call(aggregate, ["--models-dir", tmp_path / "none", "--out", tmp_path / "a.h5"], capsys)
+    assert line.endswith(f"models folder not found: {tmp_path / 'none'}")
+
+
+def test_an_empty_folder_without_shards_has_no_models(tmp_path: Path, capsys) -> None:
+    folder = fan_in(tmp_path, {})
+    line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert line.endswith(f"no .h5 models in {folder}")
+
+
+def test_each_model_that_does_not_count_is_named(tmp_path: Path, capsys) -> None:
+    folder = fan_in(tmp_path, {"2": 5})
+    for shard in ("0", "1"):
+        copy_model(folder / f"{shard}.h5")
+    line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert line.endswith(
+        f"missing shards: 0, 1; 0.h5 does not count: stats file not found: {folder / '0.json'} "
+        f"(written by train after its model); 1.h5 does not count: stats file not found: "
+        f"{folder / '1.json'} (written by train after its model)"
+    )
+
+
+def test_hidden_files_are_not_models(tmp_path: Path, capsys) -> None:
+    folder = fan_in(tmp_path, {"0": 2, "1": 6})
+    copy_model(folder / ".partial.h5")
+    error = aggregate_ok(["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert "averaged 2 models weighted by samples (0.h5: 2, 1.h5: 6)" in error

@@ -1,0 +1,80 @@
+"""A test that skips for want of a tool fails on CI (CI=true) and skips elsewhere (tests/ci_strict.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT
+
+NEEDS_A_TOOL = """
+import shutil
+import pytest
+
+@pytest.mark.skipif(shutil.which("no-such-tool") is None, reason="no-such-tool is not installed")
+def test_with_the_tool():
+    pass
+
+def test_skipping_itself():
+    pytest.skip("cannot run here")
+
+@pytest.mark.xfail(reason="known")
+def test_expected_to_fail():
+    assert False
+
+def test_plain():
+    pass
+"""
+
+
+def run_pytest(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess:
+    (tmp_path / "test_tool.py").write_text(NEEDS_A_TOOL)
+    env = {key: value for key, value in os.environ.items() if key != "CI"}
+    if ci is not None:
+        env["CI"] = ci
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "tests.ci_strict",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rfs",
+            "-c",
+            os.devnull,
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path / "test_tool.py"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("ci", ["true"])
+def test_on_ci_a_skip_is_a_failure(tmp_path: Path, ci: str) -> None:
+    result = run_pytest(tmp_path, ci)
+    assert result.returncode == 1, result.stdout
+    # the skipif mark skips in setup, so that one fails as an error
+    assert "1 failed, 1 passed, 1 xfailed, 1 error" in result.stdout
+    assert (
+        "where every tool the tests use must be installed: no-such-tool is not installed"
+        in result.stdout
+    )
+
+
+@pytest.mark.parametrize("ci", [None, "false"])
+def test_elsewhere_a_skip_stays_a_skip(tmp_path: Path, ci: str | None) -> None:
+    result = run_pytest(tmp_path, ci)
+    assert result.returncode == 0, result.stdout
+    assert "1 passed, 2 skipped, 1 xfailed" in result.stdout
