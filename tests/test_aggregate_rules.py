@@ -3,6 +3,7 @@ or more shards missing, and the weights averaged by the counts the stats files g
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,7 @@ def aggregate_ok(argv: list, capsys) -> str:
 def test_a_sample_count_at_either_bound_counts(tmp_path: Path, capsys, samples: int) -> None:
     folder = fan_in(tmp_path, {"0": samples})
     error = aggregate_ok(["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
-    assert f"averaged 1 models weighted by samples (0.h5: {samples})" in error
+    assert f"averaged 1 models weighted by their shards' digits (0.h5: {samples})" in error
 
 
 @pytest.mark.parametrize("samples", [0, -1, MAX_SAMPLES + 1, True, 1.0, "5", None])
@@ -90,27 +91,34 @@ def test_the_weights_are_averaged_by_each_shards_own_count(tmp_path: Path, capsy
     ("text", "message"),
     [
         ("{", "--shards: not valid JSON"),
-        ('{"0": 1}', "--shards must be a JSON list of shard ids, got '{\"0\": 1}'"),
+        ('"0"', "--shards must be a JSON list or object of shard ids, got '\"0\"'"),
         (
-            f"[{', '.join(['1'] * (MAX_SHARDS + 1))}]",
-            "--shards must be a JSON list of shard ids, got '[1, 1, 1",
+            json.dumps(list(range(MAX_SHARDS + 1))),
+            f"--shards: at most {MAX_SHARDS} ids of letters and digits",
         ),
-        ('["a-b"]', "--shards: shard ids are numbers or letters and digits, got '[\"a-b\"]'"),
-        ("[1.5]", "--shards: shard ids are numbers or letters and digits, got '[1.5]'"),
-        ("[true]", "--shards: shard ids are numbers or letters and digits, got '[true]'"),
-        ("[[1]]", "--shards: shard ids are numbers or letters and digits, got '[[1]]'"),
+        ('["a-b"]', f"--shards: at most {MAX_SHARDS} ids of letters and digits"),
+        ("[1.5]", "--shards: shard ids are numbers or text, got '[1.5]'"),
+        ("[true]", "--shards: shard ids are numbers or text, got '[true]'"),
+        ("[[1]]", "--shards: shard ids are numbers or text, got '[[1]]'"),
+        ('{"0": 0}', f"--shards: digit counts are integers in 1..{MAX_SAMPLES}"),
+        ('{"0": true}', f"--shards: digit counts are integers in 1..{MAX_SAMPLES}"),
+        (f'{{"0": {MAX_SAMPLES + 1}}}', f"--shards: digit counts are integers in 1..{MAX_SAMPLES}"),
+        ('{"a-b": 5}', f"--shards: at most {MAX_SHARDS} ids of letters and digits"),
     ],
 )
-def test_shards_that_are_not_a_list_of_ids_are_refused(text: str, message: str) -> None:
+def test_shards_that_are_not_ids_or_counts_are_refused(text: str, message: str) -> None:
     with pytest.raises(StepError) as raised:
         aggregate.expected_shards(text, [])
     assert str(raised.value).startswith(message)
 
 
-def test_shards_are_read_as_ids_and_default_to_those_present() -> None:
-    assert aggregate.expected_shards('[0, "b1", 12]', ["x"]) == ["0", "b1", "12"]
-    assert aggregate.expected_shards(None, ["3", "4"]) == ["3", "4"]
-    assert len(aggregate.expected_shards(f"[{', '.join(['1'] * MAX_SHARDS)}]", [])) == MAX_SHARDS
+def test_shards_are_read_as_ids_with_splits_counts_and_default_to_those_present() -> None:
+    assert aggregate.expected_shards('[0, "b1", 12]', ["x"]) == {"0": None, "b1": None, "12": None}
+    assert aggregate.expected_shards('{"0": 1, "b1": 7}', ["x"]) == {"0": 1, "b1": 7}
+    assert aggregate.expected_shards(None, ["3", "4"]) == {"3": None, "4": None}
+    assert len(aggregate.expected_shards(f"[{', '.join(['1'] * MAX_SHARDS)}]", [])) == 1
+    many = {str(i): 1 for i in range(MAX_SHARDS)}
+    assert len(aggregate.expected_shards(json.dumps(many), [])) == MAX_SHARDS
 
 
 def test_a_stats_file_that_is_not_json_is_named(tmp_path: Path) -> None:
@@ -169,4 +177,4 @@ def test_hidden_files_are_not_models(tmp_path: Path, capsys) -> None:
     folder = fan_in(tmp_path, {"0": 2, "1": 6})
     copy_model(folder / ".partial.h5")
     error = aggregate_ok(["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
-    assert "averaged 2 models weighted by samples (0.h5: 2, 1.h5: 6)" in error
+    assert "averaged 2 models weighted by their shards' digits (0.h5: 2, 1.h5: 6)" in error
