@@ -263,7 +263,9 @@ def test_store_text_reaches_the_browser_as_text(
         page.goto(hostile.url)
         page.get_by_text("Handwritten digit recognition").wait_for()
         page.get_by_role("tab", name="Upload images").wait_for()
-        assert page.get_by_text("www.evil.example").count() >= 1  # shown, as text
+        page.get_by_text(
+            "www.evil.example"
+        ).first.wait_for()  # shown, as text, once the card is drawn
         assert page.locator(f'img[src="{BEACON}"]').count() == 0
         assert page.locator('a[href*="evil.example"]').count() == 0
         assert not [url for url in fetched if url.startswith(BEACON)]
