@@ -46,8 +46,8 @@ test: setup  ## lint, then the whole test suite (but the container tests)
 images:  ## build the steps (no TensorFlow), train and page images
 	infra/docker/build-images.sh
 
-# Mutation testing of the modules that hold the project's rules (tests/mutation.toml), one module at a time,
-# at low priority: about an hour for all of them; MODULES="workflows/retries.py ..." for some.
+# Mutation testing of the modules that hold the project's rules (tests/mutation/mutation.toml), one module at a time,
+# at low priority: about an hour for all of them; MODULES="workflows/local/retries.py ..." for some.
 mutation: setup  ## mutate each rule-holding module and report the mutants its tests miss (minutes a module)
 	nice -n 15 $(BIN)/python -m tests.mutation $(MODULES)
 

@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 from bench.data import add_data_arguments, add_training_arguments, fit, shards
-from steps.cli import positive_int
-from steps.dataset import IMAGE_SHAPE, NUM_CLASSES
+from steps.lib.command_line import positive_int
+from steps.lib.dataset import IMAGE_SHAPE, NUM_CLASSES
 
 
 def build_baseline_model():  # -> keras.Model (keras is imported lazily, as in the steps)
@@ -66,7 +66,7 @@ def main(args: argparse.Namespace) -> None:
 
     import keras
 
-    from steps.model import to_inputs
+    from steps.lib.keras_model import to_inputs
 
     test_x = to_inputs(test.x)
     scoring = {"seconds": 0.0}
@@ -94,6 +94,6 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    from steps.cli import run
+    from steps.lib.command_line import run
 
     sys.exit(run(main, make_parser()))

@@ -1,6 +1,6 @@
 """Centralized training: the project's model in one process on all the training digits, scored each epoch.
 
-The baseline the pipeline's time to 99% is compared with: the same network (steps.model), Adam at the
+The baseline the pipeline's time to 99% is compared with: the same network (steps.lib.keras_model), Adam at the
 given learning rate, seeded like the pipeline's run (its initial weights and its shuffling). Prints one
 JSON line per epoch: the epoch, its test accuracy and the seconds spent scoring so far (taken off the
 clock by the benchmark); stops after the first epoch at or above --target.
@@ -14,7 +14,7 @@ import sys
 import time
 
 from bench.data import add_data_arguments, add_training_arguments, fit, shards
-from steps.cli import positive_float
+from steps.lib.command_line import positive_float
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -31,7 +31,7 @@ def make_parser() -> argparse.ArgumentParser:
 def main(args: argparse.Namespace) -> None:
     (train,), test = shards(args.source, 1, args.seed, args.limit)
 
-    from steps.model import build_model, compile_model, keras, to_inputs
+    from steps.lib.keras_model import build_model, compile_model, keras, to_inputs
 
     test_x = to_inputs(test.x)
     scoring = {"seconds": 0.0}
@@ -51,8 +51,8 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    from steps.cli import run
-    from steps.tensorflow_setup import keep_out_unused_modules
+    from steps.lib.command_line import run
+    from steps.lib.tensorflow_setup import keep_out_unused_modules
 
     keep_out_unused_modules()  # as the pipeline's trainers do
     sys.exit(run(main, make_parser()))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from steps.cli import non_negative_int, positive_int, seed
-from steps.dataset import Digits, add_source_argument, fetch_source, load_mnist
+from steps.lib.command_line import non_negative_int, positive_int, seed
+from steps.lib.dataset import Digits, add_source_argument, fetch_source, load_mnist
 from steps.split import split
-from workflows.settings import PipelineSettings
+from workflows.pipeline.settings import PipelineSettings
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +45,7 @@ def shards(source: str, workers: int, seed: int, limit: int) -> tuple[list[Digit
 
 def fit(model, digits: Digits, args: argparse.Namespace, callbacks: list) -> None:
     """Train `model` (a keras.Model) on `digits` for --epochs at --batch, quietly, with `callbacks`."""
-    from steps.model import EpochLogger, training_batches
+    from steps.lib.keras_model import EpochLogger, training_batches
 
     model.fit(
         training_batches(digits, args.batch, args.seed),  # as the pipeline's trainers take theirs

@@ -1,6 +1,6 @@
 """The pipeline's method in one process, for accuracy only: W workers train from the shared model on the
-shards split makes, their weights are averaged (steps.averaging, weighted by samples), round after round,
-the learning rate stepping down over the rounds as the train step steps it (steps.schedule).
+shards split makes, their weights are averaged (steps.lib.averaging, weighted by samples), round after round,
+the learning rate stepping down over the rounds as the train step steps it (steps.lib.schedule).
 
 For numbers of workers this machine cannot run as a pipeline (16 or 32 trainers on 2 cores), it gives the
 accuracy a pipeline of W workers and R rounds would publish. The schedule depends on R, so each R of
@@ -17,10 +17,10 @@ import sys
 import time
 
 from bench.data import add_data_arguments, add_training_arguments, iid_shards
-from steps.averaging import federated_average
-from steps.cli import positive_float, positive_int
-from steps.dataset import fetch_source, load_mnist
-from steps.schedule import round_learning_rate
+from steps.lib.averaging import federated_average
+from steps.lib.command_line import positive_float, positive_int
+from steps.lib.dataset import fetch_source, load_mnist
+from steps.lib.schedule import round_learning_rate
 
 
 def counts(text: str) -> list[int]:
@@ -47,7 +47,7 @@ def make_parser() -> argparse.ArgumentParser:
 def main(args: argparse.Namespace) -> None:
     train, test = load_mnist(fetch_source(args.source))
 
-    from steps.model import build_model, compile_model, keras, to_inputs, training_batches
+    from steps.lib.keras_model import build_model, compile_model, keras, to_inputs, training_batches
 
     test_x = to_inputs(test.x)
     for workers in args.workers:
@@ -98,6 +98,6 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    from steps.cli import run
+    from steps.lib.command_line import run
 
     sys.exit(run(main, make_parser()))

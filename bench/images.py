@@ -119,7 +119,7 @@ def start_command(step: str) -> list[str]:
     if step == PYTHON_ALONE:
         return ["python", "-c", "pass"]
     if step == "train":
-        return ["python", "-c", "import steps.model"]
+        return ["python", "-c", "import steps.lib.keras_model"]
     return ["python", "-m", f"steps.{step}", "--help"]
 
 

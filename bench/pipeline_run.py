@@ -16,10 +16,10 @@ from pathlib import Path
 
 from bench import timeline
 from bench.measure import Measurement, measure_ok, python_module
-from steps.storage import open_store
-from workflows.pipeline import compile_workflow
-from workflows.runner import SUMMARY_FILE
-from workflows.settings import PipelineSettings, declared, flag_of
+from steps.lib.storage import open_store
+from workflows.local.runner import SUMMARY_FILE
+from workflows.pipeline.settings import PipelineSettings, declared, flag_of
+from workflows.pipeline.workflow import compile_workflow
 
 PROBE_DIR = Path(__file__).resolve().parent / "probe"
 POLL_SECONDS = 0.2

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from steps.dataset import fetch_source, load_mnist
+from steps.lib.dataset import fetch_source, load_mnist
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -20,7 +20,7 @@ def make_parser() -> argparse.ArgumentParser:
 def main(args: argparse.Namespace) -> None:
     _, test = load_mnist(fetch_source(args.source))
 
-    from steps.model import compile_model, load_model, to_inputs
+    from steps.lib.keras_model import compile_model, load_model, to_inputs
 
     test_x = to_inputs(test.x)
     scores = {}
@@ -31,6 +31,6 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    from steps.cli import run
+    from steps.lib.command_line import run
 
     sys.exit(run(main, make_parser()))

@@ -1,7 +1,7 @@
 """Average the workers' models into one (FedAvg: weights weighted by each shard's digit count).
 
 Only h5py and numpy: every model file is checked against the known architecture's weight layout
-(steps.weights), averaged, and written as a full Keras model. A model counts only with its stats file
+(steps.lib.model_file), averaged, and written as a full Keras model. A model counts only with its stats file
 (train writes it last, as its commit record): Argo saves a failed attempt's outputs too, so a model
 without valid stats is treated as missing. Only the expected shards' models are averaged, weighed by
 the digit counts split recorded (--shards {id: count}); a worker whose stats claim another count is
@@ -15,8 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from steps.averaging import federated_average
-from steps.cli import (
+from steps.lib.averaging import federated_average
+from steps.lib.command_line import (
     StepError,
     non_negative_int,
     parse_json,
@@ -24,8 +24,8 @@ from steps.cli import (
     run,
     staged_outputs,
 )
-from steps.dataset import MAX_SAMPLES
-from steps.weights import read_model_file, write_model_file
+from steps.lib.dataset import MAX_SAMPLES
+from steps.lib.model_file import read_model_file, write_model_file
 
 MAX_SHARDS = 10_000
 MAX_STATS_BYTES = 64 << 10

@@ -1,6 +1,6 @@
 """Score a model on the test set: metrics.json (accuracy, loss, per-class, confusion matrix) and a picture.
 
-No TensorFlow: the network runs in numpy (steps.inference) on the weights steps.weights checked.
+No TensorFlow: the network runs in numpy (steps.lib.inference) on the weights steps.lib.model_file checked.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-from steps import inference
-from steps.cli import StepError, parse_json, run, staged_outputs, to_json
-from steps.dataset import NUM_CLASSES, read_shard
-from steps.published import MAX_ROUNDS, check_metrics
-from steps.report import draw_confusion
-from steps.weights import read_weights
+from steps.lib import inference
+from steps.lib.command_line import StepError, parse_json, run, staged_outputs, to_json
+from steps.lib.confusion_plot import draw_confusion
+from steps.lib.dataset import NUM_CLASSES, read_shard
+from steps.lib.model_file import read_weights
+from steps.lib.published import MAX_ROUNDS, check_metrics
 
 OUTPUTS = ("metrics.json", "confusion.png", "report.txt", "accuracy.txt")
 

@@ -1,7 +1,7 @@
 """Write the shared starting model: every worker of round 1 starts from these weights.
 
-No TensorFlow: the file is written with h5py as Keras writes it (steps.architecture's model_config,
-steps.weights' layout), and its weights are drawn as Keras initialises this network, from `--seed`:
+No TensorFlow: the file is written with h5py as Keras writes it (steps.lib.architecture's model_config,
+steps.lib.model_file' layout), and its weights are drawn as Keras initialises this network, from `--seed`:
 Glorot-uniform kernels, zero biases.
 """
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.architecture import BACKEND, KERAS_VERSION, MODEL_CONFIG_JSON, WEIGHT_GROUPS
-from steps.cli import atomic_path, run, seed
-from steps.weights import WEIGHT_DTYPE, WEIGHT_LAYOUT, ModelFile, write_model_file
+from steps.lib.architecture import BACKEND, KERAS_VERSION, MODEL_CONFIG_JSON, WEIGHT_GROUPS
+from steps.lib.command_line import atomic_path, run, seed
+from steps.lib.model_file import WEIGHT_DTYPE, WEIGHT_LAYOUT, ModelFile, write_model_file
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -1,8 +1,8 @@
 """Publish a model and its metrics under models/mnist/<run>/ in the store, then move LATEST to it, last.
 
-No TensorFlow: the model is verified with h5py against the known architecture (steps.weights), the
+No TensorFlow: the model is verified with h5py against the known architecture (steps.lib.model_file), the
 same check the page's loader makes, and metrics.json and run.json with the checks the page applies
-(steps.published), all before anything is written: only a run the page can show is published.
+(steps.lib.published), all before anything is written: only a run the page can show is published.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 import sys
 from pathlib import Path
 
-from steps.cli import (
+from steps.lib.command_line import (
     StepError,
     fraction,
     is_number,
@@ -23,7 +23,8 @@ from steps.cli import (
     run,
     to_json,
 )
-from steps.published import (
+from steps.lib.model_file import read_weights
+from steps.lib.published import (
     MAX_ACCURACY_DROP,
     MAX_FILE_BYTES,
     MIN_ACCURACY,
@@ -32,7 +33,7 @@ from steps.published import (
     check_card,
     read_metrics,
 )
-from steps.registry import (
+from steps.lib.registry import (
     LATEST_KEY,
     METRICS_FILE,
     MODEL_FILE,
@@ -42,8 +43,7 @@ from steps.registry import (
     move_latest,
     run_prefix,
 )
-from steps.storage import ArtifactStore, open_store
-from steps.weights import read_weights
+from steps.lib.storage import ArtifactStore, open_store
 
 SETTING_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.cli import (
+from steps.lib.command_line import (
     StepError,
     non_negative_int,
     positive_float,
@@ -19,7 +19,7 @@ from steps.cli import (
     staged_outputs,
     to_json,
 )
-from steps.dataset import (
+from steps.lib.dataset import (
     KERAS_MNIST_URL,
     PARTITIONS,
     Digits,

@@ -11,7 +11,7 @@ import math
 import sys
 from pathlib import Path
 
-from steps.cli import (
+from steps.lib.command_line import (
     StepError,
     positive_float,
     positive_int,
@@ -21,12 +21,12 @@ from steps.cli import (
     staged_outputs,
     to_json,
 )
-from steps.dataset import read_shard
-from steps.progress import from_environment
-from steps.schedule import round_learning_rate
-from steps.storage import open_store
-from steps.tensorflow_setup import exit_without_teardown, keep_out_unused_modules
-from steps.weights import check_finite
+from steps.lib.dataset import read_shard
+from steps.lib.model_file import check_finite
+from steps.lib.progress import from_environment
+from steps.lib.schedule import round_learning_rate
+from steps.lib.storage import open_store
+from steps.lib.tensorflow_setup import exit_without_teardown, keep_out_unused_modules
 
 METRICS = ("loss", "accuracy")  # the training metrics kept in the stats file
 
@@ -43,7 +43,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--final-learning-rate",
         type=positive_float,
-        help="Adam's step size in the last round (default: --learning-rate); see steps.schedule",
+        help="Adam's step size in the last round (default: --learning-rate); see steps.lib.schedule",
     )
     parser.add_argument("--round", type=positive_int, default=1, help="this round's number, from 1")
     parser.add_argument(
@@ -79,7 +79,7 @@ def main(args: argparse.Namespace) -> None:
         shard = read_shard(args.shard)
         require_file(args.model, "starting model")
 
-        from steps.model import (
+        from steps.lib.keras_model import (
             BatchProgress,
             EpochLogger,
             compile_model,
@@ -102,7 +102,7 @@ def main(args: argparse.Namespace) -> None:
         callbacks: list[keras.callbacks.Callback] = [EpochLogger(args.epochs)]
         done, final = 0, {}
         if args.checkpoint_store and args.checkpoint_key:
-            from steps.checkpoint import StoreCheckpoint, fingerprint
+            from steps.lib.checkpoint import StoreCheckpoint, fingerprint
 
             inputs = fingerprint(
                 args.shard, args.model, f"{args.epochs} {args.batch} {learning_rate}"

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.ci_strict import pytest_runtest_makereport  # noqa: F401  (on CI a skip fails)
-from tests.helpers import ROOT, free_port, wait_for_port
+from tests.support.ci_strict import pytest_runtest_makereport  # noqa: F401  (on CI a skip fails)
+from tests.support.project import ROOT, free_port, wait_for_port
 
 MNIST = Path(os.environ.get("MNIST_NPZ", ROOT.parent / "shared" / "data" / "mnist.npz"))
 
@@ -91,7 +91,7 @@ def gcs_bucket(gcs_emulator: str, monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.fixture(scope="session")
 def gcs_with_preconditions(gcs_emulator: str) -> str:
     """The emulator behind a proxy that enforces ifGenerationMatch as real GCS does."""
-    from tests.gcs_preconditions import start_proxy
+    from tests.doubles.gcs_preconditions import start_proxy
 
     server = start_proxy(gcs_emulator)
     yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -107,7 +107,7 @@ def strict_gcs_bucket(gcs_with_preconditions: str, monkeypatch: pytest.MonkeyPat
 # The page's tests (test_ui_*.py) share one decent model and one store it is published in.
 @pytest.fixture(scope="session")
 def digit_model(mnist_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests import ui_support
+    from tests.support import page as ui_support
 
     return ui_support.train_digit_model(mnist_path, tmp_path_factory.mktemp("ui") / "model.h5")
 
@@ -116,7 +116,7 @@ def digit_model(mnist_path: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 def model_evaluation(
     mnist_path: Path, digit_model: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    from tests import ui_support
+    from tests.support import page as ui_support
 
     return ui_support.evaluate_model(mnist_path, digit_model, tmp_path_factory.mktemp("eval"))
 
@@ -126,7 +126,7 @@ def published_store(
     digit_model: Path, model_evaluation: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
     """A folder store whose models/mnist/LATEST names ui_support.FIRST_RUN. Copy it before changing it."""
-    from tests import ui_support
+    from tests.support import page as ui_support
 
     store = tmp_path_factory.mktemp("store")
     ui_support.publish_run(store, ui_support.FIRST_RUN, digit_model, model_evaluation)

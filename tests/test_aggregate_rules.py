@@ -11,10 +11,10 @@ import pytest
 
 from steps import aggregate
 from steps.aggregate import MAX_SHARDS
-from steps.cli import StepError, run
-from steps.dataset import MAX_SAMPLES
-from steps.weights import read_model_file
-from tests.step_support import call, copy_model, write_json, write_model_weights
+from steps.lib.command_line import StepError, run
+from steps.lib.dataset import MAX_SAMPLES
+from steps.lib.model_file import read_model_file
+from tests.support.steps import call, copy_model, write_json, write_model_weights
 
 
 def fan_in(tmp_path: Path, stats: dict[str, object]) -> Path:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.argo_controller_double import (
+from tests.doubles.argo_controller import (
     FAILING_NODE,
     RETRIED_NODE,
     SECONDS_PER_TICK,

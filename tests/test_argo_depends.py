@@ -1,4 +1,4 @@
-"""workflows/depends.py against the Argo v4.1.2 rules it ports: how `depends` and `dependencies` are read
+"""workflows/common/depends.py against the Argo v4.1.2 rules it ports: how `depends` and `dependencies` are read
 (common/ancestry.go:GetTaskDependencies and expandDependency; docs/enhanced-depends-logic.md) and evaluated
 (controller/dag.go:evaluateDependsLogic with the results of TaskResults), and a fan-out's phase
 (dag.go:executeDAGTask). Each case has results that only the rule itself gets right: a task whose phase is
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from workflows import depends
-from workflows.dag import TaskOutcome, read_dag, should_run
-from workflows.depends import All, Any_, DependsError, Not, TaskResults, Term, holds, parse
+from workflows.common import depends
+from workflows.common.depends import All, Any_, DependsError, Not, TaskResults, Term, holds, parse
+from workflows.local.dag import TaskOutcome, read_dag, should_run
 
 PHASES = ("Succeeded", "Failed", "Error", "Skipped", "Omitted")
 

@@ -1,4 +1,4 @@
-"""workflows/durations.py reads durations as Argo v4.1.2 does: wfv1.ParseStringToDuration
+"""workflows/common/durations.py reads durations as Argo v4.1.2 does: wfv1.ParseStringToDuration
 (pkg/apis/workflow/v1alpha1/utils.go) tries strconv.Atoi first (whole seconds, signed), then Go's
 time.ParseDuration (a sign, then one or more decimal numbers each with a unit)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflows.durations import DurationError, deadline_seconds, parse_duration
+from workflows.common.durations import DurationError, deadline_seconds, parse_duration
 
 
 @pytest.mark.parametrize(

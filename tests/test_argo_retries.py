@@ -1,4 +1,4 @@
-"""workflows/retries.py against the Argo v4.1.2 rules it ports, case by case, with inputs that tell right from
+"""workflows/local/retries.py against the Argo v4.1.2 rules it ports, case by case, with inputs that tell right from
 wrong: several tries where the rule is about the first, start times that are not zero, a `now` on each side
 of every boundary. The rules: controller/operator.go:processNodeRetries (the order of the checks and their
 messages), operator.go:buildRetryStrategyLocalScope (what a retry expression sees), util/expr/env/env.go
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from workflows import retries
-from workflows.pipeline import compile_workflow
-from workflows.retries import Attempt, Retry, RetrySpecError, Stop, Wait, decide
-from workflows.settings import PipelineSettings
-from workflows.spec import templates_by_name
+from workflows.local import retries
+from workflows.local.retries import Attempt, Retry, RetrySpecError, Stop, Wait, decide
+from workflows.local.supported import templates_by_name
+from workflows.pipeline.settings import PipelineSettings
+from workflows.pipeline.workflow import compile_workflow
 
 T0 = 1000.0  # the first try's start: never zero, so a deadline from it differs from a duration
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from workflows import depends, retries
-from workflows.dag import TaskOutcome, assess, read_dag, should_run
-from workflows.durations import DurationError, parse_duration
-from workflows.pipeline import compile_workflow
-from workflows.settings import PipelineSettings
-from workflows.spec import templates_by_name
+from workflows.common import depends
+from workflows.common.durations import DurationError, parse_duration
+from workflows.local import retries
+from workflows.local.dag import TaskOutcome, assess, read_dag, should_run
+from workflows.local.supported import templates_by_name
+from workflows.pipeline.settings import PipelineSettings
+from workflows.pipeline.workflow import compile_workflow
 
 MINUTE = 60.0
 

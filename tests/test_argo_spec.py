@@ -1,6 +1,6 @@
 """The compiled Workflow and WorkflowTemplate: valid for Argo, every reference resolving, ready for a cluster.
 
-No cluster runs here; Argo's own JSON Schema and the project's port of Argo's validation (workflows/lint.py)
+No cluster runs here; Argo's own JSON Schema and the project's port of Argo's validation (workflows/lint/documents.py)
 are the honest substitutes.
 """
 
@@ -24,13 +24,13 @@ from hera.workflows.models import Workflow as HeraWorkflow
 from hera.workflows.models import WorkflowCreateRequest, WorkflowTemplateCreateRequest
 from hera.workflows.models import WorkflowTemplate as HeraWorkflowTemplate
 
-from tests.argo_schema import first_error, workflow_validator
-from tests.helpers import ROOT
-from workflows import cluster
-from workflows.lint import check as check_with_argo_rules
-from workflows.pipeline import compile_template, compile_workflow, label_expression
-from workflows.settings import PipelineSettings
-from workflows.spec import check_supported, templates_by_name
+from tests.support.argo_schema import first_error, workflow_validator
+from tests.support.project import ROOT
+from workflows.lint.documents import check as check_with_argo_rules
+from workflows.local.supported import check_supported, templates_by_name
+from workflows.pipeline import cluster
+from workflows.pipeline.settings import PipelineSettings
+from workflows.pipeline.workflow import compile_template, compile_workflow, label_expression
 
 SHAPES = [(1, 1), (3, 2), (5, 3), (8, 1)]
 # Measured in scratch environments: hera 5.16.0 to 5.25.1 drop retryStrategy.backoff.cap; 5.26 and 5.27

@@ -22,16 +22,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.argo_double import ACCURACY, FAILING_NODE, RETRIED_NODE, ArgoDouble
-from tests.argo_schema import first_error, workflow_validator
-from tests.helpers import ROOT, free_port
-from workflows import argo_client, cluster
-from workflows import watch as watch_module
-from workflows.argo_client import from_environment
-from workflows.lint import check as check_with_argo_rules
-from workflows.settings import PipelineSettings
+from tests.doubles.argo_server import ACCURACY, FAILING_NODE, RETRIED_NODE, ArgoDouble
+from tests.support.argo_schema import first_error, workflow_validator
+from tests.support.project import ROOT, free_port
+from workflows.lint.documents import check as check_with_argo_rules
+from workflows.pipeline import cluster
+from workflows.pipeline.settings import PipelineSettings
+from workflows.server import client as argo_client
+from workflows.server import watch as watch_module
+from workflows.server.client import from_environment
+from workflows.server.watch import watch
 from workflows.submit import main
-from workflows.watch import watch
 
 TOKEN = "Bearer good-token"
 STORE = "gs://mnist-models"
@@ -277,7 +278,7 @@ def test_readme_names_the_metrics_as_the_controller_exports_them() -> None:
     (../shared/argo/upstream/docs/metrics.md)."""
     import re
 
-    from workflows.pipeline import compile_workflow
+    from workflows.pipeline.workflow import compile_workflow
 
     workflow = compile_workflow(PipelineSettings())
     owners = [workflow["spec"], *workflow["spec"]["templates"]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from steps.averaging import federated_average
+from steps.lib.averaging import federated_average
 
 
 def test_equal_counts_give_the_plain_mean() -> None:

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from steps import aggregate, evaluate, init, publish, split, train
-from steps.cli import run
-from tests.step_support import call, digits, files_in, flags, write_npz
+from steps.lib.command_line import run
+from tests.support.steps import call, digits, files_in, flags, write_npz
 
 
 def train_argv(shard: Path, model: Path, out: Path) -> list:
@@ -28,7 +28,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A real starting model, and one of a foreign architecture."""
     import keras
 
-    from steps.model import build_model, save_model
+    from steps.lib.keras_model import build_model, save_model
 
     folder = tmp_path_factory.mktemp("models")
     save_model(build_model(), folder / "good.h5")
@@ -253,7 +253,7 @@ def test_a_step_process_prints_no_traceback(tmp_path: Path) -> None:
 
 
 def test_init_writes_a_loadable_model_atomically(tmp_path: Path, capsys) -> None:
-    from steps.model import load_model
+    from steps.lib.keras_model import load_model
 
     assert run(init.main, init.make_parser(), ["--seed", "3", "--out", str(tmp_path / "m.h5")]) == 0
     assert load_model(tmp_path / "m.h5").count_params() > 0

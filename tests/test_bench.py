@@ -24,10 +24,10 @@ from bench.pipeline_run import PROBE_DIR, LogWatcher, settings_record, submit_co
 from bench.report import PLAN_PNG, RESULTS_MD, markdown, settings_text, write_outputs
 from bench.run import make_parser
 from bench.targets import TARGET_ACCURACY, check_all, time_ratio
-from steps.dataset import Digits
-from tests.helpers import ROOT
-from workflows.pipeline import compile_workflow
-from workflows.settings import PipelineSettings
+from steps.lib.dataset import Digits
+from tests.support.project import ROOT
+from workflows.pipeline.settings import PipelineSettings
+from workflows.pipeline.workflow import compile_workflow
 
 
 def node(name: str, task: str, template: str, started: float, finished: float, **extra) -> dict:
@@ -108,7 +108,7 @@ def test_outside_training_is_the_wall_time_no_epoch_covers() -> None:
 
 
 def test_the_epoch_line_is_the_train_steps_own() -> None:
-    from steps.model import EpochLogger
+    from steps.lib.keras_model import EpochLogger
 
     logger = EpochLogger(epochs=3)
     logger.on_epoch_begin(1)

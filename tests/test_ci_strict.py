@@ -1,4 +1,4 @@
-"""A test that skips for want of a tool fails on CI (CI=true) and skips elsewhere (tests/ci_strict.py)."""
+"""A test that skips for want of a tool fails on CI (CI=true) and skips elsewhere (tests/support/ci_strict.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.support.project import ROOT
 
 NEEDS_A_TOOL = """
 import shutil
@@ -42,7 +42,7 @@ def run_pytest(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess:
             "-m",
             "pytest",
             "-p",
-            "tests.ci_strict",
+            "tests.support.ci_strict",
             "-p",
             "no:cacheprovider",
             "-q",

@@ -1,4 +1,4 @@
-"""The container engine's command line (workflows/containers.py), checked without running a container: what
+"""The container engine's command line (workflows/local/containers.py), checked without running a container: what
 `podman create` is asked for is what an Argo pod of the template would be. The same engine runs for real in
 tests/test_containers_engine.py (the slow `make test-containers`)."""
 
@@ -8,14 +8,14 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from workflows.containers import (
+from workflows.local.containers import (
     ContainerEngine,
     EngineError,
     container_name,
     cpu_count,
     memory_bytes,
 )
-from workflows.engines import Invocation
+from workflows.local.engines import Invocation
 
 WORK = PurePosixPath("/work")
 

@@ -18,10 +18,10 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from tests import containers_support
-from tests.containers_support import IMAGE_UID, Images, leftover_containers
-from workflows.containers import ContainerEngine
-from workflows.engines import DeadlineExceeded, Invocation
+from tests.support import containers as containers_support
+from tests.support.containers import IMAGE_UID, Images, leftover_containers
+from workflows.local.containers import ContainerEngine
+from workflows.local.engines import DeadlineExceeded, Invocation
 
 pytestmark = pytest.mark.containers
 images = containers_support.images

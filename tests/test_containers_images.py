@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from tests import containers_support
-from tests.containers_support import Images, finds_tensorflow
+from tests.support import containers as containers_support
+from tests.support.containers import Images, finds_tensorflow
 
 pytestmark = pytest.mark.containers
 images = containers_support.images

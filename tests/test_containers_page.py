@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import containers_support
-from tests.containers_support import ROOT, Images
-from tests.helpers import free_port
+from tests.support import containers as containers_support
+from tests.support.containers import ROOT, Images
+from tests.support.project import free_port
 
 pytestmark = pytest.mark.containers
 images = containers_support.images

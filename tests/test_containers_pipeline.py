@@ -10,11 +10,11 @@ from typing import IO
 
 import pytest
 
-from tests import containers_support
-from tests.containers_support import Images, finds_tensorflow
-from tests.helpers import SMALL_RUN, local_run, run_submit
-from workflows.containers import ContainerEngine
-from workflows.engines import Invocation
+from tests.support import containers as containers_support
+from tests.support.containers import Images, finds_tensorflow
+from tests.support.project import SMALL_RUN, local_run, run_submit
+from workflows.local.containers import ContainerEngine
+from workflows.local.engines import Invocation
 
 pytestmark = pytest.mark.containers
 images = containers_support.images
@@ -63,11 +63,11 @@ def test_without_the_folder_mode_aggregate_cannot_read_its_models(
 ) -> None:
     """The spec as it was (no `mode` on aggregate's models folder): argoexec's 0700 root-owned folder
     (gcs.go:downloadObject) is unreadable to the steps' user, so every run failed at aggregate."""
-    from steps.storage import open_store
-    from workflows.pipeline import compile_workflow
-    from workflows.runner import LocalRunner
-    from workflows.settings import PipelineSettings
-    from workflows.spec import templates_by_name
+    from steps.lib.storage import open_store
+    from workflows.local.runner import LocalRunner
+    from workflows.local.supported import templates_by_name
+    from workflows.pipeline.settings import PipelineSettings
+    from workflows.pipeline.workflow import compile_workflow
 
     settings = PipelineSettings(
         workers=2,

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from steps.registry import LATEST_KEY, latest_run, published_at, run_prefix
-from steps.storage import open_store
-from tests.helpers import SUBMIT, local_run
-from workflows.pipeline import compile_workflow
-from workflows.runner import LocalRunner
-from workflows.settings import PipelineSettings
+from steps.lib.registry import LATEST_KEY, latest_run, published_at, run_prefix
+from steps.lib.storage import open_store
+from tests.support.project import SUBMIT, local_run
+from workflows.local.runner import LocalRunner
+from workflows.pipeline.settings import PipelineSettings
+from workflows.pipeline.workflow import compile_workflow
 
 
 def tagged_processes(tag: str) -> list[int]:
@@ -258,7 +258,7 @@ def test_two_runs_publishing_at_once_leave_latest_complete(
         stdout, stderr = run.communicate(timeout=900)
         assert run.returncode == 0, stdout + stderr
 
-    from steps.model import load_model
+    from steps.lib.keras_model import load_model
 
     opened = open_store(store)
     names = sorted(
@@ -314,7 +314,7 @@ def test_rerunning_a_step_gives_the_same_output_and_writes_only_its_own(
     assert {p.name for p in tmp_path.iterdir()} == before | {"a", "b"}
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["model.h5", "stats.json"]
 
-    from steps.model import load_model
+    from steps.lib.keras_model import load_model
 
     first, second = (load_model(tmp_path / x / "model.h5").get_weights() for x in "ab")
     assert all((x == y).all() for x, y in zip(first, second, strict=True))

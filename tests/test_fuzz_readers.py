@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from steps import aggregate, split
-from steps.cli import StepError, run
-from tests.step_support import copy_model, digits, files_in
+from steps.lib.command_line import StepError, run
+from tests.support.steps import copy_model, digits, files_in
 
 SEED = 20240516
 CASES_PER_KIND = 60
@@ -78,7 +78,7 @@ def fuzz(
 
 
 def test_fuzzed_shards(tmp_path: Path) -> None:
-    from steps.dataset import read_shard
+    from steps.lib.dataset import read_shard
 
     for name, save in (("stored.npz", np.savez), ("deflated.npz", np.savez_compressed)):
         seed = tmp_path / name
@@ -113,8 +113,8 @@ def test_fuzzed_sources_through_split_leave_no_output(tmp_path: Path, capsys) ->
 
 
 def test_fuzzed_checkpoints(tmp_path: Path) -> None:
-    from steps import checkpoint
-    from steps.model import compile_model, load_model
+    from steps.lib import checkpoint
+    from steps.lib.keras_model import compile_model, load_model
 
     model = compile_model(load_model(copy_model(tmp_path / "m.h5")), 1e-3)
     model.optimizer.build(model.trainable_variables)
@@ -177,8 +177,8 @@ def test_fuzzed_model_files_through_aggregate_leave_no_output(tmp_path: Path, ca
 )
 def test_fuzzed_json(text: str, reader: str, tmp_path: Path) -> None:
     from steps.evaluate import missing_shards
+    from steps.lib.published import check_settings, read_metrics
     from steps.publish import settings_from
-    from steps.published import check_settings, read_metrics
 
     readers = {
         "stats": aggregate.sample_count,

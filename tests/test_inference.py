@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from steps import evaluate, inference
-from steps.cli import run
-from steps.dataset import Digits, load_mnist, write_shard
-from steps.weights import read_weights
+from steps import evaluate
+from steps.lib import inference
+from steps.lib.command_line import run
+from steps.lib.dataset import Digits, load_mnist, write_shard
+from steps.lib.model_file import read_weights
 
 DIGITS = 500  # test digits compared
 TOLERANCE = 1e-4  # absolute, on probabilities and on the mean loss
@@ -27,7 +28,7 @@ def test_digits(mnist_path: Path) -> Digits:
 
 def keras_scores(weights: list[np.ndarray], digits: Digits) -> tuple[np.ndarray, float]:
     """Keras's own probabilities (model.predict) and loss (model.evaluate), as evaluate computed them."""
-    from steps.model import build_model, compile_model, to_inputs
+    from steps.lib.keras_model import build_model, compile_model, to_inputs
 
     model = compile_model(build_model(), learning_rate=1e-3)
     model.set_weights(weights)
@@ -95,7 +96,7 @@ def test_batches_change_nothing(test_digits: Digits) -> None:
 def test_a_model_whose_numbers_overflow_ends_with_one_line(tmp_path: Path) -> None:
     """Finite weights can still overflow float32: one error line (no numpy warnings), nothing written."""
     from steps import init
-    from steps.weights import read_model_file, write_model_file
+    from steps.lib.model_file import read_model_file, write_model_file
 
     model = tmp_path / "huge.h5"
     assert run(init.main, init.make_parser(), ["--out", str(model)]) == 0

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import yaml
 
-from tests.helpers import ROOT
-from tests.infra_kustomize import build
+from tests.support.kustomize import build
+from tests.support.project import ROOT
 
 # Every skipped checkov rule, with why it does not apply here. None is skipped today.
 SKIPPED_CHECKS: dict[str, str] = {}

@@ -1,6 +1,6 @@
 """Every gcloud command line of infra/gke (and of the README's GKE section) parsed by the real Google Cloud CLI.
 
-The stand-in gcloud of tests/infra_fakes.py accepts any arguments, so a misspelt flag would pass the script
+The stand-in gcloud of tests/doubles/cloud_tools.py accepts any arguments, so a misspelt flag would pass the script
 tests. Here the scripts run against it once per path they can take (an empty project, one where everything
 exists, a local Docker build, teardown with and without the bucket), it records each argv, and every distinct
 argv is replayed through the real `gcloud`, which checks the command, its flags and their values before it
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.infra_fakes import ROOT, Sandbox, make_sandbox, system_bin
+from tests.doubles.cloud_tools import ROOT, Sandbox, make_sandbox, system_bin
 
 GCLOUD = shutil.which("gcloud")
 pytestmark = pytest.mark.skipif(

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from tests.helpers import ROOT
-from tests.infra_dockerfile import DOCKERFILE, effective, instructions, lineage, stages
+from tests.support.dockerfile import DOCKERFILE, effective, instructions, lineage, stages
+from tests.support.project import ROOT
 
 PACKAGES = ("steps", "workflows", "ui")
 
@@ -224,8 +224,8 @@ def test_dockerignore_sends_the_project_and_nothing_else() -> None:
     for needed in (
         "pyproject.toml",
         "README.md",
-        "steps/cli.py",
-        "workflows/pipeline.py",
+        "steps/lib/command_line.py",
+        "workflows/pipeline/workflow.py",
         "ui/app.py",
     ):
         assert in_build_context(needed), needed
@@ -281,9 +281,13 @@ def test_wheel_holds_every_package_the_images_run(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for package in PACKAGES:
         assert f"{package}/__init__.py" in names, package
-        for module in (ROOT / package).glob("*.py"):
-            assert f"{package}/{module.name}" in names, module
-    assert "ui/app.py" in names and "steps/train.py" in names and "workflows/pipeline.py" in names
+        for module in (ROOT / package).rglob("*.py"):
+            assert module.relative_to(ROOT).as_posix() in names, module
+    assert (
+        "ui/app.py" in names
+        and "steps/train.py" in names
+        and "workflows/pipeline/workflow.py" in names
+    )
 
 
 def test_wheel_requires_exactly_the_projects_dependencies(wheel: Path) -> None:

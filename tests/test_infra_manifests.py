@@ -14,11 +14,11 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from steps.registry import run_prefix
-from tests.helpers import ROOT
-from tests.infra_kustomize import Manifest, build, identity
-from workflows.pipeline import compile_workflow
-from workflows.settings import PipelineSettings
+from steps.lib.registry import run_prefix
+from tests.support.kustomize import Manifest, build, identity
+from tests.support.project import ROOT
+from workflows.pipeline.settings import PipelineSettings
+from workflows.pipeline.workflow import compile_workflow
 
 K8S = ROOT / "infra" / "k8s"
 ARGO_SCHEMA = ROOT.parent / "shared" / "argo" / "workflow-schema.json"

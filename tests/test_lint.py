@@ -1,4 +1,4 @@
-"""The offline lint (workflows/lint.py) against Argo v4.1.2's validation.
+"""The offline lint (workflows/lint/documents.py) against Argo v4.1.2's validation.
 
 Three sources of truth: Argo's own DAG cases (../shared/argo/upstream/conformance/dag-cases.json, from
 workflow/validate/validate_dag_test.go), one small manifest per rule ported from
@@ -20,13 +20,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.argo_schema import WORKFLOW_SCHEMA
-from tests.helpers import ROOT
-from workflows import lint_schema, lint_tags
-from workflows.lint import check, main
-from workflows.lint_schema import DAG_TASKS_MAX
-from workflows.pipeline import compile_template, compile_workflow
-from workflows.settings import MAX_ROUNDS, PipelineSettings, dag_tasks
+from tests.support.argo_schema import WORKFLOW_SCHEMA
+from tests.support.project import ROOT
+from workflows.common import tags as lint_tags
+from workflows.lint import schema as lint_schema
+from workflows.lint.documents import check, main
+from workflows.lint.schema import DAG_TASKS_MAX
+from workflows.pipeline.settings import MAX_ROUNDS, PipelineSettings, dag_tasks
+from workflows.pipeline.workflow import compile_template, compile_workflow
 
 CONFORMANCE = ROOT.parent / "shared" / "argo" / "upstream" / "conformance" / "dag-cases.json"
 CONTINUE_ON_FAULT = (
@@ -1401,7 +1402,7 @@ def test_cli_runs_as_a_module_without_the_project(tmp_path: Path) -> None:
     path = write(tmp_path, "wf.yaml", [dag("- {name: a, template: echo}")])
     probe = (
         "import runpy, sys; sys.argv = ['lint', sys.argv[1]]\n"
-        "try:\n    runpy.run_module('workflows.lint', run_name='__main__')\n"
+        "try:\n    runpy.run_module('workflows.lint.documents', run_name='__main__')\n"
         "except SystemExit as done:\n"
         "    heavy = sorted({m.split('.')[0] for m in sys.modules} & {'hera', 'tensorflow', 'numpy'})\n"
         "    print('loaded:', heavy); sys.exit(done.code)\n"

@@ -1,14 +1,14 @@
-"""The mutation report (tests/mutation.py): how it counts, sorts survivors into known equivalents and the
-rest, and names mutmut's mutants; and its settings (tests/mutation.toml) name files that exist. mutmut itself
+"""The mutation report (tests/mutation/run.py): how it counts, sorts survivors into known equivalents and the
+rest, and names mutmut's mutants; and its settings (tests/mutation/mutation.toml) name files that exist. mutmut itself
 runs in `make mutation`, not here."""
 
 from __future__ import annotations
 
-from tests import mutation
-from tests.helpers import ROOT
+from tests.mutation import run as mutation
+from tests.support.project import ROOT
 
-DIFF = """--- workflows/retries.py
-+++ workflows/retries.py
+DIFF = """--- workflows/local/retries.py
++++ workflows/local/retries.py
 @@ -1,3 +1,3 @@
  def decide(strategy, attempts):
 -    if factor is not None and factor > 0:
@@ -19,18 +19,18 @@ DIFF = """--- workflows/retries.py
 
 def test_survivors_matching_a_listed_equivalent_are_not_counted_against_the_module() -> None:
     statuses = {
-        "workflows.retries.x_decide__mutmut_1": "killed",
-        "workflows.retries.x_decide__mutmut_2": "timeout",
-        "workflows.retries.x_decide__mutmut_3": "survived",
-        "workflows.retries.x_decide__mutmut_4": "survived",
-        "workflows.retries.x_decide__mutmut_5": "no tests",
+        "workflows.local.retries.x_decide__mutmut_1": "killed",
+        "workflows.local.retries.x_decide__mutmut_2": "timeout",
+        "workflows.local.retries.x_decide__mutmut_3": "survived",
+        "workflows.local.retries.x_decide__mutmut_4": "survived",
+        "workflows.local.retries.x_decide__mutmut_5": "no tests",
     }
     equivalent = mutation.Equivalent("decide", "if factor is not None and factor > 1:", "1^n is 1")
     stale = mutation.Equivalent("decide", "return None", "gone")
     report = mutation.classify(
-        "workflows/retries.py",
+        "workflows/local/retries.py",
         statuses,
-        {"workflows.retries.x_decide__mutmut_3": DIFF},
+        {"workflows.local.retries.x_decide__mutmut_3": DIFF},
         [equivalent, stale],
     )
     assert (report.killed, len(report.survivors), report.equivalent) == (2, 3, 1)
@@ -40,7 +40,7 @@ def test_survivors_matching_a_listed_equivalent_are_not_counted_against_the_modu
     assert report.stale == [stale]
     text = mutation.render([report])
     assert (
-        "workflows/retries.py  5        2       1             3         1           50.0%  (under 95%)"
+        "workflows/local/retries.py  5        2       1             3         1           50.0%  (under 95%)"
         in text
     )
     assert "decide (3) equivalent: 1^n is 1" in text and "decide (5) NO TESTS" in text
@@ -48,17 +48,23 @@ def test_survivors_matching_a_listed_equivalent_are_not_counted_against_the_modu
 
 
 def test_mutmut_names_map_to_functions_and_back() -> None:
-    assert mutation.function_of("workflows.retries.x_decide__mutmut_12") == "decide"
-    assert mutation.function_of("workflows.retries.xǁ_Parserǁ_peek__mutmut_8") == "_Parser._peek"
-    assert mutation.mutant_patterns("workflows/lint_rules.py", ["sort_tasks", "DagGraph.*"]) == [
-        "workflows.lint_rules.x_sort_tasks__mutmut_*",
-        "workflows.lint_rules.xǁDagGraphǁ*__mutmut_*",
+    assert mutation.function_of("workflows.local.retries.x_decide__mutmut_12") == "decide"
+    assert (
+        mutation.function_of("workflows.local.retries.xǁ_Parserǁ_peek__mutmut_8") == "_Parser._peek"
+    )
+    assert mutation.mutant_patterns("workflows/lint/rules.py", ["sort_tasks", "DagGraph.*"]) == [
+        "workflows.lint.rules.x_sort_tasks__mutmut_*",
+        "workflows.lint.rules.xǁDagGraphǁ*__mutmut_*",
     ]
 
 
 def test_every_module_and_test_file_named_exists() -> None:
     config = mutation.read_config()
-    assert {"workflows/depends.py", "workflows/retries.py", "steps/averaging.py"} <= set(config)
+    assert {
+        "workflows/common/depends.py",
+        "workflows/local/retries.py",
+        "steps/lib/averaging.py",
+    } <= set(config)
     for module, entry in config.items():
         assert (ROOT / module).is_file(), module
         assert entry["tests"], module
@@ -71,5 +77,5 @@ def test_every_module_and_test_file_named_exists() -> None:
 def test_an_unknown_module_is_refused(capsys) -> None:
     assert mutation.main(["workflows/nothing.py"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "python -m tests.mutation: error: not in tests/mutation.toml: workflows/nothing.py"
+        "python -m tests.mutation: error: not in tests/mutation/mutation.toml: workflows/nothing.py"
     )

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from steps.storage import open_store
+from steps.lib.storage import open_store
 from workflows.errors import WorkflowError, WorkflowRefused
-from workflows.runner import POD_DEADLINE_MESSAGE, LocalRunner
+from workflows.local.runner import POD_DEADLINE_MESSAGE, LocalRunner
 
 RUN = "{{workflow.name}}"
 

@@ -1,4 +1,4 @@
-"""Each setting is declared once (workflows/settings.py); the flags, the workflow parameters and the README's
+"""Each setting is declared once (workflows/pipeline/settings.py); the flags, the workflow parameters and the README's
 table are made from that declaration."""
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.support.project import ROOT
 from workflows import submit
-from workflows.pipeline import compile_workflow
-from workflows.settings import (
+from workflows.pipeline.settings import (
     MAX_ROUNDS,
     PipelineSettings,
     dag_tasks,
@@ -22,6 +21,7 @@ from workflows.settings import (
     flag_of,
     option_name,
 )
+from workflows.pipeline.workflow import compile_workflow
 
 
 def test_the_readme_table_is_the_declared_settings() -> None:

@@ -10,10 +10,10 @@ import sys
 import pytest
 import yaml
 
-from tests.helpers import ROOT, SUBMIT
-from workflows.pipeline import compile_workflow
-from workflows.settings import PipelineSettings
-from workflows.spec import templates_by_name
+from tests.support.project import ROOT, SUBMIT
+from workflows.local.supported import templates_by_name
+from workflows.pipeline.settings import PipelineSettings
+from workflows.pipeline.workflow import compile_workflow
 
 LIGHT_STEPS = ("split", "init", "aggregate", "evaluate", "publish")
 

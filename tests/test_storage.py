@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from steps.cli import StepError
-from steps.storage import ArtifactStore, download_dir, open_store, upload_dir
+from steps.lib.command_line import StepError
+from steps.lib.storage import ArtifactStore, download_dir, open_store, upload_dir
 
 
 @pytest.fixture(params=["folder", "gcs"])

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from steps import train
-from steps.cli import run
-from steps.dataset import PIXEL_MAX, Digits
-from steps.progress import ProgressFile
-from tests.helpers import ROOT
-from tests.step_support import copy_model, digits, write_npz
+from steps.lib.command_line import run
+from steps.lib.dataset import PIXEL_MAX, Digits
+from steps.lib.progress import ProgressFile
+from tests.support.project import ROOT
+from tests.support.steps import copy_model, digits, write_npz
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_a_resumed_trainer_starts_at_the_resumed_epochs_count(
         original(self, epoch, logs)
         raise Stop
 
-    from steps.checkpoint import StoreCheckpoint
+    from steps.lib.checkpoint import StoreCheckpoint
 
     original = StoreCheckpoint.on_epoch_end
     monkeypatch.setattr(StoreCheckpoint, "on_epoch_end", stop_after_first_epoch)
@@ -120,7 +120,7 @@ def test_without_the_variable_no_progress_file_is_written(tmp_path: Path, progre
 def thread_probe(environment: dict[str, str]) -> subprocess.CompletedProcess:
     """Load TensorFlow as the training steps do, run an op, report the pools' configured sizes."""
     code = (
-        "from steps.tensorflow_setup import import_keras\n"
+        "from steps.lib.tensorflow_setup import import_keras\n"
         "import_keras()\n"
         "import tensorflow as tf\n"
         "tf.matmul(tf.ones((64, 64)), tf.ones((64, 64)))\n"
@@ -141,7 +141,7 @@ def test_thread_variables_are_applied_through_tf_config_and_start_up_is_silent()
 
 
 def test_a_bad_thread_count_is_the_steps_one_line(tmp_path: Path) -> None:
-    from steps.tensorflow_setup import thread_settings
+    from steps.lib.tensorflow_setup import thread_settings
 
     assert thread_settings({"TF_NUM_INTRAOP_THREADS": " 4 "}) == {"TF_NUM_INTRAOP_THREADS": 4}
     result = subprocess.run(
@@ -161,7 +161,7 @@ def test_a_bad_thread_count_is_the_steps_one_line(tmp_path: Path) -> None:
 
 
 def test_the_learning_rate_decays_geometrically_over_the_rounds() -> None:
-    from steps.schedule import round_learning_rate
+    from steps.lib.schedule import round_learning_rate
 
     assert round_learning_rate(0.004, 0.001, 1, 2) == 0.004
     assert round_learning_rate(0.004, 0.001, 2, 2) == pytest.approx(0.001)
@@ -187,7 +187,7 @@ def one_pass(batches) -> tuple[list[int], np.ndarray, np.ndarray]:
 
 
 def test_training_batches_hold_every_digit_once_per_epoch_scaled_as_to_inputs() -> None:
-    from steps.model import to_inputs, training_batches
+    from steps.lib.keras_model import to_inputs, training_batches
 
     shard = numbered_digits(300)
     batches = training_batches(shard, 64, seed=3)
@@ -216,7 +216,7 @@ def test_the_trainer_feeds_fit_one_thread_without_autotuning(
 ) -> None:
     """Keras' own pipeline for numpy arrays (a parallel map, an autotuned prefetch) slowed trainers
     sharing the cores unevenly and held fit after its last epoch; the trainer gives fit its own."""
-    from steps.model import keras
+    from steps.lib.keras_model import keras
 
     fed = []
     real_fit = keras.Model.fit
@@ -238,7 +238,13 @@ def test_the_trainer_feeds_fit_one_thread_without_autotuning(
 def test_many_steps_per_call_train_the_same_numbers_as_one(tmp_path: Path) -> None:
     """Keras runs STEPS_PER_CALL steps in one graph loop; the steps and the weights they make must be
     those of one step per call, with a call cut short by the epoch's end and a partial last batch."""
-    from steps.model import STEPS_PER_CALL, compile_model, keras, load_model, training_batches
+    from steps.lib.keras_model import (
+        STEPS_PER_CALL,
+        compile_model,
+        keras,
+        load_model,
+        training_batches,
+    )
 
     count = 8 * (STEPS_PER_CALL + 3) + 5
     rng = np.random.default_rng(0)
@@ -260,14 +266,14 @@ def test_a_trainer_reports_every_call_of_many_batches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str]
 ) -> None:
     """Keras calls back once per STEPS_PER_CALL batches with the last one's index in its epoch."""
-    from steps.model import STEPS_PER_CALL
+    from steps.lib.keras_model import STEPS_PER_CALL
 
     count = 4 * (2 * STEPS_PER_CALL + 3) + 2  # batch 4: two full calls and a short one per epoch
     per_epoch = 2 * STEPS_PER_CALL + 4
     shard = write_npz(tmp_path / "shard.npz", **digits(count, labels=np.arange(count) % 10))
     monkeypatch.setenv("ARGO_PROGRESS_FILE", str(tmp_path / "progress"))
     clock = itertools.count(0, 3600)  # every write past the throttle
-    monkeypatch.setattr("steps.progress.time", SimpleNamespace(monotonic=lambda: next(clock)))
+    monkeypatch.setattr("steps.lib.progress.time", SimpleNamespace(monotonic=lambda: next(clock)))
     argv = ["--shard", shard, "--model", copy_model(tmp_path / "start.h5"), "--epochs", 2]
     argv += ["--batch", 4, "--out", tmp_path / "m.h5", "--stats-out", tmp_path / "s.json"]
     assert run(train.main, train.make_parser(), [str(a) for a in argv]) == 0
@@ -281,7 +287,7 @@ def test_the_collector_is_off_while_tensorflow_loads_and_on_after() -> None:
     import; what the import made is frozen out of later collections."""
     code = (
         "import gc\n"
-        "from steps.tensorflow_setup import import_keras\n"
+        "from steps.lib.tensorflow_setup import import_keras\n"
         "runs = []\n"
         "gc.callbacks.append(lambda phase, info: phase == 'start' and runs.append(info))\n"
         "import_keras()\n"

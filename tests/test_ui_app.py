@@ -17,9 +17,9 @@ import pytest
 from PIL import Image, ImageDraw
 from streamlit.testing.v1 import AppTest
 
-from steps.registry import LATEST_KEY, run_prefix
-from tests import ui_support
-from tests.helpers import ROOT
+from steps.lib.registry import LATEST_KEY, run_prefix
+from tests.support import page as ui_support
+from tests.support.project import ROOT
 from ui.decode import MAX_PIXELS, MB
 from ui.predict import LOW_CONFIDENCE
 from ui.verbatim import verbatim
@@ -401,7 +401,7 @@ def test_a_date_out_of_range_in_utc_does_not_stop_the_page(
     page.run()
     assert not page.exception, page.exception
     assert [tab.label for tab in page.tabs] == ["Upload images", "Take a photo", "Draw a digit"]
-    # The shared checks of the published files refuse the date (steps/published.py): the new run is
+    # The shared checks of the published files refuse the date (steps/lib/published.py): the new run is
     # unavailable and the page keeps serving the one before, whose card and date stay as they were.
     assert not any("0001" in caption.value for caption in page.caption)
     assert [w.value for w in page.warning] == [

@@ -24,10 +24,10 @@ import requests
 from PIL import Image
 
 from bench.photos import photo
-from steps.dataset import load_mnist
-from steps.registry import LATEST_KEY, run_prefix
-from tests.helpers import ROOT, free_port, wait_for_port
-from tests.ui_support import FIRST_RUN, progressive_jpeg
+from steps.lib.dataset import load_mnist
+from steps.lib.registry import LATEST_KEY, run_prefix
+from tests.support.page import FIRST_RUN, progressive_jpeg
+from tests.support.project import ROOT, free_port, wait_for_port
 from ui.decode import MAX_CONCURRENT_DECODES, MAX_SCANS, MB
 from ui.uploads import MAX_SESSION_BYTES
 
@@ -251,7 +251,7 @@ def test_store_text_reaches_the_browser_as_text(
     folder = store / run_prefix("ui-test-md")
     shutil.copytree(store / run_prefix(FIRST_RUN), folder)
     card = json.loads((folder / "run.json").read_text())
-    # published_at must be a date (steps/published.py refuses other text); run and settings are text
+    # published_at must be a date (steps/lib/published.py refuses other text); run and settings are text
     card.update(run=HOSTILE, settings={"workers": HOSTILE})
     (folder / "run.json").write_text(json.dumps(card))
     (store / LATEST_KEY).write_text("ui-test-md")

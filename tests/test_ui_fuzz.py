@@ -19,8 +19,8 @@ import pytest
 from PIL import Image
 
 from bench.photos import photo
-from tests.helpers import ROOT
-from tests.ui_support import progressive_jpeg
+from tests.support.page import progressive_jpeg
+from tests.support.project import ROOT
 from ui.preprocess import ImageRejected, prepare
 
 SEED = 16

@@ -2,7 +2,7 @@
 
 The page's pod has 1 CPU and 2 GiB (infra/k8s/base/page.yaml): no upload within the limits may take more
 than 2 s of CPU or 300 MB of memory, and only MAX_CONCURRENT_DECODES decode at once. The crafted files
-are made here (tests/ui_support.py) and are small on disk; their cost is measured in a fresh process.
+are made here (tests/support/page.py) and are small on disk; their cost is measured in a fresh process.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageFile
 
-from tests.ui_support import (
+from tests.support.page import (
     cost_of_prepare,
     gif_of_comment_blocks,
     jpeg_of_empty_segments,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from steps.registry import LATEST_KEY, MODEL_FILE, run_prefix
-from steps.weights import MAX_MODEL_BYTES
-from tests import ui_support
+from steps.lib.model_file import MAX_MODEL_BYTES
+from steps.lib.registry import LATEST_KEY, MODEL_FILE, run_prefix
+from tests.support import page as ui_support
 from ui import model_source
 from ui.model_source import (
     REFUSED_RETRY_SECONDS,
@@ -212,7 +212,7 @@ def test_the_checked_files_keep_what_the_page_shows(published_store: Path) -> No
 
 def test_run_files_are_read_through_the_store_and_its_root_check(tmp_path: Path) -> None:
     """A LATEST that is a symlink out of the store is refused like any other key leading outside."""
-    from steps.storage import open_store
+    from steps.lib.storage import open_store
     from ui.run_files import BadRunFile, read_key
 
     outside = tmp_path / "secret.txt"

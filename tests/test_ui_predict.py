@@ -9,8 +9,8 @@ import sys
 import tomllib
 from pathlib import Path
 
-from steps.registry import LATEST_KEY
-from tests.helpers import ROOT
+from steps.lib.registry import LATEST_KEY
+from tests.support.project import ROOT
 from ui.decode import MAX_FILE_MB, MB
 
 SAMPLES = sorted((ROOT / "samples").iterdir())

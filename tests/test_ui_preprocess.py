@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from bench.photos import photo as hard_photo
-from steps.dataset import load_mnist
+from steps.lib.dataset import load_mnist
 from ui.decode import MAX_PIXELS, MB, ImageRejected, decode
 from ui.make_samples import photograph
 from ui.preprocess import BOX, CENTRE, SIDE, prepare
@@ -44,7 +44,7 @@ def test_hard_photographs_are_recognised_nearly_as_well_as_clean_digits(
 ) -> None:
     """Uneven light, shadows, blue or black ink, 15-80% of the frame, rotation, blur, noise, JPEG 50-90
     (bench.photos); `python -m bench.preprocessing` measures the same with the published model."""
-    from steps.model import load_model, to_inputs
+    from steps.lib.keras_model import load_model, to_inputs
 
     model = load_model(digit_model)
     images, labels = test_digits[0][:PHOTO_DIGITS], test_digits[1][:PHOTO_DIGITS]
@@ -62,7 +62,7 @@ def test_hard_photographs_are_recognised_nearly_as_well_as_clean_digits(
 def test_the_kinder_sample_photographs_are_recognised(
     digit_model: Path, test_digits: tuple[np.ndarray, np.ndarray]
 ) -> None:
-    from steps.model import load_model, to_inputs
+    from steps.lib.keras_model import load_model, to_inputs
 
     model = load_model(digit_model)
     images, labels = test_digits[0][:200], test_digits[1][:200]

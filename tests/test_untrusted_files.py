@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from steps import aggregate, evaluate, publish, split, train
-from steps.cli import StepError
-from tests.helpers import ROOT
-from tests.step_support import (
+from steps.lib.command_line import StepError
+from tests.support.project import ROOT
+from tests.support.steps import (
     call,
     copy_model,
     corrupt_deflate_npz,
@@ -63,8 +63,8 @@ def test_a_zip_bomb_shard_is_refused_without_inflating_it(tmp_path: Path) -> Non
     assert bomb.stat().st_size < 1 << 20
     peak, output = peak_memory_mb(
         "from pathlib import Path\n"
-        "from steps.cli import StepError\n"
-        "from steps.dataset import read_shard\n"
+        "from steps.lib.command_line import StepError\n"
+        "from steps.lib.dataset import read_shard\n"
         "try:\n"
         f"    read_shard(Path({str(bomb)!r}))\n"
         "except StepError as error:\n"
@@ -81,8 +81,8 @@ def test_a_central_directory_of_many_entries_is_refused_before_it_is_parsed(tmp_
     peak, output = peak_memory_mb(
         "import time\n"
         "from pathlib import Path\n"
-        "from steps.cli import StepError\n"
-        "from steps.dataset import read_shard\n"
+        "from steps.lib.command_line import StepError\n"
+        "from steps.lib.dataset import read_shard\n"
         "start = time.process_time()\n"
         "try:\n"
         f"    read_shard(Path({str(wide)!r}))\n"
@@ -183,7 +183,7 @@ def test_a_model_declaring_a_huge_weight_is_refused_before_allocation(tmp_path: 
     folder = models_folder(tmp_path, crafted)
     peak, output = peak_memory_mb(
         "from steps import aggregate\n"
-        "from steps.cli import run\n"
+        "from steps.lib.command_line import run\n"
         f"print(run(aggregate.main, aggregate.make_parser(), ['--models-dir', {str(folder)!r}, "
         f"'--out', {str(tmp_path / 'avg.h5')!r}]))\n"
     )
@@ -252,12 +252,12 @@ def test_names_pointing_at_one_big_heap_object_are_refused_before_they_are_read(
     declared size passes any byte check, while reading the attribute materialised the object 64
     times (256 MB here; 1.98 GB with a 15 MB object, and 2048 references asked for about 30 GB).
     Every reader of model files (the page's loader, ui.predict, publish, evaluate, aggregate and
-    train) goes through steps.weights.read_model_file."""
+    train) goes through steps.lib.model_file.read_model_file."""
     model = shared_heap_names(copy_model(tmp_path / "heap.h5"), 64, 4 << 20)
     assert model.stat().st_size < 8 << 20
     peak, output = peak_memory_mb(
-        "from steps.weights import read_weights\n"
-        "from steps.cli import StepError\n"
+        "from steps.lib.model_file import read_weights\n"
+        "from steps.lib.command_line import StepError\n"
         "try:\n"
         f"    read_weights({str(model)!r})\n"
         "except StepError as error:\n"
@@ -297,7 +297,7 @@ def test_every_step_refuses_names_on_a_shared_heap_object(
 
 def test_train_and_evaluate_refuse_a_nan_model(tmp_path: Path, capsys) -> None:
     model = copy_model(tmp_path / "start.h5")
-    from steps.weights import read_weights
+    from steps.lib.model_file import read_weights
 
     weights = read_weights(model)
     weights[0][0, 0, 0, 0] = np.nan
@@ -319,8 +319,8 @@ def test_train_and_evaluate_refuse_a_nan_model(tmp_path: Path, capsys) -> None:
 
 
 def test_a_diverging_trainer_writes_nothing(tmp_path: Path, small_mnist: Path, capsys) -> None:
-    from steps.cli import run
-    from steps.dataset import load_mnist, write_shard
+    from steps.lib.command_line import run
+    from steps.lib.dataset import load_mnist, write_shard
 
     train_digits, _ = load_mnist(small_mnist)
     write_shard(tmp_path / "shard.npz", train_digits.take(np.arange(300)))
@@ -367,11 +367,11 @@ def test_fedavg_weighs_by_what_split_made_and_averages_only_the_expected_shards(
     """split and aggregate run as the compiled spec runs them, with what Argo would substitute: a
     worker claiming 250,000 samples for a 1,000-digit shard got nearly all the weight, and a stray
     7.h5 in the round's folder was averaged in. Now only shard 0 (true count) is averaged."""
-    from steps.cli import run
-    from steps.weights import read_weights
-    from workflows.pipeline import compile_workflow
-    from workflows.settings import PipelineSettings
-    from workflows.spec import substitute, substitute_all, templates_by_name
+    from steps.lib.command_line import run
+    from steps.lib.model_file import read_weights
+    from workflows.local.supported import substitute, substitute_all, templates_by_name
+    from workflows.pipeline.settings import PipelineSettings
+    from workflows.pipeline.workflow import compile_workflow
 
     settings = PipelineSettings(workers=2, rounds=1, min_workers=1, source=str(small_mnist))
     workflow = compile_workflow(settings)
@@ -506,9 +506,9 @@ def test_no_workflow_parameter_can_rewrite_the_card(
     """The compiled publish template's arguments, with the parameters Argo would substitute (plain
     text replacement: workflow/common/util.go:SubstituteParams): a folder name holding a quote and
     JSON of its own was pasted into the --settings JSON, failing the run or rewriting the card."""
-    from workflows.pipeline import compile_workflow
-    from workflows.settings import PipelineSettings
-    from workflows.spec import substitute_all, templates_by_name
+    from workflows.local.supported import substitute_all, templates_by_name
+    from workflows.pipeline.settings import PipelineSettings
+    from workflows.pipeline.workflow import compile_workflow
 
     settings = PipelineSettings(epochs=1, source=source)
     workflow = compile_workflow(settings)
@@ -536,8 +536,8 @@ def test_no_workflow_parameter_can_rewrite_the_card(
 
 
 def test_a_source_too_long_for_the_card_is_refused_at_submit() -> None:
-    """Not at the end of the run, by publish: the bound is steps.published's, in one place."""
-    from workflows.settings import defaults
+    """Not at the end of the run, by publish: the bound is steps.lib.published's, in one place."""
+    from workflows.pipeline.settings import defaults
 
     with pytest.raises(ValueError, match=r"MNIST_SOURCE=.*longer than 1024 characters"):
         defaults({"MNIST_SOURCE": "gs://bucket/" + "d" * 1020})
@@ -545,7 +545,7 @@ def test_a_source_too_long_for_the_card_is_refused_at_submit() -> None:
 
 
 def test_publish_publishes_only_what_the_page_accepts(tmp_path: Path, capsys) -> None:
-    """publish and the page check run.json and metrics.json with the same functions (steps.published):
+    """publish and the page check run.json and metrics.json with the same functions (steps.lib.published):
     a 253-character source, a boolean setting and a 100 KB metrics.json were published and then
     refused by the page."""
     from ui.model_source import ModelKeeper, parse_model_uri
@@ -589,7 +589,7 @@ def publish_process(
     probe = (
         "import re, sys\n"
         "from steps import publish\n"
-        "from steps.cli import run\n"
+        "from steps.lib.command_line import run\n"
         f"code = run(publish.main, publish.make_parser(), {argv!r})\n"
         "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
         "sys.exit(code)\n"
@@ -663,7 +663,7 @@ def test_publish_refuses_a_far_worse_model_unless_told_to(tmp_path: Path, capsys
 
 
 def run_ok(module, argv: list, capsys) -> bool:
-    from steps.cli import run
+    from steps.lib.command_line import run
 
     code = run(module.main, module.make_parser(), [str(a) for a in argv])
     error = capsys.readouterr().err
@@ -674,7 +674,7 @@ def run_ok(module, argv: list, capsys) -> bool:
 def test_publish_refuses_a_nan_model(tmp_path: Path, capsys) -> None:
     metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
     argv = publish_argv(tmp_path, metrics)
-    from steps.weights import read_weights
+    from steps.lib.model_file import read_weights
 
     model = Path(argv[argv.index("--model") + 1])
     weights = read_weights(model)
@@ -695,7 +695,7 @@ def test_settings_never_become_nan(tmp_path: Path, capsys) -> None:
 
 @pytest.fixture
 def trainer_inputs(tmp_path: Path, small_mnist: Path) -> dict:
-    from steps.dataset import load_mnist, write_shard
+    from steps.lib.dataset import load_mnist, write_shard
 
     train_digits, _ = load_mnist(small_mnist)
     write_shard(tmp_path / "shard.npz", train_digits.take(np.arange(200)))
@@ -710,8 +710,8 @@ def trainer_inputs(tmp_path: Path, small_mnist: Path) -> dict:
 
 def forge_checkpoint(inputs: dict, record: dict, weights: list | None = None) -> None:
     """A checkpoint whose fingerprint matches train's inputs, with a `record` of our choosing."""
-    from steps.checkpoint import fingerprint
-    from steps.model import compile_model, load_model
+    from steps.lib.checkpoint import fingerprint
+    from steps.lib.keras_model import compile_model, load_model
 
     model = compile_model(load_model(inputs["model"]), 1e-3)
     model.optimizer.build(model.trainable_variables)
@@ -727,7 +727,7 @@ def forge_checkpoint(inputs: dict, record: dict, weights: list | None = None) ->
 
 
 def run_trainer(inputs: dict, out: Path, capsys) -> str:
-    from steps.cli import run
+    from steps.lib.command_line import run
 
     argv = [
         "--shard",
@@ -779,14 +779,14 @@ def test_a_forged_checkpoint_is_ignored_and_training_runs(
     assert "resuming" not in error
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())
     assert stats["samples"] == 200
-    from steps.weights import read_weights
+    from steps.lib.model_file import read_weights
 
     trained, start = read_weights(tmp_path / "out/model.h5"), read_weights(trainer_inputs["model"])
     assert not all(np.array_equal(a, b) for a, b in zip(trained, start, strict=True))
 
 
 def test_a_checkpoint_with_nan_weights_is_ignored(trainer_inputs: dict, tmp_path: Path, capsys):
-    from steps.weights import read_weights
+    from steps.lib.model_file import read_weights
 
     weights = read_weights(trainer_inputs["model"])
     weights[2][:] = np.nan
@@ -811,7 +811,7 @@ def test_a_finished_checkpoint_is_used_and_cannot_change_the_sample_count(
 
 
 def test_the_folder_store_refuses_paths_through_symlinks_out_of_its_root(tmp_path: Path) -> None:
-    from steps.storage import open_store
+    from steps.lib.storage import open_store
 
     root, outside = tmp_path / "store", tmp_path / "outside"
     (root / "models").mkdir(parents=True)
@@ -837,7 +837,7 @@ def test_the_folder_store_refuses_paths_through_symlinks_out_of_its_root(tmp_pat
 
 
 def test_listing_does_not_follow_symlinks(tmp_path: Path) -> None:
-    from steps.storage import open_store
+    from steps.lib.storage import open_store
 
     root, outside = tmp_path / "store", tmp_path / "outside"
     (root / "run").mkdir(parents=True)
@@ -867,7 +867,7 @@ def test_download_dir_keeps_stored_names_inside_the_target(tmp_path: Path) -> No
 
     A stand-in listing: the GCS emulator drops the connection on such a name, real GCS stores it.
     """
-    from steps.storage import download_dir
+    from steps.lib.storage import download_dir
 
     class Listing:
         uri = "gs://bucket"

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from steps import aggregate
-from steps.cli import run
-from steps.weights import CONFIG_CLASSES, CONFIG_MODULES, LAYER_CLASSES, WEIGHT_LAYOUT
-from tests.helpers import ROOT
-from tests.step_support import copy_model, digits, write_json, write_model_weights, write_npz
+from steps.lib.command_line import run
+from steps.lib.model_file import CONFIG_CLASSES, CONFIG_MODULES, LAYER_CLASSES, WEIGHT_LAYOUT
+from tests.support.project import ROOT
+from tests.support.steps import copy_model, digits, write_json, write_model_weights, write_npz
 
 
 def run_aggregate(models: Path, out: Path) -> int:
@@ -26,7 +26,7 @@ def run_aggregate(models: Path, out: Path) -> int:
 
 
 def test_the_owned_layout_is_the_networks() -> None:
-    from steps.model import build_model
+    from steps.lib.keras_model import build_model
 
     model = build_model()
     layers = [layer for layer in model.layers if layer.weights]
@@ -40,7 +40,7 @@ def test_the_owned_layout_is_the_networks() -> None:
 
 
 def test_the_owned_config_rules_accept_the_networks_config() -> None:
-    from steps.model import build_model
+    from steps.lib.keras_model import build_model
 
     config = json.loads(build_model().to_json())
     assert tuple(layer["class_name"] for layer in config["config"]["layers"]) == LAYER_CLASSES
@@ -60,7 +60,7 @@ def test_the_owned_config_rules_accept_the_networks_config() -> None:
 def test_aggregate_writes_a_keras_model_holding_the_weighted_mean(tmp_path: Path) -> None:
     import keras
 
-    from steps.model import build_model, to_inputs
+    from steps.lib.keras_model import build_model, to_inputs
 
     folder = tmp_path / "models"
     folder.mkdir()
@@ -99,7 +99,7 @@ def test_aggregate_writes_a_keras_model_holding_the_weighted_mean(tmp_path: Path
 
 
 def test_aggregates_output_is_checked_like_any_input(tmp_path: Path) -> None:
-    from steps.weights import read_model_file
+    from steps.lib.model_file import read_model_file
 
     folder = tmp_path / "models"
     folder.mkdir()

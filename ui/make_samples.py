@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from steps.cli import StepError, atomic_path, run
-from steps.dataset import (
+from steps.lib.command_line import StepError, atomic_path, run
+from steps.lib.dataset import (
     NUM_CLASSES,
     add_source_argument,
     fetch_source,

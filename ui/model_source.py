@@ -6,8 +6,8 @@ MODEL_URI is one of
 - a store itself (a folder, or gs://bucket[/prefix]): its LATEST;
 - a model file (`.h5`) on this machine; metrics.json, run.json and confusion.png beside it are used if there.
 
-Weights are only ever read into the project's own architecture (steps.weights checks the file against it),
-and the page runs that network in numpy (steps.inference): no TensorFlow on the page.
+Weights are only ever read into the project's own architecture (steps.lib.model_file checks the file against it),
+and the page runs that network in numpy (steps.lib.inference): no TensorFlow on the page.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from time import monotonic
 
-from steps.cli import StepError
-from steps.errors import ProjectError
-from steps.inference import Network
-from steps.registry import LATEST_KEY, METRICS_FILE, MODEL_FILE, RUN_FILE, run_prefix
-from steps.storage import ArtifactStore, open_store
-from steps.weights import MAX_MODEL_BYTES, read_weights
+from steps.lib.command_line import StepError
+from steps.lib.errors import ProjectError
+from steps.lib.inference import Network
+from steps.lib.model_file import MAX_MODEL_BYTES, read_weights
+from steps.lib.registry import LATEST_KEY, METRICS_FILE, MODEL_FILE, RUN_FILE, run_prefix
+from steps.lib.storage import ArtifactStore, open_store
 from ui.run_files import (
     MAX_JSON_BYTES,
     MAX_PICTURE_BYTES,
@@ -38,7 +38,7 @@ from ui.run_files import (
     read_head,
     read_key,
 )
-from workflows.settings import DEFAULT_STORE
+from workflows.pipeline.settings import DEFAULT_STORE
 
 CONFUSION_FILE = "confusion.png"
 # A version refused (too big, malformed) is not fetched again on every rerun; after this long it is

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.cli import EXIT_BAD_INPUT
-from steps.inference import Network
+from steps.lib.command_line import EXIT_BAD_INPUT
+from steps.lib.inference import Network
 from ui.decode import MAX_FILE_MB, MB, ImageRejected
 from ui.model_source import ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
 from ui.preprocess import prepare

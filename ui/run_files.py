@@ -1,7 +1,7 @@
 """A published run's small files as the page reads them: each read with a size cap, then checked.
 
 The store is not trusted more than an upload. `LATEST`, `run.json` and `metrics.json` are checked by
-steps.published, the same functions and bounds publish applies before it publishes a run, so the page
+steps.lib.published, the same functions and bounds publish applies before it publishes a run, so the page
 refuses nothing publish writes and shows nothing publish would refuse. Anything else raises BadRunFile,
 which the page treats as "this model is unavailable" while it keeps serving the last good one.
 """
@@ -13,10 +13,16 @@ from pathlib import Path
 
 from PIL import Image
 
-from steps.cli import StepError
-from steps.published import MAX_FILE_BYTES, MAX_POINTER_BYTES, BadRunFile, read_card, read_metrics
-from steps.published import check_pointer as pointer_text
-from steps.storage import ArtifactStore, LocalStore
+from steps.lib.command_line import StepError
+from steps.lib.published import (
+    MAX_FILE_BYTES,
+    MAX_POINTER_BYTES,
+    BadRunFile,
+    read_card,
+    read_metrics,
+)
+from steps.lib.published import check_pointer as pointer_text
+from steps.lib.storage import ArtifactStore, LocalStore
 
 __all__ = [
     "MAX_JSON_BYTES",

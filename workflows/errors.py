@@ -1,4 +1,4 @@
-"""Errors of compiling, checking, submitting and running the workflow (beside the steps' own, steps/errors.py).
+"""Errors of compiling, checking, submitting and running the workflow (beside the steps' own, steps/lib/errors.py).
 
 submit.py exits 2 when it refuses what it was asked (UsageError, WorkflowError: nothing ran) and 1 when what
 it tried failed (an Argo Server that refuses or cannot be reached, a run that failed).
@@ -6,7 +6,7 @@ it tried failed (an Argo Server that refuses or cannot be reached, a run that fa
 
 from __future__ import annotations
 
-from steps.errors import ProjectError
+from steps.lib.errors import ProjectError
 
 
 class UsageError(ProjectError):
@@ -18,7 +18,7 @@ class WorkflowError(ProjectError):
 
 
 class WorkflowRefused(WorkflowError):
-    """Argo would refuse the spec (workflows.lint): it does not run here either."""
+    """Argo would refuse the spec (workflows.lint.documents): it does not run here either."""
 
 
 class UnsupportedFeature(WorkflowError):

@@ -16,24 +16,15 @@ from pathlib import Path
 if not __package__:  # run as a file: make the project importable, not the workflows/ folder itself
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from steps.cli import StepError, positive_int
-from steps.registry import MODEL_FILE, run_prefix
-from steps.storage import open_store
-from workflows import cluster
-from workflows.argo_client import (
-    ArgoError,
-    ArgoServer,
-    create_workflow,
-    from_environment,
-    register_template,
-    submit_from_template,
-)
-from workflows.engines import Engine, ProcessEngine
+from steps.lib.command_line import StepError, positive_int
+from steps.lib.registry import MODEL_FILE, run_prefix
+from steps.lib.storage import open_store
 from workflows.errors import UsageError, WorkflowError, WorkflowRefused
-from workflows.lint import check as check_with_argo_rules
-from workflows.pipeline import compile_template, compile_workflow
-from workflows.runner import LocalRunner
-from workflows.settings import (
+from workflows.lint.documents import check as check_with_argo_rules
+from workflows.local.engines import Engine, ProcessEngine
+from workflows.local.runner import LocalRunner
+from workflows.pipeline import cluster
+from workflows.pipeline.settings import (
     DEFAULT_STORE,
     PipelineSettings,
     add_arguments,
@@ -42,13 +33,22 @@ from workflows.settings import (
     flag_of,
     from_arguments,
 )
-from workflows.watch import POLL_SECONDS, failure, output, run_seconds, watch
+from workflows.pipeline.workflow import compile_template, compile_workflow
+from workflows.server.client import (
+    ArgoError,
+    ArgoServer,
+    create_workflow,
+    from_environment,
+    register_template,
+    submit_from_template,
+)
+from workflows.server.watch import POLL_SECONDS, failure, output, run_seconds, watch
 
 EXIT_RUN_FAILED = 1  # it was tried and failed: the run, or the Argo Server
 EXIT_USAGE = 2  # refused before anything ran: bad flags or settings, a spec Argo would refuse
 ENGINES = ("process", "podman", "docker")
 TEMPLATE_LABEL = "workflows.argoproj.io/workflow-template"  # what marks a run as a template's
-# The local runner's own options (the pipeline's settings are declared in workflows/settings.py):
+# The local runner's own options (the pipeline's settings are declared in workflows/pipeline/settings.py):
 # flag → (help, default as shown, argparse options).
 LOCAL_OPTIONS = {
     "--parallelism": (
@@ -181,7 +181,7 @@ def local_engine(name: str) -> Engine:
     """The engine that starts each step locally: a process, or a container of the step's image."""
     if name == "process":
         return ProcessEngine()
-    from workflows.containers import ContainerEngine
+    from workflows.local.containers import ContainerEngine
 
     return ContainerEngine(program=name)
 

@@ -133,7 +133,7 @@ kube() { kubectl --context "$(kube_context "${ZONE}")" "$@"; }
 
 # The executor image without root, and the securityContext Argo gives its init and wait containers
 # (workflow/controller/workflowpod.go, newExecContainer: the controller config's executor.securityContext);
-# with the workflow's pod securityContext (workflows/cluster.py) each pod of a run meets Pod Security
+# with the workflow's pod securityContext (workflows/pipeline/cluster.py) each pod of a run meets Pod Security
 # `restricted` (docs/workflow-pod-security-context.md, "Non-root Executor Image").
 # Its second file: DEFAULT_REQUEUE_TIME on the controller (workflow/controller/rate_limiters.go).
 render_argo_config() {

@@ -1,0 +1,170 @@
+"""MNIST loading, shard files and partitioning. No TensorFlow here: splitting stays fast."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from steps.lib.command_line import StepError, atomic_path
+from steps.lib.npz import ArraySpec, read_arrays
+
+KERAS_MNIST_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
+KERAS_MNIST_SHA256 = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1"
+PARTITIONS = ("iid", "dirichlet")  # how training digits are dealt out to the shards
+IMAGE_SHAPE = (28, 28)
+NUM_CLASSES = 10
+PIXEL_MAX = 255  # a uint8 pixel's full ink; the network sees pixels / PIXEL_MAX, in [0, 1]
+# The most digits any file the steps read may hold: about four times MNIST's 60,000 training digits
+# (EMNIST's 240,000 digits fit), and small enough that split's peak (the source plus its shards,
+# ~400 MB) stays inside its pod's 768 MiB. Also the bound on a worker's FedAvg weight: no shard can
+# hold more.
+MAX_SAMPLES = 250_000
+IMAGES = ArraySpec(np.dtype(np.uint8), (None, *IMAGE_SHAPE), MAX_SAMPLES)
+LABELS = ArraySpec(np.dtype(np.uint8), (None,), MAX_SAMPLES)
+
+
+@dataclass(frozen=True)
+class Digits:
+    """Images (n, 28, 28) uint8 with 0 = background, and labels (n,) uint8 in 0..9."""
+
+    x: np.ndarray
+    y: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def take(self, indices: np.ndarray) -> Digits:
+        return Digits(self.x[indices], self.y[indices])
+
+
+def add_source_argument(parser: argparse.ArgumentParser) -> None:
+    """`--source` for the tools run by hand: env MNIST_SOURCE, else the Keras download."""
+    parser.add_argument(
+        "--source",
+        default=os.environ.get("MNIST_SOURCE") or KERAS_MNIST_URL,
+        help="mnist.npz: path, URL or gs:// URI (default: env MNIST_SOURCE, else the Keras URL)",
+    )
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("MNIST_CACHE", Path.home() / ".cache" / "mnist-argo"))
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fetch_source(source: str, cache_dir: Path | None = None) -> Path:
+    """Return a local path holding the MNIST npz named by `source`: an http(s) URL, a gs:// URI or a path.
+
+    The official Keras URL is checked against its published sha256 and cached after the first download.
+    """
+    if source.startswith(("http://", "https://")):
+        return _download(source, cache_dir or default_cache_dir())
+    if source.startswith("gs://"):
+        from steps.lib.storage import download_uri
+
+        target = (cache_dir or default_cache_dir()) / "gcs" / source.removeprefix("gs://")
+        download_uri(source, target)
+        return target
+    path = Path(source)
+    if not path.is_file():
+        raise StepError(f"dataset not found: {source}")
+    return path
+
+
+def _download(url: str, cache_dir: Path) -> Path:
+    expected = KERAS_MNIST_SHA256 if url == KERAS_MNIST_URL else None
+    target = cache_dir / Path(url).name
+    if target.is_file() and (expected is None or sha256_of(target) == expected):
+        return target
+    try:
+        with atomic_path(target) as temporary:
+            urllib.request.urlretrieve(url, temporary)
+            if expected and sha256_of(temporary) != expected:
+                raise StepError(f"{url}: sha256 does not match the published {expected}")
+    except (urllib.error.URLError, OSError) as error:
+        raise StepError(f"cannot download {url}: {error}") from None
+    return target
+
+
+def check_digits(x: np.ndarray, y: np.ndarray, where: str) -> Digits:
+    """Validate shapes, dtypes and label range; raise StepError naming `where` otherwise."""
+    if x.dtype != np.uint8 or y.dtype != np.uint8:
+        raise StepError(f"{where}: images and labels must be uint8, got {x.dtype} and {y.dtype}")
+    if x.ndim != 3 or x.shape[1:] != IMAGE_SHAPE:
+        raise StepError(f"{where}: images must have shape (n, 28, 28), got {x.shape}")
+    if y.ndim != 1 or len(y) != len(x):
+        raise StepError(f"{where}: labels must have shape ({len(x)},), got {y.shape}")
+    if len(y) == 0:
+        raise StepError(f"{where}: holds no samples")
+    if y.max() >= NUM_CLASSES:
+        raise StepError(f"{where}: labels must be in 0..9, found {int(y.max())}")
+    return Digits(x, y)
+
+
+def load_mnist(path: Path) -> tuple[Digits, Digits]:
+    """Read the Keras-layout mnist.npz: (train, test)."""
+    arrays = read_arrays(
+        path, {"x_train": IMAGES, "y_train": LABELS, "x_test": IMAGES, "y_test": LABELS}
+    )
+    train = check_digits(arrays["x_train"], arrays["y_train"], f"{path} (train)")
+    test = check_digits(arrays["x_test"], arrays["y_test"], f"{path} (test)")
+    return train, test
+
+
+def read_shard(path: Path) -> Digits:
+    """Read and validate a shard file (keys x, y)."""
+    if not path.is_file():
+        raise StepError(f"shard not found: {path}")
+    arrays = read_arrays(path, {"x": IMAGES, "y": LABELS})
+    return check_digits(arrays["x"], arrays["y"], str(path))
+
+
+def save_shard(path: Path, digits: Digits) -> None:
+    """Write a shard to `path` as it is (uncompressed: compressing full MNIST takes longer than the
+    rest of split, and an uncompressed shard is read in a few milliseconds)."""
+    np.savez(path, x=digits.x, y=digits.y)
+
+
+def write_shard(path: Path, digits: Digits) -> None:
+    """save_shard, atomically."""
+    with atomic_path(path) as temporary:
+        save_shard(temporary, digits)
+
+
+def partition_iid(count: int, parts: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Shuffle 0..count-1 into `parts` index arrays whose sizes differ by at most one."""
+    return [np.sort(part) for part in np.array_split(rng.permutation(count), parts)]
+
+
+def partition_dirichlet(
+    labels: np.ndarray, parts: int, alpha: float, rng: np.random.Generator, attempts: int = 100
+) -> list[np.ndarray]:
+    """Label-skewed shards: each class is spread over the parts in Dirichlet(alpha) proportions.
+
+    Smaller alpha means more skew. Draws again (up to `attempts` times) until no part is empty.
+    """
+    for _ in range(attempts):
+        buckets: list[list[np.ndarray]] = [[] for _ in range(parts)]
+        for digit in range(NUM_CLASSES):
+            members = rng.permutation(np.flatnonzero(labels == digit))
+            shares = rng.dirichlet(np.full(parts, alpha))
+            cuts = (np.cumsum(shares)[:-1] * len(members)).astype(int)
+            for bucket, piece in zip(buckets, np.split(members, cuts), strict=True):
+                bucket.append(piece)
+        result = [np.sort(np.concatenate(bucket)) for bucket in buckets]
+        if all(len(part) for part in result):
+            return result
+    raise StepError(f"could not draw {parts} non-empty Dirichlet shards with alpha={alpha}")

@@ -1,0 +1,67 @@
+"""Where published models live in a store: models/mnist/<run>/…, and the pointer models/mnist/LATEST."""
+
+from __future__ import annotations
+
+from steps.lib.errors import StepError
+from steps.lib.published import (
+    MAX_FILE_BYTES,
+    MAX_POINTER_BYTES,
+    RUN_ID,
+    check_pointer,
+    read_card,
+)
+from steps.lib.storage import ArtifactStore
+
+PUBLISHED = "models/mnist"
+LATEST_KEY = f"{PUBLISHED}/LATEST"
+MODEL_FILE = "model.h5"
+METRICS_FILE = "metrics.json"
+RUN_FILE = "run.json"
+
+
+def run_prefix(run: str) -> str:
+    if not RUN_ID.match(run):
+        raise ValueError(f"not a run id: {run!r}")
+    return f"{PUBLISHED}/{run}"
+
+
+def latest_run(store: ArtifactStore) -> str | None:
+    """The run LATEST names, or None when nothing has been published; StepError for a LATEST that
+    is not a run id (read up to MAX_POINTER_BYTES)."""
+    return check_pointer(store.read_head(LATEST_KEY, MAX_POINTER_BYTES))
+
+
+def card_of(store: ArtifactStore, run: str) -> dict | None:
+    """`run`'s checked run.json, or None if it is missing or fails the checks."""
+    try:
+        data = store.read_head(f"{run_prefix(run)}/{RUN_FILE}", MAX_FILE_BYTES)
+        return read_card(data, run) if data is not None else None
+    except (ValueError, StepError):  # not a run id, not a valid card
+        return None
+
+
+def published_at(store: ArtifactStore, run: str) -> str:
+    """When `run` was published, in UTC (stamp_text: later sorts last), or '' if unknown or invalid."""
+    card = card_of(store, run)
+    return (card or {}).get("published_at", "")
+
+
+def move_latest(store: ArtifactStore, run: str, attempts: int = 10) -> str:
+    """Point LATEST at `run` unless a run published later already holds it; return what LATEST names.
+
+    A compare-and-swap on the pointer's generation: of two runs publishing at once, the one that finished
+    later wins, and neither can overwrite the other's pointer unseen. A LATEST that names no valid run
+    (too long, not a run id) is replaced; one that is not a regular file is refused.
+    """
+    ours = published_at(store, run)
+    for _ in range(attempts):
+        text, generation = store.read_versioned(LATEST_KEY, MAX_POINTER_BYTES)
+        try:
+            current = check_pointer(None if text is None else text.encode())
+        except StepError:
+            current = None
+        if current and current != run and published_at(store, current) > ours:
+            return current
+        if store.write_if_generation(LATEST_KEY, run, generation):
+            return run
+    raise RuntimeError(f"{LATEST_KEY} changed {attempts} times while {run} tried to move it")

@@ -1,0 +1,351 @@
+"""A test double of the Argo Server: it stands in for a Kubernetes cluster with Argo Workflows, which
+cannot run here.
+
+An HTTP(S) server on 127.0.0.1 that checks every request against the Argo Server's published OpenAPI
+(../shared/argo/server-openapi.json): the path must be one of its paths, the method one of that path's
+operations, every query parameter declared, and the JSON body valid for the operation's body schema (refs
+resolved into `definitions`, unknown fields refused). A request that does not conform gets 400 and is kept
+in `rejected`. Its answers are validated against the same document before they are sent.
+
+What it serves, as the server would: create and get workflows, create/get/update WorkflowTemplates, and
+submit from a template. A run submitted from a template is named `<template>-` and five characters, unless
+submitOptions.generateName or .name say otherwise (upstream workflow/common/convert.go,
+NewWorkflowFromWorkflowTemplate; SubmitOpts in the OpenAPI: "GenerateName overrides
+metadata.generateName"). Bearer tokens, namespaces and names behave as on a cluster: 401, 403, 404
+namespace, 409 name, 409 conflict for a stale resourceVersion.
+
+The server reads templates from an informer's cache, not from the API server (server/apiserver/
+argoserver.go builds wftmplStore from an informer; GetWorkflowTemplate and SubmitWorkflow read it), so a
+read right after a write may still see what was there before: `informer_lag` is how many template reads
+after each write still see the previous state. Writes go to the API server and see the truth.
+
+A created run is played by the stand-in for Argo's controller and the steps in argo_controller_double.py:
+it moves on one tick (SECONDS_PER_TICK of run time) every `reads_per_tick` GETs of it, so a watcher polling
+faster than the run changes reads the same state again. `outcome` picks the story: "succeed", "fail",
+"retry" or "cannot-pull". A run can be stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import ssl
+import string
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from tests.doubles.argo_controller import (
+    ACCURACY,
+    FAILING_NODE,
+    RETRIED_NODE,
+    START,
+    RunPlan,
+)
+from tests.support.argo_schema import first_error, openapi, openapi_validator
+
+__all__ = ["ACCURACY", "FAILING_NODE", "RETRIED_NODE", "ArgoDouble"]
+
+
+class Refused(Exception):
+    """An answer other than 200: HTTP status, gRPC code, message."""
+
+    def __init__(self, status: int, code: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def _routes() -> list[tuple[re.Pattern[str], str, dict]]:
+    """(regex, path template, path item) for every API path; literal segments win over parameters."""
+    routes = []
+    for template, item in openapi()["paths"].items():
+        segments = [
+            "([^/]+)" if re.fullmatch(r"{[^/]+}", segment) else re.escape(segment)
+            for segment in template.split("/")
+        ]
+        routes.append((re.compile("^" + "/".join(segments) + "$"), template, item))
+    routes.sort(key=lambda route: route[1].count("{"))
+    return routes
+
+
+@dataclass
+class Run:
+    """A created Workflow, how it will go, and how far it went."""
+
+    workflow: dict
+    plan: RunPlan
+    reads: int = 0
+
+
+@dataclass
+class ArgoDouble:
+    token: str = "Bearer good-token"
+    forbidden_token: str = "Bearer read-only-token"
+    namespaces: tuple[str, ...] = ("mnist",)
+    outcome: str = "succeed"
+    reads_per_tick: int = 1
+    base_href: str = "/"
+    tls: tuple[Path, Path] | None = None  # certificate and key files: serve HTTPS
+    requests: list[tuple[str, str, Any]] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    runs: dict[str, Run] = field(default_factory=dict)
+    templates: dict[str, dict] = field(default_factory=dict)
+    informer_lag: int = 0
+    stale: dict[str, list] = field(
+        default_factory=dict
+    )  # name → [what the cache shows, reads left]
+
+    # ---- the server ----------------------------------------------------------------------------
+
+    def start(self) -> str:
+        """Serve in a thread; returns the base URL (scheme://127.0.0.1:port)."""
+        double = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                double._handle(self)
+
+            do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._routes = _routes()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        scheme = "http"
+        if self.tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self.tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            scheme = "https"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        try:
+            status, answer = 200, self._answer(handler)
+        except Refused as refused:
+            status = refused.status
+            answer = {"code": refused.code, "message": refused.message}
+        except Exception as error:  # a bug in the double: make the test see it
+            status, answer = (
+                500,
+                {"code": 13, "message": f"double: {type(error).__name__}: {error}"},
+            )
+        body = json.dumps(answer).encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    def _answer(self, handler: BaseHTTPRequestHandler) -> dict:
+        url = urlsplit(handler.path)
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length else b""
+        prefix = "/" + self.base_href.strip("/")
+        path = (
+            url.path[len(prefix) :] if url.path.startswith(prefix) and prefix != "/" else url.path
+        )
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            self._reject(f"{handler.command} {path}: body is not JSON")
+        self.requests.append((handler.command, path, body))
+        operation, path_values = self._conform(handler.command, path, parse_qs(url.query), body)
+        self._authorize(handler.headers.get("Authorization", ""))
+        namespace = path_values.get("namespace", "")
+        if namespace not in self.namespaces:
+            raise Refused(404, 5, f'namespaces "{namespace}" not found')
+        serve = getattr(self, f"_op_{operation['operationId']}", None)
+        if serve is None:
+            raise Refused(501, 12, f"the double does not serve {operation['operationId']}")
+        answer, schema = serve(namespace, path_values.get("name"), body)
+        error = first_error(openapi_validator(schema), answer)
+        if error:
+            raise RuntimeError(f"the double's own answer does not conform: {error}")
+        return answer
+
+    # ---- conformance ---------------------------------------------------------------------------
+
+    def _reject(self, reason: str) -> None:
+        self.rejected.append(reason)
+        raise Refused(400, 3, f"does not conform to the Argo Server API: {reason}")
+
+    def _conform(
+        self, method: str, path: str, query: dict, body: Any
+    ) -> tuple[dict, dict[str, str]]:
+        """The operation this request is, and its path parameters; rejects what does not conform."""
+        for pattern, template, item in self._routes:
+            match = pattern.match(path)
+            if not match:
+                continue
+            operation = item.get(method.lower())
+            if operation is None:
+                self._reject(f"{method} is not an operation of {template}")
+            names = re.findall(r"{([^/]+?)}", template)
+            values = dict(zip(names, match.groups(), strict=True))
+            parameters = operation.get("parameters", [])
+            declared = {p["name"] for p in parameters if p["in"] == "query"}
+            unknown = sorted(set(query) - declared)
+            if unknown:
+                self._reject(f"{template} takes no query parameter {', '.join(unknown)}")
+            body_parameter = next((p for p in parameters if p["in"] == "body"), None)
+            if body_parameter is None and body is not None:
+                self._reject(f"{method} {template} takes no body")
+            if body_parameter is not None:
+                if body is None:
+                    self._reject(f"{method} {template} needs a body")
+                error = first_error(openapi_validator(body_parameter["schema"]["$ref"]), body)
+                if error:
+                    self._reject(f"{method} {template} body: {error}")
+            return operation, values
+        self._reject(f"no API path {path}")
+        raise AssertionError("unreachable")
+
+    def _authorize(self, authorization: str) -> None:
+        if authorization == self.forbidden_token:
+            raise Refused(
+                403, 7, 'workflows.argoproj.io is forbidden: User "system:serviceaccount" cannot'
+            )
+        if authorization != self.token:
+            raise Refused(401, 16, "token not valid. see https://argo-workflows.readthedocs.io")
+
+    # ---- workflows -----------------------------------------------------------------------------
+
+    def _create(self, namespace: str, workflow: dict, spec: dict, parameters: dict) -> dict:
+        metadata = dict(workflow["metadata"])
+        name = metadata.pop("generateName", "") + "".join(
+            random.choices(string.ascii_lowercase + string.digits, k=5)
+        )
+        name = metadata.get("name") or name
+        if name in self.runs:
+            raise Refused(409, 6, f'workflows.argoproj.io "{name}" already exists')
+        created = {
+            **workflow,
+            "metadata": {
+                **metadata,
+                "name": name,
+                "namespace": namespace,
+                "uid": f"uid-{name}",
+                "resourceVersion": "1",
+                "creationTimestamp": START.isoformat().replace("+00:00", "Z"),
+            },
+        }
+        self.runs[name] = Run(created, RunPlan(name, spec, parameters, self.outcome))
+        return created
+
+    def _op_WorkflowService_CreateWorkflow(self, namespace: str, _: Any, body: dict) -> tuple:
+        workflow = body["workflow"]
+        parameters = {
+            p["name"]: p.get("value", "") for p in workflow["spec"]["arguments"]["parameters"]
+        }
+        created = self._create(namespace, workflow, workflow["spec"], parameters)
+        return created, "#/definitions/io.argoproj.workflow.v1alpha1.Workflow"
+
+    def _op_WorkflowService_SubmitWorkflow(self, namespace: str, _: Any, body: dict) -> tuple:
+        if body.get("resourceKind", "").lower() != "workflowtemplate":
+            raise Refused(400, 3, f"resourceKind {body.get('resourceKind')!r} is not supported")
+        template = self._cached(body.get("resourceName", ""))
+        if template is None:
+            name = body.get("resourceName")
+            raise Refused(404, 5, f'workflowtemplates.argoproj.io "{name}" not found')
+        options = body.get("submitOptions", {})
+        given = dict(item.split("=", 1) for item in options.get("parameters", []))
+        parameters = {
+            p["name"]: p.get("value", "") for p in template["spec"]["arguments"]["parameters"]
+        } | given
+        workflow = {
+            "metadata": {
+                **({"name": options["name"]} if options.get("name") else {}),
+                "generateName": options.get("generateName") or template["metadata"]["name"] + "-",
+                "labels": {"workflows.argoproj.io/workflow-template": template["metadata"]["name"]},
+            },
+            "spec": {
+                "workflowTemplateRef": {"name": template["metadata"]["name"]},
+                "arguments": {"parameters": [{"name": k, "value": v} for k, v in given.items()]},
+            },
+        }
+        created = self._create(namespace, workflow, template["spec"], parameters)
+        return created, "#/definitions/io.argoproj.workflow.v1alpha1.Workflow"
+
+    def _op_WorkflowService_GetWorkflow(self, _: str, name: str, __: Any) -> tuple:
+        run = self.runs.get(name)
+        if run is None:
+            raise Refused(404, 5, f'workflows.argoproj.io "{name}" not found')
+        run.reads += 1
+        tick = -(-run.reads // self.reads_per_tick)
+        answer = {**run.workflow, "status": run.plan.status(tick)}
+        return answer, "#/definitions/io.argoproj.workflow.v1alpha1.Workflow"
+
+    def _op_WorkflowService_StopWorkflow(self, _: str, name: str, body: Any) -> tuple:
+        run = self.runs.get(name)
+        if run is None:
+            raise Refused(404, 5, f'workflows.argoproj.io "{name}" not found')
+        tick = -(-run.reads // self.reads_per_tick)
+        run.plan.stop(tick)
+        answer = {**run.workflow, "status": run.plan.status(tick)}
+        return answer, "#/definitions/io.argoproj.workflow.v1alpha1.Workflow"
+
+    # ---- templates -----------------------------------------------------------------------------
+
+    def _op_WorkflowTemplateService_CreateWorkflowTemplate(
+        self, namespace: str, _: Any, body: dict
+    ) -> tuple:
+        template = body["template"]
+        name = template["metadata"]["name"]
+        if name in self.templates:
+            raise Refused(409, 6, f'workflowtemplates.argoproj.io "{name}" already exists')
+        stored = {**template, "metadata": {**template["metadata"], "namespace": namespace}}
+        stored["metadata"]["resourceVersion"] = "1"
+        self._store(name, stored)
+        return stored, "#/definitions/io.argoproj.workflow.v1alpha1.WorkflowTemplate"
+
+    def _op_WorkflowTemplateService_GetWorkflowTemplate(self, _: str, name: str, __: Any) -> tuple:
+        template = self._cached(name)
+        if template is None:
+            raise Refused(404, 5, f'workflowtemplates.argoproj.io "{name}" not found')
+        return template, "#/definitions/io.argoproj.workflow.v1alpha1.WorkflowTemplate"
+
+    def _cached(self, name: str) -> dict | None:
+        """The template as the server's informer shows it: for a while after a write, as before."""
+        stale = self.stale.get(name)
+        if stale and stale[1] > 0:
+            stale[1] -= 1
+            return stale[0]
+        return self.templates.get(name)
+
+    def _store(self, name: str, template: dict) -> None:
+        if self.informer_lag:
+            self.stale[name] = [self.templates.get(name), self.informer_lag]
+        self.templates[name] = template
+
+    def _op_WorkflowTemplateService_UpdateWorkflowTemplate(
+        self, namespace: str, name: str, body: dict
+    ) -> tuple:
+        template = body["template"]
+        current = self.templates.get(template["metadata"]["name"])
+        if current is None:
+            raise Refused(404, 5, f'workflowtemplates.argoproj.io "{name}" not found')
+        version = template["metadata"].get("resourceVersion")
+        if version != current["metadata"]["resourceVersion"]:
+            raise Refused(
+                409,
+                10,
+                f'Operation cannot be fulfilled on workflowtemplates "{name}": the '
+                "object has been modified; please apply your changes to the latest version",
+            )
+        stored = {**template, "metadata": {**template["metadata"], "namespace": namespace}}
+        stored["metadata"]["resourceVersion"] = str(int(version) + 1)
+        self._store(name, stored)
+        return stored, "#/definitions/io.argoproj.workflow.v1alpha1.WorkflowTemplate"

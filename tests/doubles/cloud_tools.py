@@ -1,0 +1,225 @@
+"""Stand-ins for `gcloud`, `kubectl`, `docker`, `curl` and `gke-gcloud-auth-plugin`, to run infra/gke's scripts
+where no Google Cloud project (nor GitHub) can be reached: each logs its call, and `gcloud` also records its
+exact argv (so the real CLI can parse every command line afterwards, see test_infra_gcloud_cli.py) and answers
+the few queries the scripts read, saying which resources already exist and whether up.sh made them (its
+label, or its description on service accounts and addresses). `curl` serves FAKE_ARGO_MANIFEST as Argo's
+install.yaml. The scripts themselves run for real."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.project import ROOT
+
+PROJECT, PROJECT_NUMBER, TAG = "test-project", "123456789", "abc1234"
+# The programs the stand-ins replace: the sandbox's PATH holds no real one, so none can run by mistake.
+STOOD_IN = ("gcloud", "kubectl", "docker", "curl", "gke-gcloud-auth-plugin")
+LABEL = "mnist-argo-up"
+DESCRIPTION = "Created by mnist-argo infra/gke/up.sh"
+# What the stand-in curl serves as Argo's install.yaml, and its sha256 (pinned in the sandbox's copy of
+# infra/gke/argo-install.sha256 by make_sandbox): the two objects up.sh patches, as the release has them
+# (manifests/cluster-install-no-crds sets namespace argo; base/workflow-controller the rest).
+ARGO_MANIFEST = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: workflow-controller-configmap
+  namespace: argo
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: workflow-controller
+  namespace: argo
+spec:
+  selector:
+    matchLabels:
+      app: workflow-controller
+  template:
+    metadata:
+      labels:
+        app: workflow-controller
+    spec:
+      containers:
+        - name: workflow-controller
+          image: quay.io/argoproj/workflow-controller:v4.1.2
+          env:
+            - name: LEADER_ELECTION_IDENTITY
+              valueFrom:
+                fieldRef:
+                  fieldPath: metadata.name
+"""
+
+# `describe` succeeds for the kinds listed in FAKE_EXISTING ("foreign-<kind>": it exists, but up.sh did not
+# make it); lists answer from FAKE_* variables.
+FAKE_GCLOUD = r"""#!/usr/bin/env bash
+echo "gcloud $*" >>"${FAKE_LOG}"
+printf '%q ' "$@" >>"${FAKE_ARGV_LOG}"
+printf '\n' >>"${FAKE_ARGV_LOG}"
+# Keep a copy of each temporary file passed, which the script deletes, for the command's replay.
+for argument in "$@"; do
+    if [[ "${argument}" == "${TMPDIR}"/* && -f "${argument}" ]]; then cp "${argument}" "${argument}.kept"; fi
+done
+exists() { [[ " ${FAKE_EXISTING} " == *" $1 "* || " ${FAKE_EXISTING} " == *" foreign-$1 "* ]]; }
+# What a describe of kind $1 prints for the label or description asked: up.sh's mark, unless foreign.
+mark() {
+    exists "$1" || exit 1
+    [[ " ${FAKE_EXISTING} " == *" foreign-$1 "* ]] && { echo other; exit 0; }
+    if [[ "$*" == *"value(description)"* ]]; then echo "Created by mnist-argo infra/gke/up.sh"; else echo mnist-argo-up; fi
+}
+case "$*" in
+    "config get-value project") exit 0 ;;
+    *"--format value(workloadIdentityConfig.workloadPool)"*)
+        exists no-workload-identity || echo "${PROJECT_ID}.svc.id.goog" ;;
+    *"--format value(controlPlaneEndpointsConfig"*)
+        if exists open-control-plane; then printf '\t\n'; else printf 'True\tTrue\n'; fi ;;
+    "container clusters describe"*"--format value(status,"*)
+        exists cluster || exit 1
+        label="$(mark cluster)"
+        printf '%s\t%s\n' "${FAKE_CLUSTER_STATUS:-RUNNING}" "${label}" ;;
+    "container clusters describe"*"--format value(resourceLabels."*) mark cluster "$*" ;;
+    *"--format value(projectNumber)"*) echo 123456789 ;;
+    *"--format value(image_summary.digest)"*) echo "sha256:$(printf '%064d' 7)" ;;
+    "compute zones list"*) printf '%s\n' ${FAKE_ZONES} ;;
+    "compute addresses describe"*"value(address)"*) echo 203.0.113.9 ;;
+    "compute addresses describe"*) mark address "$*" ;;
+    "container clusters list"*) ! exists cluster || printf 'mnist-argo\t%s\n' "${FAKE_CLUSTER_ZONE}" ;;
+    "container clusters describe"*) exists cluster ;;
+    "container node-pools describe"*) exists cluster && ! exists no-worker-pool ;;
+    "container node-pools list"*) echo default-pool ;;
+    "storage buckets describe gs://"*"-build "*) mark build-bucket "$*" ;;
+    "storage buckets describe"*) mark bucket "$*" ;;
+    "storage buckets get-iam-policy"*) printf '%b' "${FAKE_POLICY}" ;;
+    "projects get-iam-policy"*) printf '%b' "${FAKE_PROJECT_POLICY}" ;;
+    "iam service-accounts describe"*) mark account "$*" ;;
+    "artifacts repositories describe"*) mark registry "$*" ;;
+    # FAKE_MISSING_IMAGE: one image name (e.g. mnist-argo-train) absent while the others exist.
+    "artifacts docker images describe"*)
+        exists image && [[ -z "${FAKE_MISSING_IMAGE:-}" || "$*" != *"/${FAKE_MISSING_IMAGE}:"* ]] ;;
+    # FAKE_BUILD_REFUSALS: a file holding how many builds are refused for a permission before one succeeds.
+    "builds submit"*)
+        refusals="$(cat "${FAKE_BUILD_REFUSALS:-/dev/null}" 2>/dev/null || true)"
+        if [[ "${refusals:-0}" -gt 0 ]]; then
+            echo $((refusals - 1)) >"${FAKE_BUILD_REFUSALS}"
+            echo "ERROR: (gcloud.builds.submit) PERMISSION_DENIED: caller does not have permission" >&2
+            exit 1
+        fi ;;
+    *) exit 0 ;;
+esac
+"""
+FAKE_CURL = r"""#!/usr/bin/env bash
+echo "curl $*" >>"${FAKE_LOG}"
+while [[ $# -gt 0 ]]; do
+    if [[ "$1" == --output ]]; then printf '%s' "${FAKE_ARGO_MANIFEST}" >"$2"; fi
+    shift
+done
+"""
+FAKE_DOCKER = r"""#!/usr/bin/env bash
+echo "docker $*" >>"${FAKE_LOG}"
+"""
+FAKE_KUBECTL = r"""#!/usr/bin/env bash
+echo "kubectl $*" >>"${FAKE_LOG}"
+case "$*" in
+    *"get service mnist-page"*) echo 203.0.113.7 ;;
+    *"--dry-run=client"*) echo "kind: Namespace" ;;
+    "config get-contexts --output name") printf '%s\n' ${FAKE_CONTEXTS} ;;
+    "config current-context") echo "${FAKE_CURRENT_CONTEXT}" ;;
+    "config get-clusters" | "config get-users") printf 'NAME\n'; printf '%s\n' ${FAKE_CONTEXTS} ;;
+    "create token"* | *" create token "*) echo fake-token ;;
+    *"port-forward"*) sleep "${FAKE_PORT_FORWARD_SECONDS:-0}" ;;
+    *"delete namespace"*) [[ -z "${FAKE_NAMESPACE_TIMES_OUT:-}" ]] || { echo "error: timed out" >&2; exit 1; } ;;
+    *) cat >/dev/null 2>&1 || true ;;
+esac
+"""
+FAKE_AUTH_PLUGIN = "#!/usr/bin/env bash\nexit 0\n"
+
+# A zone list as Compute Engine gives it: europe-west1 has no "-a", and europe-west10 must not pass for it.
+ZONES = "us-central1-a us-central1-b us-central1-c europe-west1-d europe-west1-b europe-west10-a"
+
+
+def system_bin(directory: Path) -> Path:
+    """The machine's /usr/bin without the stood-in programs, as a folder of links."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for entry in os.scandir("/usr/bin"):
+        if entry.name not in STOOD_IN:
+            (directory / entry.name).symlink_to(entry.path)
+    return directory
+
+
+@dataclass
+class Sandbox:
+    """A copy of infra/ to run the scripts in, the stand-ins on PATH, and the settings of a test project."""
+
+    root: Path
+    env: dict[str, str]
+    log: Path
+    argv_log: Path
+    fakes: Path
+
+    def run(
+        self, script: str, check: bool = True, timeout: float = 60, **settings: str
+    ) -> tuple[subprocess.CompletedProcess, list[str]]:
+        """Run infra/gke/<script> once; return its result and the stand-ins' calls."""
+        self.log.write_text("")
+        result = subprocess.run(
+            ["bash", str(self.root / "infra" / "gke" / script)],
+            env={**self.env, **settings},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check:
+            assert result.returncode == 0, result.stderr
+        return result, self.log.read_text().splitlines()
+
+    def gcloud_argvs(self) -> list[list[str]]:
+        """Every gcloud argv recorded since the sandbox was made, in order."""
+        return [shlex.split(line) for line in self.argv_log.read_text().splitlines()]
+
+
+def make_sandbox(tmp_path: Path, system: Path) -> Sandbox:
+    shutil.copytree(ROOT / "infra", tmp_path / "repo" / "infra")
+    pinned = hashlib.sha256(ARGO_MANIFEST.encode()).hexdigest()
+    with (tmp_path / "repo" / "infra" / "gke" / "argo-install.sha256").open("a") as checksums:
+        checksums.write(f"{pinned}  v4.1.2\n")
+    fakes = tmp_path / "fakes"
+    fakes.mkdir()
+    for name, body in (
+        ("gcloud", FAKE_GCLOUD),
+        ("kubectl", FAKE_KUBECTL),
+        ("docker", FAKE_DOCKER),
+        ("curl", FAKE_CURL),
+        ("gke-gcloud-auth-plugin", FAKE_AUTH_PLUGIN),
+    ):
+        (fakes / name).write_text(body)
+        (fakes / name).chmod(0o755)
+    (tmp_path / "tmp").mkdir()
+    log, argv_log = tmp_path / "calls.log", tmp_path / "gcloud-argv.log"
+    log.touch()
+    argv_log.touch()
+    env = {
+        "PATH": f"{fakes}:{system}",
+        "HOME": str(tmp_path),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "KUBECONFIG": str(tmp_path / "kubeconfig"),
+        "FAKE_LOG": str(log),
+        "FAKE_ARGV_LOG": str(argv_log),
+        "FAKE_EXISTING": "",
+        "FAKE_ZONES": ZONES,
+        "FAKE_CLUSTER_ZONE": "us-central1-c",
+        "FAKE_POLICY": "",
+        "FAKE_PROJECT_POLICY": "",
+        "FAKE_ARGO_MANIFEST": ARGO_MANIFEST,
+        "FAKE_CONTEXTS": "",
+        "FAKE_CURRENT_CONTEXT": "",
+        "FAKE_MISSING_IMAGE": "",
+        "PROJECT_ID": PROJECT,
+        "IMAGE_TAG": TAG,
+    }
+    return Sandbox(tmp_path / "repo", env, log, argv_log, fakes)

@@ -1,0 +1,7 @@
+"""`python -m tests.mutation [MODULE...]`"""
+
+import sys
+
+from tests.mutation.run.run import main
+
+sys.exit(main())

@@ -1,0 +1,358 @@
+"""Mutation testing of the modules that hold the project's rules (`make mutation`, or
+`python -m tests.mutation [MODULE ...]`).
+
+mutmut changes one module a little at a time (a flipped comparison, a constant +1, `and` for `or`, a
+dropped argument) and runs the tests that cover the changed function after each change; a change no test
+notices "survives". Each module runs on its own in a throwaway copy of the project, against only the test
+files tests/mutation/mutation.toml names for it, so one module takes minutes. The report gives per module: mutants,
+killed, survived, the survivors known to be equivalent (tests/mutation/mutation.toml says why for each), and the
+share of the others killed; then every survivor with its change. Exit 1 when a module is under the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = Path(__file__).with_name("mutation.toml")
+MUTMUT = Path(sys.executable).with_name("mutmut")
+TARGET = 0.95  # of the non-equivalent mutants, killed
+TIMEOUT_MULTIPLIER = 5
+DETECTED = ("killed", "timeout", "segfault", "caught by type check")
+RESULT_LINE = re.compile(r"^\s*(?P<name>\S+): (?P<status>.+?)\s*$")
+MUTANT_NAME = re.compile(r"\.x[_ǁ](?P<function>.+)__mutmut_\d+$")
+
+
+class UsageError(Exception):
+    """A module or setting the runner cannot use."""
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """A survivor no test can tell from the original: the same behaviour, by the reason given."""
+
+    function: str
+    line: str  # the mutated line, as the mutant has it (stripped)
+    why: str
+
+
+@dataclass
+class Survivor:
+    name: str
+    status: str
+    function: str
+    removed: list[str]
+    added: list[str]
+    why: str = ""  # set when it is a known equivalent
+
+
+@dataclass
+class ModuleReport:
+    module: str
+    statuses: dict[str, str] = field(default_factory=dict)
+    survivors: list[Survivor] = field(default_factory=list)
+    stale: list[Equivalent] = field(default_factory=list)  # listed equivalents not seen surviving
+
+    @property
+    def killed(self) -> int:
+        return sum(status in DETECTED for status in self.statuses.values())
+
+    @property
+    def equivalent(self) -> int:
+        return sum(bool(survivor.why) for survivor in self.survivors)
+
+    @property
+    def score(self) -> float:
+        """Killed, of the mutants that are not equivalent (1.0 when there are none)."""
+        judged = len(self.statuses) - self.equivalent
+        return self.killed / judged if judged else 1.0
+
+
+def read_config(path: Path = CONFIG) -> dict[str, dict]:
+    """{module: {"tests": [...], "functions": [...], "equivalent": [Equivalent, ...]}} from
+    tests/mutation/mutation.toml; no `functions` means every function of the module."""
+    modules = tomllib.loads(path.read_text())["modules"]
+    return {
+        module: {
+            "tests": list(entry["tests"]),
+            "functions": list(entry.get("functions", [])),
+            "equivalent": [
+                Equivalent(e["function"], e["line"].strip(), e["why"])
+                for e in entry.get("equivalent", [])
+            ],
+        }
+        for module, entry in modules.items()
+    }
+
+
+def project_files() -> list[str]:
+    """The project's files as git sees them (tracked, and new ones not ignored), as they are on disk."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
+
+
+def mutmut_settings(module: str, tests: list[str], top_level: list[str]) -> str:
+    """The [tool.mutmut] table for one module: mutate only it, select only its tests."""
+    package = module.split("/")[0]
+    others = sorted(name for name in top_level if name != package)
+
+    def toml_list(values: list[str]) -> str:
+        return "[" + ", ".join(f'"{value}"' for value in values) + "]"
+
+    return (
+        "\n[tool.mutmut]\n"
+        f"source_paths = {toml_list([package])}\n"
+        f"only_mutate = {toml_list([module])}\n"
+        f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
+        f"also_copy = {toml_list(others)}\n"
+        "use_git_change_detection = false\n"
+        # a mutant that makes a test loop for ever is killed by its timeout: 5x the test's own time,
+        # not mutmut's 15x, keeps a reader's hour of waiting to minutes
+        f"timeout_multiplier = {TIMEOUT_MULTIPLIER}\n"
+    )
+
+
+def prepare(module: str, tests: list[str], workdir: Path) -> None:
+    """A copy of the project in `workdir` whose pyproject.toml tells mutmut what to do."""
+    files = project_files()
+    for name in files:
+        target = workdir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, target)
+    shared = ROOT.parent / "shared"  # the tests' reference data, beside the project
+    if shared.is_dir():
+        # mutmut runs the tests in workdir/mutants, so ../shared from there is workdir/shared
+        (workdir / "shared").symlink_to(shared)
+    top_level = sorted({name.split("/")[0] for name in files})
+    pyproject = workdir / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + mutmut_settings(module, tests, top_level))
+
+
+def mutmut(workdir: Path, *arguments: str, log: Path | None = None) -> str:
+    """Run mutmut in `workdir`; its output (or, with `log`, nothing: the output goes there)."""
+    command = [str(MUTMUT), *arguments]
+    if log is None:
+        return subprocess.run(
+            command, cwd=workdir, capture_output=True, text=True, check=True
+        ).stdout
+    with log.open("w") as out:
+        subprocess.run(command, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, check=True)
+    return ""
+
+
+def changed_lines(diff: str) -> tuple[list[str], list[str]]:
+    """The removed and added lines of a unified diff, stripped."""
+    lines = diff.splitlines()
+    removed = [
+        line[1:].strip() for line in lines if line.startswith("-") and not line.startswith("---")
+    ]
+    added = [
+        line[1:].strip() for line in lines if line.startswith("+") and not line.startswith("+++")
+    ]
+    return removed, added
+
+
+def mutant_patterns(module: str, functions: list[str]) -> list[str]:
+    """mutmut's names for the mutants of these functions (`Class.method` for a method; `*` matches any)."""
+    prefix = module.removesuffix(".py").replace("/", ".")
+    patterns = []
+    for function in functions:
+        owner, _, method = function.rpartition(".")
+        patterns.append(
+            f"{prefix}.xǁ{owner}ǁ{method}__mutmut_*"
+            if owner
+            else f"{prefix}.x_{function}__mutmut_*"
+        )
+    return patterns
+
+
+def function_of(name: str) -> str:
+    """`workflows.local.retries.x_decide__mutmut_3` is `decide`; a method's is `Class.method`."""
+    match = MUTANT_NAME.search(name)
+    return match.group("function").replace("ǁ", ".") if match else name
+
+
+def classify(
+    module: str, statuses: dict[str, str], diffs: dict[str, str], equivalents: list[Equivalent]
+) -> ModuleReport:
+    """Sort the survivors into known equivalents (with their reason) and the rest."""
+    report = ModuleReport(module, statuses)
+    matched: set[Equivalent] = set()
+    for name, status in statuses.items():
+        if status in DETECTED:
+            continue
+        removed, added = changed_lines(diffs.get(name, ""))
+        survivor = Survivor(name, status, function_of(name), removed, added)
+        for equivalent in equivalents:
+            if equivalent.function == survivor.function and equivalent.line in added:
+                survivor.why = equivalent.why
+                matched.add(equivalent)
+                break
+        report.survivors.append(survivor)
+    report.stale = [equivalent for equivalent in equivalents if equivalent not in matched]
+    return report
+
+
+def run_module(
+    module: str,
+    tests: list[str],
+    functions: list[str],
+    equivalents: list[Equivalent],
+    jobs: int,
+    keep: bool,
+) -> ModuleReport:
+    workdir = Path(tempfile.mkdtemp(prefix="mutation-"))
+    try:
+        prepare(module, tests, workdir)
+        log = workdir / "mutmut.log"
+        print(
+            f"{module}: mutating against {' '.join(tests)} (log: {log})",
+            file=sys.stderr,
+            flush=True,
+        )
+        patterns = mutant_patterns(module, functions)
+        try:
+            mutmut(workdir, "run", "--max-children", str(jobs), *patterns, log=log)
+        except subprocess.CalledProcessError:
+            keep = True
+            raise UsageError(f"mutmut failed on {module}; its log: {log}") from None
+        statuses = {}
+        for line in mutmut(workdir, "results", "--all", "true").splitlines():
+            match = RESULT_LINE.match(line)
+            name = match.group("name") if match else ""
+            if match and (not patterns or any(fnmatch(name, p) for p in patterns)):
+                statuses[name] = match.group("status")
+        diffs = {
+            name: mutmut(workdir, "show", name)
+            for name, status in statuses.items()
+            if status not in DETECTED
+        }
+        return classify(module, statuses, diffs, equivalents)
+    finally:
+        if keep:
+            print(f"{module}: kept {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def render_table(reports: list[ModuleReport]) -> str:
+    """One row a module: mutants, killed (of which by a timeout: the mutant made a test hang), survived,
+    equivalent, and the share of the rest killed."""
+    rows = [
+        (
+            "module",
+            "mutants",
+            "killed",
+            "(by timeout)",
+            "survived",
+            "equivalent",
+            "killed of the rest",
+        )
+    ]
+    for report in reports:
+        rows.append(
+            (
+                report.module,
+                str(len(report.statuses)),
+                str(report.killed),
+                str(sum(status == "timeout" for status in report.statuses.values())),
+                str(len(report.survivors)),
+                str(report.equivalent),
+                f"{report.score:.1%}"
+                + ("" if report.score >= TARGET else f"  (under {TARGET:.0%})"),
+            )
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def render_survivors(report: ModuleReport) -> str:
+    """Each survivor with its change (and why, for a known equivalent); listed equivalents not seen."""
+    lines = []
+    for survivor in report.survivors:
+        label = f"equivalent: {survivor.why}" if survivor.why else survivor.status.upper()
+        number = survivor.name.rsplit("_", 1)[-1]
+        lines.append(f"{report.module} {survivor.function} ({number}) {label}")
+        lines += [f"  - {line}" for line in survivor.removed]
+        lines += [f"  + {line}" for line in survivor.added]
+    for equivalent in report.stale:
+        lines.append(
+            f"{report.module} {equivalent.function}: listed as equivalent but no longer "
+            f"survives: {equivalent.line}"
+        )
+    return "\n".join(lines)
+
+
+def render(reports: list[ModuleReport]) -> str:
+    """Every module's survivors, then the table."""
+    parts = [render_survivors(report) for report in reports]
+    return "\n\n".join([part for part in parts if part] + [render_table(reports)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.mutation", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "modules",
+        nargs="*",
+        help="modules to mutate (default: every one in tests/mutation/mutation.toml)",
+    )
+    parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default: 2)")
+    parser.add_argument("--keep", action="store_true", help="keep each module's working copy")
+    args = parser.parse_args(argv)
+    config = read_config()
+    unknown = [module for module in args.modules if module not in config]
+    if unknown or args.jobs < 1:
+        what = (
+            f"not in {CONFIG.relative_to(ROOT)}: {', '.join(unknown)}"
+            if unknown
+            else "--jobs must be at least 1"
+        )
+        print(f"{parser.prog}: error: {what}", file=sys.stderr)
+        return 2
+    reports, failed = [], []
+    for module in args.modules or list(config):
+        entry = config[module]
+        try:
+            report = run_module(
+                module,
+                entry["tests"],
+                entry["functions"],
+                entry["equivalent"],
+                args.jobs,
+                args.keep,
+            )
+        except UsageError as error:
+            print(f"{parser.prog}: error: {error}", file=sys.stderr, flush=True)
+            failed.append(module)
+            continue
+        reports.append(report)
+        survivors = render_survivors(report)
+        print((survivors + "\n\n" if survivors else "") + render_table([report]) + "\n", flush=True)
+    if len(reports) > 1:
+        print(render_table(reports))
+    if failed:
+        return 2
+    return 0 if all(report.score >= TARGET for report in reports) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""Argo's published schemas, read from ../shared/argo/, as strict jsonschema validators for the tests.
+
+Strict: every object whose definition lists its properties refuses properties it does not list, as the
+Argo Server and controller refuse unknown fields. Refs resolve into the file's own `definitions`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+ARGO_REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "argo"
+WORKFLOW_SCHEMA = ARGO_REFERENCE / "workflow-schema.json"
+SERVER_OPENAPI = ARGO_REFERENCE / "server-openapi.json"
+V1 = "io.argoproj.workflow.v1alpha1"
+
+
+def _close_objects(node: Any) -> None:
+    """Set additionalProperties: false on every object schema that lists properties and says nothing."""
+    if isinstance(node, dict):
+        if "properties" in node and "additionalProperties" not in node:
+            node["additionalProperties"] = False
+        for value in node.values():
+            _close_objects(value)
+    elif isinstance(node, list):
+        for value in node:
+            _close_objects(value)
+
+
+@cache
+def _definitions(path: Path) -> dict[str, Any]:
+    definitions = copy.deepcopy(json.loads(path.read_text())["definitions"])
+    _close_objects(definitions)
+    return definitions
+
+
+@cache
+def openapi() -> dict[str, Any]:
+    """The Argo Server's Swagger document, as published."""
+    return json.loads(SERVER_OPENAPI.read_text())
+
+
+def workflow_validator(kind: str) -> jsonschema.protocols.Validator:
+    """Validates a Workflow or WorkflowTemplate against workflow-schema.json (draft 2020-12)."""
+    schema = {"definitions": _definitions(WORKFLOW_SCHEMA), "$ref": f"#/definitions/{V1}.{kind}"}
+    return jsonschema.Draft202012Validator(schema)
+
+
+def openapi_validator(reference: str) -> jsonschema.protocols.Validator:
+    """Validates against a `#/definitions/...` reference of the server's OpenAPI (Swagger 2.0)."""
+    schema = {"definitions": _definitions(SERVER_OPENAPI), "$ref": reference}
+    return jsonschema.Draft4Validator(schema)
+
+
+def first_error(validator: jsonschema.protocols.Validator, document: Any) -> str | None:
+    """The most relevant validation error as one line, or None when the document conforms."""
+    error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    if error is None:
+        return None
+    where = "/".join(str(part) for part in error.absolute_path) or "(top)"
+    return f"{where}: {error.message}"

@@ -1,0 +1,212 @@
+"""What the page's tests share: one decent model trained once, published with the real steps; crafted
+files and a way to measure what one upload costs."""
+
+from __future__ import annotations
+
+import io
+import re
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+from PIL import Image
+
+from steps import evaluate, publish
+from steps.lib.dataset import Digits, load_mnist, write_shard
+
+TRAIN_DIGITS = 10_000  # ~96% on the test set after 2 epochs, in about half a minute on 2 cores
+EPOCHS = 2
+BATCH = 64
+EVAL_DIGITS = 2_000  # the published metrics.json; enough for a confusion matrix
+FIRST_RUN = "ui-test-1"
+
+
+def train_digit_model(mnist_path: Path, target: Path) -> Path:
+    """Train the project's CNN on the first TRAIN_DIGITS training digits; save it as .h5."""
+    import keras
+
+    from steps.lib.keras_model import build_model, compile_model, save_model, to_inputs
+
+    train, _ = load_mnist(mnist_path)
+    keras.utils.set_random_seed(0)
+    model = compile_model(build_model(), learning_rate=1e-3)
+    model.fit(
+        to_inputs(train.x[:TRAIN_DIGITS]),
+        train.y[:TRAIN_DIGITS],
+        epochs=EPOCHS,
+        batch_size=BATCH,
+        verbose=0,
+    )
+    save_model(model, target)
+    return target
+
+
+def evaluate_model(mnist_path: Path, model: Path, out_dir: Path) -> Path:
+    """Run the evaluate step on EVAL_DIGITS test digits; return the folder with its outputs."""
+    _, test = load_mnist(mnist_path)
+    test_file = out_dir / "test.npz"
+    write_shard(test_file, Digits(test.x[:EVAL_DIGITS], test.y[:EVAL_DIGITS]))
+    args = ["--model", str(model), "--test", str(test_file), "--out-dir", str(out_dir)]
+    evaluate.main(evaluate.make_parser().parse_args(args))
+    return out_dir
+
+
+def publish_run(store: str | Path, run: str, model: Path, evaluation: Path) -> None:
+    """Publish `model` as `run` with the publish step: the run's files, then LATEST."""
+    settings = {"workers": 1, "rounds": 1, "epochs": EPOCHS, "batch": BATCH}
+    args = [
+        "--store",
+        str(store),
+        "--run",
+        run,
+        "--model",
+        str(model),
+        "--metrics",
+        str(evaluation / "metrics.json"),
+        "--attach",
+        str(evaluation / "confusion.png"),
+        *(f"--setting={name}={value}" for name, value in settings.items()),
+    ]
+    publish.main(publish.make_parser().parse_args(args))
+
+
+# Crafted files for the page's limits (issue: untrusted uploads). Each is made here, small on disk.
+
+
+def progressive_jpeg(width: int, height: int, scans: int, quality: int = 90) -> bytes:
+    """A real progressive JPEG whose last scan is repeated until the file holds `scans` scans.
+
+    A repeated refinement scan is legal enough for libjpeg to decode (with a warning), and each
+    one walks every block of the image again: the slow-decoding upload.
+    """
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (200, 180, 170)).save(
+        buffer, format="JPEG", progressive=True, quality=quality
+    )
+    data = buffer.getvalue()
+    starts = [match.start() for match in re.finditer(b"\xff\xda", data)]
+    end = data.rfind(b"\xff\xd9")
+    last_scan = data[starts[-1] : end]
+    return data[:end] + last_scan * max(0, scans - len(starts)) + data[end:]
+
+
+def png_16bit_rgba(width: int, height: int) -> bytes:
+    """A blank 16-bit RGBA PNG: a few hundred KB that decode to width*height*4 bytes and more."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(body))
+            + kind
+            + body
+            + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 16, 6, 0, 0, 0)
+    compressor = zlib.compressobj(9)
+    row = bytes(1 + width * 8)  # filter byte 0, then zeros
+    body = b"".join(compressor.compress(row) for _ in range(height)) + compressor.flush()
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", body) + chunk(b"IEND", b"")
+    )
+
+
+MEASURE = """
+import sys, time
+sys.path.insert(0, {root!r})
+import ui.preprocess
+from ui.preprocess import ImageRejected
+data = open({path!r}, "rb").read()
+def status(field):  # VmHWM: this process's peak (ru_maxrss would carry the parent's over exec)
+    with open("/proc/self/status") as lines:
+        return next(int(line.split()[1]) for line in lines if line.startswith(field + ":"))
+before, started = status("VmRSS"), time.process_time()
+try:
+    ui.preprocess.prepare(data)
+    outcome = "read"
+except ImageRejected as error:
+    outcome = "refused: " + str(error)
+cpu = time.process_time() - started
+print(cpu, (status("VmHWM") - before) / 1024, outcome, sep="\\t")
+"""
+
+
+def cost_of_prepare(data: bytes, folder: Path) -> tuple[float, float, str]:
+    """CPU seconds and peak memory (MB above the imported baseline) of prepare(data) in a fresh process,
+    and what came of it ("read" or "refused: ...")."""
+    path = folder / "upload.bin"
+    path.write_bytes(data)
+    root = str(Path(__file__).resolve().parents[2])
+    result = subprocess.run(
+        [sys.executable, "-c", MEASURE.format(root=root, path=str(path))],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    cpu, megabytes, outcome = result.stdout.strip().split("\t", 2)
+    return float(cpu), float(megabytes), outcome
+
+
+def mpf_segment() -> bytes:
+    """The APP2 "MPF" segment Pillow writes for a two-image MPO: an index with NumberOfImages = 2."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (16, 16)).save(
+        buffer, format="MPO", save_all=True, append_images=[Image.new("RGB", (16, 16))]
+    )
+    data = buffer.getvalue()
+    start = data.find(b"\xff\xe2\x00")
+    while data[start + 4 : start + 8] != b"MPF\x00":
+        start = data.find(b"\xff\xe2", start + 2)
+    return data[start : start + 2 + int.from_bytes(data[start + 2 : start + 4], "big")]
+
+
+def with_mpf(jpeg: bytes) -> bytes:
+    """`jpeg` with an MPF index after its start marker: Pillow opens it as format "MPO"."""
+    return jpeg[:2] + mpf_segment() + jpeg[2:]
+
+
+def rle8_bmp(width: int, height: int, rows: bytes | None = None) -> bytes:
+    """An 8-bit run-length-encoded BMP; by default each row is one pixel, then end-of-line, which
+    makes Pillow's decoder pad the rest of the row one byte at a time in Python."""
+    if rows is None:
+        rows = b"\x01\x00\x00\x00" * height + b"\x00\x01"
+    palette = b"".join(bytes((gray, gray, gray, 0)) for gray in range(256))
+    offset = 14 + 40 + len(palette)
+    info = struct.pack("<IiiHHIIiiII", 40, width, height, 1, 8, 1, len(rows), 2835, 2835, 256, 0)
+    header = b"BM" + struct.pack("<IHHI", offset + len(rows), 0, 0, offset)
+    return header + info + palette + rows
+
+
+def lossless_webp(side: int) -> bytes:
+    """A blank lossless WebP: a few hundred bytes for a side x side canvas."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (side, side), "white").save(buffer, format="WEBP", lossless=True)
+    return buffer.getvalue()
+
+
+def gif_of_comment_blocks(size: int) -> bytes:
+    """A 1x1 GIF whose comment extension holds `size` bytes as 1-byte sub-blocks."""
+    screen = b"GIF89a" + struct.pack("<HHBBB", 1, 1, 0, 0, 0)
+    comment = b"\x21\xfe" + b"\x01c" * (size // 2) + b"\x00"
+    image = b"\x2c" + struct.pack("<HHHHB", 0, 0, 1, 1, 0) + b"\x02\x02\x44\x01\x00"
+    return screen + comment + image + b"\x3b"
+
+
+def jpeg_of_empty_segments(size: int) -> bytes:
+    """A 16x16 JPEG with `size` bytes of empty APP5 segments (4 bytes each) before its frame."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (16, 16)).save(buffer, format="JPEG")
+    data = buffer.getvalue()
+    return data[:2] + b"\xff\xe5\x00\x02" * (size // 4) + data[2:]
+
+
+def png_of_empty_chunks(size: int) -> bytes:
+    """A 16x16 PNG with `size` bytes of empty private chunks (12 bytes each) after its header."""
+    buffer = io.BytesIO()
+    Image.new("L", (16, 16)).save(buffer, format="PNG")
+    data = buffer.getvalue()
+    kind = b"abCd"  # ancillary, private: a reader skips it
+    chunk = struct.pack(">I", 0) + kind + struct.pack(">I", zlib.crc32(kind))
+    return data[:33] + chunk * (size // 12) + data[33:]

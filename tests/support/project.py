@@ -1,0 +1,61 @@
+"""What many test modules share: where the project is, free ports, and running submit.py locally."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SUBMIT = str(ROOT / "workflows" / "submit.py")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+
+
+def local_run(store: Path | str, logs: Path, source: Path, *extra: str) -> list[str]:
+    """submit.py's arguments for a run on this machine, with a short retry backoff."""
+    return [
+        "--local",
+        "--artifacts",
+        str(store),
+        "--logs-dir",
+        str(logs),
+        "--source",
+        str(source),
+        "--retry-backoff",
+        "1s",
+        *extra,
+    ]
+
+
+SMALL_RUN = ("--workers", "2", "--epochs", "1", "--batch", "32", "--rounds", "1", "--limit", "3000")
+
+
+def run_submit(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT, timeout: float = 900
+) -> subprocess.CompletedProcess:
+    """`python workflows/submit.py ARGS` to the end, its output captured."""
+    return subprocess.run(
+        [sys.executable, SUBMIT, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+    )

@@ -1,0 +1,235 @@
+"""Helpers for the steps' tests: run a step in-process, and craft the hostile files the steps must refuse.
+
+Every crafted file is made here, small, by the tests themselves.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import shutil
+import struct
+import tempfile
+import zipfile
+import zlib
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from steps.lib.command_line import EXIT_BAD_INPUT, run
+
+
+def call(module, argv: list, capsys: pytest.CaptureFixture[str]) -> str:
+    """Run a step in-process; assert the bad-input contract (exit 2, one line); return that line."""
+    code = run(module.main, module.make_parser(), [str(a) for a in argv])
+    error = capsys.readouterr().err.strip()
+    assert code == EXIT_BAD_INPUT, error
+    lines = error.splitlines()
+    assert len(lines) == 1, error
+    assert lines[0].startswith(f"python -m steps.{module.__name__.split('.')[-1]}: error: ")
+    return lines[0]
+
+
+def flags(**values: object) -> list:
+    """A step's command-line flags from keywords: `models_dir=path` gives `["--models-dir", path]`."""
+    return [
+        part for name, value in values.items() for part in (f"--{name.replace('_', '-')}", value)
+    ]
+
+
+def files_in(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
+
+
+@functools.cache
+def model_file() -> Path:
+    """A real model file of the project's architecture (Keras writes it once per test process)."""
+    from steps.lib.keras_model import build_model, save_model
+
+    folder = Path(tempfile.mkdtemp(prefix="model-"))
+    atexit.register(shutil.rmtree, folder, True)
+    path = folder / "model.h5"
+    save_model(build_model(), path)
+    return path
+
+
+def copy_model(target: Path) -> Path:
+    shutil.copyfile(model_file(), target)
+    return target
+
+
+def weight_paths(path: Path) -> list[str]:
+    """The HDF5 paths of a model file's weights, in model order."""
+    with h5py.File(path, "r") as handle:
+        group = handle["model_weights"]
+        paths = []
+        for layer in group.attrs["layer_names"]:
+            layer = layer.decode() if isinstance(layer, bytes) else layer
+            for weight in group[layer].attrs["weight_names"]:
+                weight = weight.decode() if isinstance(weight, bytes) else weight
+                paths.append(f"model_weights/{layer}/{weight}")
+    return paths
+
+
+def write_model_weights(path: Path, weights: list[np.ndarray]) -> Path:
+    """Overwrite a model file's weights in place (h5py), as a forger would."""
+    with h5py.File(path, "r+") as handle:
+        for name, value in zip(weight_paths(path), weights, strict=True):
+            handle[name][...] = value
+    return path
+
+
+def digits(n: int = 8, dtype=np.uint8, shape=(28, 28), labels=None) -> dict[str, np.ndarray]:
+    y = np.arange(n) % 10 if labels is None else labels
+    return {"x": np.zeros((n, *shape), dtype=dtype), "y": np.asarray(y, dtype=np.uint8)}
+
+
+def write_npz(path: Path, **arrays: np.ndarray) -> Path:
+    np.savez(path, **arrays)
+    return path
+
+
+def npy_header(shape: tuple[int, ...], dtype: str = "|u1") -> bytes:
+    """An .npy version 1.0 header declaring `shape` (its data is up to the caller)."""
+    text = repr({"descr": dtype, "fortran_order": False, "shape": shape})
+    padding = 64 - (10 + len(text) + 1) % 64
+    text = text + " " * padding + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode()
+
+
+def raw_zip(path: Path, members: dict[str, tuple]) -> Path:
+    """A zip written by hand: {name: (deflated or stored bytes, method, size declared[, crc])}.
+
+    Without a crc, the stored bytes' own is used.
+    """
+    local, central = b"", b""
+    for name, (data, method, size, *crc) in members.items():
+        crc = crc[0] if crc else zlib.crc32(data)
+        encoded = name.encode()
+        offset = len(local)
+        local += struct.pack(
+            "<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0, crc, len(data), size, len(encoded), 0
+        )
+        local += encoded + data
+        central += struct.pack(
+            "<IHHHHHHIIIHHHHHII",
+            0x02014B50,
+            20,
+            20,
+            0,
+            method,
+            0,
+            0,
+            crc,
+            len(data),
+            size,
+            len(encoded),
+            0,
+            0,
+            0,
+            0,
+            0,
+            offset,
+        )
+        central += encoded
+    end = struct.pack(
+        "<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(local), 0
+    )
+    path.write_bytes(local + central + end)
+    return path
+
+
+def zip_bomb_npz(path: Path, rows: int) -> Path:
+    """An .npz whose images declare (rows, 28, 28) zeros: ~1000x smaller on disk than in memory."""
+    header = npy_header((rows, 28, 28))
+    block = bytes(1 << 20)
+    size = rows * 28 * 28
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    body = compressor.compress(header) + compressor.flush(zlib.Z_FULL_FLUSH)
+    segment = compressor.compress(block) + compressor.flush(zlib.Z_FULL_FLUSH)
+    whole, rest = divmod(size, len(block))
+    crc = zlib.crc32(header)
+    for _ in range(whole):
+        crc = zlib.crc32(block, crc)
+    crc = zlib.crc32(bytes(rest), crc)
+    data = body + segment * whole + compressor.compress(bytes(rest)) + compressor.flush()
+    labels = npy_header((rows,)) + bytes(1)  # declared big, holds one byte: never read that far
+    return raw_zip(
+        path,
+        {
+            "x.npy": (data, zipfile.ZIP_DEFLATED, len(header) + size, crc),
+            "y.npy": (labels, zipfile.ZIP_STORED, len(labels)),
+        },
+    )
+
+
+def corrupt_deflate_npz(path: Path) -> Path:
+    """A compressed .npz whose deflate stream is damaged mid-way (zlib.error when inflated)."""
+    np.savez_compressed(path, **digits(200, labels=np.arange(200) % 10))
+    data = bytearray(path.read_bytes())
+    start = data.index(b"x.npy") + len(b"x.npy") + 40
+    data[start : start + 64] = bytes([0xFF]) * 64
+    path.write_bytes(bytes(data))
+    return path
+
+
+def json_nested(depth: int = 100_000) -> str:
+    return "[" * depth + "]" * depth
+
+
+def write_json(path: Path, value: object) -> Path:
+    path.write_text(json.dumps(value))
+    return path
+
+
+def shared_heap_names(path: Path, references: int, heap_bytes: int) -> Path:
+    """Make `model_weights`' layer_names `references` variable-length strings that all point to one
+    global-heap object of `heap_bytes`: each element declares a 16-byte descriptor (length, heap
+    collection address, object index), so the attribute looks small, while reading it materialises
+    the one object `references` times.
+
+    h5py writes each string as its own heap object; the descriptors after the first are then
+    overwritten with the first's, as a forger editing the file's bytes would.
+    """
+    short = [f"n{index:03d}" for index in range(1, references)]
+    with h5py.File(path, "r+") as handle:
+        handle["model_weights"].attrs.create(
+            "layer_names", ["x" * heap_bytes, *short], dtype=h5py.string_dtype()
+        )
+    data = bytearray(path.read_bytes())
+    first = struct.pack("<I", heap_bytes)
+    start = data.find(first)
+    while data[start + 16 : start + 20] != struct.pack("<I", len(short[0])):
+        start = data.find(first, start + 1)
+    descriptor = data[start : start + 16]
+    for index in range(1, references):
+        data[start + 16 * index : start + 16 * (index + 1)] = descriptor
+    path.write_bytes(bytes(data))
+    return path
+
+
+def wide_directory_npz(path: Path, entries: int) -> Path:
+    """A valid one-member .npz (`x`, 8 bytes) whose central directory repeats that member `entries`
+    times, every entry pointing at the same local header: 51 bytes of file per entry, while zipfile
+    builds an object for each (about 600 bytes) before a member is opened. The end record claims
+    one entry; zipfile reads the directory by its declared byte size, not by the count.
+    """
+    array = npy_header((8,)) + bytes(8)
+    name = b"x.npy"
+    crc = zlib.crc32(array)
+    local = struct.pack(
+        "<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, crc, len(array), len(array), len(name), 0
+    )
+    local += name + array
+    entry = struct.pack(
+        "<IHHHHHHIIIHHHHHII",
+        *(0x02014B50, 20, 20, 0, 0, 0, 0, crc, len(array), len(array), len(name)),
+        *(0, 0, 0, 0, 0, 0),
+    )
+    central = (entry + name) * entries
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central), len(local), 0)
+    path.write_bytes(local + central + end)
+    return path

@@ -1,0 +1,110 @@
+"""Key-only GCS artifacts moved between the store and a step's folder as Argo v4.1.2's executor moves them.
+
+Loading (executor/executor.go:loadArtifact, artifacts/gcs/gcs.go:downloadObjects): a key names one object, or
+is a plain string prefix of many (listed without a delimiter, so `models` also matches `models-old/x`, which
+lands at `<path>/-old/x`); each object lands at the artifact path joined with what follows the key. Folders are created with mode 0700 and
+files with 0644 by the executor's user (root); only an artifact's `mode` (with `recurseMode`) changes that. A
+missing key fails the step as an Error unless the artifact is `optional`.
+Saving (executor.go:SaveArtifacts, gcs.go:uploadObjects): a file goes to its key, a folder's files under
+`key/`; the wait container saves outputs whatever the main container's exit code.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import tarfile
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from steps.lib.command_line import StepError
+from steps.lib.errors import ArtifactNotFound
+from steps.lib.storage import ArtifactStore
+
+DIRECTORY_MODE = 0o700  # os.MkdirAll(objectDir, 0o700) in gcs.go:downloadObject
+FILE_MODE = 0o644  # os.Create (0666) under the executor's umask 022
+
+
+def clean_key(key: str) -> str:
+    """filepath.Clean of a key: no trailing or doubled slashes, no `.` parts."""
+    return str(PurePosixPath(key)) if key else key
+
+
+def matching_keys(store: ArtifactStore, key: str) -> list[str]:
+    """The objects an input key loads: the object named `key`, or every object whose name starts with it."""
+    key = clean_key(key)
+    parent = key.rpartition("/")[0]
+    listed = store.list_keys(parent)
+    if key in listed:
+        return [key]
+    return sorted(name for name in listed if name.startswith(key) and not name.endswith("/"))
+
+
+def load_input(store: ArtifactStore, artifact: Mapping[str, Any], target: Path) -> bool:
+    """Place one input artifact at `target`; False when an optional artifact is absent."""
+    key = clean_key(artifact["gcs"]["key"])
+    names = matching_keys(store, key)
+    if not names:
+        if artifact.get("optional"):
+            return False
+        raise ArtifactNotFound(
+            f"artifact {artifact['name']} failed to load: no results for key: {key}"
+        )
+    for name in names:
+        # filepath.Join(path, strings.TrimPrefix(objName, key)): `models-old/x` lands at `models/-old/x`
+        local = Path(os.path.normpath(os.path.join(target, name.removeprefix(key).lstrip("/"))))
+        if target not in (local, *local.parents):
+            raise StepError(f"object {name!r} would land outside {target}")
+        _make_dirs(local.parent, target)
+        store.download_file(name, local)
+        local.chmod(FILE_MODE)
+    if target.is_file() and "none" not in artifact.get("archive", {}) and _is_tarball(target):
+        raise StepError(
+            f"input artifact {artifact['name']!r} is a tarball; the local runner does not unpack "
+            "archives (set archive: none on the artifact that produced it)"
+        )
+    if artifact.get("mode") is not None:
+        _chmod(target, int(artifact["mode"]), bool(artifact.get("recurseMode")))
+    return True
+
+
+def save_output(store: ArtifactStore, artifact: Mapping[str, Any], source: Path) -> bool:
+    """Upload one output artifact from `source`; False when nothing is there."""
+    key = clean_key(artifact["gcs"]["key"])
+    if source.is_dir():
+        for path in sorted(p for p in source.rglob("*") if p.is_file()):
+            store.upload_file(path, f"{key}/{path.relative_to(source).as_posix()}")
+        return True
+    if source.is_file():
+        store.upload_file(source, key)
+        return True
+    return False
+
+
+def _make_dirs(folder: Path, artifact_root: Path) -> None:
+    """Folders inside the artifact as the executor makes them (0700); those above it as the container
+    runtime makes a mount point's parents (0755)."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    for path in reversed(missing):
+        inside = path == artifact_root or artifact_root in path.parents
+        mode = DIRECTORY_MODE if inside else 0o755
+        path.mkdir(mode=mode)
+        path.chmod(mode)  # mkdir's mode passes through the umask
+
+
+def _chmod(path: Path, mode: int, recurse: bool) -> None:
+    """executor.go:chmod: the artifact's path, and with recurseMode everything under it."""
+    path.chmod(mode)
+    if recurse and path.is_dir():
+        for child in path.rglob("*"):
+            child.chmod(mode)
+
+
+def _is_tarball(path: Path) -> bool:
+    """executor.go:isTarball: a gzip stream whose first entry reads as tar."""
+    try:
+        with gzip.open(path) as stream, tarfile.open(fileobj=stream, mode="r|") as archive:
+            return archive.next() is not None
+    except (OSError, EOFError, tarfile.TarError):
+        return False

@@ -1,0 +1,298 @@
+"""Runs each attempt in a container of the steps' image (podman or docker), the way an Argo pod runs it.
+
+What the cluster does, and what this engine does for it:
+- the main container runs the image's command line as the image's user (uid 10001, no --user override), with
+  a read-only root filesystem and a tmpfs at /tmp, and no network unless the step needs one;
+- input artifacts are volume mounts at their paths (`workflow/executor/executor.go:loadArtifact` downloads
+  them into the `input-artifacts` volume, created by root with mode 0700 for a folder unless the artifact sets
+  `mode`). The runner has placed them under `host_dir` with those modes; each is bind-mounted at its path, so a
+  step that cannot read a root-owned 0700 folder fails here as it fails on the cluster;
+- emptyDir volumes (`scratch`) are empty folders with mode 0777, bind-mounted;
+- the wait container, as root, reads the outputs whatever the exit code: outputs on a mount are already in
+  `host_dir`; any other output is copied out of the stopped container (`podman cp`) before it is removed;
+- `/var/run/argo` is a shared volume holding the progress file (`common.ArgoProgressPath`): the progress
+  file's folder is mounted there and ARGO_PROGRESS_FILE names the file in it;
+- `resources.limits` become --memory/--cpus (swap off, as on a node);
+- paths of this machine the step names (a folder store, a data file) are bind-mounted at the same path; a
+  writable one gets an ACL entry letting the image's user write there (a bucket has no owners; a folder has).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import IO
+
+from workflows.local.engines import DeadlineExceeded, EngineError, Invocation
+
+ARGO_RUN_DIR = PurePosixPath("/var/run/argo")  # Argo's shared volume (common.VarRunArgoPath)
+PASSED_THROUGH = (
+    "STORAGE_EMULATOR_HOST",
+    "GOOGLE_CLOUD_PROJECT",
+)  # the store's emulator, when one is used
+LABEL = "mnist-argo.engine=local-runner"
+STOP_GRACE_SECONDS = 5
+EMPTY_DIR_MODE = 0o777  # how the kubelet creates an emptyDir
+ENGINE_TIMEOUT_SECONDS = 120  # for create, cp, stop, rm: never the step itself
+SIGTERM_EXIT_CODE = 143  # what a stopped container exits with (128 + SIGTERM)
+
+MEMORY_UNITS = {
+    "": 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
+
+
+def memory_bytes(quantity: str) -> int:
+    """A Kubernetes memory quantity ("3Gi", "512Mi", "1G", "1000000") in bytes."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kMGT]i?|)", quantity.strip())
+    if not match:
+        raise ValueError(f"not a memory quantity: {quantity!r}")
+    return int(float(match[1]) * MEMORY_UNITS[match[2]])
+
+
+def cpu_count(quantity: str) -> float:
+    """A Kubernetes CPU quantity ("2", "500m", "1.5") in CPUs."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(m?)", quantity.strip())
+    if not match:
+        raise ValueError(f"not a CPU quantity: {quantity!r}")
+    return float(match[1]) / (1000 if match[2] else 1)
+
+
+def container_name(node: str) -> str:
+    """An engine-safe, unique container name for an attempt of a node, e.g. mnist-train-round-1-0-0-3f9a1c."""
+    safe = re.sub(r"[^a-zA-Z0-9_.-]+", "-", node).strip("-.") or "task"
+    return f"mnist-{safe[:80]}-{secrets.token_hex(3)}"
+
+
+def _is_under(path: PurePosixPath, folders: Iterable[PurePosixPath]) -> bool:
+    return any(path == folder or folder in path.parents for folder in folders)
+
+
+@dataclass
+class ContainerEngine:
+    """Runs invocations in containers of `image` (default: each invocation's own image) with `program`."""
+
+    program: str = "podman"
+    image: str | None = None
+    read_only: bool = True  # the root filesystem (securityContext.readOnlyRootFilesystem)
+    name: str = field(init=False)
+    _running: set[str] = field(default_factory=set)
+    # stopped by stop_all: the attempt ends with the signal's exit code
+    _stopped: set[str] = field(default_factory=set)
+    _granted: set[tuple[Path, int]] = field(default_factory=set)
+    _users: dict[str, int | None] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.name = Path(self.program).name
+
+    # ---- the command line
+
+    def create_command(self, invocation: Invocation, container: str) -> list[str]:
+        """`podman create ...`: everything the attempt's container is, but not started."""
+        command = [self.program, "create", "--name", container, "--label", LABEL]
+        command += ["--workdir", str(invocation.working_dir)]
+        if self.read_only:
+            command += ["--read-only"]
+            if PurePosixPath("/tmp") not in invocation.scratch:  # the spec's emptyDir, else a tmpfs
+                command += ["--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777"]
+        command += ["--network", "host" if invocation.network else "none"]
+        if invocation.memory_limit:
+            limit = memory_bytes(invocation.memory_limit)
+            command += ["--memory", f"{limit}b", "--memory-swap", f"{limit}b"]
+        if invocation.cpu_limit:
+            command += ["--cpus", f"{cpu_count(invocation.cpu_limit):g}"]
+        for path in (*invocation.inputs, *invocation.scratch):
+            command += [
+                "--volume",
+                f"{invocation.host_path(path)}:{self._absolute(invocation, path)}",
+            ]
+        for host, writable in invocation.mounts:
+            if not Path(host).is_absolute():  # the container's working directory is not this one
+                raise EngineError(f"a mount must be an absolute path: {host}")
+            command += ["--volume", f"{host}:{host}:{'rw' if writable else 'ro'}"]
+        environment = dict(invocation.environment)
+        for variable in PASSED_THROUGH:
+            if variable in os.environ and variable not in environment:
+                environment[variable] = os.environ[variable]
+        if invocation.progress_file is not None:
+            command += ["--volume", f"{invocation.progress_file.parent}:{ARGO_RUN_DIR}"]
+            environment["ARGO_PROGRESS_FILE"] = str(ARGO_RUN_DIR / invocation.progress_file.name)
+        for variable, value in environment.items():
+            command += ["--env", f"{variable}={value}"]
+        command += [self.image or invocation.image, *invocation.command]
+        return command
+
+    @staticmethod
+    def _absolute(invocation: Invocation, path: PurePosixPath) -> PurePosixPath:
+        return path if path.is_absolute() else invocation.working_dir / path
+
+    def copied_outputs(self, invocation: Invocation) -> list[PurePosixPath]:
+        """Outputs that are on no mount, so only the stopped container holds them."""
+        mounted = [self._absolute(invocation, p) for p in (*invocation.inputs, *invocation.scratch)]
+        mounted += [PurePosixPath(host) for host, _ in invocation.mounts]
+        outputs = [self._absolute(invocation, path) for path in invocation.outputs]
+        return [path for path in outputs if not _is_under(path, mounted)]
+
+    # ---- running
+
+    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None = None) -> int:
+        self._prepare(invocation)
+        container = container_name(invocation.name)
+        with self._lock:
+            self._running.add(container)
+        try:
+            created = self._engine(self.create_command(invocation, container))
+            if created.returncode != 0:
+                reason = (created.stderr.strip().splitlines() or [f"exit {created.returncode}"])[-1]
+                raise EngineError(
+                    f"{self.name} could not create the container of {invocation.name}: {reason}"
+                )
+            with self._lock:
+                if container in self._stopped:  # stop_all came first: never start it
+                    return SIGTERM_EXIT_CODE
+            log.flush()
+            # start --attach returns the container's exit code; a session of its own, so Ctrl-C in a
+            # terminal reaches the runner, which stops containers through stop_all.
+            process = subprocess.Popen(
+                [self.program, "start", "--attach", container],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            try:
+                code = process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self._stop(container)
+                process.wait()
+                raise DeadlineExceeded(invocation.name) from None
+            finally:
+                self._copy_outputs(invocation, container)
+            with self._lock:
+                stopped = container in self._stopped
+            return code if stopped else self._exit_code(container, code)
+        finally:
+            self._engine([self.program, "rm", "--force", "--volumes", container])
+            with self._lock:
+                self._running.discard(container)
+                self._stopped.discard(container)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            containers = list(self._running)
+            self._stopped.update(containers)
+        for container in containers:
+            self._stop(container)
+            self._engine([self.program, "rm", "--force", "--volumes", container])
+
+    def image_uid(self, image: str) -> int | None:
+        """The numeric user the image runs as (its USER), None for root or a name."""
+        with self._lock:
+            if image in self._users:
+                return self._users[image]
+        inspected = self._engine(
+            [self.program, "image", "inspect", "--format", "{{.Config.User}}", image]
+        )
+        if inspected.returncode != 0:
+            raise EngineError(f"{self.name} has no image {image}: build it with `make images`")
+        user = inspected.stdout.strip().split(":")[0]
+        uid = int(user) if user.isdigit() and user != "0" else None
+        with self._lock:
+            self._users[image] = uid
+        return uid
+
+    def _grant(self, path: Path, uid: int) -> None:
+        """Let `uid` write in `path` (and what is created there later) with an ACL entry, once."""
+        with self._lock:
+            if (path, uid) in self._granted:
+                return
+        if shutil.which("setfacl") is None:
+            raise EngineError(
+                f"the writable mount {path} needs setfacl to let uid {uid} write there (apt-get install acl)"
+            )
+        entries = ["--modify", f"u:{uid}:rwX"]
+        if path.is_dir():
+            entries = ["-R", *entries, "--modify", f"d:u:{uid}:rwX"]
+        granted = subprocess.run(["setfacl", *entries, str(path)], capture_output=True, text=True)
+        if granted.returncode != 0:
+            raise EngineError(f"cannot let uid {uid} write to {path}: {granted.stderr.strip()}")
+        with self._lock:
+            self._granted.add((path, uid))
+
+    def _prepare(self, invocation: Invocation) -> None:
+        """Empty, world-writable emptyDir folders; the progress folder and writable mounts writable."""
+        for path in invocation.scratch:
+            folder = invocation.host_path(path)
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            folder.chmod(EMPTY_DIR_MODE)
+        if invocation.progress_file is not None:
+            folder = invocation.progress_file.parent
+            folder.mkdir(parents=True, exist_ok=True)
+            folder.chmod(EMPTY_DIR_MODE)
+        for path in invocation.outputs:
+            invocation.host_path(path).parent.mkdir(parents=True, exist_ok=True)
+        writable = [Path(host) for host, rw in invocation.mounts if rw]
+        uid = self.image_uid(self.image or invocation.image) if writable else None
+        for host in writable if uid is not None else []:
+            self._grant(host, uid)
+
+    def _copy_outputs(self, invocation: Invocation, container: str) -> None:
+        """As the wait container does: whatever the exit code, take what the step left (if anything)."""
+        for path in self.copied_outputs(invocation):
+            target = invocation.host_path(path)
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink(missing_ok=True)
+            self._engine([self.program, "cp", f"{container}:{path}", str(target)])
+
+    def _exit_code(self, container: str, attached: int) -> int:
+        """The container's own exit code; an engine failure (it never ran) raises EngineError."""
+        inspected = self._engine(
+            [
+                self.program,
+                "inspect",
+                "--format",
+                "{{.State.ExitCode}} {{.State.StartedAt}}",
+                container,
+            ]
+        )
+        fields = inspected.stdout.split()
+        if inspected.returncode != 0 or not fields:
+            raise EngineError(f"{self.name} lost the container {container} (exit {attached})")
+        if len(fields) < 2 or fields[1].startswith("0001-01-01"):  # never started
+            raise EngineError(f"{self.name} could not start the container {container}")
+        return int(fields[0])
+
+    def _stop(self, container: str) -> None:
+        self._engine([self.program, "stop", "--time", str(STOP_GRACE_SECONDS), container])
+
+    def _engine(self, command: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        try:
+            return subprocess.run(
+                list(command),
+                capture_output=True,
+                text=True,
+                stdin=subprocess.DEVNULL,
+                timeout=ENGINE_TIMEOUT_SECONDS,
+            )
+        except FileNotFoundError:
+            raise EngineError(f"the container engine {self.program!r} is not installed") from None
+        except subprocess.TimeoutExpired:
+            raise EngineError(f"{self.name} did not answer: {' '.join(command[:3])}") from None

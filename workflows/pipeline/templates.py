@@ -1,0 +1,159 @@
+"""How a step becomes an Argo container template: each file it reads or writes declared once, as the flag
+that names it on the step's command line, its path in the container and its artifact key.
+
+Every step runs `python -m steps.<name>` in the steps' image, in /work, on a read-only root: it reads its
+inputs under in/ and writes only under out/ (an emptyDir) and /tmp. Sizes, deadlines and labels come from
+cluster.py; every step retries the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hera.workflows import Container, EmptyDirVolume, GCSArtifact, NoneArchiveStrategy, Parameter
+from hera.workflows import models as m
+from hera.workflows.task import TaskResult
+
+from steps.lib.command_line import EXIT_BAD_INPUT
+from workflows.pipeline import cluster
+
+WORKDIR = "/work"
+# A task that depends on a fan-out with this runs once every item has ended, whatever way.
+ENDED = TaskResult.succeeded | TaskResult.failed | TaskResult.errored
+
+
+def param(name: str) -> str:
+    """A reference to the template's own input parameter."""
+    return f"{{{{inputs.parameters.{name}}}}}"
+
+
+def workflow_param(name: str) -> str:
+    return f"{{{{workflow.parameters.{name}}}}}"
+
+
+@dataclass(frozen=True)
+class Read:
+    """An input artifact: the object at `key` (or every object under it, for a folder) placed at `path`."""
+
+    name: str
+    flag: str
+    path: str
+    key: str
+    is_folder: bool = False
+
+    @classmethod
+    def file(cls, name: str, flag: str, path: str, key: str) -> Read:
+        return cls(name, flag, path, key)
+
+    @classmethod
+    def folder(cls, name: str, flag: str, path: str, key: str) -> Read:
+        return cls(name, flag, path, key, is_folder=True)
+
+    def artifact(self) -> GCSArtifact:
+        if not self.is_folder:
+            return GCSArtifact(name=self.name, path=f"{WORKDIR}/{self.path}", key=self.key)
+        # argoexec creates a folder input with mode 0700 as its own user (artifacts/gcs/gcs.go:
+        # downloadObject); only the artifact's `mode` changes that (executor/executor.go:loadArtifact), and
+        # the step runs as the image's non-root user. Optional: when every worker failed there is nothing
+        # under the prefix, and the step, not the artifact loader, says which shards are missing.
+        return GCSArtifact(
+            name=self.name,
+            path=f"{WORKDIR}/{self.path}",
+            key=self.key,
+            optional=True,
+            mode=cluster.READABLE_FOLDER_MODE,
+            recurse_mode=True,
+        )
+
+
+@dataclass(frozen=True)
+class Write:
+    """An output: an artifact stored unarchived at `key`, or (no key) an output parameter read from `path`.
+    `flag` is None when the step writes the file without being told its name (evaluate's --out-dir)."""
+
+    name: str
+    flag: str | None
+    path: str
+    key: str | None = None
+
+    @classmethod
+    def file(cls, name: str, flag: str | None, path: str, key: str) -> Write:
+        return cls(name, flag, path, key)
+
+    folder = file  # a folder's files are stored under key/
+
+    @classmethod
+    def parameter(cls, name: str, flag: str | None, path: str) -> Write:
+        return cls(name, flag, path)
+
+    def output(self) -> GCSArtifact | Parameter:
+        if self.key is None:
+            return Parameter(name=self.name, value_from=m.ValueFrom(path=f"{WORKDIR}/{self.path}"))
+        return GCSArtifact(
+            name=self.name,
+            path=f"{WORKDIR}/{self.path}",
+            key=self.key,
+            archive=NoneArchiveStrategy(),
+        )
+
+
+def step_template(
+    name: str,
+    image: str,
+    retry: m.RetryStrategy | None,
+    options: dict[str, str | list[str]],
+    parameters: tuple[str, ...] | list[str] = (),
+    reads: list[Read] | tuple = (),
+    writes: list[Write] | tuple = (),
+    metrics: list | None = None,
+) -> Container:
+    """The template running `python -m steps.<name>` with `options` (a list: the flag repeated, once
+    per value) and a flag per file."""
+    args = [
+        part
+        for flag, value in options.items()
+        for item in ([value] if isinstance(value, str) else value)
+        for part in (flag, item)
+    ]
+    args += [part for f in [*reads, *writes] if f.flag for part in (f.flag, f.path)]
+    size = cluster.STEP_SIZES[name]
+    return Container(
+        name=name,
+        image=image,
+        command=["python", "-m", f"steps.{name}"],
+        args=args,
+        working_dir=WORKDIR,
+        inputs=[Parameter(name=p) for p in parameters] + [r.artifact() for r in reads],
+        outputs=[w.output() for w in writes],
+        resources=size.resources(),
+        active_deadline_seconds=str(
+            size.deadline_seconds
+        ),  # an IntOrString: a string in the schema
+        labels={f"{cluster.APP_LABEL}/step": name},
+        retry_strategy=retry,
+        metrics=metrics,
+        volumes=[
+            EmptyDirVolume(name="out", mount_path=f"{WORKDIR}/out"),
+            EmptyDirVolume(name="tmp", mount_path="/tmp"),
+        ],
+        security_context=cluster.container_security_context(),
+    )
+
+
+def retry_strategy(retries: int, backoff: str) -> m.RetryStrategy | None:
+    """Retry a failed try `retries` times, waiting `backoff`, then twice as long each time.
+
+    Policy Always: a step's own failure (non-zero exit) and an eviction, OOM kill, preemption or node
+    shutdown end a pod as Failed, not Error (controller/operator.go:inferFailedReason), so OnError would
+    retry none of them. Exit code 2 is the steps' bad input: the same input fails again, so the expression
+    stops it. No maxDuration: that budget runs from the first try's start and also becomes every retry's
+    deadline (operator.go:processNodeRetries); each try has its template's deadline instead.
+    """
+    if not retries:
+        return None
+    return m.RetryStrategy(
+        limit=str(retries),
+        retry_policy="Always",
+        expression=f"asInt(lastRetry.exitCode) != {EXIT_BAD_INPUT}",
+        backoff=m.Backoff(duration=backoff, **cluster.RETRY_BACKOFF),
+    )

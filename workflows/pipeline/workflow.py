@@ -1,0 +1,313 @@
+"""The pipeline as an Argo Workflow, defined with Hera. It only wires steps; the steps know nothing of Argo.
+
+    split ─┐
+    init ──┴─► train-round-1 (one task per shard) ─► aggregate-round-1 ─► … round R … ─► evaluate ─► publish
+
+Artifacts are key-only GCS artifacts: the cluster's default artifact repository supplies the bucket, and
+every key starts with the run's name, so runs never collide. The fan-out takes its shard ids at run time
+(`withParam`), so `workers` stays a runtime parameter; Argo shows shard i of round r as
+`train-round-r(i:i)`. What only matters on a cluster (sizes, deadlines, names) comes from cluster.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from hera.workflows import DAG, Container, Gauge, Label, Parameter, Workflow
+from hera.workflows import models as m
+
+from workflows.pipeline import cluster
+from workflows.pipeline.settings import PipelineSettings, declared, option_name
+from workflows.pipeline.templates import (
+    ENDED,
+    Read,
+    Write,
+    param,
+    retry_strategy,
+    step_template,
+    workflow_param,
+)
+
+RUN = "{{workflow.name}}"
+SHARD, ROUND = param("shard"), param("round")
+ROUND_MODELS = f"{RUN}/round-{ROUND}/models"
+INIT_MODEL = f"{RUN}/init/model.h5"
+
+
+def round_model(round_number: int | str) -> str:
+    """Where round r's averaged model is kept."""
+    return f"{RUN}/round-{round_number}/model.h5"
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The steps' templates, each declared once."""
+
+    split: Container
+    init: Container
+    train: Container
+    aggregate: Container
+    evaluate: Container
+    publish: Container
+
+
+StepFactory = Callable[..., Container]  # step_template with the image and retry strategy filled in
+EVALUATION = f"{RUN}/evaluation"
+
+
+def define_steps(settings: PipelineSettings) -> Steps:
+    """Each step's template, with each file it reads or writes declared once: flag, path and key.
+    Only `train` runs in the TensorFlow image; the others in the light one."""
+    step = partial(
+        step_template,
+        image=settings.image,
+        retry=retry_strategy(settings.retries, settings.retry_backoff),
+    )
+    return Steps(
+        split=split_step(step),
+        init=init_step(step),
+        train=train_step(partial(step, image=settings.train_image), settings.rounds),
+        aggregate=aggregate_step(step),
+        evaluate=evaluate_step(step),
+        publish=publish_step(step, settings),
+    )
+
+
+def split_step(step: StepFactory) -> Container:
+    data = ("source", "workers", "seed", "limit", "partition", "alpha")
+    return step(
+        "split",
+        options={f"--{name}": workflow_param(name) for name in data},
+        writes=[
+            Write.folder("shards", "--shards-dir", "out/shards", f"{RUN}/shards"),
+            Write.file("test", "--test-out", "out/test.npz", f"{RUN}/test.npz"),
+            Write.parameter("shard-ids", "--ids-out", "out/shard-ids.json"),
+            Write.parameter("shard-sizes", "--sizes-out", "out/shard-sizes.json"),
+        ],
+    )
+
+
+def init_step(step: StepFactory) -> Container:
+    return step(
+        "init",
+        options={"--seed": workflow_param("seed")},
+        writes=[Write.file("model", "--out", "out/model.h5", INIT_MODEL)],
+    )
+
+
+def train_step(step: StepFactory, rounds: int) -> Container:
+    """One shard of one round: the round's number and the run's rounds set its learning rate."""
+    learning = ("epochs", "batch", "learning-rate", "final-learning-rate")
+    return step(
+        "train",
+        parameters=["shard", "round", "start-model"],
+        options={
+            **{f"--{name}": workflow_param(name) for name in learning},
+            "--round": ROUND,
+            "--rounds": str(rounds),
+            "--seed": SHARD,
+            "--checkpoint-store": workflow_param("store"),
+            "--checkpoint-key": f"{RUN}/round-{ROUND}/checkpoints/{SHARD}.npz",
+        },
+        reads=[
+            Read.file("shard", "--shard", "in/shard.npz", f"{RUN}/shards/{SHARD}.npz"),
+            Read.file("start-model", "--model", "in/start.h5", param("start-model")),
+        ],
+        writes=[
+            Write.file("model", "--out", "out/model.h5", f"{ROUND_MODELS}/{SHARD}.h5"),
+            Write.file("stats", "--stats-out", "out/stats.json", f"{ROUND_MODELS}/{SHARD}.json"),
+        ],
+    )
+
+
+def aggregate_step(step: StepFactory) -> Container:
+    return step(
+        "aggregate",
+        parameters=["round", "shards"],
+        options={"--shards": param("shards"), "--min-workers": workflow_param("min-workers")},
+        reads=[Read.folder("models", "--models-dir", "in/models", ROUND_MODELS)],
+        writes=[
+            Write.file("model", "--out", "out/model.h5", round_model(ROUND)),
+            Write.parameter("missing-shards", "--missing-out", "out/missing.txt"),
+        ],
+    )
+
+
+def evaluate_step(step: StepFactory) -> Container:
+    """Scores the final model; the Argo UI shows the confusion picture and the report as artifacts."""
+    return step(
+        "evaluate",
+        parameters=["model", "missing-shards"],
+        options={"--missing-shards": param("missing-shards"), "--out-dir": "out"},
+        reads=[
+            Read.file("model", "--model", "in/model.h5", param("model")),
+            Read.file("test", "--test", "in/test.npz", f"{RUN}/test.npz"),
+        ],
+        writes=[
+            Write.parameter("accuracy", None, "out/accuracy.txt"),
+            Write.file("metrics", None, "out/metrics.json", f"{EVALUATION}/metrics.json"),
+            Write.file("confusion", None, "out/confusion.png", f"{EVALUATION}/confusion.png"),
+            Write.file("report", None, "out/report.txt", f"{EVALUATION}/report.txt"),
+        ],
+        metrics=[
+            Gauge(
+                name=cluster.ACCURACY_METRIC,
+                help="Test accuracy of the averaged MNIST model",
+                when="{{status}} == Succeeded",
+                realtime=False,
+                value="{{outputs.parameters.accuracy}}",
+            )
+        ],
+    )
+
+
+def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
+    """Publishes the model with a card of the settings it was trained with: each setting is its own
+    argument, so no parameter's text can change another setting or the card's structure."""
+    trained_with = [name for name in settings.parameters() if name != "store"]
+    card = [f"{name}={workflow_param(name)}" for name in trained_with]
+    return step(
+        "publish",
+        parameters=["model"],
+        options={
+            "--store": workflow_param("store"),
+            "--run": RUN,
+            "--min-accuracy": workflow_param("min-accuracy"),
+            "--max-accuracy-drop": workflow_param("max-accuracy-drop"),
+            "--setting": [*card, f"rounds={settings.rounds}"],
+        },
+        reads=[
+            Read.file("model", "--model", "in/model.h5", param("model")),
+            Read.file("metrics", "--metrics", "in/metrics.json", f"{EVALUATION}/metrics.json"),
+            Read.file("confusion", "--attach", "in/confusion.png", f"{EVALUATION}/confusion.png"),
+        ],
+    )
+
+
+def build_workflow(settings: PipelineSettings) -> Workflow:
+    """The whole run: `settings.rounds` rounds of train fan-out and FedAvg, then evaluate and publish."""
+    with run_workflow(settings) as workflow:
+        steps = define_steps(settings)
+        with DAG(name="pipeline"):
+            split, init = steps.split(), steps.init()
+            shard_ids = split.get_parameter("shard-ids")
+            shard_sizes = split.get_parameter("shard-sizes")
+            ready, model, missing = [split, init], INIT_MODEL, {}
+            for r in range(1, settings.rounds + 1):
+                trained = steps.train(
+                    name=f"train-round-{r}",
+                    with_param=shard_ids,
+                    arguments={"shard": "{{item}}", "round": str(r), "start-model": model},
+                )
+                averaged = steps.aggregate(  # weighs each model by its shard's size, from split
+                    name=f"aggregate-round-{r}",
+                    arguments={"round": str(r), "shards": shard_sizes.value},
+                )
+                ready >> trained
+                # once every trainer has ended, however: aggregate decides against --min-workers
+                trained.next(averaged, on=ENDED)
+                ready, model = [averaged], round_model(r)
+                missing[str(r)] = str(averaged.get_parameter("missing-shards").value)
+            scored = steps.evaluate(
+                arguments={"model": model, "missing-shards": json.dumps(missing)}
+            )
+            ready >> scored >> steps.publish(arguments={"model": model})
+    return workflow
+
+
+def run_workflow(settings: PipelineSettings) -> Workflow:
+    """The Workflow around the DAG: its parameters, labels, service account, deadlines, clean-up, metric."""
+    labels = {
+        "app.kubernetes.io/name": cluster.APP_LABEL,
+        "app.kubernetes.io/component": "training",
+        f"{cluster.APP_LABEL}/rounds": str(settings.rounds),
+    }
+    knobs = {
+        f"{cluster.APP_LABEL}/{name}": m.LabelValueFrom(expression=label_expression(name))
+        for name in ("workers", "epochs", "batch")
+    }
+    return Workflow(
+        generate_name=cluster.RUN_PREFIX,
+        entrypoint="pipeline",
+        arguments=workflow_parameters(settings),
+        labels=labels,
+        # workflowMetadata labels every run, also those started from the WorkflowTemplate
+        workflow_metadata=m.WorkflowMetadata(labels=labels, labels_from=knobs),
+        pod_metadata=m.Metadata(labels={"app.kubernetes.io/name": cluster.APP_LABEL}),
+        **cluster.workflow_pod_fields(),
+        active_deadline_seconds=cluster.RUN_DEADLINE_SECONDS,
+        # A finished run's pods go with it (they are owned by the Workflow); podGC deletes them at once
+        # after a success. gccontroller/gc_controller.go:ttl() reads secondsAfterFailure only for phase
+        # Failed; a run that ends in Error (a branch's last try errored, "pod deleted" with a Spot node)
+        # reaches secondsAfterCompletion: without it, such a run and its pods would stay for ever.
+        pod_gc=m.PodGC(strategy="OnWorkflowSuccess"),
+        ttl_strategy=m.TTLStrategy(
+            seconds_after_success=cluster.SUCCEEDED_RUN_TTL_SECONDS,
+            seconds_after_failure=cluster.FAILED_RUN_TTL_SECONDS,
+            seconds_after_completion=cluster.FAILED_RUN_TTL_SECONDS,
+        ),
+        metrics=[
+            Gauge(
+                name=cluster.DURATION_METRIC,
+                help="Duration of an MNIST training run, in seconds",
+                labels=[Label(key="status", value="{{workflow.status}}")],
+                realtime=False,
+                value="{{workflow.duration}}",
+            )
+        ],
+    )
+
+
+# A label value the Submit form's text cannot make invalid: the controller checks each labelsFrom value
+# (controller/operator.go: updateWorkflowMetadata, validation.IsValidLabelValue) and fails the run at its
+# start on a bad one, e.g. "3 " typed with a trailing space. The number itself, trimmed, or "invalid" (the
+# step then refuses the setting with its own message).
+LABEL_NUMBER = "^[0-9]{1,9}$"
+INVALID_LABEL = "invalid"
+
+
+def label_expression(parameter: str) -> str:
+    """The expr-lang expression labelling a run with a numeric workflow parameter."""
+    value = f"trim(workflow.parameters.{parameter})"
+    return f"{value} matches '{LABEL_NUMBER}' ? {value} : '{INVALID_LABEL}'"
+
+
+def workflow_parameters(settings: PipelineSettings) -> list[Parameter]:
+    """The workflow parameters, described and constrained for the Argo UI's Submit form.
+
+    A pinned one (the store) is an enum of its one value: the server refuses another at submit
+    (validate.go: validateArguments), as the artifacts' bucket cannot follow it (see submit.py)."""
+    values = settings.parameters()
+    return [
+        Parameter(
+            name=option_name(name),
+            value=values[option_name(name)],
+            description=spec.help,
+            enum=list(spec.choices) or ([values[option_name(name)]] if spec.pinned else None),
+        )
+        for name, spec in declared()
+        if spec.parameter
+    ]
+
+
+def compile_workflow(settings: PipelineSettings) -> dict:
+    """The Workflow manifest as a plain dict, exactly what goes to the Argo Server or the local runner."""
+    return build_workflow(settings).to_dict()
+
+
+def compile_template(settings: PipelineSettings, name: str = cluster.TEMPLATE_NAME) -> dict:
+    """The same pipeline as a WorkflowTemplate: registered once, started from the Argo UI's Submit form.
+
+    Every workflow parameter (workers, epochs, batch, ...) is a field of that form; `rounds` shapes the DAG,
+    so it is fixed when the template is registered.
+    """
+    workflow = compile_workflow(settings)
+    return {
+        "apiVersion": workflow["apiVersion"],
+        "kind": "WorkflowTemplate",
+        "metadata": {"name": name, "labels": workflow["metadata"].get("labels", {})},
+        "spec": workflow["spec"],
+    }

@@ -1,0 +1,1 @@
+"""Submitting to an Argo Server and watching a run there."""

@@ -1,0 +1,366 @@
+"""The Argo Server, reached through Hera's client (`hera.workflows.WorkflowsService`): create and get
+workflows, register a WorkflowTemplate, start a run from it. Settings follow Argo's own CLI (ARGO_SERVER,
+ARGO_TOKEN, ARGO_NAMESPACE, ...).
+
+Every failure becomes one ArgoError whose message is a single line saying what to do about it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import ssl
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import pydantic
+import requests
+import urllib3
+from hera import exceptions as hera_errors
+from hera.workflows import WorkflowsService
+from hera.workflows.models import (
+    SubmitOpts,
+    Workflow,
+    WorkflowCreateRequest,
+    WorkflowStopRequest,
+    WorkflowSubmitRequest,
+    WorkflowTemplate,
+    WorkflowTemplateCreateRequest,
+    WorkflowTemplateUpdateRequest,
+)
+
+from steps.lib.errors import ProjectError
+from workflows.pipeline import cluster
+
+TIMEOUT_SECONDS = 30
+# The Argo Server answers template reads from an informer's cache (server/apiserver/argoserver.go:
+# wftmplStore), which trails the API server's writes: a read right after a write may miss it.
+CACHE_WAITS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # seconds between tries: 15.75 s at most in all
+TRUE = {"1", "true", "yes", "on"}
+# How hera.exceptions word an answer other than 2xx: "Server returned status code 401 with message: `...`"
+HERA_MESSAGE = re.compile(r"status code (\d+) with message: `(.*)`\s*$", re.DOTALL)
+Answer = TypeVar("Answer")
+
+
+class ArgoError(ProjectError):
+    """The Argo Server could not do what was asked; the message is one line for the user."""
+
+
+class NameTaken(ArgoError):
+    """A resource of that name already exists (409)."""
+
+
+class ChangedMeanwhile(ArgoError):
+    """The resource changed between our read and our write, every time we tried (409 Conflict)."""
+
+
+def _is_conflict(error: hera_errors.HeraException) -> bool:
+    """409 for a stale resourceVersion (Kubernetes' Conflict, gRPC Aborted), not for a taken name."""
+    return isinstance(error, hera_errors.AlreadyExists) and "already exists" not in str(error)
+
+
+@dataclass(frozen=True)
+class ArgoServer:
+    """Where the server is and how to talk to it."""
+
+    url: str  # scheme://host:port, without the base href
+    namespace: str = cluster.NAMESPACE
+    token: str = ""
+    insecure_skip_verify: bool = False
+    base_href: str = "/"
+
+    @property
+    def root(self) -> str:
+        """The server's root URL with its base href, ending in '/'."""
+        path = self.base_href.strip("/")
+        return f"{self.url.rstrip('/')}/{path + '/' if path else ''}"
+
+    def ui_link(self, name: str) -> str:
+        """The run's page in the Argo UI."""
+        return f"{self.root}workflows/{self.namespace}/{name}"
+
+
+def server_url(address: str, secure: bool = True) -> str:
+    """ARGO_SERVER as Argo's CLI reads it: `host:port` (https unless ARGO_SECURE=false) or a full URL."""
+    address = address.strip().rstrip("/")
+    if "://" in address:
+        return address
+    return f"{'https' if secure else 'http'}://{address}"
+
+
+def from_environment(
+    environ: Mapping[str, str] = os.environ,
+    server: str | None = None,
+    namespace: str | None = None,
+    insecure_skip_verify: bool | None = None,
+    base_href: str | None = None,
+) -> ArgoServer | None:
+    """The server named by the arguments or, failing them, ARGO_*; None when no server is named."""
+    address = server or environ.get("ARGO_SERVER", "")
+    if not address:
+        return None
+    secure = environ.get("ARGO_SECURE", "true").lower() in TRUE
+    if insecure_skip_verify is None:
+        insecure_skip_verify = environ.get("ARGO_INSECURE_SKIP_VERIFY", "").lower() in TRUE
+    return ArgoServer(
+        url=server_url(address, secure),
+        namespace=namespace or environ.get("ARGO_NAMESPACE") or cluster.NAMESPACE,
+        token=environ.get("ARGO_TOKEN", ""),
+        insecure_skip_verify=insecure_skip_verify,
+        base_href=base_href or environ.get("ARGO_BASE_HREF") or "/",
+    )
+
+
+class _TimedSession(requests.Session):
+    """Hera's client passes no timeout; a dropped port-forward must not hang the CLI forever."""
+
+    def request(self, *args: Any, **kwargs: Any) -> requests.Response:
+        kwargs.setdefault("timeout", TIMEOUT_SECONDS)
+        return super().request(*args, **kwargs)
+
+
+def service(server: ArgoServer) -> WorkflowsService:
+    """Hera's client for this server. ARGO_TOKEN may be 'Bearer ...' (as Argo's CLI prints it) or bare:
+    Hera adds 'Bearer ' to a bare token."""
+    return WorkflowsService(
+        host=server.root,  # Hera joins "api/v1/..." to it, so the base href stays in every path
+        verify_ssl=not server.insecure_skip_verify,
+        token=server.token.strip() or None,
+        namespace=server.namespace,
+        session=_TimedSession(),
+    )
+
+
+def _find(error: BaseException | None, kind: type[BaseException]) -> BaseException | None:
+    """The first exception of `kind` wrapped anywhere in `error` (requests wraps urllib3 wraps ssl)."""
+    seen: set[int] = set()
+    stack: list[Any] = [error]
+    while stack:
+        current = stack.pop()
+        if not isinstance(current, BaseException) or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, kind):
+            return current
+        stack.extend([*current.args, getattr(current, "reason", None)])
+        stack.extend([current.__cause__, current.__context__])
+    return None
+
+
+def _connection_error(server: ArgoServer, error: requests.RequestException) -> ArgoError:
+    unverified = _find(error, ssl.SSLCertVerificationError)
+    if isinstance(unverified, ssl.SSLCertVerificationError):
+        return ArgoError(
+            f"TLS: cannot verify the certificate of {server.url} ({unverified.verify_message}); "
+            "a port-forwarded Argo Server has a self-signed one: set ARGO_INSECURE_SKIP_VERIFY=true"
+        )
+    tls = _find(error, ssl.SSLError)
+    if isinstance(tls, ssl.SSLError):
+        return ArgoError(
+            f"TLS failed with {server.url} ({tls.reason or tls}); if the server runs "
+            "without TLS (argo server --secure=false), use an http:// ARGO_SERVER"
+        )
+    reason = _find(error, OSError) or error
+    return ArgoError(
+        f"cannot reach the Argo Server at {server.url} ({' '.join(str(reason).split())}); is "
+        "`kubectl -n argo port-forward svc/argo-server 2746:2746` running, and ARGO_SERVER right?"
+    )
+
+
+def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
+    """One actionable line for an answer other than 2xx, from the status and the server's message."""
+    match = HERA_MESSAGE.search(str(error))
+    status = int(match.group(1)) if match else getattr(error, "status_code", 0)
+    detail = " ".join((match.group(2) if match else str(error)).split())
+    if status == 401:
+        hint = "set ARGO_TOKEN" if not server.token else "ARGO_TOKEN is not accepted; renew it"
+        return ArgoError(
+            f"the Argo Server wants a valid token (401 {detail}): {hint}, e.g. "
+            f'ARGO_TOKEN="Bearer $(kubectl -n {server.namespace} create token {cluster.SUBMITTER_ACCOUNT})"'
+        )
+    if status == 403:
+        return ArgoError(
+            f"the token in ARGO_TOKEN may not do this in namespace {server.namespace!r} "
+            f"(403 {detail}); use a token of a ServiceAccount allowed there"
+        )
+    if status == 404 and "namespace" in detail.lower():
+        return ArgoError(
+            f"namespace {server.namespace!r} does not exist on the cluster ({detail}); "
+            "set ARGO_NAMESPACE or --namespace"
+        )
+    if status == 404 and detail.startswith("workflowtemplates"):
+        return ArgoError(
+            f"no such WorkflowTemplate in namespace {server.namespace!r} ({detail}); register it "
+            "first: python workflows/submit.py --register"
+        )
+    if status == 409 and "already exists" not in detail:
+        return ChangedMeanwhile(
+            f"someone else changed it while this was sent (409 {detail}); run the command again"
+        )
+    if status == 409:
+        return NameTaken(
+            f"the name is already taken in namespace {server.namespace!r} ({detail}); "
+            "choose another --name"
+        )
+    return ArgoError(f"the Argo Server answered {status or 'an error'}: {detail}")
+
+
+@contextmanager
+def _talking_to(server: ArgoServer) -> Iterator[None]:
+    """Turn whatever Hera, requests or pydantic raise into one ArgoError line."""
+    try:
+        with warnings.catch_warnings():
+            if server.insecure_skip_verify:  # asked for: do not warn on every request
+                warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)  # Hera calls pydantic's .json()
+            yield
+    except hera_errors.HeraException as error:
+        raise _refusal(server, error) from None
+    except requests.JSONDecodeError:
+        raise ArgoError(
+            f"{server.url} did not answer with JSON; is ARGO_SERVER the Argo Server?"
+        ) from None
+    except requests.RequestException as error:
+        raise _connection_error(server, error) from None
+    except (KeyError, pydantic.ValidationError) as error:
+        # an error answer without Argo's "message", or a body that is not an Argo resource
+        raise ArgoError(
+            f"{server.url} answered with something other than the Argo Server's API "
+            f"({type(error).__name__}); is ARGO_SERVER the Argo Server?"
+        ) from None
+
+
+def _call(server: ArgoServer, operation: Callable[[WorkflowsService], Answer]) -> Answer:
+    with _talking_to(server), service(server) as argo:
+        return operation(argo)
+
+
+def _as_dict(resource: pydantic.BaseModel) -> dict:
+    """A Hera model as the JSON document the server sent."""
+    return resource.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def create_workflow(server: ArgoServer, workflow: dict) -> dict:
+    """Submit a Workflow; returns it as created, with its generated name."""
+    request = WorkflowCreateRequest(namespace=server.namespace, workflow=Workflow(**workflow))
+    return _as_dict(_call(server, lambda argo: argo.create_workflow(request)))
+
+
+def get_workflow(server: ArgoServer, name: str) -> dict:
+    """The Workflow with its current status and nodes."""
+    return _as_dict(_call(server, lambda argo: argo.get_workflow(name)))
+
+
+def stop_workflow(server: ArgoServer, name: str, message: str) -> dict:
+    """Stop a run as the Argo UI's Stop does: its running steps are ended, and it fails."""
+    request = WorkflowStopRequest(name=name, namespace=server.namespace, message=message)
+    return _as_dict(_call(server, lambda argo: argo.stop_workflow(name, request)))
+
+
+def register_template(
+    server: ArgoServer, template: dict, sleep: Callable[[float], None] = time.sleep
+) -> tuple[dict, bool]:
+    """Create the WorkflowTemplate, or replace the one of that name; returns (it, created?).
+
+    As Hera's WorkflowTemplate.update(): read the current one for its resourceVersion, then replace
+    it, or create it when there is none. The read comes from the server's cache, which may trail a
+    write made moments before: a create refused because the name exists (the cache had not seen it
+    yet) or an update refused as a Conflict (its resourceVersion was stale) is tried again, from a
+    fresh read, a few times. Returns once the server's own reads see what was stored.
+    """
+    name = template["metadata"]["name"]
+
+    def write(argo: WorkflowsService) -> tuple[WorkflowTemplate, bool]:
+        try:
+            current = argo.get_workflow_template(name)
+        except hera_errors.NotFound:
+            created = argo.create_workflow_template(
+                WorkflowTemplateCreateRequest(
+                    namespace=server.namespace, template=WorkflowTemplate(**template)
+                )
+            )
+            return created, True
+        metadata = {**template["metadata"], "resourceVersion": current.metadata.resource_version}
+        replacement = WorkflowTemplate(**{**template, "metadata": metadata})
+        updated = argo.update_workflow_template(
+            name,
+            WorkflowTemplateUpdateRequest(
+                name=name, namespace=server.namespace, template=replacement
+            ),
+        )
+        return updated, False
+
+    def create_or_update(argo: WorkflowsService) -> tuple[WorkflowTemplate, bool]:
+        for wait in (*CACHE_WAITS, None):
+            try:
+                stored, created = write(argo)
+            except hera_errors.AlreadyExists:  # name taken, or Conflict: the cache was behind
+                if wait is None:
+                    raise
+                sleep(wait)
+                continue
+            _await_cache(argo, name, stored.metadata.resource_version, sleep)
+            return stored, created
+        raise AssertionError("unreachable")
+
+    stored, created = _call(server, create_or_update)
+    return _as_dict(stored), created
+
+
+def _await_cache(
+    argo: WorkflowsService, name: str, version: str | None, sleep: Callable[[float], None]
+) -> bool:
+    """Wait (a bounded while) until the server's reads of the template show `version`."""
+    for wait in (0.0, *CACHE_WAITS):
+        sleep(wait)
+        try:
+            if argo.get_workflow_template(name).metadata.resource_version == version:
+                return True
+        except hera_errors.NotFound:
+            pass
+    return False
+
+
+def submit_from_template(
+    server: ArgoServer,
+    template_name: str,
+    parameters: Mapping[str, str],
+    generate_name: str,
+    name: str | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict:
+    """Start a run of a registered WorkflowTemplate with these parameter values.
+
+    The server names a run after the template (`<template>-xxxxx`) unless submitOptions.generateName
+    says otherwise (upstream workflow/common/convert.go, NewWorkflowFromWorkflowTemplate); send the
+    prefix of direct runs so both kinds of run are named alike. The server finds the template in its
+    cache (server/workflow/workflow_server.go: SubmitWorkflow): "not found" is asked again a few times,
+    in case it was registered moments ago, before it is reported.
+    """
+    options = SubmitOpts(
+        parameters=[f"{key}={value}" for key, value in parameters.items()],
+        generate_name=None if name else generate_name,
+        name=name,
+    )
+    request = WorkflowSubmitRequest(
+        namespace=server.namespace,
+        resource_kind="WorkflowTemplate",
+        resource_name=template_name,
+        submit_options=options,
+    )
+
+    def submit(argo: WorkflowsService) -> Workflow:
+        for wait in (*CACHE_WAITS[:3], None):  # 1.75 s: the cache trails by moments, not seconds
+            try:
+                return argo.submit_workflow(request)
+            except hera_errors.NotFound:
+                if wait is None:
+                    raise
+                sleep(wait)
+        raise AssertionError("unreachable")
+
+    return _as_dict(_call(server, submit))

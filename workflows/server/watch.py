@@ -1,0 +1,211 @@
+"""A compact live view of a run on the Argo Server: one line each time a step changes phase, and one
+when a running step's own progress report changes.
+
+Steps are the workflow's Pod nodes, or for a retried step its Retry node (its children are the tries):
+while a try is pending or running the step shows that try's phase and progress. Progress is Argo's
+`N/M` (docs/progress.md): a Pod node holds "0/1" until the step writes its own to ARGO_PROGRESS_FILE,
+which the trainers do (batches done of all batches); a Retry node holds the sum over all its tries, so
+the current try's own is shown instead.
+
+A try whose image cannot be pulled stays Pending until the kubelet ends it at its activeDeadlineSeconds,
+and is then retried: Argo v4.1.2 fails no pod for that sooner (its pendingTimeout is checked on the
+node a DAG task names, for a retried step the Retry node, which is Running from its creation:
+controller/operator.go executeTemplate). While watching, a step pending for that reason longer than
+STUCK_SECONDS stops the run, as the Argo UI's Stop does, instead of waiting out every try's deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from workflows.server.client import ArgoError, ArgoServer, get_workflow, stop_workflow
+
+DONE = {"Succeeded", "Failed", "Error"}
+FULFILLED = DONE | {"Skipped", "Omitted"}
+UNREPORTED = {"", "0/1"}  # Argo's default for a Pod that has not reported its own progress
+POLL_SECONDS = 5.0
+UNREACHABLE_POLLS = 6  # give a dropped port-forward half a minute before giving up
+# Why a pod's container is waiting (operator.go getPendingReason) when its image will not come: the
+# kubelet's reasons (kubelet/images), which only a new image or a fixed name change.
+CANNOT_PULL = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+STUCK_SECONDS = 180.0  # ImagePullBackOff retries a pull after 10 s, 20 s, … up to 5 minutes
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the run as the UI shows it."""
+
+    name: str
+    template: str
+    phase: str
+    seconds: float
+    retries: int
+    message: str
+    outputs: dict[str, str]
+    progress: str = ""  # the running try's own report, N/M; empty when it made none
+
+
+def _time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+
+def _seconds(node: dict, now: datetime) -> float:
+    started = _time(node.get("startedAt"))
+    if started is None:
+        return 0.0
+    # never negative: the cluster's clock and this machine's may disagree
+    return max(0.0, ((_time(node.get("finishedAt")) or now) - started).total_seconds())
+
+
+def _tries(node: dict, nodes: dict[str, dict]) -> list[dict]:
+    """A Retry node's tries, oldest first (its children; a try's own children are later tasks)."""
+    return [nodes[child] for child in node.get("children", []) if child in nodes]
+
+
+def _view(node: dict, nodes: dict[str, dict]) -> tuple[str, str, str]:
+    """(phase, message, progress) of a step as shown: a retried step that is not over shows its
+    current try's phase and progress; one waiting to retry says why the last try failed."""
+    phase = node.get("phase") or "Pending"
+    if node["type"] != "Retry":
+        return phase, node.get("message", ""), _reported(node)
+    tries = _tries(node, nodes)
+    last = tries[-1] if tries else {}
+    if phase in FULFILLED:  # over: why the last try failed says more than "No more retries left"
+        return phase, last.get("message") or node.get("message", ""), ""
+    if last and last.get("phase") not in FULFILLED:
+        return last.get("phase") or "Pending", last.get("message", ""), _reported(last)
+    reasons = (last.get("message", ""), node.get("message", ""))
+    return phase, "; ".join(reason for reason in reasons if reason), ""
+
+
+def _reported(node: dict) -> str:
+    progress = node.get("progress", "")
+    return "" if progress in UNREPORTED or node.get("phase") != "Running" else progress
+
+
+def steps_of(workflow: dict, now: datetime | None = None) -> list[Step]:
+    """The run's steps, in the order they started."""
+    now = now or datetime.now(UTC)
+    nodes = workflow.get("status", {}).get("nodes", {}) or {}
+    retried = {
+        child
+        for node in nodes.values()
+        if node["type"] == "Retry"
+        for child in node.get("children", [])
+    }
+    shown = [
+        node
+        for node in nodes.values()
+        if node["type"] == "Retry" or (node["type"] == "Pod" and node["id"] not in retried)
+    ]
+    shown.sort(key=lambda node: (node.get("startedAt") or "~", node.get("displayName", "")))
+    steps = []
+    for node in shown:
+        phase, message, progress = _view(node, nodes)
+        tries = len(_tries(node, nodes)) if node["type"] == "Retry" else 1
+        steps.append(
+            Step(
+                name=node.get("displayName") or node["name"],
+                template=node.get("templateName", ""),
+                phase=phase,
+                seconds=_seconds(node, now),
+                retries=max(0, tries - 1),
+                message=message,
+                outputs={
+                    p["name"]: p.get("value", "")
+                    for p in node.get("outputs", {}).get("parameters", []) or []
+                },
+                progress=progress,
+            )
+        )
+    return steps
+
+
+def describe(step: Step) -> str:
+    """One line: name, phase, duration, retries, the progress of a running step that reports it, and
+    the message of a step that did not succeed."""
+    retries = (
+        f"  {step.retries} {'retry' if step.retries == 1 else 'retries'}" if step.retries else ""
+    )
+    duration = f"{step.seconds:6.0f}s" if step.seconds else "       "
+    progress = f"  progress {step.progress}" if step.progress else ""
+    message = f"  {step.message}" if step.message and step.phase != "Succeeded" else ""
+    return f"  {step.name:<28} {step.phase:<10}{duration}{retries}{progress}{message}"
+
+
+def failure(workflow: dict) -> str:
+    """The failed step's name and message, or the run's own message."""
+    failed = [s for s in steps_of(workflow) if s.phase in ("Failed", "Error")]
+    if failed:
+        return f"{failed[0].name} failed: {failed[0].message or failed[0].phase}"
+    return workflow.get("status", {}).get("message", "") or "the run did not succeed"
+
+
+def run_seconds(workflow: dict) -> float | None:
+    """How long the run took, once it ended."""
+    status = workflow.get("status", {})
+    started, finished = _time(status.get("startedAt")), _time(status.get("finishedAt"))
+    return (finished - started).total_seconds() if started and finished else None
+
+
+def output(workflow: dict, template: str, parameter: str) -> str | None:
+    """An output parameter of the step running `template`, once it succeeded."""
+    for step in steps_of(workflow):
+        if step.template == template and step.phase == "Succeeded" and parameter in step.outputs:
+            return step.outputs[parameter]
+    return None
+
+
+def cannot_pull(step: Step) -> bool:
+    """Whether the step is waiting for an image that cannot be pulled."""
+    return step.phase == "Pending" and step.message.startswith(CANNOT_PULL)
+
+
+def watch(
+    server: ArgoServer,
+    name: str,
+    echo: Callable[[str], None] = print,
+    interval: float = POLL_SECONDS,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> dict:
+    """Poll the run until it ends; returns the final Workflow. Each poll echoes at most one line per
+    step: when its phase, retries or message changed, or else when its progress report changed. A
+    step that cannot pull its image for STUCK_SECONDS stops the run."""
+    seen: dict[str, tuple[str, int, str]] = {}
+    progress_seen: dict[str, str] = {}
+    stuck_since: dict[str, float] = {}
+    stopping = False
+    misses = 0
+    while True:
+        try:
+            workflow = get_workflow(server, name)
+            misses = 0
+        except ArgoError:
+            misses += 1
+            if misses >= UNREACHABLE_POLLS:
+                raise
+            sleep(interval)
+            continue
+        now = clock()
+        for step in steps_of(workflow):
+            state = (step.phase, step.retries, step.message)
+            if seen.get(step.name) != state or progress_seen.get(step.name, "") != step.progress:
+                seen[step.name], progress_seen[step.name] = state, step.progress
+                echo(describe(step))
+            if not cannot_pull(step):
+                stuck_since.pop(step.name, None)
+                continue
+            since = stuck_since.setdefault(step.name, now)
+            if now - since >= STUCK_SECONDS and not stopping:
+                reason = f"{step.name} cannot start: {step.message}"
+                echo(f"stopping {name}: {reason} for {now - since:.0f}s")
+                stop_workflow(server, name, reason)
+                stopping = True
+        phase = workflow.get("status", {}).get("phase", "")
+        if phase in DONE:
+            return workflow
+        sleep(interval)
