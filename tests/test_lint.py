@@ -1402,7 +1402,7 @@ def test_cli_runs_as_a_module_without_the_project(tmp_path: Path) -> None:
     path = write(tmp_path, "wf.yaml", [dag("- {name: a, template: echo}")])
     probe = (
         "import runpy, sys; sys.argv = ['lint', sys.argv[1]]\n"
-        "try:\n    runpy.run_module('workflows.lint.documents', run_name='__main__')\n"
+        "try:\n    runpy.run_module('workflows.lint', run_name='__main__')\n"
         "except SystemExit as done:\n"
         "    heavy = sorted({m.split('.')[0] for m in sys.modules} & {'hera', 'tensorflow', 'numpy'})\n"
         "    print('loaded:', heavy); sys.exit(done.code)\n"
