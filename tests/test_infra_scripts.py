@@ -28,6 +28,7 @@ from tests.doubles.cloud_tools import (
     make_sandbox,
     system_bin,
 )
+from tests.support import docs
 from workflows import submit
 from workflows.pipeline import cluster as cluster_settings
 from workflows.pipeline.settings import PipelineSettings, defaults
@@ -606,10 +607,10 @@ def next_steps(stderr: str) -> list[str]:
     return [line.strip() for line in "\n".join(block).replace("\\\n", " ").splitlines()]
 
 
-def readme_submit_block() -> list[str]:
-    """The README's "Run on GKE" bash block that starts the port-forward, continuation lines joined."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Run on GKE\n", 1)[1].split("\n## ", 1)[0]
+def docs_submit_block() -> list[str]:
+    """docs/argo-and-gke.md's "Run on GKE" bash block that starts the port-forward, continuation lines
+    joined."""
+    section = docs.section(docs.ARGO_AND_GKE, "Run on GKE")
     blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
     (block,) = [block for block in blocks if "port-forward" in block]
     return [line.strip() for line in block.replace("\\\n", " ").splitlines() if line.strip()]
@@ -644,43 +645,42 @@ def run_pasted(
     return environ, Path(f"{record}.argv").read_text().splitlines()
 
 
-@pytest.mark.parametrize("source", ["printed by up.sh", "README"])
+@pytest.mark.parametrize("source", ["printed by up.sh", "docs"])
 def test_the_submit_commands_reach_the_port_forwarded_server(
     source: str, sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """Pasted into a shell, the commands start the port-forward in the background (it runs until stopped)
     and submit with the settings a self-signed, port-forwarded Argo Server needs."""
-    if source == "README":
-        commands = readme_submit_block()
+    if source == "docs":
+        commands = docs_submit_block()
     else:
         result, _ = sandbox.run("up.sh")
         commands = next_steps(result.stderr)
     environ, argv = run_pasted(commands, sandbox, tmp_path / "work")
     assert argv[0] == "workflows/submit.py"
     args = submit.make_parser(PipelineSettings()).parse_args(argv[1:])
-    # Argo's own CLI variables, which submit.py reads (README, "Run on Argo").
+    # Argo's own CLI variables, which submit.py reads (docs/argo-and-gke.md, "Run on Argo").
     assert environ["ARGO_SERVER"] == "https://localhost:2746"
     assert environ["ARGO_INSECURE_SKIP_VERIFY"] == "true", "the server's certificate is self-signed"
     assert environ["ARGO_NAMESPACE"] == "mnist"
     assert environ["ARGO_TOKEN"] == "Bearer fake-token"
     assert args.store.startswith("gs://") and args.watch
-    assert args.image.endswith("/mnist-argo-steps:abc1234" if source != "README" else "-steps:TAG")
+    assert args.image.endswith("/mnist-argo-steps:abc1234" if source != "docs" else "-steps:TAG")
     assert args.train_image.endswith(
-        "/mnist-argo-train:" + ("abc1234" if source != "README" else "TAG")
+        "/mnist-argo-train:" + ("abc1234" if source != "docs" else "TAG")
     )
     submit.check_cluster_inputs(
         args
     )  # what a cluster submit refuses: no image from a registry, ...
-    if source != "README":
+    if source != "docs":
         assert args.store == "gs://test-project-mnist-argo"
         assert (args.image, args.train_image) == (IMAGES["steps"], IMAGES["train"])
 
 
 def run_on_argo_submits() -> tuple[dict[str, str], list[list[str]]]:
-    """The variables the README's "Run on Argo" bash blocks export, and the submit.py commands there that
-    reach a cluster (all but a --render whose output is only read), their variables expanded."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Run on Argo\n", 1)[1].split("\n## ", 1)[0]
+    """The variables docs/argo-and-gke.md's "Run on Argo" bash blocks export, and the submit.py commands
+    there that reach a cluster (all but a --render whose output is only read), their variables expanded."""
+    section = docs.section(docs.ARGO_AND_GKE, "Run on Argo")
     variables: dict[str, str] = {}
 
     def expand(word: str) -> str:
@@ -701,7 +701,7 @@ def run_on_argo_submits() -> tuple[dict[str, str], list[list[str]]]:
 
 
 def test_the_run_on_argo_commands_pass_the_cluster_check() -> None:
-    """Each command the README sends to a cluster names images the nodes can pull, both of them (a run
+    """Each command docs/argo-and-gke.md sends to a cluster names images the nodes can pull, both of them (a run
     from the registered template uses the template's images, and needs none)."""
     variables, commands = run_on_argo_submits()
     assert len(commands) >= 4 and any("--register" in argv for argv in commands)

@@ -1,0 +1,72 @@
+"""The project's documents as the tests read them: README.md and the pages under docs/, their sections, their
+headings' anchors and their relative links."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.support.project import ROOT
+
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+ARGO_AND_GKE = DOCS / "argo-and-gke.md"  # the infra tests run its "Run on Argo" and "Run on GKE"
+FENCE = re.compile(r"^(```|~~~)")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+LINK = re.compile(r"!?\[(?:[^\]]|\][^(])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def documents() -> list[Path]:
+    """README.md and every page under docs/."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def prose_lines(text: str) -> list[str]:
+    """The lines outside fenced code blocks (a `#` in a shell block is no heading)."""
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            lines.append(line)
+    return lines
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"`|\*\*|\[([^\]]*)\]\([^)]*\)", r"\1", heading).lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """Every heading's anchor in a markdown file (a repeated heading gets -1, -2, … as on GitHub)."""
+    seen: dict[str, int] = {}
+    found = set()
+    for line in prose_lines(path.read_text()):
+        match = HEADING.match(line)
+        if not match:
+            continue
+        base = slug(match[2])
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+def relative_links(path: Path) -> list[str]:
+    """The targets of a file's links and images that point inside the project (no scheme)."""
+    targets = []
+    for line in prose_lines(path.read_text()):
+        for target in LINK.findall(line):
+            if not re.match(r"[a-z][a-z0-9+.-]*:", target):
+                targets.append(target)
+    return targets
+
+
+def section(path: Path, heading: str) -> str:
+    """The text under a `## heading` of a markdown file, up to the next heading of that level."""
+    text = path.read_text()
+    marker = f"\n## {heading}\n"
+    if marker not in text:
+        raise LookupError(f"{path.relative_to(ROOT)} has no section '## {heading}'")
+    return text.split(marker, 1)[1].split("\n## ", 1)[0]
