@@ -294,20 +294,16 @@ def documented_gcloud_lines() -> list[list[str]]:
     sections = [docs.section(page, "Run on GKE") for page in (docs.ARGO_AND_GKE, docs.README)]
     variables = {"RANDOM": "12345"}
     lines = []
-    for block in re.findall(r"```bash\n(.*?)```", "\n".join(sections), flags=re.S):
-        for command in block.replace("\\\n", " ").splitlines():
+    for block in docs.bash_blocks("\n".join(sections)):
+        for command in block:
             words = shlex.split(command, comments=True)
             if words[:1] == ["export"] and all("=" in word for word in words[1:]):
                 for word in words[1:]:
                     name, value = word.split("=", 1)
-                    variables[name] = expand(value, variables)
+                    variables[name] = docs.expand(value, variables)
             elif words[:1] == ["gcloud"]:
-                lines.append([expand(word, variables) for word in words[1:]])
+                lines.append([docs.expand(word, variables) for word in words[1:]])
     return lines
-
-
-def expand(word: str, variables: dict[str, str]) -> str:
-    return re.sub(r"\$\{?(\w+)\}?", lambda match: variables.get(match[1], match[0]), word)
 
 
 def test_the_documented_gcloud_lines_parse(gcloud_env: dict[str, str], tmp_path: Path) -> None:

@@ -610,10 +610,9 @@ def next_steps(stderr: str) -> list[str]:
 def docs_submit_block() -> list[str]:
     """docs/argo-and-gke.md's "Run on GKE" bash block that starts the port-forward, continuation lines
     joined."""
-    section = docs.section(docs.ARGO_AND_GKE, "Run on GKE")
-    blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
-    (block,) = [block for block in blocks if "port-forward" in block]
-    return [line.strip() for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+    blocks = docs.bash_blocks(docs.section(docs.ARGO_AND_GKE, "Run on GKE"))
+    (block,) = [block for block in blocks if any("port-forward" in line for line in block)]
+    return block
 
 
 def run_pasted(
@@ -679,24 +678,25 @@ def test_the_submit_commands_reach_the_port_forwarded_server(
 
 def run_on_argo_submits() -> tuple[dict[str, str], list[list[str]]]:
     """The variables docs/argo-and-gke.md's "Run on Argo" bash blocks export, and the submit.py commands
-    there that reach a cluster (all but a --render whose output is only read), their variables expanded."""
-    section = docs.section(docs.ARGO_AND_GKE, "Run on Argo")
+    there and in the README's GKE brief that reach a cluster (all but a --render whose output is only
+    read), their variables expanded."""
     variables: dict[str, str] = {}
-
-    def expand(word: str) -> str:
-        return re.sub(r"\$\{?(\w+)\}?", lambda match: variables.get(match[1], match[0]), word)
-
     commands = []
-    for block in re.findall(r"```bash\n(.*?)```", section, flags=re.S):
-        for line in block.replace("\\\n", " ").splitlines():
+    sections = [
+        docs.section(docs.ARGO_AND_GKE, "Run on Argo"),
+        docs.section(docs.README, "Run on GKE"),
+    ]
+    for block in docs.bash_blocks("\n".join(sections)):
+        for line in block:
             words = shlex.split(line, comments=True)
             if words[:1] == ["export"]:
-                variables.update(word.split("=", 1) for word in map(expand, words[1:]))
+                exported = (docs.expand(word, variables) for word in words[1:])
+                variables.update(word.split("=", 1) for word in exported)
             elif words[1:2] == ["workflows/submit.py"]:
                 piped = "|" in words
                 words = list(itertools.takewhile(lambda word: word not in ("|", ">"), words))
                 if "--render" not in words or piped:
-                    commands.append([expand(word) for word in words[2:]])
+                    commands.append([docs.expand(word, variables) for word in words[2:]])
     return variables, commands
 
 

@@ -70,3 +70,16 @@ def section(path: Path, heading: str) -> str:
     if marker not in text:
         raise LookupError(f"{path.relative_to(ROOT)} has no section '## {heading}'")
     return text.split(marker, 1)[1].split("\n## ", 1)[0]
+
+
+def bash_blocks(text: str) -> list[list[str]]:
+    """The commands of each ```bash block of a markdown text, continuation lines joined, blank lines left out."""
+    return [
+        [line.strip() for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+        for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    ]
+
+
+def expand(word: str, variables: dict[str, str]) -> str:
+    """`$NAME` and `${NAME}` in a word replaced by the variables known, others left as written."""
+    return re.sub(r"\$\{?(\w+)\}?", lambda match: variables.get(match[1], match[0]), word)
