@@ -55,12 +55,8 @@ def anchors(path: Path) -> set[str]:
 
 def relative_links(path: Path) -> list[str]:
     """The targets of a file's links and images that point inside the project (no scheme)."""
-    targets = []
-    for line in prose_lines(path.read_text()):
-        for target in LINK.findall(line):
-            if not re.match(r"[a-z][a-z0-9+.-]*:", target):
-                targets.append(target)
-    return targets
+    prose = "\n".join(prose_lines(path.read_text()))  # a link's text may wrap onto the next line
+    return [target for target in LINK.findall(prose) if not re.match(r"[a-z][a-z0-9+.-]*:", target)]
 
 
 def section(path: Path, heading: str) -> str:
