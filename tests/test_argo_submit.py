@@ -289,7 +289,7 @@ def test_the_docs_name_the_metrics_as_the_controller_exports_them() -> None:
         for metric in owner.get("metrics", {}).get("prometheus", [])
     }
     assert metrics
-    section = docs.section(docs.ARGO_AND_GKE, "Run on Argo")
+    section = docs.section(docs.ARGO, "The Argo UI and the controller's metrics")
     named = set(re.findall(r"`([a-z_]+)(?:\{[^`]*\})?`", section))
     for metric in metrics:
         assert f"argo_workflows_{metric}" in named, metric

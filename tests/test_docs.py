@@ -8,7 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.docs import DOCS, README, anchors, documents, relative_links, section, slug
+from tests.support.docs import (
+    DOCS,
+    HEADING,
+    README,
+    anchors,
+    documents,
+    prose_lines,
+    relative_links,
+    section,
+    slug,
+)
 from tests.support.project import ROOT
 
 README_MAX_LINES = 250
@@ -36,6 +46,17 @@ def test_every_docs_page_is_linked_from_the_readme() -> None:
         (README.parent / target.partition("#")[0]).resolve() for target in relative_links(README)
     }
     assert not {page for page in DOCS.rglob("*.md") if page.resolve() not in linked}
+
+
+@pytest.mark.parametrize("page", sorted(DOCS.rglob("*.md")), ids=lambda path: path.name)
+def test_every_docs_page_opens_by_saying_what_it_covers(page: Path) -> None:
+    """A page starts with its title, then a sentence or two of prose before its first section or table."""
+    lines = [line for line in prose_lines(page.read_text()) if line.strip()]
+    assert lines[0].startswith("# "), f"{page.name} does not start with its title"
+    opening = lines[1] if len(lines) > 1 else ""
+    assert not HEADING.match(opening) and not re.match(r"[|>]|[-*] |\d+\. ", opening), (
+        f"{page.name} goes from its title straight to {opening!r}"
+    )
 
 
 def test_anchors_are_githubs() -> None:

@@ -1,4 +1,4 @@
-"""Every gcloud command line of infra/gke (and of the GKE sections of the README and docs/argo-and-gke.md)
+"""Every gcloud command line of infra/gke (and of docs/gke.md and the README's GKE brief)
 parsed by the real Google Cloud CLI.
 
 The stand-in gcloud of tests/doubles/cloud_tools.py accepts any arguments, so a misspelt flag would pass the script
@@ -288,10 +288,9 @@ def test_a_build_config_gcloud_cannot_read_is_caught(
 
 
 def documented_gcloud_lines() -> list[list[str]]:
-    """The gcloud commands of the "Run on GKE" sections' bash blocks (docs/argo-and-gke.md's, then the
-    README's brief), with the variables their blocks export expanded (bash's $RANDOM as 12345) and
-    placeholders as written."""
-    sections = [docs.section(page, "Run on GKE") for page in (docs.ARGO_AND_GKE, docs.README)]
+    """The gcloud commands of docs/gke.md's bash blocks, then of the README's "Run on GKE" brief, with the
+    variables their blocks export expanded (bash's $RANDOM as 12345) and placeholders as written."""
+    sections = [docs.GKE.read_text(), docs.section(docs.README, "Run on GKE")]
     variables = {"RANDOM": "12345"}
     lines = []
     for block in docs.bash_blocks("\n".join(sections)):

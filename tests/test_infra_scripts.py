@@ -608,9 +608,8 @@ def next_steps(stderr: str) -> list[str]:
 
 
 def docs_submit_block() -> list[str]:
-    """docs/argo-and-gke.md's "Run on GKE" bash block that starts the port-forward, continuation lines
-    joined."""
-    blocks = docs.bash_blocks(docs.section(docs.ARGO_AND_GKE, "Run on GKE"))
+    """docs/gke.md's bash block that starts the port-forward, continuation lines joined."""
+    blocks = docs.bash_blocks(docs.GKE.read_text())
     (block,) = [block for block in blocks if any("port-forward" in line for line in block)]
     return block
 
@@ -658,7 +657,7 @@ def test_the_submit_commands_reach_the_port_forwarded_server(
     environ, argv = run_pasted(commands, sandbox, tmp_path / "work")
     assert argv[0] == "workflows/submit.py"
     args = submit.make_parser(PipelineSettings()).parse_args(argv[1:])
-    # Argo's own CLI variables, which submit.py reads (docs/argo-and-gke.md, "Run on Argo").
+    # Argo's own CLI variables, which submit.py reads (docs/argo.md).
     assert environ["ARGO_SERVER"] == "https://localhost:2746"
     assert environ["ARGO_INSECURE_SKIP_VERIFY"] == "true", "the server's certificate is self-signed"
     assert environ["ARGO_NAMESPACE"] == "mnist"
@@ -677,13 +676,13 @@ def test_the_submit_commands_reach_the_port_forwarded_server(
 
 
 def run_on_argo_submits() -> tuple[dict[str, str], list[list[str]]]:
-    """The variables docs/argo-and-gke.md's "Run on Argo" bash blocks export, and the submit.py commands
-    there and in the README's GKE brief that reach a cluster (all but a --render whose output is only
-    read), their variables expanded."""
+    """The variables docs/argo.md's bash blocks export, and the submit.py commands there and in the
+    README's GKE brief that reach a cluster (all but a --render whose output is only read), their variables
+    expanded."""
     variables: dict[str, str] = {}
     commands = []
     sections = [
-        docs.section(docs.ARGO_AND_GKE, "Run on Argo"),
+        docs.ARGO.read_text(),
         docs.section(docs.README, "Run on GKE"),
     ]
     for block in docs.bash_blocks("\n".join(sections)):
@@ -701,7 +700,7 @@ def run_on_argo_submits() -> tuple[dict[str, str], list[list[str]]]:
 
 
 def test_the_run_on_argo_commands_pass_the_cluster_check() -> None:
-    """Each command docs/argo-and-gke.md sends to a cluster names images the nodes can pull, both of them (a run
+    """Each command docs/argo.md sends to a cluster names images the nodes can pull, both of them (a run
     from the registered template uses the template's images, and needs none)."""
     variables, commands = run_on_argo_submits()
     assert len(commands) >= 4 and any("--register" in argv for argv in commands)

@@ -10,7 +10,8 @@ from tests.support.project import ROOT
 
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-ARGO_AND_GKE = DOCS / "argo-and-gke.md"  # the infra tests run its "Run on Argo" and "Run on GKE"
+ARGO = DOCS / "argo.md"  # the submit tests run its commands and read its metrics
+GKE = DOCS / "gke.md"  # the infra tests run its commands
 FENCE = re.compile(r"^(```|~~~)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 LINK = re.compile(r"!?\[(?:[^\]]|\][^(])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
