@@ -369,19 +369,25 @@ def test_up_marks_everything_it_creates(sandbox: Sandbox) -> None:
         ("bucket", "BUCKET"),
         ("registry", "REPOSITORY"),
         ("account", "service account"),
+        ("address", "PAGE_DOMAIN"),
     ],
 )
 def test_up_refuses_what_it_did_not_make(kind: str, setting: str, sandbox: Sandbox) -> None:
     """A resource of the same name that up.sh did not make is neither reused nor changed."""
-    existing = "cluster bucket build-bucket account registry image".replace(
+    existing = "cluster bucket build-bucket account registry image address".replace(
         kind, f"foreign-{kind}", 1
     )
-    result, calls = sandbox.run("up.sh", check=False, FAKE_EXISTING=existing)
+    public = {"PAGE_DOMAIN": "mnist.example.com"} if kind == "address" else {}
+    result, calls = sandbox.run("up.sh", check=False, FAKE_EXISTING=existing, **public)
     assert result.returncode == 1
     assert "up.sh did not create it" in result.stderr and setting in result.stderr
     if kind == "bucket":
         assert not [call for call in calls if call.startswith("gcloud storage buckets update")]
-    assert not [call for call in calls if call.startswith("kubectl")]
+    if kind == "address":
+        # Reserved after Argo is installed: the page is neither applied nor made public.
+        assert not [call for call in calls if "addresses create" in call or "overlays" in call]
+    else:
+        assert not [call for call in calls if call.startswith("kubectl")]
 
 
 def test_up_recreates_a_cluster_left_in_error(sandbox: Sandbox) -> None:
