@@ -1,4 +1,4 @@
-"""The benchmark's results as markdown (bench/results.md, which the README's Results section embeds) and
+"""The benchmark's results as markdown (bench/results.md, which docs/results.md embeds) and
 two charts drawn with matplotlib: accuracy against wall time, and the plan past this machine.
 """
 
@@ -67,6 +67,9 @@ def load(run: Mapping[str, Any]) -> str:
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
+    """A markdown table; none without rows (its section is then left out of the report)."""
+    if not rows:
+        return ""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -148,7 +151,7 @@ def runs_table(results: Mapping[str, Any]) -> str:
         "Per round",
         "Load before → after",
     ]
-    return table(header_row, rows) if rows else ""
+    return table(header_row, rows)
 
 
 def centralized_table(results: Mapping[str, Any]) -> str:
@@ -176,7 +179,7 @@ def centralized_table(results: Mapping[str, Any]) -> str:
         "Wall",
         "Load before → after",
     ]
-    return table(header_row, rows) if rows else ""
+    return table(header_row, rows)
 
 
 def steps_table(results: Mapping[str, Any]) -> str:
@@ -352,14 +355,8 @@ def accuracy_table(results: Mapping[str, Any]) -> str:
             ]
         )
     rows.sort(key=lambda row: (int(row[0]), int(row[1]), row[2]))
-    header_row = [
-        "Workers",
-        "Rounds",
-        "From",
-        "Test accuracy after each round",
-        "Seconds per round",
-    ]
-    return table(header_row, rows) if rows else ""
+    columns = ["Workers", "Rounds", "From", "Test accuracy after each round", "Seconds per round"]
+    return table(columns, rows)
 
 
 def sweeps_table(results: Mapping[str, Any]) -> str:
@@ -384,7 +381,7 @@ def sweeps_table(results: Mapping[str, Any]) -> str:
         "Outside training",
         "Per round",
     ]
-    return table(header_row, rows) if rows else ""
+    return table(header_row, rows)
 
 
 def preprocessing_section(results: Mapping[str, Any]) -> str:

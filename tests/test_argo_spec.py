@@ -163,7 +163,7 @@ def argo_ttl(spec: dict, phase: str) -> int | None:
     ],
 )
 def test_every_finished_run_is_deleted_after_its_ttl(phase: str, seconds: int) -> None:
-    """The README's promise: a day after a success, three days after any other ending."""
+    """docs/failures.md's promise: a day after a success, three days after any other ending."""
     workflow, template = compiled(3, 2)
     assert argo_ttl(workflow["spec"], phase) == seconds
     assert argo_ttl(template["spec"], phase) == seconds

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.doubles.argo_server import ACCURACY, FAILING_NODE, RETRIED_NODE, ArgoDouble
+from tests.support import docs
 from tests.support.argo_schema import first_error, workflow_validator
 from tests.support.project import ROOT, free_port
 from workflows.lint.documents import check as check_with_argo_rules
@@ -273,7 +274,7 @@ def test_a_retried_trainer_shows_its_current_tries_progress(watched_run: Callabl
     assert progress_of(out, RETRIED_NODE) == [third, two_thirds, third, two_thirds]
 
 
-def test_readme_names_the_metrics_as_the_controller_exports_them() -> None:
+def test_the_docs_name_the_metrics_as_the_controller_exports_them() -> None:
     """Argo's controller exports a custom metric `name` as `argo_workflows_name`
     (../shared/argo/upstream/docs/metrics.md)."""
     import re
@@ -288,8 +289,7 @@ def test_readme_names_the_metrics_as_the_controller_exports_them() -> None:
         for metric in owner.get("metrics", {}).get("prometheus", [])
     }
     assert metrics
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Run on Argo\n")[1].split("\n## ")[0]
+    section = docs.section(docs.ARGO, "The Argo UI and the controller's metrics")
     named = set(re.findall(r"`([a-z_]+)(?:\{[^`]*\})?`", section))
     for metric in metrics:
         assert f"argo_workflows_{metric}" in named, metric

@@ -1,5 +1,5 @@
 """The benchmark's own logic: reading run summaries, the targets, the plan, the report and its charts,
-the README's copy of the results, the import probe and the log watcher, and its contenders on tiny data.
+docs/results.md's copy of the report, the import probe and the log watcher, and its contenders on tiny data.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import plan, readme, timeline
+from bench import plan, results_page, timeline
 from bench.baseline_method import build_baseline_model, unweighted_average
 from bench.data import iid_shards
 from bench.pipeline_run import PROBE_DIR, LogWatcher, settings_record, submit_command
@@ -395,17 +395,18 @@ def test_a_quick_look_says_it_is_not_a_result() -> None:
     )
 
 
-def test_the_readme_shows_the_benchmarks_own_results() -> None:
-    embedded = readme.embedded((ROOT / "README.md").read_text())
+def test_the_results_page_shows_the_benchmarks_own_results() -> None:
+    embedded = results_page.embedded((ROOT / "docs" / "results.md").read_text())
     assert embedded == (ROOT / "bench" / RESULTS_MD).read_text()
 
 
-def test_the_readme_copy_replaces_only_the_block_between_the_markers() -> None:
-    text = f"# A\n\nbefore\n\n{readme.BEGIN}\nold\n{readme.END}\n\nafter\n"
-    updated = readme.embed(text, "new table\n")
-    assert updated == f"# A\n\nbefore\n\n{readme.BEGIN}\nnew table\n{readme.END}\n\nafter\n"
+def test_the_results_page_copy_replaces_only_the_block_between_the_markers() -> None:
+    begin, end = results_page.BEGIN, results_page.END
+    text = f"# A\n\nbefore\n\n{begin}\nold\n{end}\n\nafter\n"
+    updated = results_page.embed(text, "new table\n")
+    assert updated == f"# A\n\nbefore\n\n{begin}\nnew table\n{end}\n\nafter\n"
     with pytest.raises(ValueError):
-        readme.embedded("# no markers\n")
+        results_page.embedded("# no markers\n")
 
 
 def test_an_unknown_stage_is_one_usage_error() -> None:

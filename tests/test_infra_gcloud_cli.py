@@ -1,4 +1,5 @@
-"""Every gcloud command line of infra/gke (and of the README's GKE section) parsed by the real Google Cloud CLI.
+"""Every gcloud command line of infra/gke (and of docs/gke.md and the README's GKE brief)
+parsed by the real Google Cloud CLI.
 
 The stand-in gcloud of tests/doubles/cloud_tools.py accepts any arguments, so a misspelt flag would pass the script
 tests. Here the scripts run against it once per path they can take (an empty project, one where everything
@@ -27,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.doubles.cloud_tools import ROOT, Sandbox, make_sandbox, system_bin
+from tests.support import docs
 
 GCLOUD = shutil.which("gcloud")
 pytestmark = pytest.mark.skipif(
@@ -285,31 +287,26 @@ def test_a_build_config_gcloud_cannot_read_is_caught(
     assert verdict and "stopped before any request" in verdict and "optionz" in verdict
 
 
-def readme_gcloud_lines() -> list[list[str]]:
-    """The gcloud commands of the README's "Run on GKE" section's bash blocks, with the variables its blocks
-    export expanded (bash's $RANDOM as 12345) and placeholders as written."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Run on GKE\n", 1)[1].split("\n## ", 1)[0]
+def documented_gcloud_lines() -> list[list[str]]:
+    """The gcloud commands of docs/gke.md's bash blocks, then of the README's "Run on GKE" brief, with the
+    variables their blocks export expanded (bash's $RANDOM as 12345) and placeholders as written."""
+    sections = [docs.GKE.read_text(), docs.section(docs.README, "Run on GKE")]
     variables = {"RANDOM": "12345"}
     lines = []
-    for block in re.findall(r"```bash\n(.*?)```", section, flags=re.S):
-        for command in block.replace("\\\n", " ").splitlines():
+    for block in docs.bash_blocks("\n".join(sections)):
+        for command in block:
             words = shlex.split(command, comments=True)
             if words[:1] == ["export"] and all("=" in word for word in words[1:]):
                 for word in words[1:]:
                     name, value = word.split("=", 1)
-                    variables[name] = expand(value, variables)
+                    variables[name] = docs.expand(value, variables)
             elif words[:1] == ["gcloud"]:
-                lines.append([expand(word, variables) for word in words[1:]])
+                lines.append([docs.expand(word, variables) for word in words[1:]])
     return lines
 
 
-def expand(word: str, variables: dict[str, str]) -> str:
-    return re.sub(r"\$\{?(\w+)\}?", lambda match: variables.get(match[1], match[0]), word)
-
-
-def test_the_readmes_gcloud_lines_parse(gcloud_env: dict[str, str], tmp_path: Path) -> None:
-    argvs = readme_gcloud_lines()
+def test_the_documented_gcloud_lines_parse(gcloud_env: dict[str, str], tmp_path: Path) -> None:
+    argvs = documented_gcloud_lines()
     assert ["projects", "create", "mnist-argo-12345"] in argvs
     assert any(argv[:3] == ["billing", "projects", "link"] for argv in argvs)
     assert not {command_group(argv) for argv in argvs} - set(APIS_BY_GROUP), (

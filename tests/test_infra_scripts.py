@@ -28,6 +28,7 @@ from tests.doubles.cloud_tools import (
     make_sandbox,
     system_bin,
 )
+from tests.support import docs
 from workflows import submit
 from workflows.pipeline import cluster as cluster_settings
 from workflows.pipeline.settings import PipelineSettings, defaults
@@ -368,19 +369,25 @@ def test_up_marks_everything_it_creates(sandbox: Sandbox) -> None:
         ("bucket", "BUCKET"),
         ("registry", "REPOSITORY"),
         ("account", "service account"),
+        ("address", "PAGE_DOMAIN"),
     ],
 )
 def test_up_refuses_what_it_did_not_make(kind: str, setting: str, sandbox: Sandbox) -> None:
     """A resource of the same name that up.sh did not make is neither reused nor changed."""
-    existing = "cluster bucket build-bucket account registry image".replace(
+    existing = "cluster bucket build-bucket account registry image address".replace(
         kind, f"foreign-{kind}", 1
     )
-    result, calls = sandbox.run("up.sh", check=False, FAKE_EXISTING=existing)
+    public = {"PAGE_DOMAIN": "mnist.example.com"} if kind == "address" else {}
+    result, calls = sandbox.run("up.sh", check=False, FAKE_EXISTING=existing, **public)
     assert result.returncode == 1
     assert "up.sh did not create it" in result.stderr and setting in result.stderr
     if kind == "bucket":
         assert not [call for call in calls if call.startswith("gcloud storage buckets update")]
-    assert not [call for call in calls if call.startswith("kubectl")]
+    if kind == "address":
+        # Reserved after Argo is installed: the page is neither applied nor made public.
+        assert not [call for call in calls if "addresses create" in call or "overlays" in call]
+    else:
+        assert not [call for call in calls if call.startswith("kubectl")]
 
 
 def test_up_recreates_a_cluster_left_in_error(sandbox: Sandbox) -> None:
@@ -606,13 +613,11 @@ def next_steps(stderr: str) -> list[str]:
     return [line.strip() for line in "\n".join(block).replace("\\\n", " ").splitlines()]
 
 
-def readme_submit_block() -> list[str]:
-    """The README's "Run on GKE" bash block that starts the port-forward, continuation lines joined."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Run on GKE\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
-    (block,) = [block for block in blocks if "port-forward" in block]
-    return [line.strip() for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+def docs_submit_block() -> list[str]:
+    """docs/gke.md's bash block that starts the port-forward, continuation lines joined."""
+    blocks = docs.bash_blocks(docs.GKE.read_text())
+    (block,) = [block for block in blocks if any("port-forward" in line for line in block)]
+    return block
 
 
 def run_pasted(
@@ -644,64 +649,64 @@ def run_pasted(
     return environ, Path(f"{record}.argv").read_text().splitlines()
 
 
-@pytest.mark.parametrize("source", ["printed by up.sh", "README"])
+@pytest.mark.parametrize("source", ["printed by up.sh", "docs"])
 def test_the_submit_commands_reach_the_port_forwarded_server(
     source: str, sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """Pasted into a shell, the commands start the port-forward in the background (it runs until stopped)
     and submit with the settings a self-signed, port-forwarded Argo Server needs."""
-    if source == "README":
-        commands = readme_submit_block()
+    if source == "docs":
+        commands = docs_submit_block()
     else:
         result, _ = sandbox.run("up.sh")
         commands = next_steps(result.stderr)
     environ, argv = run_pasted(commands, sandbox, tmp_path / "work")
     assert argv[0] == "workflows/submit.py"
     args = submit.make_parser(PipelineSettings()).parse_args(argv[1:])
-    # Argo's own CLI variables, which submit.py reads (README, "Run on Argo").
+    # Argo's own CLI variables, which submit.py reads (docs/argo.md).
     assert environ["ARGO_SERVER"] == "https://localhost:2746"
     assert environ["ARGO_INSECURE_SKIP_VERIFY"] == "true", "the server's certificate is self-signed"
     assert environ["ARGO_NAMESPACE"] == "mnist"
     assert environ["ARGO_TOKEN"] == "Bearer fake-token"
     assert args.store.startswith("gs://") and args.watch
-    assert args.image.endswith("/mnist-argo-steps:abc1234" if source != "README" else "-steps:TAG")
+    assert args.image.endswith("/mnist-argo-steps:abc1234" if source != "docs" else "-steps:TAG")
     assert args.train_image.endswith(
-        "/mnist-argo-train:" + ("abc1234" if source != "README" else "TAG")
+        "/mnist-argo-train:" + ("abc1234" if source != "docs" else "TAG")
     )
     submit.check_cluster_inputs(
         args
     )  # what a cluster submit refuses: no image from a registry, ...
-    if source != "README":
+    if source != "docs":
         assert args.store == "gs://test-project-mnist-argo"
         assert (args.image, args.train_image) == (IMAGES["steps"], IMAGES["train"])
 
 
 def run_on_argo_submits() -> tuple[dict[str, str], list[list[str]]]:
-    """The variables the README's "Run on Argo" bash blocks export, and the submit.py commands there that
-    reach a cluster (all but a --render whose output is only read), their variables expanded."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Run on Argo\n", 1)[1].split("\n## ", 1)[0]
+    """The variables docs/argo.md's bash blocks export, and the submit.py commands there and in the
+    README's GKE brief that reach a cluster (all but a --render whose output is only read), their variables
+    expanded."""
     variables: dict[str, str] = {}
-
-    def expand(word: str) -> str:
-        return re.sub(r"\$\{?(\w+)\}?", lambda match: variables.get(match[1], match[0]), word)
-
     commands = []
-    for block in re.findall(r"```bash\n(.*?)```", section, flags=re.S):
-        for line in block.replace("\\\n", " ").splitlines():
+    sections = [
+        docs.ARGO.read_text(),
+        docs.section(docs.README, "Run on GKE"),
+    ]
+    for block in docs.bash_blocks("\n".join(sections)):
+        for line in block:
             words = shlex.split(line, comments=True)
             if words[:1] == ["export"]:
-                variables.update(word.split("=", 1) for word in map(expand, words[1:]))
+                exported = (docs.expand(word, variables) for word in words[1:])
+                variables.update(word.split("=", 1) for word in exported)
             elif words[1:2] == ["workflows/submit.py"]:
                 piped = "|" in words
                 words = list(itertools.takewhile(lambda word: word not in ("|", ">"), words))
                 if "--render" not in words or piped:
-                    commands.append([expand(word) for word in words[2:]])
+                    commands.append([docs.expand(word, variables) for word in words[2:]])
     return variables, commands
 
 
 def test_the_run_on_argo_commands_pass_the_cluster_check() -> None:
-    """Each command the README sends to a cluster names images the nodes can pull, both of them (a run
+    """Each command docs/argo.md sends to a cluster names images the nodes can pull, both of them (a run
     from the registered template uses the template's images, and needs none)."""
     variables, commands = run_on_argo_submits()
     assert len(commands) >= 4 and any("--register" in argv for argv in commands)

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Remove from a virtual environment what nothing runs, in an image's build stage (needs binutils' strip).
-# Each cut is measured in the README's Costs; the images' tests run the steps and the page on what is left.
+# Each cut is measured in docs/local-runner.md ("What the layers hold"); the images' tests run the steps
+# and the page on what is left.
 #   trim-venv.sh /opt/venv
 set -eu
 site=$(echo "$1"/lib/python3*/site-packages)

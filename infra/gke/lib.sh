@@ -113,6 +113,16 @@ node_account() { google_account "${NODE_ACCOUNT}"; }
 made_by_up() { [[ "$1" == "${LABEL_VALUE}" || "$1" == "${ACCOUNT_DESCRIPTION}" ]]; }
 labels_flag() { printf '%s=%s' "${LABEL_KEY}" "${LABEL_VALUE}"; }
 
+# reuse_if_made_by_up WHAT REFUSAL DESCRIBE...: runs DESCRIBE (a `gcloud ... describe --format value(...)` of
+# the label or description); fails if nothing of that name exists, says it reuses WHAT if up.sh made it, and
+# stops the script with REFUSAL if something of that name exists that up.sh did not make.
+reuse_if_made_by_up() {
+    local what="$1" refusal="$2" mark
+    mark="$("${@:3}" 2>/dev/null)" || return 1
+    made_by_up "${mark}" || die "${refusal}"
+    log "reusing ${what}"
+}
+
 # The Argo Server's own Kubernetes service account (argo/argo-server, from Argo's install manifest) as a
 # Workload Identity principal that IAM policies can name directly.
 argo_server_member() {

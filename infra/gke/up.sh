@@ -45,14 +45,11 @@ enable_services() {
 # ensure_account NAME DISPLAY: a Google service account of the project that up.sh made (its description says
 # so); one of the same name that up.sh did not make stops the script.
 ensure_account() {
-    local name="$1" display="$2" email description
+    local name="$1" display="$2" email
     email="$(google_account "${name}")"
-    if description="$(gcloud iam service-accounts describe "${email}" --project "${PROJECT_ID}" \
-        --format 'value(description)' 2>/dev/null)"; then
-        made_by_up "${description}" ||
-            die "service account ${email} exists but up.sh did not create it (its description is not '${ACCOUNT_DESCRIPTION}'): if an earlier up.sh made it, mark it: gcloud iam service-accounts update ${email} --project ${PROJECT_ID} --description '${ACCOUNT_DESCRIPTION}'"
-        log "reusing Google service account ${email}"
-    else
+    if ! reuse_if_made_by_up "Google service account ${email}" \
+        "service account ${email} exists but up.sh did not create it (its description is not '${ACCOUNT_DESCRIPTION}'): if an earlier up.sh made it, mark it: gcloud iam service-accounts update ${email} --project ${PROJECT_ID} --description '${ACCOUNT_DESCRIPTION}'" \
+        gcloud iam service-accounts describe "${email}" --project "${PROJECT_ID}" --format 'value(description)'; then
         log "creating Google service account ${email}"
         gcloud iam service-accounts create "${name}" --project "${PROJECT_ID}" \
             --display-name "${display}" --description "${ACCOUNT_DESCRIPTION}"
@@ -172,14 +169,11 @@ ensure_cluster() {
 # ensure_labelled_bucket BUCKET WHAT: BUCKET exists and up.sh made it (it carries the label), or it is made
 # here. A bucket of that name that up.sh did not make stops the script: up.sh never changes its settings.
 ensure_labelled_bucket() {
-    local bucket="$1" what="$2" label
-    if label="$(gcloud storage buckets describe "${bucket}" --project "${PROJECT_ID}" \
-        --format "value(labels.${LABEL_KEY})" 2>/dev/null)"; then
-        made_by_up "${label}" ||
-            die "${bucket} exists but up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE}), and up.sh changes no bucket it did not make: set BUCKET to another name, or label it to let up.sh manage it: gcloud storage buckets update ${bucket} --update-labels $(labels_flag)"
-        log "reusing ${what} ${bucket}"
+    local bucket="$1" what="$2"
+    reuse_if_made_by_up "${what} ${bucket}" \
+        "${bucket} exists but up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE}), and up.sh changes no bucket it did not make: set BUCKET to another name, or label it to let up.sh manage it: gcloud storage buckets update ${bucket} --update-labels $(labels_flag)" \
+        gcloud storage buckets describe "${bucket}" --project "${PROJECT_ID}" --format "value(labels.${LABEL_KEY})" &&
         return
-    fi
     log "creating ${what} ${bucket} in ${REGION}"
     gcloud storage buckets create "${bucket}" --project "${PROJECT_ID}" --location "${REGION}" \
         --uniform-bucket-level-access --public-access-prevention "${@:3}" ||
@@ -224,13 +218,10 @@ grant_argo_server_read() {
 }
 
 ensure_registry() {
-    local label
-    if label="$(gcloud artifacts repositories describe "${REPOSITORY}" --location "${REGION}" \
-        --project "${PROJECT_ID}" --format "value(labels.${LABEL_KEY})" 2>/dev/null)"; then
-        made_by_up "${label}" ||
-            die "Artifact Registry repository ${REPOSITORY} exists but up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE}): set REPOSITORY to another name, or label it: gcloud artifacts repositories update ${REPOSITORY} --location ${REGION} --project ${PROJECT_ID} --update-labels $(labels_flag)"
-        log "reusing Artifact Registry repository ${REPOSITORY} in ${REGION}"
-    else
+    if ! reuse_if_made_by_up "Artifact Registry repository ${REPOSITORY} in ${REGION}" \
+        "Artifact Registry repository ${REPOSITORY} exists but up.sh did not create it (no label ${LABEL_KEY}=${LABEL_VALUE}): set REPOSITORY to another name, or label it: gcloud artifacts repositories update ${REPOSITORY} --location ${REGION} --project ${PROJECT_ID} --update-labels $(labels_flag)" \
+        gcloud artifacts repositories describe "${REPOSITORY}" --location "${REGION}" --project "${PROJECT_ID}" \
+        --format "value(labels.${LABEL_KEY})"; then
         log "creating Artifact Registry repository ${REPOSITORY} in ${REGION}"
         gcloud artifacts repositories create "${REPOSITORY}" --repository-format docker \
             --location "${REGION}" --project "${PROJECT_ID}" --description "mnist-argo images" \
@@ -368,14 +359,11 @@ install_argo() {
 
 # The public page's global static IP (PAGE_DOMAIN only), marked as up.sh's by its description.
 ensure_page_address() {
-    local description
     [[ -n "${PAGE_DOMAIN}" ]] || return 0
-    if description="$(gcloud compute addresses describe "${PAGE_ADDRESS}" --global --project "${PROJECT_ID}" \
-        --format 'value(description)' 2>/dev/null)"; then
-        made_by_up "${description}" ||
-            die "the global address ${PAGE_ADDRESS} exists but up.sh did not create it: delete it, or leave PAGE_DOMAIN empty"
-        log "reusing the page's global address ${PAGE_ADDRESS}"
-    else
+    if ! reuse_if_made_by_up "the page's global address ${PAGE_ADDRESS}" \
+        "the global address ${PAGE_ADDRESS} exists but up.sh did not create it: delete it, or leave PAGE_DOMAIN empty" \
+        gcloud compute addresses describe "${PAGE_ADDRESS}" --global --project "${PROJECT_ID}" \
+        --format 'value(description)'; then
         log "reserving the page's global address ${PAGE_ADDRESS}"
         gcloud compute addresses create "${PAGE_ADDRESS}" --global --project "${PROJECT_ID}" \
             --description "${ACCOUNT_DESCRIPTION}"

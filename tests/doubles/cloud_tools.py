@@ -24,7 +24,11 @@ LABEL = "mnist-argo-up"
 DESCRIPTION = "Created by mnist-argo infra/gke/up.sh"
 # What the stand-in curl serves as Argo's install.yaml, and its sha256 (pinned in the sandbox's copy of
 # infra/gke/argo-install.sha256 by make_sandbox): the two objects up.sh patches, as the release has them
-# (manifests/cluster-install-no-crds sets namespace argo; base/workflow-controller the rest).
+# (manifests/cluster-install-no-crds sets namespace argo; base/workflow-controller the rest). lib.sh's
+# render_argo_config patches name these same objects, line for line, on purpose: these lines stand for Argo's
+# release, not for up.sh, so they are written out here and not shared with lib.sh; the real `kubectl
+# kustomize` then shows that each patch finds its object (test_infra_scripts.py), which a shared text could
+# not, as a misnamed patch would then match itself.
 ARGO_MANIFEST = """apiVersion: v1
 kind: ConfigMap
 metadata:

@@ -1,0 +1,83 @@
+"""README.md and docs/: every relative link and anchor resolves, the README stays a few screens long, and its
+two commands are the ones a newcomer and CI run."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.support.docs import (
+    DOCS,
+    HEADING,
+    README,
+    anchors,
+    documents,
+    prose_lines,
+    relative_links,
+    section,
+    slug,
+)
+from tests.support.project import ROOT
+
+README_MAX_LINES = 250
+
+
+def test_there_are_docs_pages() -> None:
+    assert len(documents()) > 5
+
+
+@pytest.mark.parametrize("document", documents(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_relative_link_and_anchor_resolves(document: Path) -> None:
+    broken = []
+    for target in relative_links(document):
+        name, _, anchor = target.partition("#")
+        linked = (document.parent / name).resolve() if name else document
+        if not linked.exists():
+            broken.append(f"{target}: no file {name}")
+        elif anchor and (linked.suffix != ".md" or anchor not in anchors(linked)):
+            broken.append(f"{target}: no heading with the anchor #{anchor}")
+    assert not broken, f"{document.relative_to(ROOT)}: " + "; ".join(broken)
+
+
+def test_every_docs_page_is_linked_from_the_readme() -> None:
+    linked = {
+        (README.parent / target.partition("#")[0]).resolve() for target in relative_links(README)
+    }
+    assert not {page for page in DOCS.rglob("*.md") if page.resolve() not in linked}
+
+
+@pytest.mark.parametrize("page", sorted(DOCS.rglob("*.md")), ids=lambda path: path.name)
+def test_every_docs_page_opens_by_saying_what_it_covers(page: Path) -> None:
+    """A page starts with its title, then a sentence or two of prose before its first section or table."""
+    lines = [line for line in prose_lines(page.read_text()) if line.strip()]
+    assert lines[0].startswith("# "), f"{page.name} does not start with its title"
+    opening = lines[1] if len(lines) > 1 else ""
+    assert not HEADING.match(opening) and not re.match(r"[|>]|[-*] |\d+\. ", opening), (
+        f"{page.name} goes from its title straight to {opening!r}"
+    )
+
+
+def test_anchors_are_githubs() -> None:
+    assert slug("Where a run's files land") == "where-a-runs-files-land"
+    assert slug("Lint: Argo's validation, offline") == "lint-argos-validation-offline"
+    assert slug("`--rounds` and the CRD") == "--rounds-and-the-crd"
+
+
+def test_the_readme_fits_on_a_few_screens() -> None:
+    lines = README.read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines"
+
+
+def test_the_quick_start_commands_are_the_ones_run() -> None:
+    """The README's two commands: `make run` for a newcomer, `make test` as .ci/run runs it; then .ci/run
+    runs docs/tests.md's `make test-containers`, and nothing else, as its opening comment says."""
+    quick_start = section(README, "Quick start")
+    commands = re.findall(r"^(make \w+)", quick_start, flags=re.M)
+    assert commands[:2] == ["make run", "make test"]
+    assert "`make test-containers`" in (DOCS / "tests.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.findall(r"^make .*$", ci, flags=re.M) == ["make test", "make test-containers"]
+    targets = re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), flags=re.M)
+    assert {"run", "test", "test-containers"} <= set(targets)
