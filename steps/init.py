@@ -15,8 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from steps.lib.architecture import BACKEND, KERAS_VERSION, MODEL_CONFIG_JSON, WEIGHT_GROUPS
-from steps.lib.command_line import atomic_path, run, seed
+from steps.lib.arguments import seed
+from steps.lib.entry_point import run
 from steps.lib.model_file import WEIGHT_DTYPE, WEIGHT_LAYOUT, ModelFile, write_model_file
+from steps.lib.staged_outputs import atomic_path
 
 
 def make_parser() -> argparse.ArgumentParser:

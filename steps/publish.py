@@ -14,15 +14,11 @@ import re
 import sys
 from pathlib import Path
 
-from steps.lib.command_line import (
-    StepError,
-    fraction,
-    is_number,
-    read_small_file,
-    require_file,
-    run,
-    to_json,
-)
+from steps.lib.arguments import fraction
+from steps.lib.bounded_json import is_number, to_json
+from steps.lib.entry_point import run
+from steps.lib.errors import StepError
+from steps.lib.input_files import read_small_file, require_file
 from steps.lib.model_file import read_weights
 from steps.lib.published import (
     MAX_ACCURACY_DROP,

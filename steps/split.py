@@ -9,16 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.lib.command_line import (
-    StepError,
-    non_negative_int,
-    positive_float,
-    positive_int,
-    run,
-    seed,
-    staged_outputs,
-    to_json,
-)
+from steps.lib.arguments import non_negative_int, positive_float, positive_int, seed
+from steps.lib.bounded_json import to_json
 from steps.lib.dataset import (
     KERAS_MNIST_URL,
     PARTITIONS,
@@ -29,6 +21,9 @@ from steps.lib.dataset import (
     partition_iid,
     save_shard,
 )
+from steps.lib.entry_point import run
+from steps.lib.errors import StepError
+from steps.lib.staged_outputs import staged_outputs
 
 SHARD_NAME = re.compile(r"^[0-9]+\.npz$")
 

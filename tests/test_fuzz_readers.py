@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from steps import aggregate, split
-from steps.lib.command_line import StepError, run
+from steps.lib.entry_point import run
+from steps.lib.errors import StepError
 from tests.support.steps import copy_model, digits, files_in
 
 SEED = 20240516

@@ -12,8 +12,8 @@ import pytest
 
 from steps import evaluate
 from steps.lib import inference
-from steps.lib.command_line import run
 from steps.lib.dataset import Digits, load_mnist, write_shard
+from steps.lib.entry_point import run
 from steps.lib.model_file import read_weights
 
 DIGITS = 500  # test digits compared

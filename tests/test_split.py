@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from steps import split
-from steps.lib.command_line import run
 from steps.lib.dataset import Digits, read_shard
+from steps.lib.entry_point import run
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from steps.lib.command_line import StepError
+from steps.lib.errors import StepError
 from steps.lib.storage import ArtifactStore, download_dir, open_store, upload_dir
 
 

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from time import monotonic
 
-from steps.lib.command_line import StepError
-from steps.lib.errors import ProjectError
+from steps.lib.errors import ProjectError, StepError
 from steps.lib.inference import Network
 from steps.lib.model_file import MAX_MODEL_BYTES, read_weights
 from steps.lib.registry import LATEST_KEY, METRICS_FILE, MODEL_FILE, RUN_FILE, run_prefix

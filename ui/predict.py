@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.lib.command_line import EXIT_BAD_INPUT
+from steps.lib.errors import EXIT_BAD_INPUT
 from steps.lib.inference import Network
 from ui.decode import MAX_FILE_MB, MB, ImageRejected
 from ui.model_source import ModelKeeper, ModelUnavailable, model_uri, parse_model_uri

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from steps.lib.command_line import StepError
+from steps.lib.errors import StepError
 from steps.lib.published import (
     MAX_FILE_BYTES,
     MAX_POINTER_BYTES,

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.lib.command_line import StepError, atomic_path
+from steps.lib.errors import StepError
 from steps.lib.npz import ArraySpec, read_arrays
+from steps.lib.staged_outputs import atomic_path
 
 KERAS_MNIST_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
 KERAS_MNIST_SHA256 = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1"

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# A step's exit code for a StepError: bad input, which Argo's retry strategy does not retry
+# (workflows.pipeline.templates.retry_strategy).
+EXIT_BAD_INPUT = 2
+
 
 class ProjectError(Exception):
     """Every error the project raises on purpose (not a bug): str() is one line for people."""

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from steps.lib.command_line import StepError, atomic_path
 from steps.lib.dataset import IMAGE_SHAPE, NUM_CLASSES, PIXEL_MAX, Digits
+from steps.lib.errors import StepError
 from steps.lib.model_file import check_finite, read_weights
 from steps.lib.progress import ProgressFile
+from steps.lib.staged_outputs import atomic_path
 from steps.lib.tensorflow_setup import import_keras
 
 if TYPE_CHECKING:

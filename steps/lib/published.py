@@ -3,7 +3,7 @@
 evaluate checks the metrics it writes, publish checks every file before it publishes anything, and the page
 (ui/run_files.py) checks what it reads, all with these functions: a run publish accepts is a run the page
 shows, and the page refuses nothing publish would write. The store is not trusted: every file is read up to
-its bound, parsed by steps.lib.command_line.parse_json (UTF-8, no NaN or Infinity, nesting refused cleanly), and must have
+its bound, parsed by steps.lib.bounded_json.parse_json (UTF-8, no NaN or Infinity, nesting refused cleanly), and must have
 the shape the pipeline writes.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from steps.lib.command_line import is_number, parse_json
+from steps.lib.bounded_json import is_number, parse_json
 from steps.lib.dataset import MAX_SAMPLES, NUM_CLASSES
 from steps.lib.errors import StepError
 

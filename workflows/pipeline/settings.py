@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from steps.lib.command_line import fraction, non_negative_int, positive_float, positive_int, seed
+from steps.lib.arguments import fraction, non_negative_int, positive_float, positive_int, seed
 from steps.lib.dataset import KERAS_MNIST_URL, PARTITIONS
 from steps.lib.published import MAX_ACCURACY_DROP, MAX_SETTING_TEXT, MIN_ACCURACY
 from workflows.common.durations import DurationError, parse_duration
