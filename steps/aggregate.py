@@ -15,6 +15,7 @@ import os
 import sys
 from pathlib import Path
 
+from steps.lib import defaults
 from steps.lib.arguments import non_negative_int
 from steps.lib.averaging import federated_average
 from steps.lib.bounded_json import parse_json, read_json_file
@@ -46,8 +47,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--min-workers",
         type=non_negative_int,
-        default=0,
-        help="average when at least this many models are present; 0 = every shard (default: 0)",
+        default=defaults.MIN_WORKERS,
+        help="average when at least this many models are present; 0 = every shard "
+        f"(default: {defaults.MIN_WORKERS})",
     )
     parser.add_argument(
         "--missing-out",

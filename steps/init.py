@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from steps.lib import defaults
 from steps.lib.architecture import BACKEND, KERAS_VERSION, MODEL_CONFIG_JSON, WEIGHT_GROUPS
 from steps.lib.arguments import seed
 from steps.lib.entry_point import run
@@ -24,7 +25,10 @@ from steps.lib.staged_outputs import atomic_path
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.init", description=__doc__)
     parser.add_argument(
-        "--seed", type=seed, default=0, help="weight initialisation seed (default: 0)"
+        "--seed",
+        type=seed,
+        default=defaults.SEED,
+        help=f"weight initialisation seed (default: {defaults.SEED})",
     )
     parser.add_argument("--out", type=Path, required=True, help="the model file to write (.h5)")
     return parser

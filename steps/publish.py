@@ -14,6 +14,7 @@ import re
 import sys
 from pathlib import Path
 
+from steps.lib import defaults
 from steps.lib.arguments import fraction
 from steps.lib.bounded_json import is_number, to_json
 from steps.lib.entry_point import run
@@ -21,9 +22,7 @@ from steps.lib.errors import StepError
 from steps.lib.input_files import read_small_file, require_file
 from steps.lib.model_file import read_weights
 from steps.lib.published import (
-    MAX_ACCURACY_DROP,
     MAX_FILE_BYTES,
-    MIN_ACCURACY,
     RUN_ID,
     BadRunFile,
     check_card,
@@ -47,7 +46,9 @@ SETTING_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.publish", description=__doc__)
     parser.add_argument(
-        "--store", required=True, help="the store: a folder or gs://bucket[/prefix]"
+        "--store",
+        default=defaults.STORE,
+        help=f"the store: a folder or gs://bucket[/prefix] (default: {defaults.STORE})",
     )
     parser.add_argument("--run", required=True, help="the run id (the workflow's name)")
     parser.add_argument("--model", type=Path, required=True, help="the model to publish (.h5)")
@@ -62,15 +63,16 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--min-accuracy",
         type=fraction,
-        default=MIN_ACCURACY,
-        help=f"refuse a model whose test accuracy is below this (default: {MIN_ACCURACY}; 0: any)",
+        default=defaults.MIN_ACCURACY,
+        help="refuse a model whose test accuracy is below this "
+        f"(default: {defaults.MIN_ACCURACY}; 0: any)",
     )
     parser.add_argument(
         "--max-accuracy-drop",
         type=fraction,
-        default=MAX_ACCURACY_DROP,
+        default=defaults.MAX_ACCURACY_DROP,
         help="refuse a model scoring more than this below the model LATEST serves "
-        f"(default: {MAX_ACCURACY_DROP}; 1: any)",
+        f"(default: {defaults.MAX_ACCURACY_DROP}; 1: any)",
     )
     parser.add_argument(
         "--setting",

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
+from steps.lib import defaults
 from steps.lib.arguments import non_negative_int, positive_float, positive_int, seed
 from steps.lib.bounded_json import to_json
 from steps.lib.dataset import (
-    KERAS_MNIST_URL,
     PARTITIONS,
     Digits,
     fetch_source,
@@ -32,28 +32,38 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.split", description=__doc__)
     parser.add_argument(
         "--source",
-        default=KERAS_MNIST_URL,
+        default=defaults.SOURCE,
         help="mnist.npz as a URL, a gs:// URI or a path (default: the Keras URL)",
     )
-    parser.add_argument("--workers", type=positive_int, required=True, help="number of shards")
-    parser.add_argument("--seed", type=seed, default=0, help="shuffling seed (default: 0)")
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=defaults.WORKERS,
+        help=f"number of shards (default: {defaults.WORKERS})",
+    )
+    parser.add_argument(
+        "--seed",
+        type=seed,
+        default=defaults.SEED,
+        help=f"shuffling seed (default: {defaults.SEED})",
+    )
     parser.add_argument(
         "--limit",
         type=non_negative_int,
-        default=0,
-        help="keep only this many training samples, 0 = all (default: 0)",
+        default=defaults.LIMIT,
+        help=f"keep only this many training samples, 0 = all (default: {defaults.LIMIT})",
     )
     parser.add_argument(
         "--partition",
         choices=PARTITIONS,
-        default="iid",
-        help="iid: uniform shards; dirichlet: label-skewed shards (default: iid)",
+        default=defaults.PARTITION,
+        help=f"iid: uniform shards; dirichlet: label-skewed shards (default: {defaults.PARTITION})",
     )
     parser.add_argument(
         "--alpha",
         type=positive_float,
-        default=0.5,
-        help="Dirichlet concentration, smaller is more skewed (default: 0.5)",
+        default=defaults.ALPHA,
+        help=f"Dirichlet concentration, smaller is more skewed (default: {defaults.ALPHA})",
     )
     parser.add_argument("--shards-dir", type=Path, required=True, help="where 0.npz … N-1.npz go")
     parser.add_argument("--test-out", type=Path, required=True, help="where test.npz goes")

@@ -11,6 +11,7 @@ import math
 import sys
 from pathlib import Path
 
+from steps.lib import defaults
 from steps.lib.arguments import positive_float, positive_int, seed
 from steps.lib.bounded_json import to_json
 from steps.lib.dataset import read_shard
@@ -31,21 +32,44 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.train", description=__doc__)
     parser.add_argument("--shard", type=Path, required=True, help="the shard to train on (.npz)")
     parser.add_argument("--model", type=Path, required=True, help="the starting model (.h5)")
-    parser.add_argument("--epochs", type=positive_int, default=1, help="passes over the shard")
-    parser.add_argument("--batch", type=positive_int, default=64, help="samples per gradient step")
     parser.add_argument(
-        "--learning-rate", type=positive_float, default=1e-3, help="Adam's step size in round 1"
+        "--epochs",
+        type=positive_int,
+        default=defaults.EPOCHS,
+        help=f"passes over the shard (default: {defaults.EPOCHS})",
+    )
+    parser.add_argument(
+        "--batch",
+        type=positive_int,
+        default=defaults.BATCH,
+        help=f"samples per gradient step (default: {defaults.BATCH})",
+    )
+    parser.add_argument(
+        "--learning-rate",
+        type=positive_float,
+        default=defaults.LEARNING_RATE,
+        help=f"Adam's step size in round 1 (default: {defaults.LEARNING_RATE})",
     )
     parser.add_argument(
         "--final-learning-rate",
         type=positive_float,
-        help="Adam's step size in the last round (default: --learning-rate); see steps.lib.schedule",
+        default=defaults.FINAL_LEARNING_RATE,
+        help="Adam's step size in the last round, see steps.lib.schedule "
+        f"(default: {defaults.FINAL_LEARNING_RATE})",
     )
     parser.add_argument("--round", type=positive_int, default=1, help="this round's number, from 1")
     parser.add_argument(
-        "--rounds", type=positive_int, default=1, help="how many rounds the run has"
+        "--rounds",
+        type=positive_int,
+        default=defaults.ROUNDS,
+        help=f"how many rounds the run has (default: {defaults.ROUNDS})",
     )
-    parser.add_argument("--seed", type=seed, default=0, help="shuffling and dropout seed")
+    parser.add_argument(
+        "--seed",
+        type=seed,
+        default=defaults.SEED,
+        help=f"shuffling and dropout seed (default: {defaults.SEED})",
+    )
     parser.add_argument("--out", type=Path, required=True, help="the trained model to write (.h5)")
     parser.add_argument(
         "--stats-out",
@@ -89,7 +113,7 @@ def main(args: argparse.Namespace) -> None:
             raise StepError(f"--round {args.round} is past --rounds {args.rounds}")
         learning_rate = round_learning_rate(
             args.learning_rate,
-            args.final_learning_rate or args.learning_rate,
+            args.final_learning_rate,
             args.round,
             args.rounds,
         )

@@ -738,6 +738,8 @@ def run_trainer(inputs: dict, out: Path, capsys) -> str:
         inputs["epochs"],
         "--batch",
         50,
+        "--learning-rate",  # as forge_checkpoint's fingerprint has it
+        0.001,
         "--out",
         out / "model.h5",
         "--stats-out",

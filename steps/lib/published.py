@@ -28,10 +28,6 @@ MAX_SETTING_TEXT = (
 MAX_SETTINGS = 50
 MAX_ROUNDS = 1000  # rounds recorded in metrics.json's missing_shards
 MAX_SHARD_ID = 64  # characters of a shard id there
-# publish refuses a model below this test accuracy (chance is 0.10; a small quick run scores 0.85+)
-MIN_ACCURACY = 0.5
-# and one scoring more than this below the model LATEST serves (a default run scores 0.99)
-MAX_ACCURACY_DROP = 0.05
 DIGITS = tuple(str(digit) for digit in range(NUM_CLASSES))
 
 
