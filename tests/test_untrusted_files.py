@@ -571,11 +571,11 @@ def test_publish_publishes_only_what_the_page_accepts(tmp_path: Path, capsys) ->
     ],
 )
 def test_a_published_at_the_page_cannot_convert_is_refused(stamp: str, why: str) -> None:
-    from ui.run_files import BadRunFile, check_card
+    from steps.lib.published import BadRunFile, read_card
 
     with pytest.raises(BadRunFile, match=why):
-        check_card(json.dumps({"published_at": stamp}).encode(), "mnist-abc12")
-    card = check_card(b'{"published_at": "2026-11-29T23:48:58+05:00"}', "mnist-abc12")
+        read_card(json.dumps({"published_at": stamp}).encode(), "mnist-abc12")
+    card = read_card(b'{"published_at": "2026-11-29T23:48:58+05:00"}', "mnist-abc12")
     assert card["published_at"] == "2026-11-29T18:48:58.000000+00:00"
 
 

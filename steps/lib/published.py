@@ -1,10 +1,11 @@
 """A published run's small files, LATEST, run.json and metrics.json: their bounds and shapes, in one place.
 
 evaluate checks the metrics it writes, publish checks every file before it publishes anything, and the page
-(ui/run_files.py) checks what it reads, all with these functions: a run publish accepts is a run the page
-shows, and the page refuses nothing publish would write. The store is not trusted: every file is read up to
-its bound, parsed by steps.lib.bounded_json.parse_json (UTF-8, no NaN or Infinity, nesting refused cleanly), and must have
-the shape the pipeline writes.
+(ui/model_source.py) checks what it reads, all with these functions (read from a store by
+steps.lib.registry): a run publish accepts is a run the page shows, and the page refuses nothing publish
+would write. The store is not trusted: every file is read up to its bound, parsed by
+steps.lib.bounded_json.parse_json (UTF-8, no NaN or Infinity, nesting refused cleanly), and must have the
+shape the pipeline writes.
 """
 
 from __future__ import annotations
