@@ -19,7 +19,7 @@ import numpy as np
 
 from bench.data import add_data_arguments, add_training_arguments, fit, shards
 from steps.lib.arguments import positive_int
-from steps.lib.dataset import IMAGE_SHAPE, NUM_CLASSES
+from steps.lib.mnist import IMAGE_SHAPE, NUM_CLASSES
 
 
 def build_baseline_model():  # -> keras.Model (keras is imported lazily, as in the steps)

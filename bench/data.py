@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from steps.lib.arguments import non_negative_int, positive_int, seed
-from steps.lib.dataset import Digits, add_source_argument, fetch_source, load_mnist
+from steps.lib.mnist import Digits, add_source_argument, fetch_source, load_mnist
 from steps.split import split
 from workflows.pipeline.settings import PipelineSettings
 

@@ -19,7 +19,7 @@ import time
 from bench.data import add_data_arguments, add_training_arguments, iid_shards
 from steps.lib.arguments import positive_float, positive_int
 from steps.lib.averaging import federated_average
-from steps.lib.dataset import fetch_source, load_mnist
+from steps.lib.mnist import fetch_source, load_mnist
 from steps.lib.schedule import round_learning_rate
 
 

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from steps.lib.dataset import fetch_source, load_mnist
+from steps.lib.mnist import fetch_source, load_mnist
 
 
 def make_parser() -> argparse.ArgumentParser:

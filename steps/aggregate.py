@@ -19,9 +19,9 @@ from steps.lib import defaults
 from steps.lib.arguments import non_negative_int
 from steps.lib.averaging import federated_average
 from steps.lib.bounded_json import parse_json, read_json_file
-from steps.lib.dataset import MAX_SAMPLES
 from steps.lib.entry_point import run
 from steps.lib.errors import StepError
+from steps.lib.mnist import MAX_SAMPLES
 from steps.lib.model_file import read_model_file, write_model_file
 from steps.lib.staged_outputs import staged_outputs
 

@@ -15,11 +15,12 @@ import numpy as np
 from steps.lib import inference
 from steps.lib.bounded_json import parse_json, to_json
 from steps.lib.confusion_plot import draw_confusion
-from steps.lib.dataset import NUM_CLASSES, read_shard
 from steps.lib.entry_point import run
 from steps.lib.errors import StepError
+from steps.lib.mnist import NUM_CLASSES
 from steps.lib.model_file import read_weights
 from steps.lib.published import MAX_ROUNDS, check_metrics
+from steps.lib.shards import read_shard
 from steps.lib.staged_outputs import staged_outputs
 
 OUTPUTS = ("metrics.json", "confusion.png", "report.txt", "accuracy.txt")

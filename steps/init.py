@@ -1,7 +1,7 @@
 """Write the shared starting model: every worker of round 1 starts from these weights.
 
 No TensorFlow: the file is written with h5py as Keras writes it (steps.lib.architecture's model_config,
-steps.lib.model_file' layout), and its weights are drawn as Keras initialises this network, from `--seed`:
+steps.lib.model_file's layout), and its weights are drawn as Keras initialises this network, from `--seed`:
 Glorot-uniform kernels, zero biases.
 """
 

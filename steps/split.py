@@ -12,17 +12,10 @@ import numpy as np
 from steps.lib import defaults
 from steps.lib.arguments import non_negative_int, positive_float, positive_int, seed
 from steps.lib.bounded_json import to_json
-from steps.lib.dataset import (
-    PARTITIONS,
-    Digits,
-    fetch_source,
-    load_mnist,
-    partition_dirichlet,
-    partition_iid,
-    save_shard,
-)
 from steps.lib.entry_point import run
 from steps.lib.errors import StepError
+from steps.lib.mnist import Digits, fetch_source, load_mnist
+from steps.lib.shards import PARTITIONS, partition_dirichlet, partition_iid, save_shard
 from steps.lib.staged_outputs import staged_outputs
 
 SHARD_NAME = re.compile(r"^[0-9]+\.npz$")

@@ -14,13 +14,13 @@ from pathlib import Path
 from steps.lib import defaults
 from steps.lib.arguments import positive_float, positive_int, seed
 from steps.lib.bounded_json import to_json
-from steps.lib.dataset import read_shard
 from steps.lib.entry_point import run
 from steps.lib.errors import StepError
 from steps.lib.input_files import require_file
 from steps.lib.model_file import check_finite
 from steps.lib.progress import from_environment
 from steps.lib.schedule import round_learning_rate
+from steps.lib.shards import read_shard
 from steps.lib.staged_outputs import staged_outputs
 from steps.lib.storage import open_store
 from steps.lib.tensorflow_setup import exit_without_teardown, keep_out_unused_modules

@@ -79,7 +79,7 @@ def fuzz(
 
 
 def test_fuzzed_shards(tmp_path: Path) -> None:
-    from steps.lib.dataset import read_shard
+    from steps.lib.shards import read_shard
 
     for name, save in (("stored.npz", np.savez), ("deflated.npz", np.savez_compressed)):
         seed = tmp_path / name

@@ -64,7 +64,7 @@ def test_a_zip_bomb_shard_is_refused_without_inflating_it(tmp_path: Path) -> Non
     peak, output = peak_memory_mb(
         "from pathlib import Path\n"
         "from steps.lib.errors import StepError\n"
-        "from steps.lib.dataset import read_shard\n"
+        "from steps.lib.shards import read_shard\n"
         "try:\n"
         f"    read_shard(Path({str(bomb)!r}))\n"
         "except StepError as error:\n"
@@ -82,7 +82,7 @@ def test_a_central_directory_of_many_entries_is_refused_before_it_is_parsed(tmp_
         "import time\n"
         "from pathlib import Path\n"
         "from steps.lib.errors import StepError\n"
-        "from steps.lib.dataset import read_shard\n"
+        "from steps.lib.shards import read_shard\n"
         "start = time.process_time()\n"
         "try:\n"
         f"    read_shard(Path({str(wide)!r}))\n"
@@ -319,8 +319,9 @@ def test_train_and_evaluate_refuse_a_nan_model(tmp_path: Path, capsys) -> None:
 
 
 def test_a_diverging_trainer_writes_nothing(tmp_path: Path, small_mnist: Path, capsys) -> None:
-    from steps.lib.dataset import load_mnist, write_shard
     from steps.lib.entry_point import run
+    from steps.lib.mnist import load_mnist
+    from steps.lib.shards import write_shard
 
     train_digits, _ = load_mnist(small_mnist)
     write_shard(tmp_path / "shard.npz", train_digits.take(np.arange(300)))
@@ -695,7 +696,8 @@ def test_settings_never_become_nan(tmp_path: Path, capsys) -> None:
 
 @pytest.fixture
 def trainer_inputs(tmp_path: Path, small_mnist: Path) -> dict:
-    from steps.lib.dataset import load_mnist, write_shard
+    from steps.lib.mnist import load_mnist
+    from steps.lib.shards import write_shard
 
     train_digits, _ = load_mnist(small_mnist)
     write_shard(tmp_path / "shard.npz", train_digits.take(np.arange(200)))

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from steps.lib.dataset import KERAS_MNIST_URL
+from steps.lib.mnist import KERAS_MNIST_URL
 
 WORKERS = 3  # shards, and trainers in parallel
 EPOCHS = 4  # passes over a shard in each round

@@ -19,12 +19,13 @@ def require_file(path: Path, what: str) -> Path:
 
 def open_regular(path: Path | str, what: str) -> BinaryIO:
     """`path` opened for reading if it is a regular file; StepError for anything else, found without
-    blocking on it (opening a FIFO waits for a writer, without O_NONBLOCK). OSError passes through."""
-    stream = os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb")
-    if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-        stream.close()
+    blocking on it (opening a FIFO waits for a writer, without O_NONBLOCK), and a terminal never becomes
+    the process's own (O_NOCTTY). OSError passes through."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # checked before fdopen, which refuses a folder
+        os.close(descriptor)
         raise StepError(f"{what} is not a regular file: {path}")
-    return stream
+    return os.fdopen(descriptor, "rb")
 
 
 def read_small_file(path: Path, what: str, limit: int) -> bytes:

@@ -14,8 +14,8 @@ import datetime as dt
 import re
 
 from steps.lib.bounded_json import is_number, parse_json
-from steps.lib.dataset import MAX_SAMPLES, NUM_CLASSES
 from steps.lib.errors import StepError
+from steps.lib.mnist import MAX_SAMPLES, NUM_CLASSES
 
 # A run id is an Argo workflow name: a DNS-1123 subdomain of at most 63 characters
 # (workflow/validate/validate.go: maxCharsInObjectName)

@@ -16,9 +16,9 @@ from typing import Any
 
 from steps.lib import defaults
 from steps.lib.arguments import fraction, non_negative_int, positive_float, positive_int, seed
-from steps.lib.dataset import PARTITIONS
 from steps.lib.defaults import STORE as DEFAULT_STORE
 from steps.lib.published import MAX_SETTING_TEXT
+from steps.lib.shards import PARTITIONS
 from workflows.common.durations import DurationError, parse_duration
 from workflows.lint.schema import DAG_TASKS_MAX
 
