@@ -22,7 +22,9 @@ def open_regular(path: Path | str, what: str) -> BinaryIO:
     blocking on it (opening a FIFO waits for a writer, without O_NONBLOCK), and a terminal never becomes
     the process's own (O_NOCTTY). OSError passes through."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # checked before fdopen, which refuses a folder
+    if not stat.S_ISREG(
+        os.fstat(descriptor).st_mode
+    ):  # checked before fdopen, which refuses a folder
         os.close(descriptor)
         raise StepError(f"{what} is not a regular file: {path}")
     return os.fdopen(descriptor, "rb")
