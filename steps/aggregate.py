@@ -15,8 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from steps.lib import defaults
-from steps.lib.arguments import non_negative_int
+from steps.lib.arguments import add_pipeline_flag, non_negative_int
 from steps.lib.averaging import federated_average
 from steps.lib.bounded_json import parse_json, read_json_file
 from steps.lib.entry_point import run
@@ -44,12 +43,11 @@ def make_parser() -> argparse.ArgumentParser:
         "shard}, as split's --sizes-out writes it, whose counts weigh the models; or a JSON list "
         "of ids, the models then weighed by their stats (default: the models present)",
     )
-    parser.add_argument(
+    add_pipeline_flag(
+        parser,
         "--min-workers",
+        "average when at least this many models are present; 0 = every shard",
         type=non_negative_int,
-        default=defaults.MIN_WORKERS,
-        help="average when at least this many models are present; 0 = every shard "
-        f"(default: {defaults.MIN_WORKERS})",
     )
     parser.add_argument(
         "--missing-out",

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.lib import defaults
 from steps.lib.architecture import BACKEND, KERAS_VERSION, MODEL_CONFIG_JSON, WEIGHT_GROUPS
-from steps.lib.arguments import seed
+from steps.lib.arguments import add_pipeline_flag, seed
 from steps.lib.entry_point import run
 from steps.lib.model_file import WEIGHT_DTYPE, WEIGHT_LAYOUT, ModelFile, write_model_file
 from steps.lib.staged_outputs import atomic_path
@@ -24,12 +23,7 @@ from steps.lib.staged_outputs import atomic_path
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.init", description=__doc__)
-    parser.add_argument(
-        "--seed",
-        type=seed,
-        default=defaults.SEED,
-        help=f"weight initialisation seed (default: {defaults.SEED})",
-    )
+    add_pipeline_flag(parser, "--seed", "weight initialisation seed", type=seed)
     parser.add_argument("--out", type=Path, required=True, help="the model file to write (.h5)")
     return parser
 

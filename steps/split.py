@@ -9,8 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.lib import defaults
-from steps.lib.arguments import non_negative_int, positive_float, positive_int, seed
+from steps.lib.arguments import (
+    add_pipeline_flag,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    seed,
+)
 from steps.lib.bounded_json import to_json
 from steps.lib.entry_point import run
 from steps.lib.errors import StepError
@@ -23,40 +28,22 @@ SHARD_NAME = re.compile(r"^[0-9]+\.npz$")
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.split", description=__doc__)
-    parser.add_argument(
-        "--source",
-        default=defaults.SOURCE,
-        help="mnist.npz as a URL, a gs:// URI or a path (default: the Keras URL)",
+    add_pipeline_flag(
+        parser, "--source", "mnist.npz as a URL, a gs:// URI or a path", shown="the Keras URL"
     )
-    parser.add_argument(
-        "--workers",
-        type=positive_int,
-        default=defaults.WORKERS,
-        help=f"number of shards (default: {defaults.WORKERS})",
+    add_pipeline_flag(parser, "--workers", "number of shards", type=positive_int)
+    add_pipeline_flag(parser, "--seed", "shuffling seed", type=seed)
+    add_pipeline_flag(
+        parser, "--limit", "keep only this many training samples, 0 = all", type=non_negative_int
     )
-    parser.add_argument(
-        "--seed",
-        type=seed,
-        default=defaults.SEED,
-        help=f"shuffling seed (default: {defaults.SEED})",
-    )
-    parser.add_argument(
-        "--limit",
-        type=non_negative_int,
-        default=defaults.LIMIT,
-        help=f"keep only this many training samples, 0 = all (default: {defaults.LIMIT})",
-    )
-    parser.add_argument(
+    add_pipeline_flag(
+        parser,
         "--partition",
+        "iid: uniform shards; dirichlet: label-skewed shards",
         choices=PARTITIONS,
-        default=defaults.PARTITION,
-        help=f"iid: uniform shards; dirichlet: label-skewed shards (default: {defaults.PARTITION})",
     )
-    parser.add_argument(
-        "--alpha",
-        type=positive_float,
-        default=defaults.ALPHA,
-        help=f"Dirichlet concentration, smaller is more skewed (default: {defaults.ALPHA})",
+    add_pipeline_flag(
+        parser, "--alpha", "Dirichlet concentration, smaller is more skewed", type=positive_float
     )
     parser.add_argument("--shards-dir", type=Path, required=True, help="where 0.npz … N-1.npz go")
     parser.add_argument("--test-out", type=Path, required=True, help="where test.npz goes")

@@ -11,8 +11,7 @@ import math
 import sys
 from pathlib import Path
 
-from steps.lib import defaults
-from steps.lib.arguments import positive_float, positive_int, seed
+from steps.lib.arguments import add_pipeline_flag, positive_float, positive_int, seed
 from steps.lib.bounded_json import to_json
 from steps.lib.entry_point import run
 from steps.lib.errors import StepError
@@ -32,44 +31,18 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.train", description=__doc__)
     parser.add_argument("--shard", type=Path, required=True, help="the shard to train on (.npz)")
     parser.add_argument("--model", type=Path, required=True, help="the starting model (.h5)")
-    parser.add_argument(
-        "--epochs",
-        type=positive_int,
-        default=defaults.EPOCHS,
-        help=f"passes over the shard (default: {defaults.EPOCHS})",
-    )
-    parser.add_argument(
-        "--batch",
-        type=positive_int,
-        default=defaults.BATCH,
-        help=f"samples per gradient step (default: {defaults.BATCH})",
-    )
-    parser.add_argument(
-        "--learning-rate",
-        type=positive_float,
-        default=defaults.LEARNING_RATE,
-        help=f"Adam's step size in round 1 (default: {defaults.LEARNING_RATE})",
-    )
-    parser.add_argument(
+    add_pipeline_flag(parser, "--epochs", "passes over the shard", type=positive_int)
+    add_pipeline_flag(parser, "--batch", "samples per gradient step", type=positive_int)
+    add_pipeline_flag(parser, "--learning-rate", "Adam's step size in round 1", type=positive_float)
+    add_pipeline_flag(
+        parser,
         "--final-learning-rate",
+        "Adam's step size in the last round, see steps.lib.schedule",
         type=positive_float,
-        default=defaults.FINAL_LEARNING_RATE,
-        help="Adam's step size in the last round, see steps.lib.schedule "
-        f"(default: {defaults.FINAL_LEARNING_RATE})",
     )
     parser.add_argument("--round", type=positive_int, default=1, help="this round's number, from 1")
-    parser.add_argument(
-        "--rounds",
-        type=positive_int,
-        default=defaults.ROUNDS,
-        help=f"how many rounds the run has (default: {defaults.ROUNDS})",
-    )
-    parser.add_argument(
-        "--seed",
-        type=seed,
-        default=defaults.SEED,
-        help=f"shuffling and dropout seed (default: {defaults.SEED})",
-    )
+    add_pipeline_flag(parser, "--rounds", "how many rounds the run has", type=positive_int)
+    add_pipeline_flag(parser, "--seed", "shuffling and dropout seed", type=seed)
     parser.add_argument("--out", type=Path, required=True, help="the trained model to write (.h5)")
     parser.add_argument(
         "--stats-out",

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from steps.lib import defaults
 
 MAX_SEED = 2**32 - 1  # what numpy's and Keras's global seeds accept
 Number = TypeVar("Number", int, float)
@@ -57,3 +59,14 @@ def fraction(text: str) -> float:
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text[:40]}")
     return value
+
+
+def add_pipeline_flag(
+    parser: argparse.ArgumentParser, flag: str, help: str, shown: str = "", **options: Any
+) -> None:
+    """A flag the pipeline sets from its setting of the same name: its default is that setting's own
+    (steps.lib.defaults, `--learning-rate` → LEARNING_RATE), and its help shows it (or `shown`)."""
+    default = getattr(defaults, flag.removeprefix("--").replace("-", "_").upper())
+    parser.add_argument(
+        flag, default=default, help=f"{help} (default: {shown or default})", **options
+    )
