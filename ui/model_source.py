@@ -2,7 +2,7 @@
 
 MODEL_URI is one of
 - a store's pointer: `<store>/models/mnist/LATEST`, the store being a folder or `gs://bucket[/prefix]`
-  (default: the local store's pointer, `$ARTIFACTS/models/mnist/LATEST`, ARTIFACTS defaulting to .runs);
+  (default: the local store's pointer, `$ARTIFACTS/models/mnist/LATEST`, ARTIFACTS defaulting to steps.lib.defaults.STORE, .runs);
 - a store itself (a folder, or gs://bucket[/prefix]): its LATEST;
 - a model file (`.h5`) on this machine; metrics.json, run.json and confusion.png beside it are used if there.
 
@@ -76,7 +76,7 @@ class Status:
 
 
 def default_model_uri(environ: Mapping[str, str] = os.environ) -> str:
-    store = environ.get("ARTIFACTS") or defaults.STORE
+    store = environ.get(defaults.STORE_ENV) or defaults.STORE
     return f"{store.rstrip('/')}/{LATEST_KEY}"
 
 

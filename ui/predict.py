@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from steps.lib import defaults
 from steps.lib.errors import EXIT_BAD_INPUT, StepError
 from steps.lib.inference import Network
 from steps.lib.input_files import open_regular
@@ -93,7 +94,8 @@ def make_parser() -> argparse.ArgumentParser:
         "--model-uri",
         default=model_uri(),
         help="a store's models/mnist/LATEST, a store, or a .h5 file "
-        "(env MODEL_URI; default: $ARTIFACTS/models/mnist/LATEST, ARTIFACTS defaulting to .runs)",
+        "(env MODEL_URI; default: $ARTIFACTS/models/mnist/LATEST, ARTIFACTS defaulting to "
+        f"{defaults.STORE})",
     )
     return parser
 

@@ -23,3 +23,4 @@ MIN_ACCURACY = 0.5
 MAX_ACCURACY_DROP = 0.05
 SOURCE = KERAS_MNIST_URL  # mnist.npz
 STORE = ".runs"  # the artifact store (a folder here, or gs://bucket[/prefix]) the page reads too
+STORE_ENV = "ARTIFACTS"  # the environment variable that sets it, for submit.py and the page alike

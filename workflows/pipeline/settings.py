@@ -175,7 +175,7 @@ class PipelineSettings:
         "the artifact store: a folder, or `gs://bucket[/prefix]`; the model is published there "
         "(on a cluster: the artifact repository's bucket itself, fixed when registering)",
         location,
-        env="ARTIFACTS",
+        env=defaults.STORE_ENV,
         flag="--artifacts",
         pinned=True,
     )
