@@ -2,7 +2,7 @@
 
 MODEL_URI is one of
 - a store's pointer: `<store>/models/mnist/LATEST`, the store being a folder or `gs://bucket[/prefix]`
-  (default: the local store's pointer, `$ARTIFACTS/models/mnist/LATEST`, ARTIFACTS defaulting to steps.lib.defaults.STORE, .runs);
+  (default: the local store's pointer, `$ARTIFACTS/models/mnist/LATEST`, ARTIFACTS defaulting to .runs, as in steps.lib.defaults);
 - a store itself (a folder, or gs://bucket[/prefix]): its LATEST;
 - a model file (`.h5`) on this machine; metrics.json, run.json and confusion.png beside it are used if there.
 

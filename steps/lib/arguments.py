@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -69,4 +70,15 @@ def add_pipeline_flag(
     default = getattr(defaults, flag.removeprefix("--").replace("-", "_").upper())
     parser.add_argument(
         flag, default=default, help=f"{help} (default: {shown or default})", **options
+    )
+
+
+def add_source_argument(parser: argparse.ArgumentParser) -> None:
+    """`--source` for the tools run by hand (the page's samples, the benchmark): env MNIST_SOURCE, else
+    the pipeline's default, the Keras download."""
+    parser.add_argument(
+        "--source",
+        default=os.environ.get(defaults.SOURCE_ENV) or defaults.SOURCE,
+        help=f"mnist.npz: path, URL or gs:// URI (default: env {defaults.SOURCE_ENV}, else the "
+        "Keras URL)",
     )

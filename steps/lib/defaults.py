@@ -22,5 +22,6 @@ MIN_ACCURACY = 0.5
 # and one scoring more than this below the model LATEST serves (a default run scores 0.99)
 MAX_ACCURACY_DROP = 0.05
 SOURCE = KERAS_MNIST_URL  # mnist.npz
+SOURCE_ENV = "MNIST_SOURCE"  # the environment variable that names it, for submit.py and the tools
 STORE = ".runs"  # the artifact store (a folder here, or gs://bucket[/prefix]) the page reads too
 STORE_ENV = "ARTIFACTS"  # the environment variable that sets it, for submit.py and the page alike

@@ -3,7 +3,6 @@ sha256, cached) and its layout. No TensorFlow here: splitting stays fast."""
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import urllib.error
@@ -43,15 +42,6 @@ class Digits:
 
     def take(self, indices: np.ndarray) -> Digits:
         return Digits(self.x[indices], self.y[indices])
-
-
-def add_source_argument(parser: argparse.ArgumentParser) -> None:
-    """`--source` for the tools run by hand: env MNIST_SOURCE, else the Keras download."""
-    parser.add_argument(
-        "--source",
-        default=os.environ.get("MNIST_SOURCE") or KERAS_MNIST_URL,
-        help="mnist.npz: path, URL or gs:// URI (default: env MNIST_SOURCE, else the Keras URL)",
-    )
 
 
 def default_cache_dir() -> Path:

@@ -167,7 +167,7 @@ class PipelineSettings:
         defaults.SOURCE,
         "`mnist.npz` as an `https://` URL, a path, or a `gs://` URI",
         location,
-        env="MNIST_SOURCE",
+        env=defaults.SOURCE_ENV,
         shown_default="Keras URL",
     )
     store: str = setting(
