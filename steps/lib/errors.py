@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-# A step's exit code for a StepError: bad input, which Argo's retry strategy does not retry
-# (workflows.pipeline.templates.retry_strategy).
+# A step's exit code for a StepError: bad input, which fails again however often it is tried (the
+# pipeline's retry strategy leaves it alone).
 EXIT_BAD_INPUT = 2
 
 
