@@ -1,4 +1,5 @@
-"""argparse types for the steps' flags: each refuses a bad value with one line, before the step starts."""
+"""The steps' flags: argparse types, each refusing a bad value with one line before the step starts, and
+the flags whose default is the pipeline's own (steps.lib.defaults)."""
 
 from __future__ import annotations
 
