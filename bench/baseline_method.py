@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 from bench.data import add_data_arguments, add_training_arguments, fit, shards
-from steps.lib.command_line import positive_int
-from steps.lib.dataset import IMAGE_SHAPE, NUM_CLASSES
+from steps.lib.arguments import positive_int
+from steps.lib.mnist import IMAGE_SHAPE, NUM_CLASSES
 
 
 def build_baseline_model():  # -> keras.Model (keras is imported lazily, as in the steps)
@@ -94,6 +94,6 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    from steps.lib.command_line import run
+    from steps.lib.entry_point import run
 
     sys.exit(run(main, make_parser()))

@@ -14,7 +14,7 @@ import sys
 import time
 
 from bench.data import add_data_arguments, add_training_arguments, fit, shards
-from steps.lib.command_line import positive_float
+from steps.lib.arguments import positive_float
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -51,7 +51,7 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    from steps.lib.command_line import run
+    from steps.lib.entry_point import run
     from steps.lib.tensorflow_setup import keep_out_unused_modules
 
     keep_out_unused_modules()  # as the pipeline's trainers do

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from steps.lib.command_line import non_negative_int, positive_int, seed
-from steps.lib.dataset import Digits, add_source_argument, fetch_source, load_mnist
+from steps.lib.arguments import add_source_argument, non_negative_int, positive_int, seed
+from steps.lib.mnist import Digits, fetch_source, load_mnist
 from steps.split import split
 from workflows.pipeline.settings import PipelineSettings
 

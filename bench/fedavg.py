@@ -17,9 +17,9 @@ import sys
 import time
 
 from bench.data import add_data_arguments, add_training_arguments, iid_shards
+from steps.lib.arguments import positive_float, positive_int
 from steps.lib.averaging import federated_average
-from steps.lib.command_line import positive_float, positive_int
-from steps.lib.dataset import fetch_source, load_mnist
+from steps.lib.mnist import fetch_source, load_mnist
 from steps.lib.schedule import round_learning_rate
 
 
@@ -98,6 +98,6 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    from steps.lib.command_line import run
+    from steps.lib.entry_point import run
 
     sys.exit(run(main, make_parser()))

@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageFilter
 
-from steps.lib.dataset import add_source_argument, fetch_source, load_mnist
+from steps.lib.arguments import add_source_argument
+from steps.lib.mnist import fetch_source, load_mnist
 
 DIGIT_SHARE = (0.15, 0.80)  # the digit's ink height / the frame's shorter side
 MARGIN = 0.02  # of the shorter side, kept between the ink and the frame's edge

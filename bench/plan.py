@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from steps.lib.dataset import IMAGE_SHAPE
+from steps.lib.mnist import IMAGE_SHAPE
 
 PLAN_WORKERS = (1, 2, 3, 4, 8, 16, 32)  # issue 14 asks for powers of two; 3 is the default
 # Pod creation to the main container's start on a node with the image cached, Argo's init container

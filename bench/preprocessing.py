@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.photos import frame_of, photo
-from steps.lib.dataset import add_source_argument, fetch_source, load_mnist
+from steps.lib.arguments import add_source_argument
+from steps.lib.mnist import fetch_source, load_mnist
 
 MIN_PHOTO_ACCURACY = 0.98
 MAX_GAP = 0.01

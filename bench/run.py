@@ -33,8 +33,8 @@ from bench.measure import Measurement, measure, measure_ok, python_module
 from bench.pipeline_run import run_pipeline
 from bench.report import pipeline_runs_at_defaults, settings_text, table, write_outputs
 from bench.targets import TARGET_ACCURACY, check_all, extra_rows
-from steps.lib.command_line import non_negative_int, positive_int
-from steps.lib.dataset import add_source_argument, fetch_source, load_mnist
+from steps.lib.arguments import add_source_argument, non_negative_int, positive_int
+from steps.lib.mnist import fetch_source, load_mnist
 from steps.lib.registry import LATEST_KEY
 from workflows.pipeline.settings import PipelineSettings
 

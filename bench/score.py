@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from steps.lib.dataset import fetch_source, load_mnist
+from steps.lib.mnist import fetch_source, load_mnist
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -31,6 +31,6 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    from steps.lib.command_line import run
+    from steps.lib.entry_point import run
 
     sys.exit(run(main, make_parser()))

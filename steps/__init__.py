@@ -1,1 +1,3 @@
-"""The pipeline's steps: each module is a command line tool that reads and writes local files."""
+"""The pipeline's six steps, split, init, train, aggregate, evaluate and publish: each a command line tool
+(`python -m steps.<name>`) that reads and writes local files and knows nothing of Argo. What they share
+(and the page with them) is the library in steps.lib."""

@@ -15,17 +15,14 @@ import os
 import sys
 from pathlib import Path
 
+from steps.lib.arguments import add_pipeline_flag, non_negative_int
 from steps.lib.averaging import federated_average
-from steps.lib.command_line import (
-    StepError,
-    non_negative_int,
-    parse_json,
-    read_json_file,
-    run,
-    staged_outputs,
-)
-from steps.lib.dataset import MAX_SAMPLES
+from steps.lib.bounded_json import parse_json, read_json_file
+from steps.lib.entry_point import run
+from steps.lib.errors import StepError
+from steps.lib.mnist import MAX_SAMPLES
 from steps.lib.model_file import read_model_file, write_model_file
+from steps.lib.staged_outputs import staged_outputs
 
 MAX_SHARDS = 10_000
 MAX_STATS_BYTES = 64 << 10
@@ -46,11 +43,11 @@ def make_parser() -> argparse.ArgumentParser:
         "shard}, as split's --sizes-out writes it, whose counts weigh the models; or a JSON list "
         "of ids, the models then weighed by their stats (default: the models present)",
     )
-    parser.add_argument(
+    add_pipeline_flag(
+        parser,
         "--min-workers",
+        "average when at least this many models are present; 0 = every shard",
         type=non_negative_int,
-        default=0,
-        help="average when at least this many models are present; 0 = every shard (default: 0)",
     )
     parser.add_argument(
         "--missing-out",

@@ -13,13 +13,18 @@ from pathlib import Path
 import numpy as np
 
 from steps.lib import inference
-from steps.lib.command_line import StepError, parse_json, run, staged_outputs, to_json
+from steps.lib.bounded_json import parse_json, to_json
 from steps.lib.confusion_plot import draw_confusion
-from steps.lib.dataset import NUM_CLASSES, read_shard
+from steps.lib.entry_point import run
+from steps.lib.errors import StepError
+from steps.lib.mnist import NUM_CLASSES
 from steps.lib.model_file import read_weights
 from steps.lib.published import MAX_ROUNDS, check_metrics
+from steps.lib.registry import CONFUSION_FILE, METRICS_FILE
+from steps.lib.shards import read_shard
+from steps.lib.staged_outputs import staged_outputs
 
-OUTPUTS = ("metrics.json", "confusion.png", "report.txt", "accuracy.txt")
+OUTPUTS = (METRICS_FILE, CONFUSION_FILE, "report.txt", "accuracy.txt")  # published: the first two
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -108,8 +113,8 @@ def main(args: argparse.Namespace) -> None:
             },
             "metrics",
         )
-        paths["metrics.json"].write_text(to_json(metrics, indent=2))
-        draw_confusion(matrix).save(paths["confusion.png"], format="PNG")
+        paths[METRICS_FILE].write_text(to_json(metrics, indent=2))
+        draw_confusion(matrix).save(paths[CONFUSION_FILE], format="PNG")
         paths["report.txt"].write_text(summary(metrics))
         paths["accuracy.txt"].write_text(f"{accuracy:.4f}")
     print(f"test accuracy {accuracy:.4f}, loss {loss:.4f} on {len(test)} samples", file=sys.stderr)

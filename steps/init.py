@@ -1,7 +1,7 @@
 """Write the shared starting model: every worker of round 1 starts from these weights.
 
 No TensorFlow: the file is written with h5py as Keras writes it (steps.lib.architecture's model_config,
-steps.lib.model_file' layout), and its weights are drawn as Keras initialises this network, from `--seed`:
+steps.lib.model_file's layout), and its weights are drawn as Keras initialises this network, from `--seed`:
 Glorot-uniform kernels, zero biases.
 """
 
@@ -15,15 +15,15 @@ from pathlib import Path
 import numpy as np
 
 from steps.lib.architecture import BACKEND, KERAS_VERSION, MODEL_CONFIG_JSON, WEIGHT_GROUPS
-from steps.lib.command_line import atomic_path, run, seed
+from steps.lib.arguments import add_pipeline_flag, seed
+from steps.lib.entry_point import run
 from steps.lib.model_file import WEIGHT_DTYPE, WEIGHT_LAYOUT, ModelFile, write_model_file
+from steps.lib.staged_outputs import atomic_path
 
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.init", description=__doc__)
-    parser.add_argument(
-        "--seed", type=seed, default=0, help="weight initialisation seed (default: 0)"
-    )
+    add_pipeline_flag(parser, "--seed", "weight initialisation seed", type=seed)
     parser.add_argument("--out", type=Path, required=True, help="the model file to write (.h5)")
     return parser
 

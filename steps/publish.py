@@ -14,35 +14,13 @@ import re
 import sys
 from pathlib import Path
 
-from steps.lib.command_line import (
-    StepError,
-    fraction,
-    is_number,
-    read_small_file,
-    require_file,
-    run,
-    to_json,
-)
+from steps.lib import published, registry
+from steps.lib.arguments import add_pipeline_flag, fraction
+from steps.lib.bounded_json import is_number, to_json
+from steps.lib.entry_point import run
+from steps.lib.errors import StepError
+from steps.lib.input_files import read_small_file, require_file
 from steps.lib.model_file import read_weights
-from steps.lib.published import (
-    MAX_ACCURACY_DROP,
-    MAX_FILE_BYTES,
-    MIN_ACCURACY,
-    RUN_ID,
-    BadRunFile,
-    check_card,
-    read_metrics,
-)
-from steps.lib.registry import (
-    LATEST_KEY,
-    METRICS_FILE,
-    MODEL_FILE,
-    RUN_FILE,
-    card_of,
-    latest_run,
-    move_latest,
-    run_prefix,
-)
 from steps.lib.storage import ArtifactStore, open_store
 
 SETTING_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -50,9 +28,7 @@ SETTING_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.publish", description=__doc__)
-    parser.add_argument(
-        "--store", required=True, help="the store: a folder or gs://bucket[/prefix]"
-    )
+    add_pipeline_flag(parser, "--store", "the store: a folder or gs://bucket[/prefix]")
     parser.add_argument("--run", required=True, help="the run id (the workflow's name)")
     parser.add_argument("--model", type=Path, required=True, help="the model to publish (.h5)")
     parser.add_argument("--metrics", type=Path, required=True, help="its metrics.json")
@@ -63,18 +39,17 @@ def make_parser() -> argparse.ArgumentParser:
         default=[],
         help="another file to publish beside them (repeatable)",
     )
-    parser.add_argument(
+    add_pipeline_flag(
+        parser,
         "--min-accuracy",
+        "refuse a model whose test accuracy is below this, 0: publish any",
         type=fraction,
-        default=MIN_ACCURACY,
-        help=f"refuse a model whose test accuracy is below this (default: {MIN_ACCURACY}; 0: any)",
     )
-    parser.add_argument(
+    add_pipeline_flag(
+        parser,
         "--max-accuracy-drop",
+        "refuse a model scoring more than this below the model LATEST serves, 1: publish any",
         type=fraction,
-        default=MAX_ACCURACY_DROP,
-        help="refuse a model scoring more than this below the model LATEST serves "
-        f"(default: {MAX_ACCURACY_DROP}; 1: any)",
     )
     parser.add_argument(
         "--setting",
@@ -118,10 +93,11 @@ def typed(value: str) -> object:
 def serving_accuracy(store: ArtifactStore, run: str) -> tuple[str, float] | None:
     """The run LATEST names and its published test accuracy, unless it is `run`, or unknown."""
     try:
-        serving = latest_run(store)  # a LATEST that is not a regular file ends the step here
-    except BadRunFile:  # a LATEST that names no run: nothing is served
+        # a LATEST that is not a regular file ends the step here
+        serving = registry.latest_run(store)
+    except published.BadRunFile:  # a LATEST that names no run: nothing is served
         return None
-    card = card_of(store, serving) if serving and serving != run else None
+    card = registry.card_of(store, serving) if serving and serving != run else None
     if card is None or "accuracy" not in card:
         return None
     return serving, card["accuracy"]
@@ -146,13 +122,14 @@ def check_quality(
 
 
 def main(args: argparse.Namespace) -> None:
-    if not RUN_ID.match(args.run):
+    if not published.RUN_ID.match(args.run):
         raise StepError(
             f"--run {args.run[:80]!r}: use lowercase letters, digits, '-' and '.' (63 at most)"
         )
     settings = settings_from(args.setting)
-    metrics = read_metrics(
-        read_small_file(args.metrics, "metrics", MAX_FILE_BYTES), f"metrics {args.metrics}"
+    metrics = published.read_metrics(
+        read_small_file(args.metrics, "metrics", published.MAX_FILE_BYTES),
+        f"metrics {args.metrics}",
     )
     for path in args.attach:
         require_file(path, "attachment")
@@ -163,23 +140,23 @@ def main(args: argparse.Namespace) -> None:
         "accuracy": metrics["accuracy"],
         "settings": settings,
     }
-    check_card(card, args.run)  # what the page will check
+    published.check_card(card, args.run)  # what the page will check
     store = open_store(args.store)
     check_quality(store, args.run, metrics["accuracy"], args.min_accuracy, args.max_accuracy_drop)
-    prefix = run_prefix(args.run)
+    prefix = registry.run_prefix(args.run)
     for path in args.attach:
         store.upload_file(path, f"{prefix}/{path.name}")
-    store.upload_file(args.metrics, f"{prefix}/{METRICS_FILE}")
-    store.write_text(f"{prefix}/{RUN_FILE}", to_json(card, indent=2))
-    store.upload_file(args.model, f"{prefix}/{MODEL_FILE}")
+    store.upload_file(args.metrics, f"{prefix}/{registry.METRICS_FILE}")
+    store.write_text(f"{prefix}/{registry.RUN_FILE}", to_json(card, indent=2))
+    store.upload_file(args.model, f"{prefix}/{registry.MODEL_FILE}")
     try:
-        latest = move_latest(store, args.run)
+        latest = registry.move_latest(store, args.run)
     except RuntimeError as error:
         raise StepError(f"{error}; {args.run} is published but LATEST was not moved") from None
     moved = "" if latest == args.run else " (a run published after this one keeps it)"
     print(
         f"published {args.run} (accuracy {metrics['accuracy']:.4f}) → "
-        f"{store.uri}/{prefix}/{MODEL_FILE}; {LATEST_KEY} → {latest}{moved}",
+        f"{store.uri}/{prefix}/{registry.MODEL_FILE}; {registry.LATEST_KEY} → {latest}{moved}",
         file=sys.stderr,
     )
 

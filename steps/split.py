@@ -9,56 +9,41 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.lib.command_line import (
-    StepError,
+from steps.lib.arguments import (
+    add_pipeline_flag,
     non_negative_int,
     positive_float,
     positive_int,
-    run,
     seed,
-    staged_outputs,
-    to_json,
 )
-from steps.lib.dataset import (
-    KERAS_MNIST_URL,
-    PARTITIONS,
-    Digits,
-    fetch_source,
-    load_mnist,
-    partition_dirichlet,
-    partition_iid,
-    save_shard,
-)
+from steps.lib.bounded_json import to_json
+from steps.lib.entry_point import run
+from steps.lib.errors import StepError
+from steps.lib.mnist import Digits, fetch_source, load_mnist
+from steps.lib.shards import PARTITIONS, partition_dirichlet, partition_iid, save_shard
+from steps.lib.staged_outputs import staged_outputs
 
 SHARD_NAME = re.compile(r"^[0-9]+\.npz$")
 
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.split", description=__doc__)
-    parser.add_argument(
-        "--source",
-        default=KERAS_MNIST_URL,
-        help="mnist.npz as a URL, a gs:// URI or a path (default: the Keras URL)",
+    add_pipeline_flag(
+        parser, "--source", "mnist.npz as a URL, a gs:// URI or a path", shown="the Keras URL"
     )
-    parser.add_argument("--workers", type=positive_int, required=True, help="number of shards")
-    parser.add_argument("--seed", type=seed, default=0, help="shuffling seed (default: 0)")
-    parser.add_argument(
-        "--limit",
-        type=non_negative_int,
-        default=0,
-        help="keep only this many training samples, 0 = all (default: 0)",
+    add_pipeline_flag(parser, "--workers", "number of shards", type=positive_int)
+    add_pipeline_flag(parser, "--seed", "shuffling seed", type=seed)
+    add_pipeline_flag(
+        parser, "--limit", "keep only this many training samples, 0 = all", type=non_negative_int
     )
-    parser.add_argument(
+    add_pipeline_flag(
+        parser,
         "--partition",
+        "iid: uniform shards; dirichlet: label-skewed shards",
         choices=PARTITIONS,
-        default="iid",
-        help="iid: uniform shards; dirichlet: label-skewed shards (default: iid)",
     )
-    parser.add_argument(
-        "--alpha",
-        type=positive_float,
-        default=0.5,
-        help="Dirichlet concentration, smaller is more skewed (default: 0.5)",
+    add_pipeline_flag(
+        parser, "--alpha", "Dirichlet concentration, smaller is more skewed", type=positive_float
     )
     parser.add_argument("--shards-dir", type=Path, required=True, help="where 0.npz … N-1.npz go")
     parser.add_argument("--test-out", type=Path, required=True, help="where test.npz goes")

@@ -11,20 +11,16 @@ import math
 import sys
 from pathlib import Path
 
-from steps.lib.command_line import (
-    StepError,
-    positive_float,
-    positive_int,
-    require_file,
-    run,
-    seed,
-    staged_outputs,
-    to_json,
-)
-from steps.lib.dataset import read_shard
+from steps.lib.arguments import add_pipeline_flag, positive_float, positive_int, seed
+from steps.lib.bounded_json import to_json
+from steps.lib.entry_point import run
+from steps.lib.errors import StepError
+from steps.lib.input_files import require_file
 from steps.lib.model_file import check_finite
 from steps.lib.progress import from_environment
 from steps.lib.schedule import round_learning_rate
+from steps.lib.shards import read_shard
+from steps.lib.staged_outputs import staged_outputs
 from steps.lib.storage import open_store
 from steps.lib.tensorflow_setup import exit_without_teardown, keep_out_unused_modules
 
@@ -35,21 +31,18 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m steps.train", description=__doc__)
     parser.add_argument("--shard", type=Path, required=True, help="the shard to train on (.npz)")
     parser.add_argument("--model", type=Path, required=True, help="the starting model (.h5)")
-    parser.add_argument("--epochs", type=positive_int, default=1, help="passes over the shard")
-    parser.add_argument("--batch", type=positive_int, default=64, help="samples per gradient step")
-    parser.add_argument(
-        "--learning-rate", type=positive_float, default=1e-3, help="Adam's step size in round 1"
-    )
-    parser.add_argument(
+    add_pipeline_flag(parser, "--epochs", "passes over the shard", type=positive_int)
+    add_pipeline_flag(parser, "--batch", "samples per gradient step", type=positive_int)
+    add_pipeline_flag(parser, "--learning-rate", "Adam's step size in round 1", type=positive_float)
+    add_pipeline_flag(
+        parser,
         "--final-learning-rate",
+        "Adam's step size in the last round, see steps.lib.schedule",
         type=positive_float,
-        help="Adam's step size in the last round (default: --learning-rate); see steps.lib.schedule",
     )
     parser.add_argument("--round", type=positive_int, default=1, help="this round's number, from 1")
-    parser.add_argument(
-        "--rounds", type=positive_int, default=1, help="how many rounds the run has"
-    )
-    parser.add_argument("--seed", type=seed, default=0, help="shuffling and dropout seed")
+    add_pipeline_flag(parser, "--rounds", "how many rounds the run has", type=positive_int)
+    add_pipeline_flag(parser, "--seed", "shuffling and dropout seed", type=seed)
     parser.add_argument("--out", type=Path, required=True, help="the trained model to write (.h5)")
     parser.add_argument(
         "--stats-out",
@@ -93,7 +86,7 @@ def main(args: argparse.Namespace) -> None:
             raise StepError(f"--round {args.round} is past --rounds {args.rounds}")
         learning_rate = round_learning_rate(
             args.learning_rate,
-            args.final_learning_rate or args.learning_rate,
+            args.final_learning_rate,
             args.round,
             args.rounds,
         )

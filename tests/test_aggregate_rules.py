@@ -11,8 +11,9 @@ import pytest
 
 from steps import aggregate
 from steps.aggregate import MAX_SHARDS
-from steps.lib.command_line import StepError, run
-from steps.lib.dataset import MAX_SAMPLES
+from steps.lib.entry_point import run
+from steps.lib.errors import StepError
+from steps.lib.mnist import MAX_SAMPLES
 from steps.lib.model_file import read_model_file
 from tests.support.steps import call, copy_model, write_json, write_model_weights
 

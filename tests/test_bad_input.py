@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from steps import aggregate, evaluate, init, publish, split, train
-from steps.lib.command_line import run
+from steps.lib.entry_point import run
 from tests.support.steps import call, digits, files_in, flags, write_npz
 
 

@@ -24,7 +24,7 @@ from bench.pipeline_run import PROBE_DIR, LogWatcher, settings_record, submit_co
 from bench.report import PLAN_PNG, RESULTS_MD, markdown, settings_text, write_outputs
 from bench.run import make_parser
 from bench.targets import TARGET_ACCURACY, check_all, time_ratio
-from steps.lib.dataset import Digits
+from steps.lib.mnist import Digits
 from tests.support.project import ROOT
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from steps import aggregate, split
-from steps.lib.command_line import StepError, run
+from steps.lib.entry_point import run
+from steps.lib.errors import StepError
 from tests.support.steps import copy_model, digits, files_in
 
 SEED = 20240516
@@ -78,7 +79,7 @@ def fuzz(
 
 
 def test_fuzzed_shards(tmp_path: Path) -> None:
-    from steps.lib.dataset import read_shard
+    from steps.lib.shards import read_shard
 
     for name, save in (("stored.npz", np.savez), ("deflated.npz", np.savez_compressed)):
         seed = tmp_path / name

@@ -12,9 +12,10 @@ import pytest
 
 from steps import evaluate
 from steps.lib import inference
-from steps.lib.command_line import run
-from steps.lib.dataset import Digits, load_mnist, write_shard
+from steps.lib.entry_point import run
+from steps.lib.mnist import Digits, load_mnist
 from steps.lib.model_file import read_weights
+from steps.lib.shards import write_shard
 
 DIGITS = 500  # test digits compared
 TOLERANCE = 1e-4  # absolute, on probabilities and on the mean loss

@@ -224,7 +224,7 @@ def test_dockerignore_sends_the_project_and_nothing_else() -> None:
     for needed in (
         "pyproject.toml",
         "README.md",
-        "steps/lib/command_line.py",
+        "steps/lib/staged_outputs.py",
         "workflows/pipeline/workflow.py",
         "ui/app.py",
     ):

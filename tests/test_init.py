@@ -14,9 +14,10 @@ import pytest
 
 from steps import evaluate, init, train
 from steps.lib.architecture import MODEL_CONFIG, MODEL_CONFIG_JSON
-from steps.lib.command_line import run
-from steps.lib.dataset import Digits, load_mnist, write_shard
+from steps.lib.entry_point import run
+from steps.lib.mnist import Digits, load_mnist
 from steps.lib.model_file import WEIGHT_LAYOUT, read_model_file
+from steps.lib.shards import write_shard
 
 
 def fresh_keras_model():

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from steps import split
-from steps.lib.command_line import run
-from steps.lib.dataset import Digits, read_shard
+from steps.lib.entry_point import run
+from steps.lib.mnist import Digits
+from steps.lib.shards import read_shard
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from steps import aggregate, evaluate, init, split, train
-from steps.lib.command_line import run
+from steps.lib.entry_point import run
 from tests.support.project import ROOT
 from tests.support.steps import call, copy_model, digits, files_in, write_json, write_npz
 
@@ -121,7 +121,7 @@ def test_out_of_range_seeds_are_refused_by_the_parser(value: str, tmp_path: Path
 
 
 def test_a_seed_out_of_numpys_range_cannot_reach_split(small_mnist: Path, tmp_path: Path) -> None:
-    from steps.lib.command_line import seed
+    from steps.lib.arguments import seed
 
     assert seed("0") == 0 and seed(str(2**32 - 1)) == 2**32 - 1
     with pytest.raises(Exception, match=r"must be in 0\.\.4294967295"):
@@ -139,9 +139,9 @@ def test_train_renames_its_model_before_its_stats(tmp_path: Path, monkeypatch, c
         renamed.append(Path(target).name)
         real_replace(source, target)
 
-    import steps.lib.command_line
+    import steps.lib.staged_outputs
 
-    monkeypatch.setattr(steps.lib.command_line.os, "replace", recording_replace)
+    monkeypatch.setattr(steps.lib.staged_outputs.os, "replace", recording_replace)
     shard = write_npz(tmp_path / "shard.npz", **digits(20, labels=np.arange(20) % 10))
     argv = ["--shard", shard, "--model", copy_model(tmp_path / "m.h5")]
     argv += ["--out", tmp_path / "out/model.h5", "--stats-out", tmp_path / "out/stats.json"]
@@ -204,7 +204,7 @@ def test_an_unreadable_models_folder_is_one_line(tmp_path: Path) -> None:
         as_step_user = (
             "import locale, os, sys\n"
             "from steps import aggregate\n"
-            "from steps.lib.command_line import run\n"
+            "from steps.lib.entry_point import run\n"
             "parser = aggregate.make_parser()\n"
             "if os.geteuid() == 0:\n"
             "    os.setgroups([]); os.setgid(10001); os.setuid(10001)\n"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from steps.lib.command_line import StepError
+from steps.lib.errors import StepError
 from steps.lib.storage import ArtifactStore, download_dir, open_store, upload_dir
 
 
@@ -49,3 +49,18 @@ def test_pointer_compare_and_swap(store: ArtifactStore) -> None:
     assert store.write_if_generation("models/LATEST", "run-b", generation)
     assert not store.write_if_generation("models/LATEST", "run-c", generation), "stale generation"
     assert store.read_text("models/LATEST") == "run-b"
+
+
+def test_a_folder_read_as_a_file_is_refused_with_nothing_left_open(tmp_path: Path) -> None:
+    """os.fdopen raises IsADirectoryError on a folder: the type is checked on the bare descriptor
+    first, so the step says why in its own words and the descriptor is closed."""
+    import os
+
+    from steps.lib.input_files import open_regular, read_small_file
+
+    open_before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(StepError, match="metrics is not a regular file"):
+        open_regular(tmp_path, "metrics")
+    with pytest.raises(StepError, match="metrics is not a regular file"):
+        read_small_file(tmp_path, "metrics", 1024)
+    assert len(os.listdir("/proc/self/fd")) == open_before

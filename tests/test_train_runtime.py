@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from steps import train
-from steps.lib.command_line import run
-from steps.lib.dataset import PIXEL_MAX, Digits
+from steps.lib.entry_point import run
+from steps.lib.mnist import PIXEL_MAX, Digits
 from steps.lib.progress import ProgressFile
 from tests.support.project import ROOT
 from tests.support.steps import copy_model, digits, write_npz

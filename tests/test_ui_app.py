@@ -413,13 +413,13 @@ def test_a_date_out_of_range_in_utc_does_not_stop_the_page(
 def test_a_card_in_a_shape_no_check_expected_does_not_stop_the_page(
     monkeypatch: pytest.MonkeyPatch, own_store: Path
 ) -> None:
-    """Whatever the checks of ui.run_files let through, the page keeps its tabs."""
+    """Whatever the checks of steps.lib.published let through, the page keeps its tabs."""
     import ui.model_source
 
-    def unchecked(data: bytes | None, run: str) -> dict:
+    def unchecked(store: object, folder: str, run: str) -> dict:
         return {"run": run, "settings": ["not", "an", "object"], "accuracy": "0.9"}
 
-    monkeypatch.setattr(ui.model_source, "check_card", unchecked)
+    monkeypatch.setattr(ui.model_source, "read_run_card", unchecked)
     page = open_page(monkeypatch, latest_uri(own_store))
     assert [tab.label for tab in page.tabs] == ["Upload images", "Take a photo", "Draw a digit"]
     assert "The model's card cannot be shown." in [warning.value for warning in page.warning]

@@ -24,7 +24,7 @@ import requests
 from PIL import Image
 
 from bench.photos import photo
-from steps.lib.dataset import load_mnist
+from steps.lib.mnist import load_mnist
 from steps.lib.registry import LATEST_KEY, run_prefix
 from tests.support.page import FIRST_RUN, progressive_jpeg
 from tests.support.project import ROOT, free_port, wait_for_port

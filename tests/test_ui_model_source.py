@@ -212,16 +212,17 @@ def test_the_checked_files_keep_what_the_page_shows(published_store: Path) -> No
 
 def test_run_files_are_read_through_the_store_and_its_root_check(tmp_path: Path) -> None:
     """A LATEST that is a symlink out of the store is refused like any other key leading outside."""
+    from steps.lib.errors import StepError
+    from steps.lib.registry import latest_run
     from steps.lib.storage import open_store
-    from ui.run_files import BadRunFile, read_key
 
     outside = tmp_path / "secret.txt"
     outside.write_text("not for the page")
     store_root = tmp_path / "store"
     (store_root / "models" / "mnist").mkdir(parents=True)
     (store_root / "models" / "mnist" / "LATEST").symlink_to(outside)
-    with pytest.raises(BadRunFile, match="outside the store"):
-        read_key(open_store(store_root), "models/mnist/LATEST", 256)
+    with pytest.raises(StepError, match="outside the store"):
+        latest_run(open_store(store_root))
 
 
 def io_bytes(field: str) -> int:

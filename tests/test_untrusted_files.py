@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from steps import aggregate, evaluate, publish, split, train
-from steps.lib.command_line import StepError
+from steps.lib.errors import StepError
 from tests.support.project import ROOT
 from tests.support.steps import (
     call,
@@ -63,8 +63,8 @@ def test_a_zip_bomb_shard_is_refused_without_inflating_it(tmp_path: Path) -> Non
     assert bomb.stat().st_size < 1 << 20
     peak, output = peak_memory_mb(
         "from pathlib import Path\n"
-        "from steps.lib.command_line import StepError\n"
-        "from steps.lib.dataset import read_shard\n"
+        "from steps.lib.errors import StepError\n"
+        "from steps.lib.shards import read_shard\n"
         "try:\n"
         f"    read_shard(Path({str(bomb)!r}))\n"
         "except StepError as error:\n"
@@ -81,8 +81,8 @@ def test_a_central_directory_of_many_entries_is_refused_before_it_is_parsed(tmp_
     peak, output = peak_memory_mb(
         "import time\n"
         "from pathlib import Path\n"
-        "from steps.lib.command_line import StepError\n"
-        "from steps.lib.dataset import read_shard\n"
+        "from steps.lib.errors import StepError\n"
+        "from steps.lib.shards import read_shard\n"
         "start = time.process_time()\n"
         "try:\n"
         f"    read_shard(Path({str(wide)!r}))\n"
@@ -183,7 +183,7 @@ def test_a_model_declaring_a_huge_weight_is_refused_before_allocation(tmp_path: 
     folder = models_folder(tmp_path, crafted)
     peak, output = peak_memory_mb(
         "from steps import aggregate\n"
-        "from steps.lib.command_line import run\n"
+        "from steps.lib.entry_point import run\n"
         f"print(run(aggregate.main, aggregate.make_parser(), ['--models-dir', {str(folder)!r}, "
         f"'--out', {str(tmp_path / 'avg.h5')!r}]))\n"
     )
@@ -257,7 +257,7 @@ def test_names_pointing_at_one_big_heap_object_are_refused_before_they_are_read(
     assert model.stat().st_size < 8 << 20
     peak, output = peak_memory_mb(
         "from steps.lib.model_file import read_weights\n"
-        "from steps.lib.command_line import StepError\n"
+        "from steps.lib.errors import StepError\n"
         "try:\n"
         f"    read_weights({str(model)!r})\n"
         "except StepError as error:\n"
@@ -319,8 +319,9 @@ def test_train_and_evaluate_refuse_a_nan_model(tmp_path: Path, capsys) -> None:
 
 
 def test_a_diverging_trainer_writes_nothing(tmp_path: Path, small_mnist: Path, capsys) -> None:
-    from steps.lib.command_line import run
-    from steps.lib.dataset import load_mnist, write_shard
+    from steps.lib.entry_point import run
+    from steps.lib.mnist import load_mnist
+    from steps.lib.shards import write_shard
 
     train_digits, _ = load_mnist(small_mnist)
     write_shard(tmp_path / "shard.npz", train_digits.take(np.arange(300)))
@@ -367,7 +368,7 @@ def test_fedavg_weighs_by_what_split_made_and_averages_only_the_expected_shards(
     """split and aggregate run as the compiled spec runs them, with what Argo would substitute: a
     worker claiming 250,000 samples for a 1,000-digit shard got nearly all the weight, and a stray
     7.h5 in the round's folder was averaged in. Now only shard 0 (true count) is averaged."""
-    from steps.lib.command_line import run
+    from steps.lib.entry_point import run
     from steps.lib.model_file import read_weights
     from workflows.local.supported import substitute, substitute_all, templates_by_name
     from workflows.pipeline.settings import PipelineSettings
@@ -571,11 +572,11 @@ def test_publish_publishes_only_what_the_page_accepts(tmp_path: Path, capsys) ->
     ],
 )
 def test_a_published_at_the_page_cannot_convert_is_refused(stamp: str, why: str) -> None:
-    from ui.run_files import BadRunFile, check_card
+    from steps.lib.published import BadRunFile, read_card
 
     with pytest.raises(BadRunFile, match=why):
-        check_card(json.dumps({"published_at": stamp}).encode(), "mnist-abc12")
-    card = check_card(b'{"published_at": "2026-11-29T23:48:58+05:00"}', "mnist-abc12")
+        read_card(json.dumps({"published_at": stamp}).encode(), "mnist-abc12")
+    card = read_card(b'{"published_at": "2026-11-29T23:48:58+05:00"}', "mnist-abc12")
     assert card["published_at"] == "2026-11-29T18:48:58.000000+00:00"
 
 
@@ -589,7 +590,7 @@ def publish_process(
     probe = (
         "import re, sys\n"
         "from steps import publish\n"
-        "from steps.lib.command_line import run\n"
+        "from steps.lib.entry_point import run\n"
         f"code = run(publish.main, publish.make_parser(), {argv!r})\n"
         "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
         "sys.exit(code)\n"
@@ -663,7 +664,7 @@ def test_publish_refuses_a_far_worse_model_unless_told_to(tmp_path: Path, capsys
 
 
 def run_ok(module, argv: list, capsys) -> bool:
-    from steps.lib.command_line import run
+    from steps.lib.entry_point import run
 
     code = run(module.main, module.make_parser(), [str(a) for a in argv])
     error = capsys.readouterr().err
@@ -695,7 +696,8 @@ def test_settings_never_become_nan(tmp_path: Path, capsys) -> None:
 
 @pytest.fixture
 def trainer_inputs(tmp_path: Path, small_mnist: Path) -> dict:
-    from steps.lib.dataset import load_mnist, write_shard
+    from steps.lib.mnist import load_mnist
+    from steps.lib.shards import write_shard
 
     train_digits, _ = load_mnist(small_mnist)
     write_shard(tmp_path / "shard.npz", train_digits.take(np.arange(200)))
@@ -727,7 +729,7 @@ def forge_checkpoint(inputs: dict, record: dict, weights: list | None = None) ->
 
 
 def run_trainer(inputs: dict, out: Path, capsys) -> str:
-    from steps.lib.command_line import run
+    from steps.lib.entry_point import run
 
     argv = [
         "--shard",
@@ -738,6 +740,8 @@ def run_trainer(inputs: dict, out: Path, capsys) -> str:
         inputs["epochs"],
         "--batch",
         50,
+        "--learning-rate",  # as forge_checkpoint's fingerprint has it
+        0.001,
         "--out",
         out / "model.h5",
         "--stats-out",

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from steps import aggregate
-from steps.lib.command_line import run
+from steps.lib.entry_point import run
 from steps.lib.model_file import CONFIG_CLASSES, CONFIG_MODULES, LAYER_CLASSES, WEIGHT_LAYOUT
 from tests.support.project import ROOT
 from tests.support.steps import copy_model, digits, write_json, write_model_weights, write_npz

@@ -17,13 +17,11 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from steps.lib.command_line import StepError, atomic_path, run
-from steps.lib.dataset import (
-    NUM_CLASSES,
-    add_source_argument,
-    fetch_source,
-    load_mnist,
-)
+from steps.lib.arguments import add_source_argument
+from steps.lib.entry_point import run
+from steps.lib.errors import StepError
+from steps.lib.mnist import NUM_CLASSES, fetch_source, load_mnist
+from steps.lib.staged_outputs import atomic_path
 
 ENLARGE = 4  # the clean samples: 28 px is hard to see in a file browser
 

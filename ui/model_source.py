@@ -2,7 +2,7 @@
 
 MODEL_URI is one of
 - a store's pointer: `<store>/models/mnist/LATEST`, the store being a folder or `gs://bucket[/prefix]`
-  (default: the local store's pointer, `$ARTIFACTS/models/mnist/LATEST`, ARTIFACTS defaulting to .runs);
+  (default: the local store's pointer, `$ARTIFACTS/models/mnist/LATEST`, ARTIFACTS defaulting to .runs, as in steps.lib.defaults);
 - a store itself (a folder, or gs://bucket[/prefix]): its LATEST;
 - a model file (`.h5`) on this machine; metrics.json, run.json and confusion.png beside it are used if there.
 
@@ -20,27 +20,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from time import monotonic
 
-from steps.lib.command_line import StepError
-from steps.lib.errors import ProjectError
+from steps.lib import defaults
+from steps.lib.errors import ProjectError, StepError
 from steps.lib.inference import Network
 from steps.lib.model_file import MAX_MODEL_BYTES, read_weights
-from steps.lib.registry import LATEST_KEY, METRICS_FILE, MODEL_FILE, RUN_FILE, run_prefix
-from steps.lib.storage import ArtifactStore, open_store
-from ui.run_files import (
-    MAX_JSON_BYTES,
-    MAX_PICTURE_BYTES,
-    MAX_POINTER_BYTES,
-    BadRunFile,
-    check_card,
-    check_metrics,
-    check_picture,
-    pointer_text,
-    read_head,
-    read_key,
+from steps.lib.registry import (
+    CONFUSION_FILE,
+    LATEST_KEY,
+    MODEL_FILE,
+    latest_run,
+    read_run_card,
+    read_run_metrics,
+    run_prefix,
 )
-from workflows.pipeline.settings import DEFAULT_STORE
+from steps.lib.storage import ArtifactStore, LocalStore, open_store
+from ui.confusion_picture import MAX_PICTURE_BYTES, check_picture
 
-CONFUSION_FILE = "confusion.png"
 # A version refused (too big, malformed) is not fetched again on every rerun; after this long it is
 # tried again, in case its files were fixed in place.
 REFUSED_RETRY_SECONDS = 60.0
@@ -81,7 +76,7 @@ class Status:
 
 
 def default_model_uri(environ: Mapping[str, str] = os.environ) -> str:
-    store = environ.get("ARTIFACTS") or DEFAULT_STORE
+    store = environ.get(defaults.STORE_ENV) or defaults.STORE
     return f"{store.rstrip('/')}/{LATEST_KEY}"
 
 
@@ -110,8 +105,8 @@ def current_version(source: ModelSource, store: ArtifactStore | None) -> str | N
     """The version MODEL_URI names right now (a run id or a file stamp), or None when there is none."""
     if store is not None:
         try:
-            return pointer_text(read_key(store, LATEST_KEY, MAX_POINTER_BYTES))
-        except BadRunFile as error:
+            return latest_run(store)
+        except StepError as error:
             raise ModelUnavailable(str(error)) from None
     try:
         stat = source.file.stat()
@@ -132,13 +127,12 @@ def fetch_file(source: ModelSource, version: str) -> LoadedModel:
     path = source.file
     if path is None or not path.is_file():
         raise ModelUnavailable(f"model file not found: {source.uri}")
-    beside = path.parent
+    beside = LocalStore(path.parent)  # the files a run publishes beside its model, if there
     try:
-        card_data = read_head(beside / RUN_FILE, MAX_JSON_BYTES)
-        card = check_card(card_data, path.name) if card_data is not None else {}
-        metrics = check_metrics(read_head(beside / METRICS_FILE, MAX_JSON_BYTES))
-        picture = check_picture(read_head(beside / CONFUSION_FILE, MAX_PICTURE_BYTES))
-    except (BadRunFile, OSError) as error:
+        card = read_run_card(beside, "", path.name)
+        metrics = read_run_metrics(beside, "")
+        picture = check_picture(beside.read_head(CONFUSION_FILE, MAX_PICTURE_BYTES))
+    except (StepError, OSError) as error:
         raise ModelUnavailable(str(error)) from None
     return LoadedModel(
         version=version,
@@ -151,13 +145,13 @@ def fetch_file(source: ModelSource, version: str) -> LoadedModel:
 
 
 def fetch_run(store: ArtifactStore, run: str) -> LoadedModel:
-    prefix = run_prefix(run)  # `run` passed pointer_text: a run id
+    prefix = run_prefix(run)  # `run` came from latest_run: a run id
     try:
-        card = check_card(read_key(store, f"{prefix}/{RUN_FILE}", MAX_JSON_BYTES), run)
-        metrics = check_metrics(read_key(store, f"{prefix}/{METRICS_FILE}", MAX_JSON_BYTES))
-    except BadRunFile as error:
+        card = read_run_card(store, prefix, run)
+        metrics = read_run_metrics(store, prefix)
+    except StepError as error:
         raise ModelUnavailable(f"run {run}: {error}") from None
-    picture = check_picture(read_key(store, f"{prefix}/{CONFUSION_FILE}", MAX_PICTURE_BYTES))
+    picture = check_picture(store.read_head(f"{prefix}/{CONFUSION_FILE}", MAX_PICTURE_BYTES))
     data = read_model(store, run)
     with tempfile.TemporaryDirectory(prefix="mnist-model-") as folder:
         local = Path(folder) / MODEL_FILE
@@ -183,8 +177,8 @@ def read_model(store: ArtifactStore, run: str) -> bytes:
     """A run's model file, read no further than MAX_MODEL_BYTES (a ranged read on GCS): a huge file
     in the store is refused before any of it reaches the disk."""
     try:
-        data = read_key(store, f"{run_prefix(run)}/{MODEL_FILE}", MAX_MODEL_BYTES)
-    except BadRunFile as error:
+        data = store.read_head(f"{run_prefix(run)}/{MODEL_FILE}", MAX_MODEL_BYTES)
+    except StepError as error:
         raise ModelUnavailable(f"run {run}: {error}") from None
     if data is None:
         raise ModelUnavailable(f"run {run} has no {MODEL_FILE} in {store.uri} (yet)")

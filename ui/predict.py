@@ -11,16 +11,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from steps.lib.command_line import EXIT_BAD_INPUT
+from steps.lib import defaults
+from steps.lib.errors import EXIT_BAD_INPUT, StepError
 from steps.lib.inference import Network
+from steps.lib.input_files import open_regular
 from ui.decode import MAX_FILE_MB, MB, ImageRejected
 from ui.model_source import ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
 from ui.preprocess import prepare
@@ -58,12 +58,12 @@ def read_image_file(path: Path, limit: int = MAX_FILE_MB * MB) -> bytes:
     Opened without blocking (a FIFO would wait for a writer) and read no further than the limit (a
     device such as /dev/zero never ends).
     """
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-        os.close(descriptor)
-        raise ImageRejected("This is not a regular file.")
-    with os.fdopen(descriptor, "rb") as handle:
-        data = handle.read(limit + 1)
+    try:
+        stream = open_regular(path, "image")
+    except StepError:
+        raise ImageRejected("This is not a regular file.") from None
+    with stream:
+        data = stream.read(limit + 1)
     if len(data) > limit:
         raise ImageRejected(
             f"The file is over {limit / MB:.0f} MB; the limit is {limit / MB:.0f} MB."
@@ -94,7 +94,8 @@ def make_parser() -> argparse.ArgumentParser:
         "--model-uri",
         default=model_uri(),
         help="a store's models/mnist/LATEST, a store, or a .h5 file "
-        "(env MODEL_URI; default: $ARTIFACTS/models/mnist/LATEST, ARTIFACTS defaulting to .runs)",
+        "(env MODEL_URI; default: $ARTIFACTS/models/mnist/LATEST, ARTIFACTS defaulting to "
+        f"{defaults.STORE})",
     )
     return parser
 

@@ -16,7 +16,8 @@ from pathlib import Path
 if not __package__:  # run as a file: make the project importable, not the workflows/ folder itself
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from steps.lib.command_line import StepError, positive_int
+from steps.lib.arguments import positive_int
+from steps.lib.errors import StepError
 from steps.lib.registry import MODEL_FILE, run_prefix
 from steps.lib.storage import open_store
 from workflows.errors import UsageError, WorkflowError, WorkflowRefused

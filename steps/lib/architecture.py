@@ -3,8 +3,9 @@
 `LAYERS` lists each layer's Keras class and the arguments this network sets; everything else is derived
 from it at import: the Keras model_config a model file carries (Keras 3's defaults fill the rest, in the
 order Keras writes them), the layer names Keras gives a fresh model, and the weights' layout. `init`
-writes model files from it, `evaluate` runs the network in numpy from it, and steps.lib.model_file checks files
-against it. tests/test_architecture.py checks it against what Keras builds for steps.lib.keras_model.build_model().
+writes model files from it, steps.lib.inference runs the network in numpy from it, steps.lib.model_file
+checks files against it, and steps.lib.keras_model builds it in Keras for training. tests/test_init.py
+checks the derived model_config against the one Keras writes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from steps.lib.dataset import IMAGE_SHAPE, NUM_CLASSES
+from steps.lib.mnist import IMAGE_SHAPE, NUM_CLASSES
 
 MODEL_NAME = "mnist_cnn"
 INPUT_SHAPE = (*IMAGE_SHAPE, 1)  # channels last

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.lib.command_line import StepError, is_number, parse_json, to_json
-from steps.lib.errors import ArtifactNotFound
+from steps.lib.bounded_json import is_number, parse_json, to_json
+from steps.lib.errors import ArtifactNotFound, StepError
 from steps.lib.npz import ArraySpec, read_arrays
 from steps.lib.storage import ArtifactStore
 from steps.lib.tensorflow_setup import import_keras

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# A step's exit code for a StepError: bad input, which fails again however often it is tried (the
+# pipeline's retry strategy leaves it alone).
+EXIT_BAD_INPUT = 2
+
 
 class ProjectError(Exception):
     """Every error the project raises on purpose (not a bug): str() is one line for people."""

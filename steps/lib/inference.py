@@ -23,7 +23,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from threadpoolctl import threadpool_limits
 
 from steps.lib.architecture import BUILT, INPUT_SHAPE, Layer
-from steps.lib.dataset import PIXEL_MAX
+from steps.lib.mnist import PIXEL_MAX
 
 BATCH = 32
 BLAS_THREADS = 1

@@ -1,4 +1,7 @@
-"""The network every step agrees on, and the only way the project loads a model: weights into it."""
+"""The network in Keras, for training (train, and the benchmark's contenders): built from
+steps.lib.architecture's declaration, compiled with Adam, fed shuffled batches, loaded from a model file
+whose weights steps.lib.model_file has checked and written back whole, with train's epoch and progress
+callbacks. The steps that do not train, and the page, never load it (nor TensorFlow)."""
 
 from __future__ import annotations
 
@@ -9,10 +12,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from steps.lib.command_line import StepError, atomic_path
-from steps.lib.dataset import IMAGE_SHAPE, NUM_CLASSES, PIXEL_MAX, Digits
+from steps.lib.architecture import INPUT_SHAPE, LAYERS, MODEL_NAME
+from steps.lib.errors import StepError
+from steps.lib.mnist import PIXEL_MAX, Digits
 from steps.lib.model_file import check_finite, read_weights
 from steps.lib.progress import ProgressFile
+from steps.lib.staged_outputs import atomic_path
 from steps.lib.tensorflow_setup import import_keras
 
 if TYPE_CHECKING:
@@ -28,22 +33,10 @@ STEPS_PER_CALL = 50
 
 
 def build_model() -> keras.Model:
-    """A small CNN: two conv/pool stages, one dense layer. ~225k weights, ~99% on MNIST in a few epochs."""
-    return keras.Sequential(
-        [
-            keras.Input(shape=(*IMAGE_SHAPE, 1)),
-            keras.layers.Conv2D(32, kernel_size=3, activation="relu"),
-            keras.layers.MaxPooling2D(pool_size=2),
-            keras.layers.Conv2D(64, kernel_size=3, activation="relu"),
-            keras.layers.MaxPooling2D(pool_size=2),
-            keras.layers.Flatten(),
-            keras.layers.Dropout(0.25),
-            keras.layers.Dense(128, activation="relu"),
-            keras.layers.Dropout(0.5),
-            keras.layers.Dense(NUM_CLASSES, activation="softmax"),
-        ],
-        name="mnist_cnn",
-    )
+    """steps.lib.architecture's network as a fresh Keras model (tests/test_init.py checks that Keras
+    writes the model_config declared there)."""
+    layers = [getattr(keras.layers, kind)(**arguments) for kind, arguments in LAYERS]
+    return keras.Sequential([keras.Input(shape=INPUT_SHAPE), *layers], name=MODEL_NAME)
 
 
 def compile_model(model: keras.Model, learning_rate: float) -> keras.Model:

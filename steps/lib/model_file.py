@@ -24,7 +24,8 @@ import h5py
 import numpy as np
 
 from steps.lib.architecture import LAYER_CLASSES, WEIGHT_LAYOUT
-from steps.lib.command_line import StepError, parse_json
+from steps.lib.bounded_json import parse_json
+from steps.lib.errors import StepError
 from steps.lib.hdf5_strings import variable_string_bytes
 
 # The known architecture's weights in model order, (layer kind, weight name, shape), all float32, and

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.lib.command_line import StepError
+from steps.lib.errors import StepError
 
 READ_BYTES = 1 << 20
 MAX_DIRECTORY_BYTES = 64 << 10  # about 1000 entries; a checkpoint, the largest .npz here, has ~30

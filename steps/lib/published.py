@@ -1,10 +1,11 @@
 """A published run's small files, LATEST, run.json and metrics.json: their bounds and shapes, in one place.
 
 evaluate checks the metrics it writes, publish checks every file before it publishes anything, and the page
-(ui/run_files.py) checks what it reads, all with these functions: a run publish accepts is a run the page
-shows, and the page refuses nothing publish would write. The store is not trusted: every file is read up to
-its bound, parsed by steps.lib.command_line.parse_json (UTF-8, no NaN or Infinity, nesting refused cleanly), and must have
-the shape the pipeline writes.
+(ui/model_source.py) checks what it reads, all with these functions (read from a store by
+steps.lib.registry): a run publish accepts is a run the page shows, and the page refuses nothing publish
+would write. The store is not trusted: every file is read up to its bound, parsed by
+steps.lib.bounded_json.parse_json (UTF-8, no NaN or Infinity, nesting refused cleanly), and must have the
+shape the pipeline writes.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from steps.lib.command_line import is_number, parse_json
-from steps.lib.dataset import MAX_SAMPLES, NUM_CLASSES
+from steps.lib.bounded_json import is_number, parse_json
 from steps.lib.errors import StepError
+from steps.lib.mnist import MAX_SAMPLES, NUM_CLASSES
 
 # A run id is an Argo workflow name: a DNS-1123 subdomain of at most 63 characters
 # (workflow/validate/validate.go: maxCharsInObjectName)
@@ -28,10 +29,6 @@ MAX_SETTING_TEXT = (
 MAX_SETTINGS = 50
 MAX_ROUNDS = 1000  # rounds recorded in metrics.json's missing_shards
 MAX_SHARD_ID = 64  # characters of a shard id there
-# publish refuses a model below this test accuracy (chance is 0.10; a small quick run scores 0.85+)
-MIN_ACCURACY = 0.5
-# and one scoring more than this below the model LATEST serves (a default run scores 0.99)
-MAX_ACCURACY_DROP = 0.05
 DIGITS = tuple(str(digit) for digit in range(NUM_CLASSES))
 
 

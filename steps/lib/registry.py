@@ -1,4 +1,5 @@
-"""Where published models live in a store: models/mnist/<run>/…, and the pointer models/mnist/LATEST."""
+"""Where published models live in a store, models/mnist/<run>/… and the pointer models/mnist/LATEST, and
+how publish and the page read them there: each file up to its bound, checked by steps.lib.published."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from steps.lib.published import (
     RUN_ID,
     check_pointer,
     read_card,
+    read_metrics,
 )
 from steps.lib.storage import ArtifactStore
 
@@ -17,6 +19,7 @@ LATEST_KEY = f"{PUBLISHED}/LATEST"
 MODEL_FILE = "model.h5"
 METRICS_FILE = "metrics.json"
 RUN_FILE = "run.json"
+CONFUSION_FILE = "confusion.png"
 
 
 def run_prefix(run: str) -> str:
@@ -31,11 +34,27 @@ def latest_run(store: ArtifactStore) -> str | None:
     return check_pointer(store.read_head(LATEST_KEY, MAX_POINTER_BYTES))
 
 
+def in_folder(folder: str, name: str) -> str:
+    """The key of the file `name` in the store's `folder` ('': the store's root)."""
+    return f"{folder}/{name}" if folder else name
+
+
+def read_run_card(store: ArtifactStore, folder: str, run: str) -> dict:
+    """The run.json in `folder`, read up to its bound and checked (none there: `run` alone);
+    StepError if it cannot be read or fails the checks."""
+    return read_card(store.read_head(in_folder(folder, RUN_FILE), MAX_FILE_BYTES), run)
+
+
+def read_run_metrics(store: ArtifactStore, folder: str) -> dict | None:
+    """The metrics.json in `folder`, read up to its bound and checked (None when there is none);
+    StepError if it cannot be read or fails the checks."""
+    return read_metrics(store.read_head(in_folder(folder, METRICS_FILE), MAX_FILE_BYTES))
+
+
 def card_of(store: ArtifactStore, run: str) -> dict | None:
-    """`run`'s checked run.json, or None if it is missing or fails the checks."""
+    """`run`'s checked run.json (`run` alone when it has none), or None if it fails the checks."""
     try:
-        data = store.read_head(f"{run_prefix(run)}/{RUN_FILE}", MAX_FILE_BYTES)
-        return read_card(data, run) if data is not None else None
+        return read_run_card(store, run_prefix(run), run)
     except (ValueError, StepError):  # not a run id, not a valid card
         return None
 

@@ -11,8 +11,9 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
-from steps.lib.command_line import StepError, atomic_path, open_regular
-from steps.lib.errors import ArtifactNotFound
+from steps.lib.errors import ArtifactNotFound, StepError
+from steps.lib.input_files import open_regular
+from steps.lib.staged_outputs import atomic_path
 
 MAX_VERSIONED_BYTES = 1 << 20  # read_versioned's default bound: a pointer is a few bytes
 GENERATION_BYTES = 4096  # hashed into a folder store key's generation, whatever the bound

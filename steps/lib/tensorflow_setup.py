@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
-from steps.lib.command_line import StepError
+from steps.lib.errors import StepError
 
 THREAD_VARIABLES = {
     "TF_NUM_INTRAOP_THREADS": "set_intra_op_parallelism_threads",

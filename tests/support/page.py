@@ -14,7 +14,8 @@ from pathlib import Path
 from PIL import Image
 
 from steps import evaluate, publish
-from steps.lib.dataset import Digits, load_mnist, write_shard
+from steps.lib.mnist import Digits, load_mnist
+from steps.lib.shards import write_shard
 
 TRAIN_DIGITS = 10_000  # ~96% on the test set after 2 epochs, in about half a minute on 2 cores
 EPOCHS = 2

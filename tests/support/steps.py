@@ -19,7 +19,8 @@ import h5py
 import numpy as np
 import pytest
 
-from steps.lib.command_line import EXIT_BAD_INPUT, run
+from steps.lib.entry_point import run
+from steps.lib.errors import EXIT_BAD_INPUT
 
 
 def call(module, argv: list, capsys: pytest.CaptureFixture[str]) -> str:

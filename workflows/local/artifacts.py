@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from steps.lib.command_line import StepError
-from steps.lib.errors import ArtifactNotFound
+from steps.lib.errors import ArtifactNotFound, StepError
 from steps.lib.storage import ArtifactStore
 
 DIRECTORY_MODE = 0o700  # os.MkdirAll(objectDir, 0o700) in gcs.go:downloadObject

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
-from steps.lib.command_line import StepError
+from steps.lib.errors import StepError
 from steps.lib.storage import ArtifactStore
 from workflows.common.durations import deadline_seconds
 from workflows.errors import (

@@ -1,6 +1,6 @@
-"""The pipeline's settings, each declared once: its default, what it means, how a flag of submit.py reads
-it, the environment variable that sets its default (the replaced system's WORKER_NUMBER, EPOCH, BATCH), its
-allowed values, and whether it is a workflow parameter (set per run, also from the Argo UI's Submit form) or
+"""The pipeline's settings, each declared once: its default (from steps.lib.defaults, which the steps'
+own flags share), what it means, how a flag of submit.py reads it, the environment variable that sets
+its default (the replaced system's WORKER_NUMBER, EPOCH, BATCH), its allowed values, and whether it is a workflow parameter (set per run, also from the Argo UI's Submit form) or
 shapes the compiled workflow. submit.py's flags, the workflow's parameters with their descriptions and enums,
 and the README's settings table are all made from these declarations.
 """
@@ -14,13 +14,14 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from steps.lib.command_line import fraction, non_negative_int, positive_float, positive_int, seed
-from steps.lib.dataset import KERAS_MNIST_URL, PARTITIONS
-from steps.lib.published import MAX_ACCURACY_DROP, MAX_SETTING_TEXT, MIN_ACCURACY
+from steps.lib import defaults
+from steps.lib.arguments import fraction, non_negative_int, positive_float, positive_int, seed
+from steps.lib.defaults import STORE as DEFAULT_STORE
+from steps.lib.published import MAX_SETTING_TEXT
+from steps.lib.shards import PARTITIONS
 from workflows.common.durations import DurationError, parse_duration
 from workflows.lint.schema import DAG_TASKS_MAX
 
-DEFAULT_STORE = ".runs"
 SETTING = "setting"
 # The pipeline's DAG: split, init, evaluate and publish, and a train and an aggregate task per round.
 RUN_TASKS, ROUND_TASKS = 4, 2
@@ -88,14 +89,20 @@ class PipelineSettings:
     """What one run trains, where it reads and writes, and how the compiled workflow is shaped."""
 
     workers: int = setting(
-        3, "shards, and trainers running in parallel on them", positive_int, env="WORKER_NUMBER"
+        defaults.WORKERS,
+        "shards, and trainers running in parallel on them",
+        positive_int,
+        env="WORKER_NUMBER",
     )
     epochs: int = setting(
-        4, "passes each worker makes over its shard in each round", positive_int, env="EPOCH"
+        defaults.EPOCHS,
+        "passes each worker makes over its shard in each round",
+        positive_int,
+        env="EPOCH",
     )
-    batch: int = setting(100, "samples per gradient step", positive_int, env="BATCH")
+    batch: int = setting(defaults.BATCH, "samples per gradient step", positive_int, env="BATCH")
     rounds: int = setting(
-        2,
+        defaults.ROUNDS,
         f"train → average rounds (at most {MAX_ROUNDS}); each round starts from the previous "
         "round's average",
         round_count,
@@ -103,10 +110,10 @@ class PipelineSettings:
         parameter=False,
     )
     learning_rate: float = setting(
-        0.004, "Adam's step size at the start of training", positive_float
+        defaults.LEARNING_RATE, "Adam's step size at the start of training", positive_float
     )
     final_learning_rate: float = setting(
-        0.001,
+        defaults.FINAL_LEARNING_RATE,
         "Adam's step size at the end of the last round; it decays from the first to this",
         positive_float,
     )
@@ -123,38 +130,44 @@ class PipelineSettings:
         parameter=False,
     )
     min_workers: int = setting(
-        0,
+        defaults.MIN_WORKERS,
         "aggregate when at least this many workers delivered a model (0: all must)",
         non_negative_int,
     )
     limit: int = setting(
-        0, "train on only this many samples (0 = all 60000), for quick runs", non_negative_int
+        defaults.LIMIT,
+        "train on only this many samples (0 = all 60000), for quick runs",
+        non_negative_int,
     )
-    seed: int = setting(0, "seed of the shuffle, the shards and the shared initial weights", seed)
+    seed: int = setting(
+        defaults.SEED, "seed of the shuffle, the shards and the shared initial weights", seed
+    )
     partition: str = setting(
-        "iid",
+        defaults.PARTITION,
         "`iid` shards, or label-skewed `dirichlet` shards for non-IID experiments",
         str,
         choices=PARTITIONS,
     )
     alpha: float = setting(
-        0.5, "Dirichlet concentration (smaller: each shard holds fewer digits)", positive_float
+        defaults.ALPHA,
+        "Dirichlet concentration (smaller: each shard holds fewer digits)",
+        positive_float,
     )
     min_accuracy: float = setting(
-        MIN_ACCURACY,
+        defaults.MIN_ACCURACY,
         "publish refuses a model whose test accuracy is below this (0: publish any)",
         fraction,
     )
     max_accuracy_drop: float = setting(
-        MAX_ACCURACY_DROP,
+        defaults.MAX_ACCURACY_DROP,
         "publish refuses a model scoring more than this below the one `LATEST` serves (1: any)",
         fraction,
     )
     source: str = setting(
-        KERAS_MNIST_URL,
+        defaults.SOURCE,
         "`mnist.npz` as an `https://` URL, a path, or a `gs://` URI",
         location,
-        env="MNIST_SOURCE",
+        env=defaults.SOURCE_ENV,
         shown_default="Keras URL",
     )
     store: str = setting(
@@ -162,7 +175,7 @@ class PipelineSettings:
         "the artifact store: a folder, or `gs://bucket[/prefix]`; the model is published there "
         "(on a cluster: the artifact repository's bucket itself, fixed when registering)",
         location,
-        env="ARTIFACTS",
+        env=defaults.STORE_ENV,
         flag="--artifacts",
         pinned=True,
     )

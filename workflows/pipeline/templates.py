@@ -14,7 +14,7 @@ from hera.workflows import Container, EmptyDirVolume, GCSArtifact, NoneArchiveSt
 from hera.workflows import models as m
 from hera.workflows.task import TaskResult
 
-from steps.lib.command_line import EXIT_BAD_INPUT
+from steps.lib.errors import EXIT_BAD_INPUT
 from workflows.pipeline import cluster
 
 WORKDIR = "/work"

@@ -1,174 +1,20 @@
-"""What every step shares: one-line errors with exit code 2, and outputs that appear whole or not at all."""
+"""A step's outputs appear whole or not at all: each is written under a temporary name beside it and
+renamed into place once the step has succeeded."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import errno
-import json
-import math
 import os
 import shutil
-import stat
-import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
 
 from steps.lib.errors import StepError
 
-EXIT_BAD_INPUT = 2
-MAX_SEED = 2**32 - 1  # what numpy's and Keras's global seeds accept
-MAX_JSON_BYTES = 1 << 20  # a stats file, metrics or a settings object is a few KiB
 UMASK = os.umask(0o022)  # read once (the call sets it), then restored
 os.umask(UMASK)
-
-
-def run(
-    main: Callable[[argparse.Namespace], None],
-    parser: argparse.ArgumentParser,
-    argv: list[str] | None = None,
-) -> int:
-    """Parse `argv`, run `main`, and turn a StepError into one line on stderr and exit code 2."""
-    args = parser.parse_args(argv)
-    try:
-        main(args)
-    except StepError as error:
-        message = " ".join(str(error).split())  # one line, whatever the message holds
-        print(f"{parser.prog}: error: {message}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    return 0
-
-
-def _integer(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text[:40]!r}") from None
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer of at least 1."""
-    value = _integer(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type: an integer of at least 0."""
-    value = _integer(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
-
-
-def seed(text: str) -> int:
-    """argparse type: a random seed, 0 … 2**32 - 1."""
-    value = _integer(text)
-    if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"must be in 0..{MAX_SEED}, got {text[:40]}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text[:40]!r}") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {value}")
-    return value
-
-
-def fraction(text: str) -> float:
-    """argparse type: a number in [0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text[:40]!r}") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text[:40]}")
-    return value
-
-
-def require_file(path: Path, what: str) -> Path:
-    """Fail with a clear line unless `path` is an existing regular file."""
-    if not path.is_file():
-        raise StepError(f"{what} not found: {path}")
-    return path
-
-
-def open_regular(path: Path | str, what: str) -> BinaryIO:
-    """`path` opened for reading if it is a regular file; StepError for anything else, found without
-    blocking on it (opening a FIFO waits for a writer, without O_NONBLOCK). OSError passes through."""
-    stream = os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb")
-    if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-        stream.close()
-        raise StepError(f"{what} is not a regular file: {path}")
-    return stream
-
-
-def read_small_file(path: Path, what: str, limit: int) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes (never a FIFO or a device)."""
-    try:
-        with open_regular(path, what) as stream:
-            data = stream.read(limit + 1)
-    except FileNotFoundError:
-        raise StepError(f"{what} not found: {path}") from None
-    except OSError as error:
-        raise StepError(f"cannot read {what} {path}: {error.strerror or error}") from None
-    if len(data) > limit:
-        raise StepError(f"{what} {path} is larger than {limit} bytes")
-    return data
-
-
-def parse_json(text: str | bytes, what: str, limit: int = MAX_JSON_BYTES) -> object:
-    """JSON from untrusted text: size-bounded, UTF-8, no NaN/Infinity, any nesting refused cleanly."""
-    if len(text) > limit:
-        raise StepError(f"{what}: longer than {limit} bytes")
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError:
-            raise StepError(f"{what}: not UTF-8 text") from None
-    try:
-        return json.loads(text, parse_constant=_refuse_constant)
-    except RecursionError:
-        raise StepError(f"{what}: JSON nested too deeply") from None
-    except ValueError as error:  # JSONDecodeError, and ints of more than 4300 digits
-        raise StepError(f"{what}: not valid JSON ({str(error)[:120]})") from None
-
-
-MAX_EXACT = 2**53  # the largest integer a float holds exactly
-
-
-def is_number(value: object) -> bool:
-    """A JSON number a float holds: a finite float, or an integer of at most 2**53 (not a bool).
-
-    A huge integer is never converted: math.isfinite(10**400) raises OverflowError.
-    """
-    if type(value) is int:
-        return abs(value) <= MAX_EXACT
-    return type(value) is float and math.isfinite(value)
-
-
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def read_json_file(path: Path, what: str, limit: int = MAX_JSON_BYTES) -> object:
-    """parse_json of a regular file's bytes."""
-    return parse_json(read_small_file(path, what, limit), f"{what} {path}", limit)
-
-
-def to_json(value: object, **options) -> str:
-    """json.dumps that refuses NaN and infinities: what the steps write is standard JSON."""
-    return json.dumps(value, allow_nan=False, **options)
-
-
 MAX_NAME_BYTES = 255  # a file name's limit on Linux file systems
 
 
@@ -314,9 +160,3 @@ def staged_outputs() -> Iterator[StagedOutputs]:
         outputs.commit()
     finally:
         outputs.discard()
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` atomically."""
-    with atomic_path(path) as temporary:
-        temporary.write_text(text)

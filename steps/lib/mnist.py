@@ -1,8 +1,8 @@
-"""MNIST loading, shard files and partitioning. No TensorFlow here: splitting stays fast."""
+"""MNIST: the digits as the steps hold them, the source file (fetched, checked against its published
+sha256, cached) and its layout. No TensorFlow here: splitting stays fast."""
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import urllib.error
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-from steps.lib.command_line import StepError, atomic_path
+from steps.lib.errors import StepError
 from steps.lib.npz import ArraySpec, read_arrays
+from steps.lib.staged_outputs import atomic_path
 
 KERAS_MNIST_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
 KERAS_MNIST_SHA256 = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1"
-PARTITIONS = ("iid", "dirichlet")  # how training digits are dealt out to the shards
 IMAGE_SHAPE = (28, 28)
 NUM_CLASSES = 10
 PIXEL_MAX = 255  # a uint8 pixel's full ink; the network sees pixels / PIXEL_MAX, in [0, 1]
@@ -42,15 +42,6 @@ class Digits:
 
     def take(self, indices: np.ndarray) -> Digits:
         return Digits(self.x[indices], self.y[indices])
-
-
-def add_source_argument(parser: argparse.ArgumentParser) -> None:
-    """`--source` for the tools run by hand: env MNIST_SOURCE, else the Keras download."""
-    parser.add_argument(
-        "--source",
-        default=os.environ.get("MNIST_SOURCE") or KERAS_MNIST_URL,
-        help="mnist.npz: path, URL or gs:// URI (default: env MNIST_SOURCE, else the Keras URL)",
-    )
 
 
 def default_cache_dir() -> Path:
@@ -122,49 +113,3 @@ def load_mnist(path: Path) -> tuple[Digits, Digits]:
     train = check_digits(arrays["x_train"], arrays["y_train"], f"{path} (train)")
     test = check_digits(arrays["x_test"], arrays["y_test"], f"{path} (test)")
     return train, test
-
-
-def read_shard(path: Path) -> Digits:
-    """Read and validate a shard file (keys x, y)."""
-    if not path.is_file():
-        raise StepError(f"shard not found: {path}")
-    arrays = read_arrays(path, {"x": IMAGES, "y": LABELS})
-    return check_digits(arrays["x"], arrays["y"], str(path))
-
-
-def save_shard(path: Path, digits: Digits) -> None:
-    """Write a shard to `path` as it is (uncompressed: compressing full MNIST takes longer than the
-    rest of split, and an uncompressed shard is read in a few milliseconds)."""
-    np.savez(path, x=digits.x, y=digits.y)
-
-
-def write_shard(path: Path, digits: Digits) -> None:
-    """save_shard, atomically."""
-    with atomic_path(path) as temporary:
-        save_shard(temporary, digits)
-
-
-def partition_iid(count: int, parts: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """Shuffle 0..count-1 into `parts` index arrays whose sizes differ by at most one."""
-    return [np.sort(part) for part in np.array_split(rng.permutation(count), parts)]
-
-
-def partition_dirichlet(
-    labels: np.ndarray, parts: int, alpha: float, rng: np.random.Generator, attempts: int = 100
-) -> list[np.ndarray]:
-    """Label-skewed shards: each class is spread over the parts in Dirichlet(alpha) proportions.
-
-    Smaller alpha means more skew. Draws again (up to `attempts` times) until no part is empty.
-    """
-    for _ in range(attempts):
-        buckets: list[list[np.ndarray]] = [[] for _ in range(parts)]
-        for digit in range(NUM_CLASSES):
-            members = rng.permutation(np.flatnonzero(labels == digit))
-            shares = rng.dirichlet(np.full(parts, alpha))
-            cuts = (np.cumsum(shares)[:-1] * len(members)).astype(int)
-            for bucket, piece in zip(buckets, np.split(members, cuts), strict=True):
-                bucket.append(piece)
-        result = [np.sort(np.concatenate(bucket)) for bucket in buckets]
-        if all(len(part) for part in result):
-            return result
-    raise StepError(f"could not draw {parts} non-empty Dirichlet shards with alpha={alpha}")
