@@ -281,3 +281,59 @@ def test_continue_on_holds_for_each_of_several_dependencies() -> None:
     outcomes = {"a": TaskOutcome("Failed"), "b": TaskOutcome("Succeeded")}
     assert should_run(dag, "c", outcomes) is True
     assert should_run(dag, "c", outcomes | {"b": TaskOutcome("Failed")}) is False
+
+
+# ---- ancestry.go as validation reads it: the same expansion the runner evaluates ------------------------
+
+
+@pytest.mark.parametrize(
+    "continue_on",
+    [
+        None,
+        {},
+        {"failed": True},
+        {"error": True},
+        {"failed": True, "error": True},
+        {"error": False},
+    ],
+)
+def test_the_expanded_text_means_what_the_bare_name_means(continue_on: dict | None) -> None:
+    """One rule in one place: the text validation reads (expandDependency) and the runner's reading of a
+    bare name with the same continueOn hold for exactly the same phases."""
+    text = depends.expand_dependency("a", continue_on)
+    for phase in PHASES:
+        assert holds(parse(text), one(phase)) is holds(parse("a"), one(phase), {"a": continue_on})
+
+
+def test_depends_logic_expands_dependencies_with_each_ones_continue_on() -> None:
+    """getTaskDependsLogic: `depends` as written; else each dependency expanded with its own continueOn."""
+    tasks = {"a": {"continueOn": {"error": True}}, "b": {}}
+    task = {"dependencies": ["a", "b"]}
+    assert depends.depends_logic(task, lambda name: tasks.get(name, {})) == (
+        "(a.Succeeded || a.Skipped || a.Daemoned || a.Errored) && (b.Succeeded || b.Skipped || b.Daemoned)"
+    )
+    assert (
+        depends.depends_logic({"depends": "a.Failed", "dependencies": ["b"]}, tasks.get)
+        == "a.Failed"
+    )
+    assert depends.depends_logic({}, tasks.get) == ""
+
+
+def test_task_dependencies_reads_names_as_the_regular_expression_does() -> None:
+    """GetTaskDependencies: every task named, items-based (.AnySucceeded, .AllFailed) winning over the rest;
+    words the expression language would not read still name tasks (validation never parses)."""
+    assert depends.task_dependencies("a && b.AnySucceeded && (c.Failed || c.AllFailed) && !d") == {
+        "a": False,
+        "b": True,
+        "c": True,
+        "d": False,
+    }
+    assert depends.task_dependencies("c.AllFailed || c.Failed") == {"c": True}
+    assert depends.task_dependencies("a b") == {"a": False, "b": False}
+
+
+def test_invalid_result_names_the_first_result_argo_does_not_know() -> None:
+    """ValidateTaskResults: each `task.Result` must be one of the eight results."""
+    assert depends.invalid_result("a.Succeeded && b.AllFailed || c") is None
+    assert depends.invalid_result("a.Succeeded && b.Finished && c.Nope") == ("b", "Finished")
+    assert depends.invalid_result("") is None

@@ -1402,7 +1402,7 @@ def test_cli_runs_as_a_module_without_the_project(tmp_path: Path) -> None:
     path = write(tmp_path, "wf.yaml", [dag("- {name: a, template: echo}")])
     probe = (
         "import runpy, sys; sys.argv = ['lint', sys.argv[1]]\n"
-        "try:\n    runpy.run_module('workflows.lint.documents', run_name='__main__')\n"
+        "try:\n    runpy.run_module('workflows.lint', run_name='__main__', alter_sys=True)\n"
         "except SystemExit as done:\n"
         "    heavy = sorted({m.split('.')[0] for m in sys.modules} & {'hera', 'tensorflow', 'numpy'})\n"
         "    print('loaded:', heavy); sys.exit(done.code)\n"
@@ -1421,7 +1421,7 @@ def test_cli_runs_as_a_module_without_the_project(tmp_path: Path) -> None:
     ]
 
 
-# --- the full CRD: what the Kubernetes API server refuses after validate.go passed (lint_schema.py) ---
+# --- the full CRD: what the Kubernetes API server refuses after validate.go passed (lint/schema.py) ---
 
 
 def pipeline_tasks(document: dict) -> list:

@@ -2,6 +2,6 @@
 
 import sys
 
-from workflows.lint.documents.documents import main
+from workflows.lint.documents import main
 
 sys.exit(main())
