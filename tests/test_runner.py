@@ -5,6 +5,7 @@ failed try leaves in the store, how artifacts are laid out, and progress."""
 from __future__ import annotations
 
 import json
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,8 @@ from typing import Any
 import pytest
 
 from steps.lib.storage import open_store
-from workflows.errors import WorkflowError, WorkflowRefused
-from workflows.local.runner import POD_DEADLINE_MESSAGE, LocalRunner
+from workflows.errors import UnresolvedReference, WorkflowError, WorkflowRefused
+from workflows.local.runner import POD_DEADLINE_MESSAGE, LocalRunner, substitute
 
 RUN = "{{workflow.name}}"
 
@@ -404,3 +405,22 @@ def test_a_parameter_given_at_submit_must_be_one_of_its_enum(tmp_path: Path) -> 
     with pytest.raises(WorkflowError, match=r"spec.arguments.store.value should be present in"):
         runner.run(manifest, {"store": "gs://a/elsewhere"})
     assert runner.run(manifest, {"store": "gs://a"}).phase == "Succeeded"
+
+
+def test_a_run_substitutes_tags_as_the_controller_does() -> None:
+    """SubstituteParams at run time (workflows/common/tags.py, the lint's substitution too): values go in as
+    written, whitespace inside a tag is ignored, and every tag must resolve: an unknown one, an expression
+    (never evaluated here) and an unclosed `{{` (fasttemplate refuses the text) stop the try."""
+    values = {"inputs.parameters.q": 'say "hi" {{not.a.tag}} <b>', "workflow.name": "run-1"}
+    assert substitute(
+        {"args": ["--q={{inputs.parameters.q}}", "{{ workflow.name }}/x"], "n": [1, None]},
+        values,
+        "here",
+    ) == {"args": ['--q=say "hi" {{not.a.tag}} <b>', "run-1/x"], "n": [1, None]}
+    for text, fault in [
+        ("{{tasks.a.id}}", "failed to resolve {{tasks.a.id}} (here)"),
+        ("{{=inputs.parameters.q}}", "failed to resolve {{=inputs.parameters.q}} (here)"),
+        ("a {{workflow.name", 'Cannot find end tag="}}"'),
+    ]:
+        with pytest.raises(UnresolvedReference, match=re.escape(fault)):
+            substitute(text, values, "here")

@@ -369,7 +369,8 @@ def test_fedavg_weighs_by_what_split_made_and_averages_only_the_expected_shards(
     7.h5 in the round's folder was averaged in. Now only shard 0 (true count) is averaged."""
     from steps.lib.command_line import run
     from steps.lib.model_file import read_weights
-    from workflows.local.supported import substitute, substitute_all, templates_by_name
+    from workflows.local.runner import substitute
+    from workflows.local.supported import templates_by_name
     from workflows.pipeline.settings import PipelineSettings
     from workflows.pipeline.workflow import compile_workflow
 
@@ -381,7 +382,7 @@ def test_fedavg_weighs_by_what_split_made_and_averages_only_the_expected_shards(
         for p in workflow["spec"]["arguments"]["parameters"]
     } | {"workflow.name": "mnist-abc12"}
     monkeypatch.chdir(tmp_path)
-    args = substitute_all(templates["split"]["container"]["args"], values, "split")
+    args = substitute(templates["split"]["container"]["args"], values, "split")
     assert run(split.main, split.make_parser(), args) == 0, capsys.readouterr().err
     for output in templates["split"]["outputs"]["parameters"]:
         path = tmp_path / output["valueFrom"]["path"].removeprefix("/work/")
@@ -396,7 +397,7 @@ def test_fedavg_weighs_by_what_split_made_and_averages_only_the_expected_shards(
         values[f"inputs.parameters.{argument['name']}"] = substitute(
             argument["value"], values, "aggregate's arguments"
         )
-    args = substitute_all(templates["aggregate"]["container"]["args"], values, "aggregate")
+    args = substitute(templates["aggregate"]["container"]["args"], values, "aggregate")
     folder = tmp_path / "in" / "models"
     folder.mkdir(parents=True)
     good = read_weights(copy_model(folder / "0.h5"))
@@ -506,7 +507,8 @@ def test_no_workflow_parameter_can_rewrite_the_card(
     """The compiled publish template's arguments, with the parameters Argo would substitute (plain
     text replacement: workflow/common/util.go:SubstituteParams): a folder name holding a quote and
     JSON of its own was pasted into the --settings JSON, failing the run or rewriting the card."""
-    from workflows.local.supported import substitute_all, templates_by_name
+    from workflows.local.runner import substitute
+    from workflows.local.supported import templates_by_name
     from workflows.pipeline.settings import PipelineSettings
     from workflows.pipeline.workflow import compile_workflow
 
@@ -518,7 +520,7 @@ def test_no_workflow_parameter_can_rewrite_the_card(
     }
     values |= {"workflow.name": "mnist-abc12", "inputs.parameters.model": "unused"}
     values["workflow.parameters.store"] = str(tmp_path / "store")
-    args = substitute_all(
+    args = substitute(
         templates_by_name(workflow)["publish"]["container"]["args"], values, "publish"
     )
     (tmp_path / "in").mkdir()

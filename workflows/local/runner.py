@@ -35,6 +35,7 @@ from typing import Any, TextIO
 
 from steps.lib.command_line import StepError
 from steps.lib.storage import ArtifactStore
+from workflows.common import tags
 from workflows.common.durations import deadline_seconds
 from workflows.errors import (
     UnresolvedReference,
@@ -48,13 +49,7 @@ from workflows.local.containers import memory_bytes
 from workflows.local.dag import Dag, TaskOutcome, assess, read_dag, should_run
 from workflows.local.engines import DeadlineExceeded, Engine, EngineError, Invocation, ProcessEngine
 from workflows.local.progress import ProgressReport, read_progress
-from workflows.local.supported import (
-    check_supported,
-    emptydir_mounts,
-    substitute,
-    substitute_all,
-    templates_by_name,
-)
+from workflows.local.supported import check_supported, emptydir_mounts, templates_by_name
 
 LOG_TAIL_LINES = 15
 FINAL = {"Succeeded", "Failed", "Error", "Omitted", "Skipped"}
@@ -538,11 +533,9 @@ class LocalRunner:
                 )
             values[f"inputs.parameters.{parameter['name']}"] = str(value)
         return {
-            "container": substitute_all(template["container"], values, where),
-            "inputs": substitute_all(
-                template.get("inputs", {}).get("artifacts", []), values, where
-            ),
-            "outputs": substitute_all(template.get("outputs", {}), values, where),
+            "container": substitute(template["container"], values, where),
+            "inputs": substitute(template.get("inputs", {}).get("artifacts", []), values, where),
+            "outputs": substitute(template.get("outputs", {}), values, where),
             "scratch": emptydir_mounts(self.workflow, template),
         }
 
@@ -679,6 +672,15 @@ class LocalRunner:
         path = folder / SUMMARY_FILE
         path.write_text(json.dumps(summary, indent=2))
         return path
+
+
+def substitute(value: Any, values: Mapping[str, str], where: str) -> Any:
+    """`value` with every `{{…}}` replaced as the controller replaces it (workflows/common/tags.py); a tag
+    without a value, or an unclosed one, is an UnresolvedReference naming `where`."""
+    try:
+        return tags.substitute_value(value, values)
+    except (tags.UnresolvedTag, tags.TagError) as fault:
+        raise UnresolvedReference(f"{fault} ({where})") from None
 
 
 def available_memory() -> int:
