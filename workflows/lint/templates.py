@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from workflows.common import tags
+from workflows.common.numbers import atoi
 from workflows.lint.fields import (
     Invalid,
     as_list,
     as_map,
     as_str,
-    atoi,
     clean_path_error,
 )
 

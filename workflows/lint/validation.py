@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workflows.common import tags
+from workflows.common.numbers import atoi
 from workflows.lint.dag import DagRules
 from workflows.lint.fields import (
     Invalid,
@@ -24,7 +25,6 @@ from workflows.lint.fields import (
     as_list,
     as_map,
     as_str,
-    atoi,
     check_names,
     has_location_or_key,
     named_parameters_and_artifacts,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workflows.common.durations import parse_duration
+from workflows.common.numbers import atoi
 from workflows.common.tokens import KEYWORDS, scan
 
 
@@ -146,9 +147,11 @@ def go_float(value: float) -> str:
 def as_int(value: Any) -> int:
     """expr-lang's builtin.Int (asInt): a number truncated; a string as strconv.Atoi reads it, so "30.0"
     and " 3" are refused."""
-    if isinstance(value, str) and not re.fullmatch(r"[+-]?\d+", value):
+    if not isinstance(value, str):
+        return int(value)
+    if (whole := atoi(value)) is None:
         raise ValueError(f"invalid operation: int({value})")
-    return int(value)
+    return whole
 
 
 # ---- a small subset of the expr language: enough for retry expressions ------------------------------
