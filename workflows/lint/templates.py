@@ -36,14 +36,6 @@ CHECKED_TYPES = {"Container", "DAG"}
 LEAF_TYPES = {"Container", "ContainerSet", "Script", "Resource", "Data", "HTTP", "Plugin"}
 POD_TYPES = {"Container", "ContainerSet", "Script", "Resource", "Data"}
 TYPE_CHOICES = "choose one of: container, containerSet, steps, script, resource, dag, suspend, template, template ref"
-RETRY_POLICIES = {"", "Always", "OnError", "OnFailure", "OnTransientError"}
-RETRY_VARIABLES = (
-    "retries",
-    "lastRetry.exitCode",
-    "lastRetry.status",
-    "lastRetry.duration",
-    "lastRetry.message",
-)
 # workflow/common/common.go:IsArgoSidecar: the controller's own containers.
 RESERVED_CONTAINERS = {"wait", "supervisor"}
 RESERVED_CONTAINER_PREFIX = "artifact-plugin-"

@@ -18,6 +18,7 @@ from typing import Any
 
 from workflows.common import tags
 from workflows.common.numbers import atoi
+from workflows.common.retry_strategy import RETRY_VARIABLES, policy_error
 from workflows.lint.dag import DagRules
 from workflows.lint.fields import (
     Invalid,
@@ -41,8 +42,6 @@ from workflows.lint.templates import (
     LEAF_TYPES,
     OPAQUE,
     POD_TYPES,
-    RETRY_POLICIES,
-    RETRY_VARIABLES,
     TEMPLATE_TYPES,
     TYPE_CHOICES,
     Arguments,
@@ -317,8 +316,8 @@ class Validation(DagRules):
         retry = template.get("retryStrategy")
         if retry is not None:
             policy = as_str(as_map(retry).get("retryPolicy"))
-            if policy not in RETRY_POLICIES:
-                raise Invalid(f"{policy} is not a valid RetryPolicy")
+            if fault := policy_error(policy):
+                raise Invalid(fault)
         self.template(template, base, args, template_validation)
         return template
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from workflows.common.durations import parse_duration
 from workflows.common.numbers import atoi
+from workflows.common.retry_strategy import RETRY_VARIABLES, policy_error
 from workflows.common.tokens import KEYWORDS, scan
 
 
@@ -64,8 +65,8 @@ def policy_of(strategy: Mapping[str, Any]) -> str:
     policy = strategy.get("retryPolicy") or (
         "Always" if strategy.get("expression") else "OnFailure"
     )
-    if policy not in ("Always", "OnFailure", "OnError", "OnTransientError"):
-        raise RetrySpecError(f"{policy} is not a valid RetryPolicy")
+    if fault := policy_error(policy):
+        raise RetrySpecError(fault)
     return policy
 
 
@@ -129,13 +130,14 @@ def decide(
 def retry_scope(attempts: Sequence[Attempt]) -> dict[str, str]:
     """The variables a retry expression sees; every value is a string, as in Argo."""
     last = attempts[-1]
-    return {
-        "retries": str(len(attempts) - 1),
-        "lastRetry.exitCode": "-1" if last.exit_code is None else str(last.exit_code),
-        "lastRetry.status": last.phase,
-        "lastRetry.duration": go_float(last.finished - last.started),
-        "lastRetry.message": last.message,
-    }
+    values = (
+        str(len(attempts) - 1),
+        "-1" if last.exit_code is None else str(last.exit_code),
+        last.phase,
+        go_float(last.finished - last.started),
+        last.message,
+    )
+    return dict(zip(RETRY_VARIABLES, values, strict=True))
 
 
 def go_float(value: float) -> str:
