@@ -10,8 +10,6 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import subprocess
-import sys
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +19,7 @@ import pytest
 import yaml
 
 from tests.support.argo_schema import WORKFLOW_SCHEMA
-from tests.support.project import ROOT
+from tests.support.project import ROOT, run_python
 from workflows.common import tags as lint_tags
 from workflows.lint import schema as lint_schema
 from workflows.lint.documents import check, main
@@ -1407,13 +1405,7 @@ def test_cli_runs_as_a_module_without_the_project(tmp_path: Path) -> None:
         "    heavy = sorted({m.split('.')[0] for m in sys.modules} & {'hera', 'tensorflow', 'numpy'})\n"
         "    print('loaded:', heavy); sys.exit(done.code)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe, str(path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
+    result = run_python(probe, str(path))
     assert result.returncode == 1, result.stderr
     assert result.stdout.splitlines() == [
         f"{path}: templates.main.tasks.a templates.echo inputs.parameters.msg was not supplied",

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import h5py
@@ -15,7 +13,7 @@ import pytest
 
 from steps import aggregate, evaluate, publish, split, train
 from steps.lib.command_line import StepError
-from tests.support.project import ROOT
+from tests.support.project import run_python
 from tests.support.steps import (
     call,
     copy_model,
@@ -46,9 +44,7 @@ def peak_memory_mb(code: str) -> tuple[float, str]:
         "import re\n"
         "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
+    result = run_python(probe)
     assert result.returncode == 0, result.stderr
     *lines, peak_kb = result.stdout.strip().splitlines()
     return int(peak_kb) / 1024, "\n".join(lines)
@@ -596,9 +592,7 @@ def publish_process(
         "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
         "sys.exit(code)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=20
-    )
+    result = run_python(probe, timeout=20)
     return result.returncode, result.stderr.strip(), int(result.stdout or 0) / 1024
 
 
