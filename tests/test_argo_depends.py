@@ -10,7 +10,7 @@ import pytest
 
 from workflows.common import depends
 from workflows.common.depends import All, Any_, DependsError, Not, TaskResults, Term, holds, parse
-from workflows.local.dag import TaskOutcome, read_dag, should_run
+from workflows.local.dag import Dag, TaskOutcome, read_dag, should_run
 
 PHASES = ("Succeeded", "Failed", "Error", "Skipped", "Omitted")
 
@@ -227,19 +227,17 @@ def test_a_fan_outs_phase_is_its_last_failed_or_errored_child(children: tuple, p
 # ---- the `dependencies:` list form, through the DAG -------------------------------------------------
 
 
+def dag_of(*tasks: dict) -> Dag:
+    """A dag template of these tasks, as the runner reads it."""
+    return read_dag({"name": "main", "dag": {"tasks": list(tasks)}})
+
+
 def test_the_dependencies_list_form_waits_for_each_and_needs_all() -> None:
-    dag = read_dag(
-        {
-            "name": "main",
-            "dag": {
-                "tasks": [
-                    {"name": "a"},
-                    {"name": "b"},
-                    {"name": "c", "dependencies": ["a", "b"]},
-                    {"name": "d", "dependencies": ["a"]},
-                ]
-            },
-        }
+    dag = dag_of(
+        {"name": "a"},
+        {"name": "b"},
+        {"name": "c", "dependencies": ["a", "b"]},
+        {"name": "d", "dependencies": ["a"]},
     )
     assert dag.needs["c"] == {"a", "b"} and dag.targets == ("c", "d")
     outcomes = {"a": TaskOutcome("Succeeded")}
@@ -250,33 +248,19 @@ def test_the_dependencies_list_form_waits_for_each_and_needs_all() -> None:
 
 
 def test_the_dependencies_list_form_honours_continue_on() -> None:
-    dag = read_dag(
-        {
-            "name": "main",
-            "dag": {
-                "tasks": [
-                    {"name": "a", "continueOn": {"error": True}},
-                    {"name": "b", "dependencies": ["a"]},
-                ]
-            },
-        }
+    dag = dag_of(
+        {"name": "a", "continueOn": {"error": True}},
+        {"name": "b", "dependencies": ["a"]},
     )
     assert should_run(dag, "b", {"a": TaskOutcome("Error")}) is True
     assert should_run(dag, "b", {"a": TaskOutcome("Failed")}) is False
 
 
 def test_continue_on_holds_for_each_of_several_dependencies() -> None:
-    dag = read_dag(
-        {
-            "name": "main",
-            "dag": {
-                "tasks": [
-                    {"name": "a", "continueOn": {"failed": True}},
-                    {"name": "b"},
-                    {"name": "c", "dependencies": ["a", "b"]},
-                ]
-            },
-        }
+    dag = dag_of(
+        {"name": "a", "continueOn": {"failed": True}},
+        {"name": "b"},
+        {"name": "c", "dependencies": ["a", "b"]},
     )
     outcomes = {"a": TaskOutcome("Failed"), "b": TaskOutcome("Succeeded")}
     assert should_run(dag, "c", outcomes) is True

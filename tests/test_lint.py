@@ -20,8 +20,8 @@ import yaml
 
 from tests.support.argo_schema import WORKFLOW_SCHEMA
 from tests.support.project import ROOT, run_python
-from workflows.common import tags as lint_tags
-from workflows.lint import schema as lint_schema
+from workflows.common import tags
+from workflows.lint import schema
 from workflows.lint.documents import check, main
 from workflows.lint.schema import DAG_TASKS_MAX
 from workflows.pipeline.settings import MAX_ROUNDS, PipelineSettings, dag_tasks
@@ -1229,40 +1229,35 @@ def test_other_template_types_and_kinds_are_not_checked() -> None:
 
 
 def test_tags_are_found_as_fasttemplate_finds_them() -> None:
-    assert lint_tags.tags("a {{x}} b {{ y.z }} {{=1 + 1}}") == ["x", " y.z ", "=1 + 1"]
-    assert lint_tags.tags("{{{a}}}") == ["{a"]  # the first }} closes the tag
-    with pytest.raises(lint_tags.TagError):
-        lint_tags.tags("{{a}} {{b")
+    assert tags.tags("a {{x}} b {{ y.z }} {{=1 + 1}}") == ["x", " y.z ", "=1 + 1"]
+    assert tags.tags("{{{a}}}") == ["{a"]  # the first }} closes the tag
+    with pytest.raises(tags.TagError):
+        tags.tags("{{a}} {{b")
 
 
 def test_substitution_escapes_values_and_leaves_the_rest() -> None:
-    text = lint_tags.go_json(
+    text = tags.go_json(
         {"args": ["{{inputs.parameters.q}}", "{{tasks.a.id}}", "{{=inputs.parameters.q}}"]}
     )
-    replaced = json.loads(lint_tags.substitute(text, {"inputs.parameters.q": 'say "hi" <b>'}))
+    replaced = json.loads(tags.substitute(text, {"inputs.parameters.q": 'say "hi" <b>'}))
     assert replaced == {"args": ['say "hi" <b>', "{{tasks.a.id}}", "{{=inputs.parameters.q}}"]}
-    assert lint_tags.go_json("<&>") == '"\\u003c\\u0026\\u003e"'
+    assert tags.go_json("<&>") == '"\\u003c\\u0026\\u003e"'
 
 
 def test_resolution_prefixes() -> None:
     """resolveAllVariables: only Argo's own prefixes are checked; run-time ones always pass."""
     scope = {"inputs.parameters.a", "item.*"}
     assert (
-        lint_tags.unresolved(
+        tags.unresolved(
             "{{inputs.parameters.a}} {{item.x.y}} {{custom.v}} {{retries}}", scope, {}, False
         )
         is None
     )
     assert (
-        lint_tags.unresolved(
-            "{{tasks.name}} {{workflow.duration}} {{outputs.result}}", set(), {}, False
-        )
+        tags.unresolved("{{tasks.name}} {{workflow.duration}} {{outputs.result}}", set(), {}, False)
         is None
     )
-    assert (
-        lint_tags.unresolved("{{steps.s.id}}", set(), {}, False)
-        == "failed to resolve {{steps.s.id}}"
-    )
+    assert tags.unresolved("{{steps.s.id}}", set(), {}, False) == "failed to resolve {{steps.s.id}}"
 
 
 # --- The project's own specs ---
@@ -1500,10 +1495,10 @@ def published_definitions() -> dict:
 
 def schema_at(path: str) -> dict | None:
     """The definition in Argo's published JSON schema (../shared/argo/workflow-schema.json) that a
-    lint_schema path reaches from a Workflow, or None where the schema does not describe it."""
+    schema.py path reaches from a Workflow, or None where the schema does not describe it."""
     definitions = published_definitions()
     node: dict | None = definitions["io.argoproj.workflow.v1alpha1.Workflow"]
-    for part in lint_schema._parts(path):
+    for part in schema._parts(path):
         while node is not None and "$ref" in node:
             node = definitions.get(node["$ref"].split("/")[-1])
         if node is None:
@@ -1516,14 +1511,14 @@ def schema_at(path: str) -> dict | None:
 
 
 def test_every_field_the_published_schema_requires_is_required_by_the_lint() -> None:
-    """Generated from Argo's schema: wherever a lint_schema rule looks, each field the schema lists as
+    """Generated from Argo's schema: wherever a schema.py rule looks, each field the schema lists as
     required is refused when missing (the CRD's `required` comes from the same Go types)."""
     checked = 0
-    for path in sorted({rule.path for rule in lint_schema.RULES}):
+    for path in sorted({rule.path for rule in schema.RULES}):
         definition = schema_at(path)
         for name in (definition or {}).get("required", []):
             others = dict.fromkeys(set(definition["required"]) - {name}, "x")
-            faults = [rule.check("x", others) for rule in lint_schema.RULES if rule.path == path]
+            faults = [rule.check("x", others) for rule in schema.RULES if rule.path == path]
             assert f"x.{name}: Required value" in faults, (path, name)
             checked += 1
     assert checked >= 20
