@@ -1,4 +1,7 @@
-"""A DAG's shape and phase as Argo v4.1.2's controller sees them (controller/dag.go).
+"""How the local engine reads a dag template and decides on its tasks, as Argo v4.1.2's controller does
+(controller/dag.go): which tasks each one waits for, whether it runs once they are fulfilled
+(evaluateDependsLogic, with workflows/common/depends.py), and the DAG's phase (assessDAGPhase); runner.py
+starts what is decided.
 
 The DAG's phase comes from its target tasks (dag.target, or the tasks nothing depends on): a walk from the
 root tasks carries each branch's last completed phase down to the nodes below it, so an Omitted or Skipped
