@@ -424,3 +424,21 @@ def test_a_run_substitutes_tags_as_the_controller_does() -> None:
     ]:
         with pytest.raises(UnresolvedReference, match=re.escape(fault)):
             substitute(text, values, "here")
+
+
+@pytest.mark.parametrize(("limit", "said"), [(None, "(attempt 2)"), ("+2", "(attempt 2 of 3)")])
+def test_a_retry_says_how_many_tries_it_may_have(
+    tmp_path: Path, limit: str | None, said: str
+) -> None:
+    """Without a limit Argo retries for ever (processNodeRetries): no "of N" to announce; a limit is read
+    as retries.py reads it (strconv.Atoi, so "+2" is 2)."""
+    count = tmp_path / "count"
+    code = (
+        f"import pathlib; p = pathlib.Path({str(count)!r}); n = int(p.read_text() or 0) if p.exists() "
+        "else 0; p.write_text(str(n + 1)); raise SystemExit(0 if n else 1)"
+    )
+    strategy = {"retryPolicy": "Always"} | ({"limit": limit} if limit else {})
+    template = step("flaky", code, retryStrategy=strategy)
+    result, lines, _ = run(tmp_path, workflow([{"name": "flaky", "template": "flaky"}], [template]))
+    assert node(result, "flaky").phase == "Succeeded"
+    assert f"retrying flaky {said}: exit code 1" in lines, lines

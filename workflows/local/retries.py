@@ -80,6 +80,11 @@ def _int_or_string(value: Any, what: str) -> int | None:
         raise RetrySpecError(f"{what} must be an integer, got {value!r}") from None
 
 
+def limit_of(strategy: Mapping[str, Any]) -> int | None:
+    """How many retries the strategy allows; None: no limit, so retried for ever."""
+    return _int_or_string(strategy.get("limit"), "retryStrategy.limit")
+
+
 def decide(
     strategy: Mapping[str, Any],
     attempts: Sequence[Attempt],
@@ -93,7 +98,7 @@ def decide(
         return Stop("Stopped with strategy 'Stop'")
     if workflow_deadline is not None and now > workflow_deadline:
         return Stop("retry exceeded workflow deadline")
-    limit = _int_or_string(strategy.get("limit"), "retryStrategy.limit")
+    limit = limit_of(strategy)
     deadline = None
     backoff = strategy.get("backoff")
     if backoff:

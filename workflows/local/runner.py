@@ -421,9 +421,10 @@ class LocalRunner:
                     node.message = f"{attempt.message} ({decision.message})"
                 break
             retry_deadline = decision.deadline
+            limit = retries.limit_of(strategy or {})
+            of = "" if limit is None else f" of {limit + 1}"
             self._say(
-                f"retrying {node.name} (attempt {len(node.tries) + 1} of "
-                f"{int(strategy.get('limit', 0)) + 1}): {attempt.message}"
+                f"retrying {node.name} (attempt {len(node.tries) + 1}{of}): {attempt.message}"
             )
         node.finished = time.monotonic()
         tries = (
