@@ -407,6 +407,24 @@ def test_a_parameter_given_at_submit_must_be_one_of_its_enum(tmp_path: Path) -> 
     assert runner.run(manifest, {"store": "gs://a"}).phase == "Succeeded"
 
 
+def test_a_given_value_is_held_against_its_enum_as_the_lint_holds_it(tmp_path: Path) -> None:
+    """One rule, the lint's (workflows/lint/fields.py validate_arguments): an enum written as YAML
+    booleans or numbers holds the strings Argo makes of them (wfv1.AnyString: "true", "2")."""
+    parameters = [
+        {"name": "flag", "value": "false", "enum": [True, False]},
+        {"name": "count", "value": "1", "enum": [1.0, 2.0]},
+    ]
+    manifest = workflow(
+        [{"name": "a", "template": "ok"}],
+        [step("ok", "pass")],
+        arguments={"parameters": parameters},
+    )
+    runner = LocalRunner(open_store(tmp_path / "store"), tmp_path / "logs", echo=print)
+    assert runner.run(manifest, {"flag": "true", "count": "2"}).phase == "Succeeded"
+    with pytest.raises(WorkflowError, match=r"^spec.arguments.count.value should be present in"):
+        runner.run(manifest, {"count": "2.0"})
+
+
 def test_a_run_substitutes_tags_as_the_controller_does() -> None:
     """SubstituteParams at run time (workflows/common/tags.py, the lint's substitution too): values go in as
     written, whitespace inside a tag is ignored, and every tag must resolve: an unknown one, an expression

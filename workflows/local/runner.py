@@ -44,6 +44,7 @@ from workflows.errors import (
     WorkflowRefused,
 )
 from workflows.lint.documents import check as check_with_argo_rules
+from workflows.lint.fields import Invalid, validate_arguments
 from workflows.local import artifacts, retries
 from workflows.local.containers import memory_bytes
 from workflows.local.dag import Dag, TaskOutcome, assess, read_dag, should_run
@@ -213,13 +214,18 @@ class LocalRunner:
         unknown = sorted(set(given) - set(declared))
         if unknown:
             raise WorkflowError(f"no workflow parameter named {', '.join(unknown)}")
-        for parameter in spec.get("arguments", {}).get("parameters", []):
-            # a value given at submit must be one of the parameter's enum (validate.go:
-            # validateArguments), as Argo refuses a run from the Submit form with another store
-            choices = [str(choice) for choice in parameter.get("enum") or []]
-            if parameter["name"] in given and choices and given[parameter["name"]] not in choices:
-                where = f"spec.arguments.{parameter['name']}"
-                raise WorkflowError(f"{where}.value should be present in {where}.enum list")
+        # the values given at submit are checked with the spec's own (validate.go:validateArguments), as
+        # Argo refuses a run from the Submit form whose value is not in the parameter's enum
+        submitted = [
+            parameter | ({"value": given[parameter["name"]]} if parameter["name"] in given else {})
+            for parameter in spec.get("arguments", {}).get("parameters", [])
+        ]
+        try:
+            validate_arguments(
+                "spec.arguments.", {"parameters": submitted}, allow_empty_values=False
+            )
+        except Invalid as fault:
+            raise WorkflowError(str(fault)) from None
         declared.update(given)
         return {"workflow.name": name} | {
             f"workflow.parameters.{key}": value for key, value in declared.items()
