@@ -425,6 +425,19 @@ def test_a_given_value_is_held_against_its_enum_as_the_lint_holds_it(tmp_path: P
         runner.run(manifest, {"count": "2.0"})
 
 
+def test_workflow_parameters_are_the_strings_argo_makes_of_them(tmp_path: Path) -> None:
+    """wfv1.AnyString, as the lint reads them too: a YAML boolean is "true", a whole float "2"."""
+    check = "import sys; raise SystemExit(0 if sys.argv[1:] == ['true', '2'] else 1)"
+    template = step("ok", check)
+    template["container"]["args"] = ["{{workflow.parameters.flag}}", "{{workflow.parameters.n}}"]
+    parameters = [{"name": "flag", "value": True}, {"name": "n", "value": 2.0}]
+    manifest = workflow(
+        [{"name": "a", "template": "ok"}], [template], arguments={"parameters": parameters}
+    )
+    result, lines, _ = run(tmp_path, manifest)
+    assert result.phase == "Succeeded", lines
+
+
 def test_a_run_substitutes_tags_as_the_controller_does() -> None:
     """SubstituteParams at run time (workflows/common/tags.py, the lint's substitution too): values go in as
     written, whitespace inside a tag is ignored, and every tag must resolve: an unknown one, an expression

@@ -44,7 +44,7 @@ from workflows.errors import (
     WorkflowRefused,
 )
 from workflows.lint.documents import check as check_with_argo_rules
-from workflows.lint.fields import Invalid, validate_arguments
+from workflows.lint.fields import Invalid, any_string, validate_arguments
 from workflows.local import artifacts, retries
 from workflows.local.containers import memory_bytes
 from workflows.local.dag import Dag, TaskOutcome, assess, read_dag, should_run
@@ -208,7 +208,7 @@ class LocalRunner:
 
     def _globals(self, name: str, spec: Mapping[str, Any], given: Mapping[str, str]) -> dict:
         declared = {
-            p["name"]: str(p.get("value", p.get("default", "")))
+            p["name"]: any_string(p.get("value", p.get("default", "")))
             for p in spec.get("arguments", {}).get("parameters", [])
         }
         unknown = sorted(set(given) - set(declared))
@@ -353,7 +353,9 @@ class LocalRunner:
             p["name"]: p.get("value", "") for p in task.get("arguments", {}).get("parameters", [])
         }
         if "withParam" not in task and "withItems" not in task:
-            resolved = {key: substitute(str(v), values, where) for key, v in arguments.items()}
+            resolved = {
+                key: substitute(any_string(v), values, where) for key, v in arguments.items()
+            }
             return [self._node(run, task["name"], task, resolved)]
         if "withItems" in task:
             items = task["withItems"]
@@ -373,7 +375,9 @@ class LocalRunner:
             item_values = values | {"item": label}
             if isinstance(item, dict):
                 item_values |= {f"item.{key}": str(value) for key, value in item.items()}
-            resolved = {key: substitute(str(v), item_values, where) for key, v in arguments.items()}
+            resolved = {
+                key: substitute(any_string(v), item_values, where) for key, v in arguments.items()
+            }
             expanded.append(self._node(run, f"{task['name']}({index}:{label})", task, resolved))
         return expanded
 
@@ -538,7 +542,7 @@ class LocalRunner:
                 raise UnresolvedReference(
                     f"input parameter {parameter['name']!r} has no value ({where})"
                 )
-            values[f"inputs.parameters.{parameter['name']}"] = str(value)
+            values[f"inputs.parameters.{parameter['name']}"] = any_string(value)
         return {
             "container": substitute(template["container"], values, where),
             "inputs": substitute(template.get("inputs", {}).get("artifacts", []), values, where),
