@@ -2,6 +2,6 @@
 
 import sys
 
-from tests.mutation.run.run import main
+from tests.mutation.run import main
 
 sys.exit(main())
