@@ -177,7 +177,7 @@ def check_dependency_style(name: str, task: Mapping[str, Any], using_depends: bo
         )
 
 
-def sorted_tasks(template: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], DagGraph]:
+def tasks_in_order(template: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], DagGraph]:
     """A DAG template's tasks in dependency order, their names checked, and their graph."""
     name = as_str(template.get("name"))
     if template.get("activeDeadlineSeconds") is not None:
@@ -234,7 +234,7 @@ class DagRules:
         self, scope: set[str], base: Holder, template: Mapping[str, Any], template_validation: bool
     ) -> None:
         name, dag = as_str(template.get("name")), as_map(template.get("dag"))
-        tasks, graph = sorted_tasks(template)
+        tasks, graph = tasks_in_order(template)
         using_depends = any(as_str(task.get("depends")) for task in tasks)
         resolved: dict[str, Mapping[str, Any] | Opaque | None] = {}
         for task in tasks:
