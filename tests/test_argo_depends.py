@@ -313,6 +313,7 @@ def test_task_dependencies_reads_names_as_the_regular_expression_does() -> None:
         "d": False,
     }
     assert depends.task_dependencies("c.AllFailed || c.Failed") == {"c": True}
+    assert depends.task_dependencies("a.Succeeded || !b.Failed") == {"a": False, "b": False}
     assert depends.task_dependencies("a b") == {"a": False, "b": False}
 
 
