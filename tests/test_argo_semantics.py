@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from workflows.common import depends
-from workflows.common.durations import DurationError, parse_duration
 from workflows.local import retries
 from workflows.local.dag import TaskOutcome, assess, read_dag, should_run
 from workflows.local.supported import templates_by_name
@@ -262,19 +261,6 @@ def test_unreadable_retry_expressions_are_refused(expression: str) -> None:
     scope = retries.retry_scope([retries.Attempt("Failed", 3, "", 0.0, 1.0)])
     with pytest.raises(retries.RetrySpecError):
         retries.evaluate(expression, scope)
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"), [("15s", 15), ("1m30s", 90), ("1.5h", 5400), ("30", 30), ("250ms", 0.25)]
-)
-def test_durations_read_as_go_reads_them(text: str, seconds: float) -> None:
-    assert parse_duration(text) == seconds
-
-
-@pytest.mark.parametrize("text", ["", "5 minutes", "1d", "m"])
-def test_bad_durations_are_refused(text: str) -> None:
-    with pytest.raises(DurationError):
-        parse_duration(text)
 
 
 # ---- the compiled spec ---------------------------------------------------------------------------
