@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from tests.support.argo_schema import WORKFLOW_SCHEMA
+from tests.support.manifests import BROKEN_LIB, ECHO, LIB, dag, manifest, only, template
 from tests.support.project import ROOT, run_python
 from workflows.common import tags
 from workflows.lint import schema
@@ -40,43 +41,6 @@ PARAM_NAME_RULE = (
     "Parameter/Artifact name must consist of alpha-numeric characters, '_' or '-' "
     "e.g. my_param_1, MY-PARAM-1"
 )
-
-
-def manifest(spec: str, kind: str = "Workflow", metadata: str = "{generateName: lint-}") -> dict:
-    """A manifest of `kind` whose spec is the (dedented) YAML `spec`."""
-    head = f"apiVersion: argoproj.io/v1alpha1\nkind: {kind}\nmetadata: {metadata}\nspec:\n"
-    return yaml.safe_load(head + textwrap.indent(textwrap.dedent(spec).strip("\n"), "  "))
-
-
-def template(spec: str, metadata: str = "{name: lib}") -> dict:
-    return manifest(spec, kind="WorkflowTemplate", metadata=metadata)
-
-
-ECHO = "{name: echo, inputs: {parameters: [{name: msg}]}, container: {image: alpine, args: ['{{inputs.parameters.msg}}']}}"
-WHALE = "{name: whale, container: {image: alpine}, outputs: {parameters: [{name: out, valueFrom: {path: /tmp/out}}]}}"
-LIB = template(f"templates: [{ECHO}]")
-BROKEN_LIB = template(
-    """
-    templates:
-    - name: broken
-      container: {image: alpine, args: ['{{inputs.parameters.nope}}']}
-    """
-)
-
-
-def only(spec: str, **kwargs: Any) -> dict:
-    """A Workflow whose entrypoint `main` is the given template body, beside `echo` and `whale`."""
-    body = textwrap.indent(textwrap.dedent(spec).strip("\n"), "  ")
-    return manifest(
-        f"entrypoint: main\ntemplates:\n- name: main\n{body}\n- {ECHO}\n- {WHALE}", **kwargs
-    )
-
-
-def dag(tasks: str, extra: str = "") -> dict:
-    """A Workflow whose entrypoint is a DAG of the given tasks (templates `echo` and `whale` exist) and
-    the given other fields of the DAG."""
-    tasks = textwrap.indent(textwrap.dedent(tasks).strip("\n"), "    ")
-    return only(f"dag:\n  tasks:\n{tasks}\n{textwrap.indent(textwrap.dedent(extra), '  ')}")
 
 
 def whale_then_echo(msg: str, b_fields: str = "") -> dict:
