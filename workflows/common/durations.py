@@ -47,7 +47,7 @@ def deadline_seconds(value: str | int | None) -> float | None:
     """An activeDeadlineSeconds (an int, or a string holding one) in seconds; None when unset."""
     if value is None or value == "":
         return None
-    whole = None if isinstance(value, bool) else atoi(str(value))
+    whole = atoi(str(value))  # JSON true reads "True": no number
     if whole is None:
         raise DurationError(f"activeDeadlineSeconds must be a number of seconds, got {value!r}")
     return float(whole)
