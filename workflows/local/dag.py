@@ -72,9 +72,8 @@ def read_dag(template: Mapping[str, Any]) -> Dag:
     unknown dependency, a cycle: the lint's own sort_tasks) or its `depends` cannot be evaluated."""
     dag = template["dag"]
     task_list = dag.get("tasks", [])
-    graph = DagGraph(
-        task_list
-    )  # the tasks each one waits for, as ancestry.go's GetTaskDependencies reads them
+    # the tasks each one waits for, as ancestry.go's GetTaskDependencies reads them
+    graph = DagGraph(task_list)
     try:
         sort_tasks(task_list, graph)
     except Invalid as fault:
