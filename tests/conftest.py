@@ -107,27 +107,27 @@ def strict_gcs_bucket(gcs_with_preconditions: str, monkeypatch: pytest.MonkeyPat
 # The page's tests (test_ui_*.py) share one decent model and one store it is published in.
 @pytest.fixture(scope="session")
 def digit_model(mnist_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.support import page as ui_support
+    from tests.support.page import train_digit_model
 
-    return ui_support.train_digit_model(mnist_path, tmp_path_factory.mktemp("ui") / "model.h5")
+    return train_digit_model(mnist_path, tmp_path_factory.mktemp("ui") / "model.h5")
 
 
 @pytest.fixture(scope="session")
 def model_evaluation(
     mnist_path: Path, digit_model: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    from tests.support import page as ui_support
+    from tests.support.page import evaluate_model
 
-    return ui_support.evaluate_model(mnist_path, digit_model, tmp_path_factory.mktemp("eval"))
+    return evaluate_model(mnist_path, digit_model, tmp_path_factory.mktemp("eval"))
 
 
 @pytest.fixture(scope="session")
 def published_store(
     digit_model: Path, model_evaluation: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    """A folder store whose models/mnist/LATEST names ui_support.FIRST_RUN. Copy it before changing it."""
-    from tests.support import page as ui_support
+    """A folder store whose models/mnist/LATEST names tests/support/page.py's FIRST_RUN. Copy it before changing it."""
+    from tests.support.page import FIRST_RUN, publish_run
 
     store = tmp_path_factory.mktemp("store")
-    ui_support.publish_run(store, ui_support.FIRST_RUN, digit_model, model_evaluation)
+    publish_run(store, FIRST_RUN, digit_model, model_evaluation)
     return store

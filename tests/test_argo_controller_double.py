@@ -1,12 +1,10 @@
-"""The Argo double's stand-in for the workflow controller plays Argo's rules (the Go source it follows is
-in ../shared/argo/upstream/workflow/controller) through the project's own functions: the rules
-themselves are tested in test_argo_depends.py and test_argo_retries.py; these cases check that the double
-lays them out as nodes, ticks, messages and progress. Small hand-written specs, so these cases do not
+"""The Argo double's stand-in for the workflow controller plays Argo's rules through the project's own
+functions (workflows/local/dag.py, workflows/common/depends.py, workflows/local/retries.py): the rules
+themselves are tested in test_argo_depends.py and test_argo_retries.py; these cases check only that the
+double lays them out as nodes, ticks, messages and progress. Small hand-written specs, so these cases do not
 move when the pipeline's own spec does."""
 
 from __future__ import annotations
-
-import pytest
 
 from tests.doubles.argo_controller import (
     FAILING_NODE,
@@ -16,28 +14,6 @@ from tests.doubles.argo_controller import (
 )
 
 PARAMETERS = {"workers": "2", "epochs": "1", "batch": "100", "limit": "600", "min-workers": "0"}
-
-
-@pytest.mark.parametrize(
-    ("children", "any_succeeded", "all_failed"),
-    [
-        (("Succeeded", "Failed"), True, False),
-        (("Failed", "Failed"), False, True),
-        (("Failed", "Error"), False, False),  # AllFailed: every child exactly Failed
-    ],
-)
-def test_a_fan_outs_results_count_its_children_as_dag_go_does(
-    children: tuple[str, ...], any_succeeded: bool, all_failed: bool
-) -> None:
-    plan = RunPlan("run", pipeline_spec(None, "train-round-1"), PARAMETERS, "succeed")
-    items = plan.children_of["train-round-1"]
-    for item, phase in zip(items, children, strict=True):
-        item.phase = phase
-    offered = plan._results("train-round-1")
-    assert (offered.result("AnySucceeded"), offered.result("AllFailed")) == (
-        any_succeeded,
-        all_failed,
-    )
 
 
 def pipeline_spec(retry_strategy: dict | None, aggregate_depends: str) -> dict:

@@ -10,7 +10,7 @@ import pytest
 
 from workflows.common import depends
 from workflows.common.depends import All, Any_, DependsError, Not, TaskResults, Term, holds, parse
-from workflows.local.dag import TaskOutcome, read_dag, should_run
+from workflows.local.dag import Dag, TaskOutcome, read_dag, should_run
 
 PHASES = ("Succeeded", "Failed", "Error", "Skipped", "Omitted")
 
@@ -227,19 +227,17 @@ def test_a_fan_outs_phase_is_its_last_failed_or_errored_child(children: tuple, p
 # ---- the `dependencies:` list form, through the DAG -------------------------------------------------
 
 
+def dag_of(*tasks: dict) -> Dag:
+    """A dag template of these tasks, as the runner reads it."""
+    return read_dag({"name": "main", "dag": {"tasks": list(tasks)}})
+
+
 def test_the_dependencies_list_form_waits_for_each_and_needs_all() -> None:
-    dag = read_dag(
-        {
-            "name": "main",
-            "dag": {
-                "tasks": [
-                    {"name": "a"},
-                    {"name": "b"},
-                    {"name": "c", "dependencies": ["a", "b"]},
-                    {"name": "d", "dependencies": ["a"]},
-                ]
-            },
-        }
+    dag = dag_of(
+        {"name": "a"},
+        {"name": "b"},
+        {"name": "c", "dependencies": ["a", "b"]},
+        {"name": "d", "dependencies": ["a"]},
     )
     assert dag.needs["c"] == {"a", "b"} and dag.targets == ("c", "d")
     outcomes = {"a": TaskOutcome("Succeeded")}
@@ -250,34 +248,77 @@ def test_the_dependencies_list_form_waits_for_each_and_needs_all() -> None:
 
 
 def test_the_dependencies_list_form_honours_continue_on() -> None:
-    dag = read_dag(
-        {
-            "name": "main",
-            "dag": {
-                "tasks": [
-                    {"name": "a", "continueOn": {"error": True}},
-                    {"name": "b", "dependencies": ["a"]},
-                ]
-            },
-        }
+    dag = dag_of(
+        {"name": "a", "continueOn": {"error": True}},
+        {"name": "b", "dependencies": ["a"]},
     )
     assert should_run(dag, "b", {"a": TaskOutcome("Error")}) is True
     assert should_run(dag, "b", {"a": TaskOutcome("Failed")}) is False
 
 
 def test_continue_on_holds_for_each_of_several_dependencies() -> None:
-    dag = read_dag(
-        {
-            "name": "main",
-            "dag": {
-                "tasks": [
-                    {"name": "a", "continueOn": {"failed": True}},
-                    {"name": "b"},
-                    {"name": "c", "dependencies": ["a", "b"]},
-                ]
-            },
-        }
+    dag = dag_of(
+        {"name": "a", "continueOn": {"failed": True}},
+        {"name": "b"},
+        {"name": "c", "dependencies": ["a", "b"]},
     )
     outcomes = {"a": TaskOutcome("Failed"), "b": TaskOutcome("Succeeded")}
     assert should_run(dag, "c", outcomes) is True
     assert should_run(dag, "c", outcomes | {"b": TaskOutcome("Failed")}) is False
+
+
+# ---- ancestry.go as validation reads it: the same expansion the runner evaluates ------------------------
+
+
+@pytest.mark.parametrize(
+    "continue_on",
+    [
+        None,
+        {},
+        {"failed": True},
+        {"error": True},
+        {"failed": True, "error": True},
+        {"error": False},
+    ],
+)
+def test_the_expanded_text_means_what_the_bare_name_means(continue_on: dict | None) -> None:
+    """One rule in one place: the text validation reads (expandDependency) and the runner's reading of a
+    bare name with the same continueOn hold for exactly the same phases."""
+    text = depends.expand_dependency("a", continue_on)
+    for phase in PHASES:
+        assert holds(parse(text), one(phase)) is holds(parse("a"), one(phase), {"a": continue_on})
+
+
+def test_depends_logic_expands_dependencies_with_each_ones_continue_on() -> None:
+    """getTaskDependsLogic: `depends` as written; else each dependency expanded with its own continueOn."""
+    tasks = {"a": {"continueOn": {"error": True}}, "b": {}}
+    task = {"dependencies": ["a", "b"]}
+    assert depends.depends_logic(task, lambda name: tasks.get(name, {})) == (
+        "(a.Succeeded || a.Skipped || a.Daemoned || a.Errored) && (b.Succeeded || b.Skipped || b.Daemoned)"
+    )
+    assert (
+        depends.depends_logic({"depends": "a.Failed", "dependencies": ["b"]}, tasks.get)
+        == "a.Failed"
+    )
+    assert depends.depends_logic({}, tasks.get) == ""
+
+
+def test_task_dependencies_reads_names_as_the_regular_expression_does() -> None:
+    """GetTaskDependencies: every task named, items-based (.AnySucceeded, .AllFailed) winning over the rest;
+    words the expression language would not read still name tasks (validation never parses)."""
+    assert depends.task_dependencies("a && b.AnySucceeded && (c.Failed || c.AllFailed) && !d") == {
+        "a": False,
+        "b": True,
+        "c": True,
+        "d": False,
+    }
+    assert depends.task_dependencies("c.AllFailed || c.Failed") == {"c": True}
+    assert depends.task_dependencies("a.Succeeded || !b.Failed") == {"a": False, "b": False}
+    assert depends.task_dependencies("a b") == {"a": False, "b": False}
+
+
+def test_invalid_result_names_the_first_result_argo_does_not_know() -> None:
+    """ValidateTaskResults: each `task.Result` must be one of the eight results."""
+    assert depends.invalid_result("a.Succeeded && b.AllFailed || c") is None
+    assert depends.invalid_result("a.Succeeded && b.Finished && c.Nope") == ("b", "Finished")
+    assert depends.invalid_result("") is None

@@ -42,7 +42,17 @@ def test_durations_read_as_argo_reads_them(text: str | int, seconds: float) -> N
 
 @pytest.mark.parametrize(
     "text",
-    ["", "-", "+", "s", "5 minutes", "1d", "m", "1m-5s", "--5s", "+-5s", "5s-", ".s", "1e3s"],
+    [
+        *("", "-", "+", "s", "5 minutes", "1d", "m", "1m-5s", "--5s", "+-5s", "5s-", ".s", "1e3s"),
+        *(" 15s", "15s ", " 30", "30\n"),  # Go trims nothing: the spec would fail on the cluster
+        *(
+            "\u0663\u0660",
+            "\u0663s",
+            "3_0",
+            "3_0s",
+        ),  # Atoi and ParseDuration read ASCII digits only
+        "9223372036854775808",  # beyond int64: Atoi refuses it, and a bare number has no unit
+    ],
 )
 def test_what_go_refuses_is_refused(text: str) -> None:
     with pytest.raises(DurationError) as raised:
@@ -57,8 +67,9 @@ def test_an_active_deadline_is_whole_seconds(
     assert deadline_seconds(value) == seconds
 
 
-@pytest.mark.parametrize("value", ["1m", "1.5", "x"])
-def test_an_active_deadline_that_is_not_whole_seconds_is_refused(value: str) -> None:
+@pytest.mark.parametrize("value", ["1m", "1.5", "x", " 30", "3_0", "\u0663\u0660", True])
+def test_an_active_deadline_that_is_not_whole_seconds_is_refused(value: str | bool) -> None:
+    """util/intstr.Int64: strconv.Atoi on a string; JSON true is no number."""
     with pytest.raises(DurationError) as raised:
         deadline_seconds(value)
     assert str(raised.value) == f"activeDeadlineSeconds must be a number of seconds, got {value!r}"

@@ -341,7 +341,7 @@ def test_unreadable_retry_expressions_are_refused_with_where(expression: str, me
 def test_as_int_reads_what_strconv_atoi_reads() -> None:
     for text, value in [("30", 30), ("-1", -1), ("+7", 7), ("007", 7)]:
         assert retries.evaluate(f"asInt('{text}') == {value}", SCOPE) is True, text
-    for text in ["30.0", " 3", "3 ", "1_000", "0x1f", ""]:
+    for text in ["30.0", " 3", "3 ", "1_000", "0x1f", "", "\u0663", "9223372036854775808"]:
         with pytest.raises(RetrySpecError):
             retries.evaluate(f"asInt('{text}') == 1", SCOPE)
     assert retries.evaluate("asInt(asFloat('2.9')) == 2", SCOPE) is True  # a number is truncated

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from workflows.common import depends
-from workflows.common.durations import DurationError, parse_duration
 from workflows.local import retries
-from workflows.local.dag import TaskOutcome, assess, read_dag, should_run
+from workflows.local.dag import DagError, TaskOutcome, assess, read_dag, should_run
 from workflows.local.supported import templates_by_name
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
@@ -137,15 +136,17 @@ def test_a_running_task_keeps_the_dag_running() -> None:
     assert assess(dag, {"a": TaskOutcome("Succeeded"), "b": TaskOutcome(None)}) == "Running"
 
 
-def test_cycles_and_unknown_dependencies_are_refused() -> None:
-    cyclic = {
-        "name": "m",
-        "dag": {"tasks": [{"name": "a", "depends": "b"}, {"name": "b", "depends": "a"}]},
-    }
-    with pytest.raises(ValueError, match="cycle"):
-        read_dag(cyclic)
-    with pytest.raises(ValueError, match="dependency 'z' not defined"):
-        read_dag({"name": "m", "dag": {"tasks": [{"name": "a", "depends": "z"}]}})
+def test_a_graph_argo_would_refuse_is_refused_in_its_words() -> None:
+    """The lint's util/sorting port (workflows/lint/dag.py sort_tasks), one rule for both: a cycle, an
+    unknown dependency and a task named twice (which the runner once ran as one)."""
+    cases = [
+        ([{"name": "a", "depends": "b"}, {"name": "b", "depends": "a"}], "graph with cycle"),
+        ([{"name": "a", "depends": "z"}], "invalid dependency z"),
+        ([{"name": "a"}, {"name": "a", "depends": ""}], "duplicated nodeName a"),
+    ]
+    for tasks, fault in cases:
+        with pytest.raises(DagError, match=f"^templates.m sorting failed: {fault}$"):
+            read_dag({"name": "m", "dag": {"tasks": tasks}})
 
 
 # ---- retries: operator.go:processNodeRetries -----------------------------------------------------
@@ -262,19 +263,6 @@ def test_unreadable_retry_expressions_are_refused(expression: str) -> None:
     scope = retries.retry_scope([retries.Attempt("Failed", 3, "", 0.0, 1.0)])
     with pytest.raises(retries.RetrySpecError):
         retries.evaluate(expression, scope)
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"), [("15s", 15), ("1m30s", 90), ("1.5h", 5400), ("30", 30), ("250ms", 0.25)]
-)
-def test_durations_read_as_go_reads_them(text: str, seconds: float) -> None:
-    assert parse_duration(text) == seconds
-
-
-@pytest.mark.parametrize("text", ["", "5 minutes", "1d", "m"])
-def test_bad_durations_are_refused(text: str) -> None:
-    with pytest.raises(DurationError):
-        parse_duration(text)
 
 
 # ---- the compiled spec ---------------------------------------------------------------------------

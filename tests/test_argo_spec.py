@@ -9,8 +9,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import subprocess
-import sys
 import tomllib
 import warnings
 from dataclasses import replace
@@ -25,7 +23,7 @@ from hera.workflows.models import WorkflowCreateRequest, WorkflowTemplateCreateR
 from hera.workflows.models import WorkflowTemplate as HeraWorkflowTemplate
 
 from tests.support.argo_schema import first_error, workflow_validator
-from tests.support.project import ROOT
+from tests.support.project import ROOT, run_submit
 from workflows.lint.documents import check as check_with_argo_rules
 from workflows.local.supported import check_supported, templates_by_name
 from workflows.pipeline import cluster
@@ -222,12 +220,11 @@ def test_local_runner_accepts_the_cluster_spec() -> None:
 
 
 def test_render_prints_a_workflow_kubectl_can_create(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "workflows" / "submit.py"), "--render", "--workers", "4"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
+    result = run_submit(
+        "--render",
+        *("--workers", "4"),
         env={"PATH": "/usr/bin:/bin", "ARTIFACTS": "gs://mnist-models"},
+        cwd=tmp_path,
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
@@ -253,13 +250,8 @@ def test_evaluate_report_reads_at_a_glance() -> None:
 
 
 def test_render_with_register_prints_the_template(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "workflows" / "submit.py"), "--render", "--register"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin"},
-        timeout=120,
+    result = run_submit(
+        "--render", "--register", env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path, timeout=120
     )
     assert result.returncode == 0, result.stderr
     rendered = yaml.safe_load(result.stdout)

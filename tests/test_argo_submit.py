@@ -29,8 +29,6 @@ from tests.support.project import ROOT, free_port
 from workflows.lint.documents import check as check_with_argo_rules
 from workflows.pipeline import cluster
 from workflows.pipeline.settings import PipelineSettings
-from workflows.server import client as argo_client
-from workflows.server import watch as watch_module
 from workflows.server.client import from_environment
 from workflows.server.watch import watch
 from workflows.submit import main
@@ -642,7 +640,7 @@ def test_a_server_that_is_not_argo(
 @pytest.fixture
 def quick_cache_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     """The client's waits for the server's cache, shortened: the double's cache trails by reads."""
-    monkeypatch.setattr(argo_client, "CACHE_WAITS", (0.01,) * 6)
+    monkeypatch.setattr("workflows.server.client.CACHE_WAITS", (0.01,) * 6)
 
 
 @pytest.fixture
@@ -730,7 +728,7 @@ def test_a_step_whose_image_cannot_be_pulled_stops_the_watched_run(
 ) -> None:
     """Argo v4.1.2 leaves such a pod Pending until the kubelet ends it at its activeDeadlineSeconds,
     then retries it (the train step's hour, three times); the watch stops the run instead."""
-    monkeypatch.setattr(watch_module, "STUCK_SECONDS", 0.3)
+    monkeypatch.setattr("workflows.server.watch.STUCK_SECONDS", 0.3)
     code, out, err = watched_run("cannot-pull")
     assert code == 1
     pending = [line for line in lines_of(out, FAILING_NODE) if "Pending" in line]

@@ -18,13 +18,13 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from tests.support import containers as containers_support
+from tests.support import containers
 from tests.support.containers import IMAGE_UID, Images, leftover_containers
 from workflows.local.containers import ContainerEngine
 from workflows.local.engines import DeadlineExceeded, Invocation
 
 pytestmark = pytest.mark.containers
-images = containers_support.images
+images = containers.images  # the fixture, under its own name
 
 WORK = PurePosixPath("/work")
 

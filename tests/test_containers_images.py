@@ -9,11 +9,11 @@ import subprocess
 
 import pytest
 
-from tests.support import containers as containers_support
+from tests.support import containers
 from tests.support.containers import Images, finds_tensorflow
 
 pytestmark = pytest.mark.containers
-images = containers_support.images
+images = containers.images  # the fixture, under its own name
 
 MB = 1_000_000
 # Above the base, in MB (measured: steps 133, train 992, page 424).

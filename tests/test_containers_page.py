@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import containers as containers_support
+from tests.support import containers
 from tests.support.containers import ROOT, Images
 from tests.support.project import free_port
 
 pytestmark = pytest.mark.containers
-images = containers_support.images
+images = containers.images  # the fixture, under its own name
 
 
 @pytest.fixture
@@ -37,6 +37,17 @@ def model_folder(digit_model: Path, tmp_path: Path) -> Path:
 def page_run(images: Images, *arguments: str) -> list[str]:
     """`podman run` as the Deployment runs the page (infra/k8s/base/page.yaml: readOnlyRootFilesystem)."""
     return [images.engine, "run", "--read-only", "--tmpfs", "/tmp:rw,mode=1777", *arguments]
+
+
+def sealed_page_run(images: Images, model_folder: Path, *arguments: str) -> list[str]:
+    """`page_run` with no network, the model and the samples mounted read-only, removed when it ends."""
+    return page_run(
+        images,
+        *("--rm", "--network", "none"),
+        *("--volume", f"{model_folder}:/models:ro"),
+        *("--volume", f"{ROOT / 'samples'}:/samples:ro"),
+        *arguments,
+    )
 
 
 def get(url: str) -> tuple[int, str]:
@@ -104,15 +115,9 @@ def test_the_image_classifies_the_samples_as_this_machine_does(
 ) -> None:
     samples = sorted(path.name for path in (ROOT / "samples").glob("*-mnist.png"))
     predicted = subprocess.run(
-        page_run(
+        sealed_page_run(
             images,
-            "--rm",
-            "--network",
-            "none",
-            "--volume",
-            f"{model_folder}:/models:ro",
-            "--volume",
-            f"{ROOT / 'samples'}:/samples:ro",
+            model_folder,
             images.page,
             "python",
             "-m",
@@ -173,15 +178,9 @@ def test_the_page_itself_runs_in_its_trimmed_image(images: Images, model_folder:
     and probability chart drawn (Streamlit sends the chart's table as Arrow), after infra/docker/trim-page.sh
     took out the parts of its dependencies the page never runs."""
     ran = subprocess.run(
-        page_run(
+        sealed_page_run(
             images,
-            "--rm",
-            "--network",
-            "none",
-            "--volume",
-            f"{model_folder}:/models:ro",
-            "--volume",
-            f"{ROOT / 'samples'}:/samples:ro",
+            model_folder,
             "--env",
             "MODEL_URI=/models/model.h5",
             images.page,

@@ -10,14 +10,14 @@ from typing import IO
 
 import pytest
 
-from tests.support import containers as containers_support
+from tests.support import containers
 from tests.support.containers import Images, finds_tensorflow
 from tests.support.project import SMALL_RUN, local_run, run_submit
 from workflows.local.containers import ContainerEngine
 from workflows.local.engines import Invocation
 
 pytestmark = pytest.mark.containers
-images = containers_support.images
+images = containers.images  # the fixture, under its own name
 
 
 @dataclass

@@ -30,7 +30,7 @@ from tests.doubles.cloud_tools import (
 )
 from tests.support import docs
 from workflows import submit
-from workflows.pipeline import cluster as cluster_settings
+from workflows.pipeline.cluster import SPOT_TAINT
 from workflows.pipeline.settings import PipelineSettings, defaults
 
 SCRIPTS = sorted((ROOT / "infra").rglob("*.sh"))
@@ -199,7 +199,7 @@ def test_up_makes_a_cluster_that_costs_little_when_idle(sandbox: Sandbox) -> Non
     ):
         assert flag in pool, flag
     # The steps tolerate exactly that taint (workflows/pipeline/cluster.py).
-    key, value, effect = cluster_settings.SPOT_TAINT
+    key, value, effect = SPOT_TAINT
     assert f"--node-taints {key}={value}:{effect}" in pool
     vcpus = {"e2-standard-2": 2, "e2-standard-4": 4}
     assert vcpus["e2-standard-2"] + 1 * vcpus["e2-standard-4"] <= 8

@@ -10,8 +10,6 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import subprocess
-import sys
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -21,9 +19,10 @@ import pytest
 import yaml
 
 from tests.support.argo_schema import WORKFLOW_SCHEMA
-from tests.support.project import ROOT
-from workflows.common import tags as lint_tags
-from workflows.lint import schema as lint_schema
+from tests.support.manifests import BROKEN_LIB, ECHO, LIB, dag, manifest, only, template
+from tests.support.project import ROOT, run_python
+from workflows.common import tags
+from workflows.lint import schema
 from workflows.lint.documents import check, main
 from workflows.lint.schema import DAG_TASKS_MAX
 from workflows.pipeline.settings import MAX_ROUNDS, PipelineSettings, dag_tasks
@@ -42,43 +41,6 @@ PARAM_NAME_RULE = (
     "Parameter/Artifact name must consist of alpha-numeric characters, '_' or '-' "
     "e.g. my_param_1, MY-PARAM-1"
 )
-
-
-def manifest(spec: str, kind: str = "Workflow", metadata: str = "{generateName: lint-}") -> dict:
-    """A manifest of `kind` whose spec is the (dedented) YAML `spec`."""
-    head = f"apiVersion: argoproj.io/v1alpha1\nkind: {kind}\nmetadata: {metadata}\nspec:\n"
-    return yaml.safe_load(head + textwrap.indent(textwrap.dedent(spec).strip("\n"), "  "))
-
-
-def template(spec: str, metadata: str = "{name: lib}") -> dict:
-    return manifest(spec, kind="WorkflowTemplate", metadata=metadata)
-
-
-ECHO = "{name: echo, inputs: {parameters: [{name: msg}]}, container: {image: alpine, args: ['{{inputs.parameters.msg}}']}}"
-WHALE = "{name: whale, container: {image: alpine}, outputs: {parameters: [{name: out, valueFrom: {path: /tmp/out}}]}}"
-LIB = template(f"templates: [{ECHO}]")
-BROKEN_LIB = template(
-    """
-    templates:
-    - name: broken
-      container: {image: alpine, args: ['{{inputs.parameters.nope}}']}
-    """
-)
-
-
-def only(spec: str, **kwargs: Any) -> dict:
-    """A Workflow whose entrypoint `main` is the given template body, beside `echo` and `whale`."""
-    body = textwrap.indent(textwrap.dedent(spec).strip("\n"), "  ")
-    return manifest(
-        f"entrypoint: main\ntemplates:\n- name: main\n{body}\n- {ECHO}\n- {WHALE}", **kwargs
-    )
-
-
-def dag(tasks: str, extra: str = "") -> dict:
-    """A Workflow whose entrypoint is a DAG of the given tasks (templates `echo` and `whale` exist) and
-    the given other fields of the DAG."""
-    tasks = textwrap.indent(textwrap.dedent(tasks).strip("\n"), "    ")
-    return only(f"dag:\n  tasks:\n{tasks}\n{textwrap.indent(textwrap.dedent(extra), '  ')}")
 
 
 def whale_then_echo(msg: str, b_fields: str = "") -> dict:
@@ -1231,40 +1193,35 @@ def test_other_template_types_and_kinds_are_not_checked() -> None:
 
 
 def test_tags_are_found_as_fasttemplate_finds_them() -> None:
-    assert lint_tags.tags("a {{x}} b {{ y.z }} {{=1 + 1}}") == ["x", " y.z ", "=1 + 1"]
-    assert lint_tags.tags("{{{a}}}") == ["{a"]  # the first }} closes the tag
-    with pytest.raises(lint_tags.TagError):
-        lint_tags.tags("{{a}} {{b")
+    assert tags.tags("a {{x}} b {{ y.z }} {{=1 + 1}}") == ["x", " y.z ", "=1 + 1"]
+    assert tags.tags("{{{a}}}") == ["{a"]  # the first }} closes the tag
+    with pytest.raises(tags.TagError):
+        tags.tags("{{a}} {{b")
 
 
 def test_substitution_escapes_values_and_leaves_the_rest() -> None:
-    text = lint_tags.go_json(
+    text = tags.go_json(
         {"args": ["{{inputs.parameters.q}}", "{{tasks.a.id}}", "{{=inputs.parameters.q}}"]}
     )
-    replaced = json.loads(lint_tags.substitute(text, {"inputs.parameters.q": 'say "hi" <b>'}))
+    replaced = json.loads(tags.substitute(text, {"inputs.parameters.q": 'say "hi" <b>'}))
     assert replaced == {"args": ['say "hi" <b>', "{{tasks.a.id}}", "{{=inputs.parameters.q}}"]}
-    assert lint_tags.go_json("<&>") == '"\\u003c\\u0026\\u003e"'
+    assert tags.go_json("<&>") == '"\\u003c\\u0026\\u003e"'
 
 
 def test_resolution_prefixes() -> None:
     """resolveAllVariables: only Argo's own prefixes are checked; run-time ones always pass."""
     scope = {"inputs.parameters.a", "item.*"}
     assert (
-        lint_tags.unresolved(
+        tags.unresolved(
             "{{inputs.parameters.a}} {{item.x.y}} {{custom.v}} {{retries}}", scope, {}, False
         )
         is None
     )
     assert (
-        lint_tags.unresolved(
-            "{{tasks.name}} {{workflow.duration}} {{outputs.result}}", set(), {}, False
-        )
+        tags.unresolved("{{tasks.name}} {{workflow.duration}} {{outputs.result}}", set(), {}, False)
         is None
     )
-    assert (
-        lint_tags.unresolved("{{steps.s.id}}", set(), {}, False)
-        == "failed to resolve {{steps.s.id}}"
-    )
+    assert tags.unresolved("{{steps.s.id}}", set(), {}, False) == "failed to resolve {{steps.s.id}}"
 
 
 # --- The project's own specs ---
@@ -1402,18 +1359,12 @@ def test_cli_runs_as_a_module_without_the_project(tmp_path: Path) -> None:
     path = write(tmp_path, "wf.yaml", [dag("- {name: a, template: echo}")])
     probe = (
         "import runpy, sys; sys.argv = ['lint', sys.argv[1]]\n"
-        "try:\n    runpy.run_module('workflows.lint', run_name='__main__')\n"
+        "try:\n    runpy.run_module('workflows.lint', run_name='__main__', alter_sys=True)\n"
         "except SystemExit as done:\n"
         "    heavy = sorted({m.split('.')[0] for m in sys.modules} & {'hera', 'tensorflow', 'numpy'})\n"
         "    print('loaded:', heavy); sys.exit(done.code)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe, str(path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
+    result = run_python(probe, str(path))
     assert result.returncode == 1, result.stderr
     assert result.stdout.splitlines() == [
         f"{path}: templates.main.tasks.a templates.echo inputs.parameters.msg was not supplied",
@@ -1421,7 +1372,7 @@ def test_cli_runs_as_a_module_without_the_project(tmp_path: Path) -> None:
     ]
 
 
-# --- the full CRD: what the Kubernetes API server refuses after validate.go passed (lint_schema.py) ---
+# --- the full CRD: what the Kubernetes API server refuses after validate.go passed (lint/schema.py) ---
 
 
 def pipeline_tasks(document: dict) -> list:
@@ -1508,10 +1459,10 @@ def published_definitions() -> dict:
 
 def schema_at(path: str) -> dict | None:
     """The definition in Argo's published JSON schema (../shared/argo/workflow-schema.json) that a
-    lint_schema path reaches from a Workflow, or None where the schema does not describe it."""
+    schema.py path reaches from a Workflow, or None where the schema does not describe it."""
     definitions = published_definitions()
     node: dict | None = definitions["io.argoproj.workflow.v1alpha1.Workflow"]
-    for part in lint_schema._parts(path):
+    for part in schema._parts(path):
         while node is not None and "$ref" in node:
             node = definitions.get(node["$ref"].split("/")[-1])
         if node is None:
@@ -1524,14 +1475,14 @@ def schema_at(path: str) -> dict | None:
 
 
 def test_every_field_the_published_schema_requires_is_required_by_the_lint() -> None:
-    """Generated from Argo's schema: wherever a lint_schema rule looks, each field the schema lists as
+    """Generated from Argo's schema: wherever a schema.py rule looks, each field the schema lists as
     required is refused when missing (the CRD's `required` comes from the same Go types)."""
     checked = 0
-    for path in sorted({rule.path for rule in lint_schema.RULES}):
+    for path in sorted({rule.path for rule in schema.RULES}):
         definition = schema_at(path)
         for name in (definition or {}).get("required", []):
             others = dict.fromkeys(set(definition["required"]) - {name}, "x")
-            faults = [rule.check("x", others) for rule in lint_schema.RULES if rule.path == path]
+            faults = [rule.check("x", others) for rule in schema.RULES if rule.path == path]
             assert f"x.{name}: Required value" in faults, (path, name)
             checked += 1
     assert checked >= 20

@@ -1,15 +1,16 @@
-"""The lint's DAG rules (workflows/lint/rules.py) held case by case against Argo v4.1.2's
+"""The lint's DAG rules (workflows/lint/dag.py) held case by case against Argo v4.1.2's
 workflow/validate/validate.go (validateDAG, addItemsToScope, resolveAllVariables,
 validateDAGTaskArgumentDependency) and workflow/common/ancestry.go (GetTaskDependencies, expandDependency),
-each with a manifest only the rule itself gets right. The manifests come from tests/test_lint.py."""
+each with a manifest only the rule itself gets right, written with tests/support/manifests.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.test_lint import dag, manifest, template
+from tests.support.manifests import dag, manifest, template
+from workflows.lint.dag import DagGraph, add_items_to_scope
 from workflows.lint.documents import check
-from workflows.lint.rules import DagGraph, Invalid, add_items_to_scope
+from workflows.lint.fields import Invalid
 
 ECHO_B = "- {name: b, template: echo, %s arguments: {parameters: [{name: msg, value: '%s'}]}}"
 

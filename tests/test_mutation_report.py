@@ -5,7 +5,7 @@ runs in `make mutation`, not here."""
 from __future__ import annotations
 
 from tests.mutation import run as mutation
-from tests.support.project import ROOT
+from tests.support.project import ROOT, run_python
 
 DIFF = """--- workflows/local/retries.py
 +++ workflows/local/retries.py
@@ -52,9 +52,9 @@ def test_mutmut_names_map_to_functions_and_back() -> None:
     assert (
         mutation.function_of("workflows.local.retries.xǁ_Parserǁ_peek__mutmut_8") == "_Parser._peek"
     )
-    assert mutation.mutant_patterns("workflows/lint/rules.py", ["sort_tasks", "DagGraph.*"]) == [
-        "workflows.lint.rules.x_sort_tasks__mutmut_*",
-        "workflows.lint.rules.xǁDagGraphǁ*__mutmut_*",
+    assert mutation.mutant_patterns("workflows/lint/dag.py", ["sort_tasks", "DagGraph.*"]) == [
+        "workflows.lint.dag.x_sort_tasks__mutmut_*",
+        "workflows.lint.dag.xǁDagGraphǁ*__mutmut_*",
     ]
 
 
@@ -79,3 +79,16 @@ def test_an_unknown_module_is_refused(capsys) -> None:
     assert capsys.readouterr().err.strip() == (
         "python -m tests.mutation: error: not in tests/mutation/mutation.toml: workflows/nothing.py"
     )
+
+
+def test_the_command_runs_as_a_module_and_refuses_an_unknown_module() -> None:
+    """`python -m tests.mutation` (make mutation) starts, and a module the settings do not name is one
+    line and exit 2, before mutmut is reached."""
+    result = run_python(
+        "import runpy, sys; sys.argv = ['x', 'no/such.py']; "
+        "runpy.run_module('tests.mutation', run_name='__main__', alter_sys=True)"
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        "python -m tests.mutation: error: not in tests/mutation/mutation.toml: no/such.py"
+    ]

@@ -5,6 +5,7 @@ failed try leaves in the store, how artifacts are laid out, and progress."""
 from __future__ import annotations
 
 import json
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,8 @@ from typing import Any
 import pytest
 
 from steps.lib.storage import open_store
-from workflows.errors import WorkflowError, WorkflowRefused
-from workflows.local.runner import POD_DEADLINE_MESSAGE, LocalRunner
+from workflows.errors import UnresolvedReference, WorkflowError, WorkflowRefused
+from workflows.local.runner import POD_DEADLINE_MESSAGE, LocalRunner, substitute
 
 RUN = "{{workflow.name}}"
 
@@ -404,3 +405,71 @@ def test_a_parameter_given_at_submit_must_be_one_of_its_enum(tmp_path: Path) -> 
     with pytest.raises(WorkflowError, match=r"spec.arguments.store.value should be present in"):
         runner.run(manifest, {"store": "gs://a/elsewhere"})
     assert runner.run(manifest, {"store": "gs://a"}).phase == "Succeeded"
+
+
+def test_a_given_value_is_held_against_its_enum_as_the_lint_holds_it(tmp_path: Path) -> None:
+    """One rule, the lint's (workflows/lint/fields.py validate_arguments): an enum written as YAML
+    booleans or numbers holds the strings Argo makes of them (wfv1.AnyString: "true", "2")."""
+    parameters = [
+        {"name": "flag", "value": "false", "enum": [True, False]},
+        {"name": "count", "value": "1", "enum": [1.0, 2.0]},
+    ]
+    manifest = workflow(
+        [{"name": "a", "template": "ok"}],
+        [step("ok", "pass")],
+        arguments={"parameters": parameters},
+    )
+    runner = LocalRunner(open_store(tmp_path / "store"), tmp_path / "logs", echo=print)
+    assert runner.run(manifest, {"flag": "true", "count": "2"}).phase == "Succeeded"
+    with pytest.raises(WorkflowError, match=r"^spec.arguments.count.value should be present in"):
+        runner.run(manifest, {"count": "2.0"})
+
+
+def test_workflow_parameters_are_the_strings_argo_makes_of_them(tmp_path: Path) -> None:
+    """wfv1.AnyString, as the lint reads them too: a YAML boolean is "true", a whole float "2"."""
+    check = "import sys; raise SystemExit(0 if sys.argv[1:] == ['true', '2'] else 1)"
+    template = step("ok", check)
+    template["container"]["args"] = ["{{workflow.parameters.flag}}", "{{workflow.parameters.n}}"]
+    parameters = [{"name": "flag", "value": True}, {"name": "n", "value": 2.0}]
+    manifest = workflow(
+        [{"name": "a", "template": "ok"}], [template], arguments={"parameters": parameters}
+    )
+    result, lines, _ = run(tmp_path, manifest)
+    assert result.phase == "Succeeded", lines
+
+
+def test_a_run_substitutes_tags_as_the_controller_does() -> None:
+    """SubstituteParams at run time (workflows/common/tags.py, the lint's substitution too): values go in as
+    written, whitespace inside a tag is ignored, and every tag must resolve: an unknown one, an expression
+    (never evaluated here) and an unclosed `{{` (fasttemplate refuses the text) stop the try."""
+    values = {"inputs.parameters.q": 'say "hi" {{not.a.tag}} <b>', "workflow.name": "run-1"}
+    assert substitute(
+        {"args": ["--q={{inputs.parameters.q}}", "{{ workflow.name }}/x"], "n": [1, None]},
+        values,
+        "here",
+    ) == {"args": ['--q=say "hi" {{not.a.tag}} <b>', "run-1/x"], "n": [1, None]}
+    for text, fault in [
+        ("{{tasks.a.id}}", "failed to resolve {{tasks.a.id}} (here)"),
+        ("{{=inputs.parameters.q}}", "failed to resolve {{=inputs.parameters.q}} (here)"),
+        ("a {{workflow.name", 'Cannot find end tag="}}"'),
+    ]:
+        with pytest.raises(UnresolvedReference, match=re.escape(fault)):
+            substitute(text, values, "here")
+
+
+@pytest.mark.parametrize(("limit", "said"), [(None, "(attempt 2)"), ("+2", "(attempt 2 of 3)")])
+def test_a_retry_says_how_many_tries_it_may_have(
+    tmp_path: Path, limit: str | None, said: str
+) -> None:
+    """Without a limit Argo retries for ever (processNodeRetries): no "of N" to announce; a limit is read
+    as retries.py reads it (strconv.Atoi, so "+2" is 2)."""
+    count = tmp_path / "count"
+    code = (
+        f"import pathlib; p = pathlib.Path({str(count)!r}); n = int(p.read_text() or 0) if p.exists() "
+        "else 0; p.write_text(str(n + 1)); raise SystemExit(0 if n else 1)"
+    )
+    strategy = {"retryPolicy": "Always"} | ({"limit": limit} if limit else {})
+    template = step("flaky", code, retryStrategy=strategy)
+    result, lines, _ = run(tmp_path, workflow([{"name": "flaky", "template": "flaky"}], [template]))
+    assert node(result, "flaky").phase == "Succeeded"
+    assert f"retrying flaky {said}: exit code 1" in lines, lines

@@ -3,14 +3,12 @@ table are made from that declaration."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.project import ROOT
+from tests.support.project import ROOT, run_submit
 from workflows import submit
 from workflows.pipeline.settings import (
     MAX_ROUNDS,
@@ -63,13 +61,7 @@ def test_environment_variables_set_defaults() -> None:
 
 @pytest.mark.parametrize(("variable", "value"), [("WORKER_NUMBER", "three"), ("EPOCH", "0")])
 def test_a_bad_environment_value_is_one_line_and_exit_2(variable: str, value: str) -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "workflows" / "submit.py"), "--render"],
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin", variable: value},
-        timeout=120,
-    )
+    result = run_submit("--render", env={"PATH": "/usr/bin:/bin", variable: value}, timeout=120)
     assert result.returncode == 2
     [line] = result.stderr.splitlines()
     assert line.startswith(f"submit: error: {variable}=")

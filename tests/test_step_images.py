@@ -4,13 +4,10 @@ light steps really never load TensorFlow (the light image has none: the containe
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 import yaml
 
-from tests.support.project import ROOT, SUBMIT
+from tests.support.project import run_python, run_submit
 from workflows.local.supported import templates_by_name
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
@@ -38,20 +35,11 @@ def test_only_train_names_the_tensorflow_image() -> None:
 
 @pytest.mark.parametrize("register", [False, True], ids=["workflow", "template"])
 def test_render_takes_both_images_from_their_flags(register: bool) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            SUBMIT,
-            "--render",
-            *(["--register"] if register else []),
-            "--image",
-            "registry.example/mnist-argo-steps:abc",
-            "--train-image",
-            "registry.example/mnist-argo-train:abc",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
+    result = run_submit(
+        "--render",
+        *(["--register"] if register else []),
+        *("--image", "registry.example/mnist-argo-steps:abc"),
+        *("--train-image", "registry.example/mnist-argo-train:abc"),
         env={"PATH": "/usr/bin:/bin", "ARTIFACTS": "gs://mnist-models"},
         timeout=120,
     )
@@ -78,9 +66,7 @@ def test_a_light_step_never_imports_tensorflow(step: str) -> None:
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"
         "print('LOADED', loaded[:3], file=sys.stderr)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
+    result = run_python(probe)
     assert result.returncode == 0, result.stderr
     assert "usage:" in result.stdout
     assert "LOADED []" in result.stderr, result.stderr.splitlines()[-1]

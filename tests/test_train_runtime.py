@@ -17,7 +17,7 @@ from steps import train
 from steps.lib.entry_point import run
 from steps.lib.mnist import PIXEL_MAX, Digits
 from steps.lib.progress import ProgressFile
-from tests.support.project import ROOT
+from tests.support.project import ROOT, run_python
 from tests.support.steps import copy_model, digits, write_npz
 
 
@@ -128,9 +128,7 @@ def thread_probe(environment: dict[str, str]) -> subprocess.CompletedProcess:
         " tf.config.threading.get_inter_op_parallelism_threads())\n"
     )
     env = {**os.environ, **environment}
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300
-    )
+    return run_python(code, env=env, timeout=300)
 
 
 def test_thread_variables_are_applied_through_tf_config_and_start_up_is_silent() -> None:
@@ -293,8 +291,6 @@ def test_the_collector_is_off_while_tensorflow_loads_and_on_after() -> None:
         "import_keras()\n"
         "print(len(runs), gc.isenabled(), gc.get_freeze_count() > 100_000)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
+    result = run_python(code, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["0", "True", "True"]

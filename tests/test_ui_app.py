@@ -18,7 +18,7 @@ from PIL import Image, ImageDraw
 from streamlit.testing.v1 import AppTest
 
 from steps.lib.registry import LATEST_KEY, run_prefix
-from tests.support import page as ui_support
+from tests.support.page import BATCH, EPOCHS, FIRST_RUN, publish_run
 from tests.support.project import ROOT
 from ui.decode import MAX_PIXELS, MB
 from ui.predict import LOW_CONFIDENCE
@@ -74,11 +74,11 @@ def test_the_page_shows_the_published_model(
     monkeypatch: pytest.MonkeyPatch, published_store: Path
 ) -> None:
     page = open_page(monkeypatch, latest_uri(published_store))
-    assert metric(page, "Run") == verbatim(ui_support.FIRST_RUN)
+    assert metric(page, "Run") == verbatim(FIRST_RUN)
     assert metric(page, "Test accuracy").endswith("%")
     assert float(metric(page, "Test accuracy").rstrip("%")) > 90
-    assert metric(page, "Epochs") == str(ui_support.EPOCHS)
-    assert metric(page, "Batch") == str(ui_support.BATCH)
+    assert metric(page, "Epochs") == str(EPOCHS)
+    assert metric(page, "Batch") == str(BATCH)
     assert any("Trained and published" in caption.value for caption in page.caption)
     assert "Confusion matrix on the test set" in image_captions(page)
     assert not page.error and not page.warning
@@ -212,7 +212,7 @@ def test_the_default_model_uri_is_the_local_stores_latest(
 ) -> None:
     monkeypatch.setenv("ARTIFACTS", str(published_store))
     page = open_page(monkeypatch, "")  # MODEL_URI empty: the default applies
-    assert metric(page, "Run") == verbatim(ui_support.FIRST_RUN)
+    assert metric(page, "Run") == verbatim(FIRST_RUN)
 
 
 def test_a_new_latest_is_picked_up_and_a_broken_one_keeps_the_old_model(
@@ -226,9 +226,9 @@ def test_a_new_latest_is_picked_up_and_a_broken_one_keeps_the_old_model(
     # a refused version is tried again at once here, not after a minute, so fixing it shows
     monkeypatch.setattr(ui.model_source, "REFUSED_RETRY_SECONDS", 0)
     page = open_page(monkeypatch, latest_uri(own_store))
-    assert metric(page, "Run") == verbatim(ui_support.FIRST_RUN)
+    assert metric(page, "Run") == verbatim(FIRST_RUN)
 
-    ui_support.publish_run(own_store, "ui-test-2", digit_model, model_evaluation)
+    publish_run(own_store, "ui-test-2", digit_model, model_evaluation)
     page.run()
     assert metric(page, "Run") == verbatim("ui-test-2") and not page.warning
 
@@ -319,13 +319,13 @@ def test_a_new_run_with_malformed_metrics_keeps_the_old_model(
 ) -> None:
     page = open_page(monkeypatch, latest_uri(own_store))
     bad = own_store / run_prefix("ui-test-bad")
-    shutil.copytree(own_store / run_prefix(ui_support.FIRST_RUN), bad)
+    shutil.copytree(own_store / run_prefix(FIRST_RUN), bad)
     (bad / "metrics.json").write_text('{"accuracy": 0.9, "confusion_matrix": [[1, 2], [3]]}')
     (bad / "confusion.png").unlink()
     (own_store / LATEST_KEY).write_text("ui-test-bad")
     page.run()
     assert not page.exception, page.exception
-    assert metric(page, "Run") == verbatim(ui_support.FIRST_RUN)
+    assert metric(page, "Run") == verbatim(FIRST_RUN)
     assert "confusion_matrix" in page.text[0].value
     upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
     assert metric(page, "Prediction") == "7"
@@ -370,7 +370,7 @@ def assert_no_store_markdown(page: AppTest) -> None:
 def publish_copy(store: Path, run: str, **card: object) -> None:
     """A copy of the first run as `run`, its run.json changed by `card`; LATEST names it."""
     folder = store / run_prefix(run)
-    shutil.copytree(store / run_prefix(ui_support.FIRST_RUN), folder)
+    shutil.copytree(store / run_prefix(FIRST_RUN), folder)
     raw = json.loads((folder / "run.json").read_text())
     (folder / "run.json").write_text(json.dumps({**raw, **card}))
     (store / LATEST_KEY).write_text(run)

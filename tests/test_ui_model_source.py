@@ -11,7 +11,7 @@ import pytest
 
 from steps.lib.model_file import MAX_MODEL_BYTES
 from steps.lib.registry import LATEST_KEY, MODEL_FILE, run_prefix
-from tests.support import page as ui_support
+from tests.support.page import EPOCHS, EVAL_DIGITS, FIRST_RUN, publish_run
 from ui import model_source
 from ui.model_source import (
     REFUSED_RETRY_SECONDS,
@@ -33,7 +33,7 @@ def store(published_store: Path, tmp_path: Path) -> Path:
 def serving_the_first_run(uri: Path) -> ModelKeeper:
     """A keeper of `uri` that has loaded the first published run."""
     keeper = ModelKeeper(parse_model_uri(str(uri)))
-    assert keeper.refresh().model.label == ui_support.FIRST_RUN
+    assert keeper.refresh().model.label == FIRST_RUN
     return keeper
 
 
@@ -74,9 +74,9 @@ def test_a_folder_store_gives_model_card_metrics_and_picture(published_store: Pa
     status = ModelKeeper(parse_model_uri(str(published_store / LATEST_KEY))).refresh()
     assert status.problem is None
     loaded = status.model
-    assert loaded.version == loaded.label == ui_support.FIRST_RUN
-    assert loaded.card["settings"]["epochs"] == ui_support.EPOCHS
-    assert loaded.metrics["test_samples"] == ui_support.EVAL_DIGITS
+    assert loaded.version == loaded.label == FIRST_RUN
+    assert loaded.card["settings"]["epochs"] == EPOCHS
+    assert loaded.metrics["test_samples"] == EVAL_DIGITS
     assert loaded.confusion_png.startswith(b"\x89PNG")
     assert loaded.model.count_params() > 100_000
 
@@ -87,24 +87,22 @@ def test_a_gcs_store_is_followed_through_latest(
     store = f"gs://{gcs_bucket}/team"
     keeper = ModelKeeper(parse_model_uri(f"{store}/{LATEST_KEY}"))
     assert keeper.refresh().model is None  # nothing published yet
-    ui_support.publish_run(store, "gcs-run-1", digit_model, model_evaluation)
+    publish_run(store, "gcs-run-1", digit_model, model_evaluation)
     loaded = keeper.refresh().model
     assert loaded.label == "gcs-run-1"
     assert loaded.metrics["accuracy"] == loaded.card["accuracy"]
     assert loaded.confusion_png.startswith(b"\x89PNG")
-    ui_support.publish_run(store, "gcs-run-2", digit_model, model_evaluation)
+    publish_run(store, "gcs-run-2", digit_model, model_evaluation)
     assert keeper.refresh().model.label == "gcs-run-2"
 
 
 def test_a_model_file_with_its_run_files_beside_it(published_store: Path, tmp_path: Path) -> None:
-    run_folder = shutil.copytree(
-        published_store / run_prefix(ui_support.FIRST_RUN), tmp_path / "run"
-    )
+    run_folder = shutil.copytree(published_store / run_prefix(FIRST_RUN), tmp_path / "run")
     model = Path(run_folder) / MODEL_FILE
     keeper = ModelKeeper(parse_model_uri(str(model)))
     first = keeper.refresh().model
     assert first.label == MODEL_FILE
-    assert first.card["run"] == ui_support.FIRST_RUN and first.metrics and first.confusion_png
+    assert first.card["run"] == FIRST_RUN and first.metrics and first.confusion_png
     assert keeper.refresh().model is first  # unchanged file: not loaded again
     model.write_bytes(model.read_bytes())  # rewritten: a new stamp, loaded again
     (Path(run_folder) / "run.json").write_text(json.dumps({"run": "rewritten"}))
@@ -124,11 +122,11 @@ def test_latest_naming_something_that_is_not_a_run_keeps_the_old_model(store: Pa
     keeper = serving_the_first_run(store)
     (store / LATEST_KEY).write_text("../../etc")
     status = keeper.refresh()
-    assert status.model.label == ui_support.FIRST_RUN
+    assert status.model.label == FIRST_RUN
     assert "not a run id" in status.problem
     (store / LATEST_KEY).unlink()
     status = keeper.refresh()
-    assert status.model.label == ui_support.FIRST_RUN and "names no model" in status.problem
+    assert status.model.label == FIRST_RUN and "names no model" in status.problem
 
 
 MALFORMED = {
@@ -166,11 +164,11 @@ def test_a_malformed_run_file_makes_the_new_model_unavailable_and_keeps_the_last
     name, content = MALFORMED[case]
     keeper = serving_the_first_run(store / LATEST_KEY)
     new_run = store / run_prefix("ui-test-bad")
-    shutil.copytree(store / run_prefix(ui_support.FIRST_RUN), new_run)
+    shutil.copytree(store / run_prefix(FIRST_RUN), new_run)
     (new_run / name).write_bytes(content)
     (store / LATEST_KEY).write_text("ui-test-bad")
     status = keeper.refresh()
-    assert status.model.label == ui_support.FIRST_RUN  # still the last good model
+    assert status.model.label == FIRST_RUN  # still the last good model
     assert status.problem.startswith("the newest model cannot be loaded: run ui-test-bad:")
     assert name in status.problem and len(status.problem) < 300
     # alone, the same run is not served at all
@@ -182,7 +180,7 @@ def test_a_huge_latest_is_read_only_in_part_and_not_echoed(store: Path) -> None:
     keeper = serving_the_first_run(store)
     (store / LATEST_KEY).write_bytes(b"x" * 10_000_000)
     status = keeper.refresh()
-    assert status.model.label == ui_support.FIRST_RUN
+    assert status.model.label == FIRST_RUN
     assert "not a run id" in status.problem and len(status.problem) < 200
 
 
@@ -191,20 +189,18 @@ def test_a_latest_that_is_a_fifo_does_not_block(store: Path) -> None:
     (store / LATEST_KEY).unlink()
     os.mkfifo(store / LATEST_KEY)
     status = keeper.refresh()  # a blocking read would hang here (the test has a timeout below)
-    assert status.model.label == ui_support.FIRST_RUN and "not a regular file" in status.problem
+    assert status.model.label == FIRST_RUN and "not a regular file" in status.problem
 
 
 def test_a_confusion_picture_that_is_not_a_sane_png_is_left_out(store: Path) -> None:
-    (store / run_prefix(ui_support.FIRST_RUN) / "confusion.png").write_bytes(b"\x89PNG broken")
+    (store / run_prefix(FIRST_RUN) / "confusion.png").write_bytes(b"\x89PNG broken")
     loaded = ModelKeeper(parse_model_uri(str(store))).refresh().model
     assert loaded.confusion_png is None and loaded.metrics["confusion_matrix"]
 
 
 def test_the_checked_files_keep_what_the_page_shows(published_store: Path) -> None:
     loaded = ModelKeeper(parse_model_uri(str(published_store))).refresh().model
-    written = json.loads(
-        (published_store / run_prefix(ui_support.FIRST_RUN) / "metrics.json").read_text()
-    )
+    written = json.loads((published_store / run_prefix(FIRST_RUN) / "metrics.json").read_text())
     for name in ("accuracy", "per_class_accuracy", "confusion_matrix", "test_samples", "loss"):
         assert loaded.metrics[name] == written[name]
     assert set(loaded.card) == {"run", "published_at", "accuracy", "settings"}
@@ -236,7 +232,7 @@ def test_a_huge_model_file_is_refused_before_it_is_copied_and_not_read_again(sto
     visitor's rerun waits on the keeper's lock while it is fetched."""
     keeper = serving_the_first_run(store)
     new_run = store / run_prefix("ui-test-huge")
-    shutil.copytree(store / run_prefix(ui_support.FIRST_RUN), new_run)
+    shutil.copytree(store / run_prefix(FIRST_RUN), new_run)
     with (new_run / MODEL_FILE).open("r+b") as model:
         model.truncate(256 << 20)
     (store / LATEST_KEY).write_text("ui-test-huge")
@@ -244,7 +240,7 @@ def test_a_huge_model_file_is_refused_before_it_is_copied_and_not_read_again(sto
     status = keeper.refresh()
     assert io_bytes("wchar") - written < 1 << 20  # nothing copied
     assert io_bytes("rchar") - read < MAX_MODEL_BYTES + (1 << 20)  # read up to the limit only
-    assert status.model.label == ui_support.FIRST_RUN
+    assert status.model.label == FIRST_RUN
     assert f"over {MAX_MODEL_BYTES} bytes" in status.problem
     read = io_bytes("rchar")
     again = keeper.refresh()  # every rerun asks: the refused version is remembered
@@ -257,7 +253,7 @@ def test_a_refused_version_is_tried_again_after_a_while(
 ) -> None:
     keeper = serving_the_first_run(store)
     new_run = store / run_prefix("ui-test-later")
-    shutil.copytree(store / run_prefix(ui_support.FIRST_RUN), new_run)
+    shutil.copytree(store / run_prefix(FIRST_RUN), new_run)
     model = (new_run / MODEL_FILE).read_bytes()
     (new_run / MODEL_FILE).write_bytes(b"not hdf5")
     (store / LATEST_KEY).write_text("ui-test-later")

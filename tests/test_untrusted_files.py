@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import h5py
@@ -15,7 +13,7 @@ import pytest
 
 from steps import aggregate, evaluate, publish, split, train
 from steps.lib.errors import StepError
-from tests.support.project import ROOT
+from tests.support.project import run_python
 from tests.support.steps import (
     call,
     copy_model,
@@ -46,9 +44,7 @@ def peak_memory_mb(code: str) -> tuple[float, str]:
         "import re\n"
         "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
+    result = run_python(probe)
     assert result.returncode == 0, result.stderr
     *lines, peak_kb = result.stdout.strip().splitlines()
     return int(peak_kb) / 1024, "\n".join(lines)
@@ -370,7 +366,8 @@ def test_fedavg_weighs_by_what_split_made_and_averages_only_the_expected_shards(
     7.h5 in the round's folder was averaged in. Now only shard 0 (true count) is averaged."""
     from steps.lib.entry_point import run
     from steps.lib.model_file import read_weights
-    from workflows.local.supported import substitute, substitute_all, templates_by_name
+    from workflows.local.runner import substitute
+    from workflows.local.supported import templates_by_name
     from workflows.pipeline.settings import PipelineSettings
     from workflows.pipeline.workflow import compile_workflow
 
@@ -382,7 +379,7 @@ def test_fedavg_weighs_by_what_split_made_and_averages_only_the_expected_shards(
         for p in workflow["spec"]["arguments"]["parameters"]
     } | {"workflow.name": "mnist-abc12"}
     monkeypatch.chdir(tmp_path)
-    args = substitute_all(templates["split"]["container"]["args"], values, "split")
+    args = substitute(templates["split"]["container"]["args"], values, "split")
     assert run(split.main, split.make_parser(), args) == 0, capsys.readouterr().err
     for output in templates["split"]["outputs"]["parameters"]:
         path = tmp_path / output["valueFrom"]["path"].removeprefix("/work/")
@@ -397,7 +394,7 @@ def test_fedavg_weighs_by_what_split_made_and_averages_only_the_expected_shards(
         values[f"inputs.parameters.{argument['name']}"] = substitute(
             argument["value"], values, "aggregate's arguments"
         )
-    args = substitute_all(templates["aggregate"]["container"]["args"], values, "aggregate")
+    args = substitute(templates["aggregate"]["container"]["args"], values, "aggregate")
     folder = tmp_path / "in" / "models"
     folder.mkdir(parents=True)
     good = read_weights(copy_model(folder / "0.h5"))
@@ -507,7 +504,8 @@ def test_no_workflow_parameter_can_rewrite_the_card(
     """The compiled publish template's arguments, with the parameters Argo would substitute (plain
     text replacement: workflow/common/util.go:SubstituteParams): a folder name holding a quote and
     JSON of its own was pasted into the --settings JSON, failing the run or rewriting the card."""
-    from workflows.local.supported import substitute_all, templates_by_name
+    from workflows.local.runner import substitute
+    from workflows.local.supported import templates_by_name
     from workflows.pipeline.settings import PipelineSettings
     from workflows.pipeline.workflow import compile_workflow
 
@@ -519,7 +517,7 @@ def test_no_workflow_parameter_can_rewrite_the_card(
     }
     values |= {"workflow.name": "mnist-abc12", "inputs.parameters.model": "unused"}
     values["workflow.parameters.store"] = str(tmp_path / "store")
-    args = substitute_all(
+    args = substitute(
         templates_by_name(workflow)["publish"]["container"]["args"], values, "publish"
     )
     (tmp_path / "in").mkdir()
@@ -595,9 +593,7 @@ def publish_process(
         "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
         "sys.exit(code)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=20
-    )
+    result = run_python(probe, timeout=20)
     return result.returncode, result.stderr.strip(), int(result.stdout or 0) / 1024
 
 

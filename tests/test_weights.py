@@ -4,8 +4,6 @@ Keras model holding the FedAvg mean, and the steps that do not train never impor
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +12,7 @@ import pytest
 from steps import aggregate
 from steps.lib.entry_point import run
 from steps.lib.model_file import CONFIG_CLASSES, CONFIG_MODULES, LAYER_CLASSES, WEIGHT_LAYOUT
-from tests.support.project import ROOT
+from tests.support.project import run_python
 from tests.support.steps import copy_model, digits, write_json, write_model_weights, write_npz
 
 
@@ -148,8 +146,6 @@ def test_steps_that_do_not_train_never_import_tensorflow(
         f"sys.argv = ['steps.{step}', *{argv!r}]\n"
         f"runpy.run_module('steps.{step}', run_name='__main__')\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
+    result = run_python(probe)
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip().splitlines()[-1] == "[]", result.stderr

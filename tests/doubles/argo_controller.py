@@ -1,12 +1,13 @@
 """A stand-in for Argo's workflow controller and for the pipeline's steps, which cannot run here: it
 plays a compiled Workflow's DAG tick by tick and answers the run's `status` as the Argo Server would.
 
-The controller's part follows Argo v4.1.2 (../shared/argo/upstream/workflow/controller), and its rules
-are the project's own, not copies of them, so a test through the double holds the runner's rules too:
+The controller's part follows Argo v4.1.2 (workflow/controller in Argo's source), and its rules are the
+project's own functions, not copies of them, so a test through the double holds the runner's rules too;
+what is the double's own is the scaffolding around them (nodes, ticks, timestamps, progress sums):
 - dag.go executeDAGTask, evaluateDependsLogic: a task starts once every task its `depends` names is
-  fulfilled, and runs when the expression holds (workflows/common/depends.py); a false `depends` leaves the
-  task Omitted. withParam fans out under a TaskGroup node, which ends Succeeded or with a failed
-  child's phase. A task's node is a child of its dependencies' outbound nodes.
+  fulfilled, and runs when the expression holds (workflows/local/dag.py should_run); a false `depends`
+  leaves the task Omitted. withParam fans out under a TaskGroup node, whose phase is
+  workflows/common/depends.py group_phase. A task's node is a child of its dependencies' outbound nodes.
 - operator.go executeTemplate, processNodeRetries: a template with a retryStrategy runs under a Retry
   node (created Running), one Pod node per try; after a failed try workflows/local/retries.py decides, and a
   backoff is waited out in whole ticks.
@@ -36,10 +37,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from workflows.common import depends
+from workflows.common.depends import group_phase
 from workflows.common.durations import deadline_seconds
 from workflows.local import retries
-from workflows.local.dag import TaskOutcome, assess, read_dag
+from workflows.local.dag import TaskOutcome, assess, read_dag, should_run
 
 START = datetime.now(UTC).replace(microsecond=0)
 SECONDS_PER_TICK = 10
@@ -52,11 +53,6 @@ ACCURACY = "0.9771"
 
 def stamp(tick: int) -> str:
     return (START + timedelta(seconds=tick * SECONDS_PER_TICK)).isoformat().replace("+00:00", "Z")
-
-
-def needs_of(task: dict) -> list[str]:
-    """The tasks a DAG task waits for (its `depends` or `dependencies`), in a fixed order."""
-    return sorted(depends.tasks_named(depends.parse(depends.expression_text(task))))
 
 
 # ---- the plan of a run: every node, with the ticks it changes at ------------------------------------
@@ -97,8 +93,8 @@ class RunPlan:
         self.parameters = parameters
         self.templates = {t["name"]: t for t in spec["templates"]}
         self.nodes: list[Node] = []
-        dag = self.templates[spec["entrypoint"]]["dag"]
-        self.tasks = {task["name"]: task for task in dag["tasks"]}
+        self.dag = read_dag(self.templates[spec["entrypoint"]])
+        self.tasks = self.dag.tasks
         self.done: dict[str, int] = {}  # task -> tick its node(s) ended
         self.outbound: dict[str, list[str]] = {}  # task -> displays its dependents hang under
         self.phase_of: dict[str, str] = {}  # task -> its node's final phase
@@ -106,7 +102,7 @@ class RunPlan:
         for task in self.tasks:
             self._play(task)
         self.finished = max(node.finished for node in self.nodes)
-        self.phase = self._dag_phase(self.templates[spec["entrypoint"]])
+        self.phase = assess(self.dag, self._outcomes())  # dag.go assessDAGPhase
         self.stopped: int | None = None
 
     def stop(self, tick: int) -> None:
@@ -120,15 +116,12 @@ class RunPlan:
         if name in self.done:
             return
         task = self.tasks[name]
-        needs = needs_of(task)
+        needs = sorted(self.dag.needs[name])
         for need in needs:
             self._play(need)
         start = max((self.done[need] for need in needs), default=1)
         parents = [display for need in needs for display in self.outbound[need]] or [self.name]
-        expression = depends.parse(depends.expression_text(task))
-        results = {need: self._results(need) for need in needs}
-        continue_on = {need: self.tasks[need].get("continueOn") or {} for need in needs}
-        if not depends.holds(expression, results, continue_on):
+        if not should_run(self.dag, name, self._outcomes()):
             omitted = Node(name, "Skipped", None, start, start, "Omitted", parents)
             omitted.message = "omitted: depends condition not met"
             self._finish(name, [omitted], omitted, [name])
@@ -146,8 +139,7 @@ class RunPlan:
             items.append(step[0])
             outbound.append(last)
         group.finished = max(item.finished for item in items)
-        failed = [item.phase for item in items if item.phase in ("Failed", "Error")]
-        group.phase = failed[-1] if failed else "Succeeded"
+        group.phase = group_phase([item.phase for item in items])
         self.children_of[name] = items
         self._finish(name, nodes, group, outbound)
 
@@ -157,10 +149,14 @@ class RunPlan:
         self.phase_of[task] = node.phase
         self.outbound[task] = outbound
 
-    def _results(self, task: str) -> depends.TaskResults:
-        """What `depends` may ask of a finished task (dag.go evaluateDependsLogic)."""
-        items = tuple(item.phase for item in self.children_of.get(task, []))
-        return depends.TaskResults(self.phase_of[task], items or None)
+    def _outcomes(self) -> dict[str, TaskOutcome]:
+        """Every task played so far as the runner's DAG rules read it (workflows/local/dag.py)."""
+        return {
+            task: TaskOutcome(
+                phase, tuple(item.phase for item in self.children_of.get(task, [])) or None
+            )
+            for task, phase in self.phase_of.items()
+        }
 
     # -- steps and their tries --
 
@@ -255,7 +251,7 @@ class RunPlan:
         """The fan-out tasks whose items a single task gathers (aggregate: the round's trainers)."""
         if step not in self.tasks:
             return []
-        return [need for need in needs_of(self.tasks[step]) if need in self.children_of]
+        return [need for need in sorted(self.dag.needs[step]) if need in self.children_of]
 
     def _delivered(self, step: str) -> int:
         items = [item for need in self._fan_ins(step) for item in self.children_of[need]]
@@ -277,18 +273,6 @@ class RunPlan:
             "accuracy": ACCURACY,
         }
         return [{"name": name, "value": values[name]} for name in sorted(declared & set(values))]
-
-    # -- the run's phase --
-
-    def _dag_phase(self, dag: dict) -> str:
-        """assessDAGPhase, as the runner assesses it (workflows/local/dag.py)."""
-        outcomes = {
-            task: TaskOutcome(
-                phase, tuple(item.phase for item in self.children_of.get(task, [])) or None
-            )
-            for task, phase in self.phase_of.items()
-        }
-        return assess(read_dag(dag), outcomes)
 
     # -- the status the server answers --
 

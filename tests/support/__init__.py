@@ -1,1 +1,1 @@
-"""What several test modules share: the project's paths, crafted files, built images, schemas."""
+"""What several test modules share: the project's paths, crafted files and manifests, built images, schemas."""

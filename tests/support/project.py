@@ -1,4 +1,4 @@
-"""What many test modules share: where the project is, free ports, and running submit.py locally."""
+"""What many test modules share: where the project is, free ports, and running Python and submit.py in it."""
 
 from __future__ import annotations
 
@@ -26,6 +26,20 @@ def wait_for_port(port: int, timeout: float = 30.0) -> None:
                 return
         time.sleep(0.1)
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+
+
+def run_python(
+    code: str, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """`python -c CODE ARGS` in the project's folder, to the end, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=timeout,
+    )
 
 
 def local_run(store: Path | str, logs: Path, source: Path, *extra: str) -> list[str]:

@@ -1,8 +1,11 @@
-"""A DAG task's `depends` as Argo v4.1.2 reads and evaluates it.
+"""A DAG task's `depends` as Argo v4.1.2 reads and evaluates it: the one home of workflow/common/ancestry.go,
+which Argo's validation (validate.go:validateDAG) and its controller (controller/dag.go) both call.
 
 Argo turns `dependencies: [a, b]` into `a && b` and a bare task name `a` into
-`(a.Succeeded || a.Skipped || a.Daemoned)` (common/ancestry.go, documented in enhanced-depends-logic.md), then
-evaluates the expression once every task it names is fulfilled, with one set of results per task
+`(a.Succeeded || a.Skipped || a.Daemoned)`, widened by the task's `continueOn` (ancestry.go:expandDependency,
+documented in enhanced-depends-logic.md). Validation finds the tasks an expression names with a regular
+expression (GetTaskDependencies) and checks each `task.Result` (ValidateTaskResults); the controller evaluates
+the expression once every task it names is fulfilled, with one set of results per task
 (controller/dag.go:evaluateDependsLogic). `.AnySucceeded` and `.AllFailed` read a fan-out's children: any child
 Succeeded; every child exactly Failed (an Error child makes AllFailed false).
 """
@@ -10,7 +13,7 @@ Succeeded; every child exactly Failed (an Error child makes AllFailed false).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +21,10 @@ from workflows.common.tokens import KEYWORDS, scan
 
 RESULTS = ("Succeeded", "Failed", "Errored", "Skipped", "Omitted", "Daemoned")
 GROUP_RESULTS = ("AnySucceeded", "AllFailed")
+BARE_NAME_RESULTS = ("Succeeded", "Skipped", "Daemoned")  # what a bare task name accepts
+# ancestry.go: taskNameRegex (a `task.Result` term, or a bare task name) and taskResultRegex.
+TASK_NAME_RE = re.compile(r"([a-zA-Z0-9][-a-zA-Z0-9]*?\.[A-Z][a-zA-Z]+)|([a-zA-Z0-9][-a-zA-Z0-9]*)")
+TASK_RESULT_RE = re.compile(r"([a-zA-Z0-9][-a-zA-Z0-9]*?\.[A-Z][a-zA-Z]+)")
 TOKEN = re.compile(
     r"\s*(?:(?P<op>&&|\|\||!|\(|\))|(?P<word>and|or|not)\b|"
     r"(?P<name>[A-Za-z0-9][-A-Za-z0-9_]*?)(?:\.(?P<result>[A-Z][A-Za-z]+))?(?=[\s()&|!]|$))"
@@ -57,6 +64,58 @@ def expression_text(task: Mapping[str, Any]) -> str:
     if task.get("depends"):
         return str(task["depends"])
     return " && ".join(task.get("dependencies") or [])
+
+
+def accepted_results(continue_on: Mapping[str, Any] | None) -> list[str]:
+    """ancestry.go:expandDependency: the results a bare task name accepts, Succeeded, Skipped and Daemoned,
+    then Errored for `continueOn.error` and Failed for `continueOn.failed`."""
+    tolerated = continue_on if isinstance(continue_on, Mapping) else {}
+    return [
+        *BARE_NAME_RESULTS,
+        *["Errored"] * (tolerated.get("error") is True),
+        *["Failed"] * (tolerated.get("failed") is True),
+    ]
+
+
+def expand_dependency(name: str, continue_on: Mapping[str, Any] | None) -> str:
+    """ancestry.go:expandDependency: `(a.Succeeded || a.Skipped || a.Daemoned …)` for a bare name `a`."""
+    return "(" + " || ".join(f"{name}.{result}" for result in accepted_results(continue_on)) + ")"
+
+
+def depends_logic(task: Mapping[str, Any], task_named: Callable[[str], Mapping[str, Any]]) -> str:
+    """ancestry.go:getTaskDependsLogic: the task's `depends`, or its `dependencies` each expanded (with the
+    `continueOn` of the task it names, looked up by `task_named`) and joined by &&."""
+    if depends := task.get("depends"):
+        return str(depends)
+    return " && ".join(
+        expand_dependency(name, task_named(name).get("continueOn"))
+        for name in task.get("dependencies") or []
+    )
+
+
+def task_dependencies(logic: str) -> dict[str, bool]:
+    """ancestry.go:GetTaskDependencies, as validation reads a depends text: each task it names, and whether
+    it is named by an items-based result (.AnySucceeded, .AllFailed), which takes precedence."""
+    dependencies: dict[str, bool] = {}
+    for match in TASK_NAME_RE.finditer(logic):
+        if match.group(1):
+            name, result = match.group(1).split(".")
+            if result in GROUP_RESULTS:
+                dependencies[name] = True
+            else:
+                dependencies.setdefault(name, False)
+        else:
+            dependencies[match.group(2)] = False
+    return dependencies
+
+
+def invalid_result(depends: str) -> tuple[str, str] | None:
+    """ancestry.go:ValidateTaskResults: the first (task, result) in `depends` naming no result Argo knows."""
+    for match in TASK_RESULT_RE.finditer(depends):
+        name, result = match.group(1).split(".")
+        if result not in RESULTS + GROUP_RESULTS:
+            return name, result
+    return None
 
 
 def parse(text: str) -> Expression:
@@ -173,12 +232,8 @@ def holds(
         task = results[expression.task]
         if expression.result is not None:
             return task.result(expression.result)
-        tolerated = (continue_on or {}).get(expression.task) or {}
-        accepted = ["Succeeded", "Skipped", "Daemoned"]
-        accepted += ["Errored"] * bool(tolerated.get("error")) + ["Failed"] * bool(
-            tolerated.get("failed")
-        )
-        return any(task.result(name) for name in accepted)
+        tolerated = (continue_on or {}).get(expression.task)
+        return any(task.result(name) for name in accepted_results(tolerated))
     if isinstance(expression, Not):
         return not holds(expression.operand, results, continue_on)
     operands = (holds(operand, results, continue_on) for operand in expression.operands)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from workflows.common.numbers import atoi
+
 UNITS = {
     "ns": 1e-9,
     "us": 1e-6,
@@ -15,7 +17,7 @@ UNITS = {
     "m": 60.0,
     "h": 3600.0,
 }
-PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")  # ASCII digits, as Go
 
 
 class DurationError(ValueError):
@@ -24,9 +26,9 @@ class DurationError(ValueError):
 
 def parse_duration(text: str | int | float) -> float:
     """Seconds in `text`; raise DurationError for anything Go's parser would refuse."""
-    value = str(text).strip()
-    if re.fullmatch(r"[+-]?\d+", value):  # strconv.Atoi: whole seconds
-        return float(int(value))
+    value = str(text)  # Go trims nothing
+    if (whole := atoi(value)) is not None:  # strconv.Atoi first: whole seconds
+        return float(whole)
     sign = -1.0 if value.startswith("-") else 1.0
     body = value[1:] if value[:1] in ("+", "-") else value  # one sign at most
     seconds, position = 0.0, 0
@@ -45,9 +47,7 @@ def deadline_seconds(value: str | int | None) -> float | None:
     """An activeDeadlineSeconds (an int, or a string holding one) in seconds; None when unset."""
     if value is None or value == "":
         return None
-    try:
-        return float(int(str(value)))
-    except ValueError:
-        raise DurationError(
-            f"activeDeadlineSeconds must be a number of seconds, got {value!r}"
-        ) from None
+    whole = atoi(str(value))  # JSON true reads "True": no number
+    if whole is None:
+        raise DurationError(f"activeDeadlineSeconds must be a number of seconds, got {value!r}")
+    return float(whole)

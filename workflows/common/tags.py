@@ -1,9 +1,9 @@
-"""Argo's `{{…}}` template tags, as its validation reads them: finding, checking and substituting them.
+"""Argo's `{{…}}` template tags: finding, checking and substituting them, for the lint and the local runner.
 
 Follows Argo v4.1.2: `util/template` (tags are found with fasttemplate over the JSON of an object; `{{=…}}`
 expression tags are never checked), `workflow/validate/validate.go:resolveAllVariables` (which references
 resolve, and the prefixes it lets through), and `workflow/common/util.go:SubstituteParams` (globals first,
-then inputs, over the JSON text).
+then inputs, over the JSON text; validation lets unresolved tags through, a run does not).
 """
 
 from __future__ import annotations
@@ -40,6 +40,14 @@ START, END = "{{", "}}"
 
 class TagError(ValueError):
     """A `{{` without its `}}` (fasttemplate refuses the whole text)."""
+
+
+class UnresolvedTag(ValueError):
+    """A tag with no value where every tag must have one (a run, not its validation)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"failed to resolve {{{{{name}}}}}")
+        self.name = name
 
 
 class Placeholders:
@@ -129,17 +137,27 @@ def _escaped(value: str) -> str:
     return go_json(value)[1:-1]
 
 
-def substitute(text: str, values: Mapping[str, str]) -> str:
-    """Replace each simple tag named in `values`; leave the others (and expressions) as written.
+def substitute(text: str, values: Mapping[str, str], allow_unresolved: bool = True) -> str:
+    """Replace each tag named in `values` in `text` (JSON text: values are escaped for a JSON string).
 
-    util/template Replace with unresolved tags allowed, as SubstituteParams calls it during validation.
+    util/template Replace: with `allow_unresolved`, as SubstituteParams calls it during validation, other
+    tags and expressions stay as written; without it, as a run calls it, a tag not in `values` raises
+    UnresolvedTag (an expression too: this project never evaluates one). TagError for an unclosed `{{`.
     """
     pieces, position = [], 0
     for start, end, tag in _spans(text):
         name = tag.strip()
         if is_expression(tag) or name not in values:
-            continue
+            if allow_unresolved:
+                continue
+            raise UnresolvedTag(name)
         pieces += [text[position:start], _escaped(values[name])]
         position = end
     pieces.append(text[position:])
     return "".join(pieces)
+
+
+def substitute_value(value: Any, values: Mapping[str, str]) -> Any:
+    """`value` (a string, or lists and maps of them) with every tag replaced, as a run substitutes them:
+    over its Go JSON text (SubstituteParams); UnresolvedTag for a tag without a value."""
+    return json.loads(substitute(go_json(value), values, allow_unresolved=False))

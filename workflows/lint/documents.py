@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-from workflows.lint.rules import KINDS, validate_document
 from workflows.lint.schema import crd_faults
+from workflows.lint.validation import KINDS, validate_document
 
 TEMPLATE_KINDS = ("WorkflowTemplate", "ClusterWorkflowTemplate")
 MAX_FILE_BYTES = 8 * 1024 * 1024

@@ -46,14 +46,6 @@ def any_string(value: Any) -> str:
     return str(value)
 
 
-def atoi(text: str) -> int | None:
-    """Go's strconv.Atoi: an optional sign and decimal digits, nothing else."""
-    if re.fullmatch(r"[+-]?[0-9]+", text) is None:
-        return None
-    number = int(text)
-    return number if -(2**63) <= number < 2**63 else None
-
-
 # validate.go:validateWorkflowFieldNames and its name rules.
 
 PARAM_OR_ARTIFACT_NAME = re.compile(r"[-a-zA-Z0-9_]+")

@@ -3,7 +3,7 @@ constraints of the full CRD that Argo v4.1.2 installs (manifests/base/crds/full/
 makes from the `+kubebuilder:validation` markers in pkg/apis/workflow/v1alpha1/workflow_types.go. Each
 rule below names its marker's type and field; faults are worded as the API server words them.
 
-validate.go (workflows/lint/rules.py) does not apply these: a spec can pass `argo lint` and still be
+validate.go (workflows/lint/validation.py) does not apply these: a spec can pass `argo lint` and still be
 refused at create, e.g. a DAG of more than 200 tasks.
 """
 

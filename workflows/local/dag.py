@@ -1,4 +1,7 @@
-"""A DAG's shape and phase as Argo v4.1.2's controller sees them (controller/dag.go).
+"""How the local engine reads a dag template and decides on its tasks, as Argo v4.1.2's controller does
+(controller/dag.go): which tasks each one waits for, whether it runs once they are fulfilled
+(evaluateDependsLogic, with workflows/common/depends.py), and the DAG's phase (assessDAGPhase); runner.py
+starts what is decided.
 
 The DAG's phase comes from its target tasks (dag.target, or the tasks nothing depends on): a walk from the
 root tasks carries each branch's last completed phase down to the nodes below it, so an Omitted or Skipped
@@ -11,17 +14,19 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from graphlib import CycleError, TopologicalSorter
+from graphlib import TopologicalSorter
 from typing import Any
 
 from workflows.common import depends as dep
+from workflows.lint.dag import DagGraph, sort_tasks
+from workflows.lint.fields import Invalid
 
 COMPLETED = ("Succeeded", "Failed", "Error")
 FAILED = ("Failed", "Error")
 
 
 class DagError(ValueError):
-    """A DAG that cannot run: a cycle, or a dependency on a task that does not exist."""
+    """A DAG that cannot run: a cycle, a dependency on a task that does not exist, a task named twice."""
 
 
 @dataclass(frozen=True)
@@ -63,22 +68,26 @@ class Dag:
 
 
 def read_dag(template: Mapping[str, Any]) -> Dag:
-    """Parse a dag template; DagError for a cycle or an unknown dependency."""
+    """Read a dag template; DagError where Argo's validation would refuse its graph (a duplicated task, an
+    unknown dependency, a cycle: the lint's own sort_tasks) or its `depends` cannot be evaluated."""
     dag = template["dag"]
-    tasks = {task["name"]: task for task in dag.get("tasks", [])}
-    expressions = {name: dep.parse(dep.expression_text(task)) for name, task in tasks.items()}
-    needs = {name: dep.tasks_named(expression) for name, expression in expressions.items()}
-    for name, wanted in needs.items():
-        for other in sorted(wanted - set(tasks)):
-            raise DagError(
-                f"templates.{template['name']}.tasks.{name} dependency '{other}' not defined"
-            )
+    task_list = dag.get("tasks", [])
+    # the tasks each one waits for, as ancestry.go's GetTaskDependencies reads them
+    graph = DagGraph(task_list)
     try:
-        TopologicalSorter(needs).prepare()
-    except CycleError as error:
-        raise DagError(
-            f"templates.{template['name']} dependency cycle detected: {error.args[1]}"
-        ) from None
+        sort_tasks(task_list, graph)
+    except Invalid as fault:
+        raise DagError(str(fault.within(f"templates.{template['name']} sorting failed:"))) from None
+    tasks = {task["name"]: task for task in task_list}
+    expressions = {name: dep.parse(dep.expression_text(task)) for name, task in tasks.items()}
+    needs = {name: set(graph.dependencies(name)) for name in tasks}
+    for name, expression in expressions.items():
+        if unread := sorted(dep.tasks_named(expression) - needs[name]):
+            # e.g. `a_b`: Argo reads the tasks `a` and `b`, and its evaluation fails
+            raise DagError(
+                f"templates.{template['name']}.tasks.{name} depends names {', '.join(unread)}, "
+                "which Argo does not read as task names"
+            )
     if dag.get("target"):
         targets = tuple(str(dag["target"]).split())
     else:

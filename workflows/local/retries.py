@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from workflows.common.durations import parse_duration
+from workflows.common.numbers import atoi
+from workflows.common.retry_strategy import RETRY_VARIABLES, policy_error
 from workflows.common.tokens import KEYWORDS, scan
 
 
@@ -63,8 +65,8 @@ def policy_of(strategy: Mapping[str, Any]) -> str:
     policy = strategy.get("retryPolicy") or (
         "Always" if strategy.get("expression") else "OnFailure"
     )
-    if policy not in ("Always", "OnFailure", "OnError", "OnTransientError"):
-        raise RetrySpecError(f"{policy} is not a valid RetryPolicy")
+    if fault := policy_error(policy):
+        raise RetrySpecError(fault)
     return policy
 
 
@@ -76,6 +78,11 @@ def _int_or_string(value: Any, what: str) -> int | None:
         return as_int(value)
     except ValueError:
         raise RetrySpecError(f"{what} must be an integer, got {value!r}") from None
+
+
+def limit_of(strategy: Mapping[str, Any]) -> int | None:
+    """How many retries the strategy allows; None: no limit, so retried for ever."""
+    return _int_or_string(strategy.get("limit"), "retryStrategy.limit")
 
 
 def decide(
@@ -91,7 +98,7 @@ def decide(
         return Stop("Stopped with strategy 'Stop'")
     if workflow_deadline is not None and now > workflow_deadline:
         return Stop("retry exceeded workflow deadline")
-    limit = _int_or_string(strategy.get("limit"), "retryStrategy.limit")
+    limit = limit_of(strategy)
     deadline = None
     backoff = strategy.get("backoff")
     if backoff:
@@ -128,13 +135,14 @@ def decide(
 def retry_scope(attempts: Sequence[Attempt]) -> dict[str, str]:
     """The variables a retry expression sees; every value is a string, as in Argo."""
     last = attempts[-1]
-    return {
-        "retries": str(len(attempts) - 1),
-        "lastRetry.exitCode": "-1" if last.exit_code is None else str(last.exit_code),
-        "lastRetry.status": last.phase,
-        "lastRetry.duration": go_float(last.finished - last.started),
-        "lastRetry.message": last.message,
-    }
+    values = (
+        str(len(attempts) - 1),
+        "-1" if last.exit_code is None else str(last.exit_code),
+        last.phase,
+        go_float(last.finished - last.started),
+        last.message,
+    )
+    return dict(zip(RETRY_VARIABLES, values, strict=True))
 
 
 def go_float(value: float) -> str:
@@ -146,9 +154,11 @@ def go_float(value: float) -> str:
 def as_int(value: Any) -> int:
     """expr-lang's builtin.Int (asInt): a number truncated; a string as strconv.Atoi reads it, so "30.0"
     and " 3" are refused."""
-    if isinstance(value, str) and not re.fullmatch(r"[+-]?\d+", value):
+    if not isinstance(value, str):
+        return int(value)
+    if (whole := atoi(value)) is None:
         raise ValueError(f"invalid operation: int({value})")
-    return int(value)
+    return whole
 
 
 # ---- a small subset of the expr language: enough for retry expressions ------------------------------

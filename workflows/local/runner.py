@@ -35,6 +35,7 @@ from typing import Any, TextIO
 
 from steps.lib.errors import StepError
 from steps.lib.storage import ArtifactStore
+from workflows.common import tags
 from workflows.common.durations import deadline_seconds
 from workflows.errors import (
     UnresolvedReference,
@@ -43,18 +44,13 @@ from workflows.errors import (
     WorkflowRefused,
 )
 from workflows.lint.documents import check as check_with_argo_rules
+from workflows.lint.fields import Invalid, any_string, validate_arguments
 from workflows.local import artifacts, retries
 from workflows.local.containers import memory_bytes
 from workflows.local.dag import Dag, TaskOutcome, assess, read_dag, should_run
 from workflows.local.engines import DeadlineExceeded, Engine, EngineError, Invocation, ProcessEngine
 from workflows.local.progress import ProgressReport, read_progress
-from workflows.local.supported import (
-    check_supported,
-    emptydir_mounts,
-    substitute,
-    substitute_all,
-    templates_by_name,
-)
+from workflows.local.supported import check_supported, emptydir_mounts, templates_by_name
 
 LOG_TAIL_LINES = 15
 FINAL = {"Succeeded", "Failed", "Error", "Omitted", "Skipped"}
@@ -212,19 +208,24 @@ class LocalRunner:
 
     def _globals(self, name: str, spec: Mapping[str, Any], given: Mapping[str, str]) -> dict:
         declared = {
-            p["name"]: str(p.get("value", p.get("default", "")))
+            p["name"]: any_string(p.get("value", p.get("default", "")))
             for p in spec.get("arguments", {}).get("parameters", [])
         }
         unknown = sorted(set(given) - set(declared))
         if unknown:
             raise WorkflowError(f"no workflow parameter named {', '.join(unknown)}")
-        for parameter in spec.get("arguments", {}).get("parameters", []):
-            # a value given at submit must be one of the parameter's enum (validate.go:
-            # validateArguments), as Argo refuses a run from the Submit form with another store
-            choices = [str(choice) for choice in parameter.get("enum") or []]
-            if parameter["name"] in given and choices and given[parameter["name"]] not in choices:
-                where = f"spec.arguments.{parameter['name']}"
-                raise WorkflowError(f"{where}.value should be present in {where}.enum list")
+        # the values given at submit are checked with the spec's own (validate.go:validateArguments), as
+        # Argo refuses a run from the Submit form whose value is not in the parameter's enum
+        submitted = [
+            parameter | ({"value": given[parameter["name"]]} if parameter["name"] in given else {})
+            for parameter in spec.get("arguments", {}).get("parameters", [])
+        ]
+        try:
+            validate_arguments(
+                "spec.arguments.", {"parameters": submitted}, allow_empty_values=False
+            )
+        except Invalid as fault:
+            raise WorkflowError(str(fault)) from None
         declared.update(given)
         return {"workflow.name": name} | {
             f"workflow.parameters.{key}": value for key, value in declared.items()
@@ -352,7 +353,9 @@ class LocalRunner:
             p["name"]: p.get("value", "") for p in task.get("arguments", {}).get("parameters", [])
         }
         if "withParam" not in task and "withItems" not in task:
-            resolved = {key: substitute(str(v), values, where) for key, v in arguments.items()}
+            resolved = {
+                key: substitute(any_string(v), values, where) for key, v in arguments.items()
+            }
             return [self._node(run, task["name"], task, resolved)]
         if "withItems" in task:
             items = task["withItems"]
@@ -372,7 +375,9 @@ class LocalRunner:
             item_values = values | {"item": label}
             if isinstance(item, dict):
                 item_values |= {f"item.{key}": str(value) for key, value in item.items()}
-            resolved = {key: substitute(str(v), item_values, where) for key, v in arguments.items()}
+            resolved = {
+                key: substitute(any_string(v), item_values, where) for key, v in arguments.items()
+            }
             expanded.append(self._node(run, f"{task['name']}({index}:{label})", task, resolved))
         return expanded
 
@@ -426,9 +431,10 @@ class LocalRunner:
                     node.message = f"{attempt.message} ({decision.message})"
                 break
             retry_deadline = decision.deadline
+            limit = retries.limit_of(strategy or {})
+            of = "" if limit is None else f" of {limit + 1}"
             self._say(
-                f"retrying {node.name} (attempt {len(node.tries) + 1} of "
-                f"{int(strategy.get('limit', 0)) + 1}): {attempt.message}"
+                f"retrying {node.name} (attempt {len(node.tries) + 1}{of}): {attempt.message}"
             )
         node.finished = time.monotonic()
         tries = (
@@ -536,13 +542,11 @@ class LocalRunner:
                 raise UnresolvedReference(
                     f"input parameter {parameter['name']!r} has no value ({where})"
                 )
-            values[f"inputs.parameters.{parameter['name']}"] = str(value)
+            values[f"inputs.parameters.{parameter['name']}"] = any_string(value)
         return {
-            "container": substitute_all(template["container"], values, where),
-            "inputs": substitute_all(
-                template.get("inputs", {}).get("artifacts", []), values, where
-            ),
-            "outputs": substitute_all(template.get("outputs", {}), values, where),
+            "container": substitute(template["container"], values, where),
+            "inputs": substitute(template.get("inputs", {}).get("artifacts", []), values, where),
+            "outputs": substitute(template.get("outputs", {}), values, where),
             "scratch": emptydir_mounts(self.workflow, template),
         }
 
@@ -679,6 +683,15 @@ class LocalRunner:
         path = folder / SUMMARY_FILE
         path.write_text(json.dumps(summary, indent=2))
         return path
+
+
+def substitute(value: Any, values: Mapping[str, str], where: str) -> Any:
+    """`value` with every `{{…}}` replaced as the controller replaces it (workflows/common/tags.py); a tag
+    without a value, or an unclosed one, is an UnresolvedReference naming `where`."""
+    try:
+        return tags.substitute_value(value, values)
+    except (tags.UnresolvedTag, tags.TagError) as fault:
+        raise UnresolvedReference(f"{fault} ({where})") from None
 
 
 def available_memory() -> int:

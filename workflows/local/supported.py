@@ -1,4 +1,4 @@
-"""What of a compiled Workflow the local runner honours, ignores or refuses, and `{{…}}` substitution.
+"""What of a compiled Workflow the local runner honours, ignores or refuses.
 
 The rule: a field is honoured when it changes what a step computes or how the run proceeds (the DAG, parameters,
 artifacts, retries, deadlines); it is ignored when it only places or labels pods on a cluster (service account,
@@ -9,11 +9,10 @@ a message naming it, so the local engine and Argo cannot drift apart silently.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from workflows.errors import UnresolvedReference, UnsupportedFeature
+from workflows.errors import UnsupportedFeature
 
 SPEC_FIELDS = {"entrypoint", "templates", "arguments", "activeDeadlineSeconds", "volumes"}
 SPEC_CLUSTER_ONLY = {
@@ -86,8 +85,6 @@ ARTIFACT_FIELDS = {"name", "path", "gcs", "archive", "optional", "mode", "recurs
 RETRY_FIELDS = {"limit", "retryPolicy", "backoff", "expression"}
 BACKOFF_FIELDS = {"duration", "factor", "cap", "maxDuration"}
 
-EXPRESSION = re.compile(r"{{\s*([^{}]+?)\s*}}")
-
 
 def _refuse_unknown(
     fields: Mapping[str, Any], supported: set[str], ignored: set[str], where: str
@@ -159,29 +156,6 @@ def _check_artifact(artifact: Mapping[str, Any], side: str, where: str) -> None:
         raise UnsupportedFeature(
             f"the local runner stores artifacts unarchived; set archive: none ({where})"
         )
-
-
-def substitute(text: str, values: Mapping[str, str], where: str) -> str:
-    """Replace every {{name}} in `text` from `values`; an unknown name raises UnresolvedReference."""
-
-    def replace(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in values:
-            raise UnresolvedReference(f"{{{{{name}}}}} does not resolve ({where})")
-        return values[name]
-
-    return EXPRESSION.sub(replace, text)
-
-
-def substitute_all(value: Any, values: Mapping[str, str], where: str) -> Any:
-    """`substitute` applied to every string inside lists and dicts."""
-    if isinstance(value, str):
-        return substitute(value, values, where)
-    if isinstance(value, list):
-        return [substitute_all(item, values, where) for item in value]
-    if isinstance(value, dict):
-        return {key: substitute_all(item, values, where) for key, item in value.items()}
-    return value
 
 
 def templates_by_name(workflow: Mapping[str, Any]) -> dict[str, dict]:
