@@ -1,6 +1,7 @@
 """The local engine: runs a compiled Workflow on this machine as Argo v4.1.2's controller would on a cluster.
 
-What follows the controller (the README's "Local runner and Argo" table lists every difference):
+What follows the controller (docs/local-runner.md lists every difference, "Where the local runner still differs
+from Argo"):
 - the DAG: a task starts once every task its `depends` names is fulfilled and the expression holds, else it is
   Omitted; a failed task stops nothing already running; the run's phase comes from the target tasks
   (workflows/local/dag.py, after controller/dag.go);
