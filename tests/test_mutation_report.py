@@ -4,7 +4,7 @@ runs in `make mutation`, not here."""
 
 from __future__ import annotations
 
-from tests import mutation
+from tests import mutation, mutation_sample
 from tests.helpers import ROOT
 
 DIFF = """--- workflows/retries.py
@@ -73,3 +73,30 @@ def test_an_unknown_module_is_refused(capsys) -> None:
     assert capsys.readouterr().err.strip() == (
         "python -m tests.mutation: error: not in tests/mutation.toml: workflows/nothing.py"
     )
+
+
+SAMPLE_SOURCE = '''
+def bound(x, limit=3):
+    """A docstring is left alone."""
+    if x > limit and x != 0:
+        return x - limit
+    return 0
+'''
+
+
+def test_the_sample_lists_each_single_operator_change_and_makes_exactly_it() -> None:
+    mutants = mutation_sample.all_mutants(SAMPLE_SOURCE, [])
+    changes = {(m.before, m.after) for m in mutants}
+    assert ("x > limit", "x >= limit") in changes
+    assert ("x != 0", "x == 0") in changes
+    assert ("x > limit and x != 0", "x > limit or x != 0") in changes
+    assert ("x - limit", "x + limit") in changes
+    assert ("return x - limit", "return None") in changes
+    assert not any("docstring" in m.before for m in mutants)
+    flipped = next(m for m in mutants if m.after == "x == 0")
+    original: dict = {}
+    exec(SAMPLE_SOURCE, original)
+    mutated: dict = {}
+    exec(mutation_sample.mutated_source(SAMPLE_SOURCE, [], flipped.index), mutated)
+    assert (original["bound"](5), mutated["bound"](5)) == (2, 0)
+    assert mutation_sample.all_mutants(SAMPLE_SOURCE, ["other"]) == []
