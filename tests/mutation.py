@@ -60,6 +60,9 @@ class ModuleReport:
     module: str
     statuses: dict[str, str] = field(default_factory=dict)
     survivors: list[Survivor] = field(default_factory=list)
+    timeouts: list[Survivor] = field(
+        default_factory=list
+    )  # killed by the time limit, with their change
     stale: list[Equivalent] = field(default_factory=list)  # listed equivalents not seen surviving
 
     @property
@@ -105,7 +108,12 @@ def project_files() -> list[str]:
     return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
 
 
-def mutmut_settings(module: str, tests: list[str], top_level: list[str]) -> str:
+def mutmut_settings(
+    module: str,
+    tests: list[str],
+    top_level: list[str],
+    timeout_multiplier: int = TIMEOUT_MULTIPLIER,
+) -> str:
     """The [tool.mutmut] table for one module: mutate only it, select only its tests."""
     package = module.split("/")[0]
     others = sorted(name for name in top_level if name != package)
@@ -122,11 +130,11 @@ def mutmut_settings(module: str, tests: list[str], top_level: list[str]) -> str:
         "use_git_change_detection = false\n"
         # a mutant that makes a test loop for ever is killed by its timeout: 5x the test's own time,
         # not mutmut's 15x, keeps a reader's hour of waiting to minutes
-        f"timeout_multiplier = {TIMEOUT_MULTIPLIER}\n"
+        f"timeout_multiplier = {timeout_multiplier}\n"
     )
 
 
-def prepare(module: str, tests: list[str], workdir: Path) -> None:
+def prepare(module: str, tests: list[str], workdir: Path, timeout_multiplier: int) -> None:
     """A copy of the project in `workdir` whose pyproject.toml tells mutmut what to do."""
     files = project_files()
     for name in files:
@@ -139,7 +147,8 @@ def prepare(module: str, tests: list[str], workdir: Path) -> None:
         (workdir / "shared").symlink_to(shared)
     top_level = sorted({name.split("/")[0] for name in files})
     pyproject = workdir / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + mutmut_settings(module, tests, top_level))
+    settings = mutmut_settings(module, tests, top_level, timeout_multiplier)
+    pyproject.write_text(pyproject.read_text() + settings)
 
 
 def mutmut(workdir: Path, *arguments: str, log: Path | None = None) -> str:
@@ -193,6 +202,9 @@ def classify(
     report = ModuleReport(module, statuses)
     matched: set[Equivalent] = set()
     for name, status in statuses.items():
+        if status == "timeout":
+            removed, added = changed_lines(diffs.get(name, ""))
+            report.timeouts.append(Survivor(name, status, function_of(name), removed, added))
         if status in DETECTED:
             continue
         removed, added = changed_lines(diffs.get(name, ""))
@@ -214,10 +226,11 @@ def run_module(
     equivalents: list[Equivalent],
     jobs: int,
     keep: bool,
+    timeout_multiplier: int = TIMEOUT_MULTIPLIER,
 ) -> ModuleReport:
     workdir = Path(tempfile.mkdtemp(prefix="mutation-"))
     try:
-        prepare(module, tests, workdir)
+        prepare(module, tests, workdir, timeout_multiplier)
         log = workdir / "mutmut.log"
         print(
             f"{module}: mutating against {' '.join(tests)} (log: {log})",
@@ -239,7 +252,7 @@ def run_module(
         diffs = {
             name: mutmut(workdir, "show", name)
             for name, status in statuses.items()
-            if status not in DETECTED
+            if status not in DETECTED or status == "timeout"
         }
         return classify(module, statuses, diffs, equivalents)
     finally:
@@ -292,6 +305,11 @@ def render_survivors(report: ModuleReport) -> str:
         lines.append(f"{report.module} {survivor.function} ({number}) {label}")
         lines += [f"  - {line}" for line in survivor.removed]
         lines += [f"  + {line}" for line in survivor.added]
+    for timeout in report.timeouts:  # counted as killed: read the change to be sure it hangs
+        number = timeout.name.rsplit("_", 1)[-1]
+        lines.append(f"{report.module} {timeout.function} ({number}) TIMEOUT, counted as killed")
+        lines += [f"  - {line}" for line in timeout.removed]
+        lines += [f"  + {line}" for line in timeout.added]
     for equivalent in report.stale:
         lines.append(
             f"{report.module} {equivalent.function}: listed as equivalent but no longer "
@@ -315,14 +333,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default: 2)")
     parser.add_argument("--keep", action="store_true", help="keep each module's working copy")
+    parser.add_argument(
+        "--timeout-multiplier",
+        type=int,
+        default=TIMEOUT_MULTIPLIER,
+        help="a mutant's time limit, in times its tests' own time (default: %(default)s); raise it "
+        "to tell a mutant that hangs from one that is only slow",
+    )
     args = parser.parse_args(argv)
     config = read_config()
     unknown = [module for module in args.modules if module not in config]
-    if unknown or args.jobs < 1:
+    if unknown or args.jobs < 1 or args.timeout_multiplier < 1:
         what = (
             f"not in {CONFIG.relative_to(ROOT)}: {', '.join(unknown)}"
             if unknown
-            else "--jobs must be at least 1"
+            else "--jobs and --timeout-multiplier must be at least 1"
         )
         print(f"{parser.prog}: error: {what}", file=sys.stderr)
         return 2
@@ -337,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
                 entry["equivalent"],
                 args.jobs,
                 args.keep,
+                args.timeout_multiplier,
             )
         except UsageError as error:
             print(f"{parser.prog}: error: {error}", file=sys.stderr, flush=True)

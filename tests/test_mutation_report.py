@@ -100,3 +100,14 @@ def test_the_sample_lists_each_single_operator_change_and_makes_exactly_it() -> 
     exec(mutation_sample.mutated_source(SAMPLE_SOURCE, [], flipped.index), mutated)
     assert (original["bound"](5), mutated["bound"](5)) == (2, 0)
     assert mutation_sample.all_mutants(SAMPLE_SOURCE, ["other"]) == []
+
+
+def test_a_mutant_killed_by_its_time_limit_is_listed_with_its_change() -> None:
+    """A timeout counts as killed only when the change makes a test hang: the report shows the
+    change so that a reader can tell a hang from a slow test (and rerun with a larger multiplier)."""
+    name = "workflows.retries.x_decide__mutmut_2"
+    report = mutation.classify("workflows/retries.py", {name: "timeout"}, {name: DIFF}, [])
+    assert (report.killed, report.survivors) == (1, [])
+    assert [t.added for t in report.timeouts] == [["if factor is not None and factor > 1:"]]
+    assert "decide (2) TIMEOUT, counted as killed" in mutation.render_survivors(report)
+    assert "timeout_multiplier = 9\n" in mutation.mutmut_settings("steps/npz.py", [], [], 9)
