@@ -111,7 +111,9 @@ def changes(node: ast.AST) -> list[ast.AST]:
             made += [ast.Constant(value + 1), ast.Constant(value - 1)]
         elif isinstance(value, str) and value:
             made.append(ast.Constant(f"XX{value}XX"))
-    elif isinstance(node, ast.Return) and node.value is not None:
+    elif isinstance(node, ast.Return) and not (
+        node.value is None or (isinstance(node.value, ast.Constant) and node.value.value is None)
+    ):
         made.append(ast.Return(ast.Constant(None)))
     elif isinstance(node, (ast.If, ast.While)):
         changed = copy.deepcopy(node)

@@ -81,6 +81,10 @@ def bound(x, limit=3):
     if x > limit and x != 0:
         return x - limit
     return 0
+
+
+def nothing():
+    return None
 '''
 
 
@@ -93,6 +97,7 @@ def test_the_sample_lists_each_single_operator_change_and_makes_exactly_it() -> 
     assert ("x - limit", "x + limit") in changes
     assert ("return x - limit", "return None") in changes
     assert not any("docstring" in m.before for m in mutants)
+    assert not [m for m in mutants if m.function == "nothing"]  # return None as None: no change
     flipped = next(m for m in mutants if m.after == "x == 0")
     original: dict = {}
     exec(SAMPLE_SOURCE, original)
