@@ -6,14 +6,18 @@ dropped argument) and runs the tests that cover the changed function after each 
 notices "survives". Each module runs on its own in a throwaway copy of the project, against only the test
 files tests/mutation.toml names for it, so one module takes minutes. The report gives per module: mutants,
 killed, survived, the survivors known to be equivalent (tests/mutation.toml says why for each), and the
-share of the others killed; then every survivor with its change. Exit 1 when a module is under the target.
+share of the others killed; then every survivor with its change. A mutant mutmut stops at its time limit is
+run again in a process of its own and counted by what its tests say there (see recheck). Exit 1 when a
+module is under the target.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -81,12 +85,17 @@ class ModuleReport:
 
 
 def read_config(path: Path = CONFIG) -> dict[str, dict]:
-    """{module: {"tests": [...], "functions": [...], "equivalent": [Equivalent, ...]}} from
-    tests/mutation.toml; no `functions` means every function of the module."""
+    """{module: {"tests": [...], "pytest_args": [...], "functions": [...], "equivalent": [...]}} from
+    tests/mutation.toml; no `functions` means every function of the module. pytest_args are the test
+    files and a `--deselect` for each test of `deselect`."""
     modules = tomllib.loads(path.read_text())["modules"]
     return {
         module: {
             "tests": list(entry["tests"]),
+            "pytest_args": [
+                *entry["tests"],
+                *(arg for test in entry.get("deselect", []) for arg in ("--deselect", test)),
+            ],
             "functions": list(entry.get("functions", [])),
             "equivalent": [
                 Equivalent(e["function"], e["line"].strip(), e["why"])
@@ -219,6 +228,37 @@ def classify(
     return report
 
 
+RECHECK_SECONDS = 600  # a mutant that runs its tests this long in a process of its own hangs
+
+
+def recheck(mutants: Path, name: str, tests: list[str]) -> str:
+    """Run a mutant that timed out under mutmut again, in a fresh process of its own: "killed" when its
+    tests fail, "survived" when they pass, "timeout" only when it hangs here too.
+
+    mutmut forks each mutant's test run from a process that has already imported what the tests
+    import; TensorFlow does not survive a fork (its thread pools are not copied), so a test that loads
+    a model can hang in the fork whatever the mutant does. Such a mutant is not killed: its tests,
+    run on their own, say what it is. mutmut selects a mutant by MUTANT_UNDER_TEST, as here.
+    """
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    environment = {**os.environ, "MUTANT_UNDER_TEST": name, "PYTHONDONTWRITEBYTECODE": "1"}
+    with subprocess.Popen(
+        command,
+        cwd=mutants,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    ) as process:
+        try:
+            code = process.wait(timeout=RECHECK_SECONDS)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)  # pytest's session: its children too
+            process.wait()
+            return "timeout"
+    return "survived" if code == 0 else "killed"
+
+
 def run_module(
     module: str,
     tests: list[str],
@@ -249,6 +289,9 @@ def run_module(
             name = match.group("name") if match else ""
             if match and (not patterns or any(fnmatch(name, p) for p in patterns)):
                 statuses[name] = match.group("status")
+        for name, status in statuses.items():
+            if status == "timeout":
+                statuses[name] = recheck(workdir / "mutants", name, tests)
         diffs = {
             name: mutmut(workdir, "show", name)
             for name, status in statuses.items()
@@ -357,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             report = run_module(
                 module,
-                entry["tests"],
+                entry["pytest_args"],
                 entry["functions"],
                 entry["equivalent"],
                 args.jobs,

@@ -241,14 +241,14 @@ def sample_module(
         shared = ROOT.parent / "shared"  # the tests' reference data, beside the project
         if shared.is_dir():
             (folder / "shared").symlink_to(shared)
-        status, base = run_tests(workdir, entry["tests"], None)
+        status, base = run_tests(workdir, entry["pytest_args"], None)
         if status != "passed":
             raise SystemExit(f"{module}: its tests fail unchanged; nothing to compare against")
         limit = max(TIME_LIMIT_FACTOR * base, base + TIME_LIMIT_MIN)
         outcomes = []
         for mutant in sorted(chosen, key=lambda m: m.index):
             (workdir / module).write_text(mutated_source(source, entry["functions"], mutant.index))
-            status, seconds = run_tests(workdir, entry["tests"], limit)
+            status, seconds = run_tests(workdir, entry["pytest_args"], limit)
             verdict = {"failed": "killed", "passed": "survived"}.get(status, status)
             outcomes.append(Outcome(mutant, verdict, seconds))
             print(

@@ -64,6 +64,9 @@ def test_every_module_and_test_file_named_exists() -> None:
         assert entry["tests"], module
         for test_file in entry["tests"]:
             assert (ROOT / test_file).is_file(), test_file
+        for deselected in entry["pytest_args"][len(entry["tests"]) + 1 :: 2]:
+            test_file, _, test = deselected.partition("::")
+            assert f"def {test}(" in (ROOT / test_file).read_text(), deselected
         for equivalent in entry["equivalent"]:
             assert equivalent.why and equivalent.line, (module, equivalent)
 
@@ -116,3 +119,24 @@ def test_a_mutant_killed_by_its_time_limit_is_listed_with_its_change() -> None:
     assert [t.added for t in report.timeouts] == [["if factor is not None and factor > 1:"]]
     assert "decide (2) TIMEOUT, counted as killed" in mutation.render_survivors(report)
     assert "timeout_multiplier = 9\n" in mutation.mutmut_settings("steps/npz.py", [], [], 9)
+
+
+def test_a_mutant_that_timed_out_is_counted_by_its_tests_run_on_their_own(
+    tmp_path, monkeypatch
+) -> None:
+    """mutmut's forked run can stop a mutant at its time limit when the fork, not the mutant, hangs
+    (TensorFlow after fork): recheck runs the tests in a process of their own and counts what they
+    say; only a mutant that hangs there too stays a timeout."""
+    (tmp_path / "test_probe.py").write_text(
+        "import os, time\n"
+        "def test_probe():\n"
+        "    name = os.environ['MUTANT_UNDER_TEST']\n"
+        "    if name == 'hangs':\n"
+        "        time.sleep(60)\n"
+        "    assert name != 'wrong'\n"
+    )
+    monkeypatch.setattr(mutation, "RECHECK_SECONDS", 3)
+    outcomes = [
+        mutation.recheck(tmp_path, name, ["test_probe.py"]) for name in ("same", "wrong", "hangs")
+    ]
+    assert outcomes == ["survived", "killed", "timeout"]
