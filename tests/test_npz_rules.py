@@ -180,3 +180,50 @@ def test_a_damaged_header_says_why(tmp_path: Path) -> None:
 
 def test_limits_are_the_modules() -> None:
     assert (npz.READ_BYTES, MAX_DIRECTORY_BYTES, npz.MAX_HEADER_BYTES) == (1 << 20, 64 << 10, 4096)
+
+
+def test_a_member_of_many_rows_is_read_in_pieces_byte_for_byte(tmp_path: Path) -> None:
+    """More rows than READ_BYTES: the pieces are counted in bytes over the flat array, not in rows."""
+    rows = np.arange(2 * 1_200_000, dtype=np.uint32).astype(np.uint8).reshape(1_200_000, 2)
+    path = write(tmp_path / "a.npz", x=rows)
+    spec = ArraySpec(np.dtype(np.uint8), (None, 2), max_rows=len(rows))
+    assert np.array_equal(read_arrays(path, {"x": spec})["x"], rows)
+
+
+def test_a_one_dimensional_spec_is_named_with_its_trailing_comma() -> None:
+    assert NAMES.check((3, 1), np.dtype("<U1")) == "must have shape (n,), has (3, 1)"
+
+
+def test_a_directory_of_exactly_the_bound_passes_the_check_and_a_byte_more_does_not(
+    tmp_path: Path,
+) -> None:
+    """The check reads the size the end record declares (zipfile._EndRecData), as zipfile will."""
+    path = write(tmp_path / "a.npz", x=np.zeros(2, np.uint8))
+    data = bytearray(path.read_bytes())
+    end = data.rindex(b"PK\x05\x06")
+    for size in (MAX_DIRECTORY_BYTES, MAX_DIRECTORY_BYTES + 1):
+        data[end + 12 : end + 16] = size.to_bytes(4, "little")
+        path.write_bytes(bytes(data))
+        if size == MAX_DIRECTORY_BYTES:
+            npz._check_directory(path)
+        else:
+            with pytest.raises(StepError, match=f"its central directory is {size} bytes"):
+                npz._check_directory(path)
+
+
+@pytest.mark.parametrize("version", [(1, 0), (2, 0)])
+def test_a_header_longer_than_max_header_bytes_is_refused_with_numpys_reason(
+    tmp_path: Path, version: tuple[int, int]
+) -> None:
+    """numpy's own bound is 10000 bytes; steps.npz asks for MAX_HEADER_BYTES (4096)."""
+    text = repr({"descr": "|u1", "fortran_order": False, "shape": (4,)})
+    length = 5000
+    text = text + " " * (length - len(text) - 1) + "\n"
+    prefix = b"\x93NUMPY" + bytes(version)
+    prefix += length.to_bytes(2 if version == (1, 0) else 4, "little")
+    path = member(tmp_path / "a.npz", prefix + text.encode() + bytes(4))
+    reason = "Header info length (5000) is large and may not be safe to load securely. To allow"
+    message = refusal(path, {"x": UINT8S})
+    assert message.startswith(f"{path}: x: not an .npy header ({reason}")
+    inside = message[len(f"{path}: x: not an .npy header (") : -1]
+    assert len(inside) == 120 and message.endswith(")")
