@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
@@ -228,20 +229,16 @@ def classify(
     return report
 
 
-RECHECK_SECONDS = 600  # a mutant that runs its tests this long in a process of its own hangs
+RECHECK_MINIMUM = 60.0  # seconds: what a loaded machine may add to a short test run
 
 
-def recheck(mutants: Path, name: str, tests: list[str]) -> str:
-    """Run a mutant that timed out under mutmut again, in a fresh process of its own: "killed" when its
-    tests fail, "survived" when they pass, "timeout" only when it hangs here too.
-
-    mutmut forks each mutant's test run from a process that has already imported what the tests
-    import; TensorFlow does not survive a fork (its thread pools are not copied), so a test that loads
-    a model can hang in the fork whatever the mutant does. Such a mutant is not killed: its tests,
-    run on their own, say what it is. mutmut selects a mutant by MUTANT_UNDER_TEST, as here.
-    """
+def run_alone(mutants: Path, name: str, tests: list[str], limit: float) -> tuple[str, float]:
+    """Run the tests in a fresh process with mutant `name` active (mutmut selects it by
+    MUTANT_UNDER_TEST; a name of no mutant runs the original): "passed", "failed" or "timeout" after
+    `limit` seconds, and the seconds taken."""
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
     environment = {**os.environ, "MUTANT_UNDER_TEST": name, "PYTHONDONTWRITEBYTECODE": "1"}
+    started = time.monotonic()
     with subprocess.Popen(
         command,
         cwd=mutants,
@@ -251,12 +248,32 @@ def recheck(mutants: Path, name: str, tests: list[str]) -> str:
         start_new_session=True,
     ) as process:
         try:
-            code = process.wait(timeout=RECHECK_SECONDS)
+            code = process.wait(timeout=limit)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)  # pytest's session: its children too
             process.wait()
-            return "timeout"
-    return "survived" if code == 0 else "killed"
+            return "timeout", time.monotonic() - started
+    return ("passed" if code == 0 else "failed"), time.monotonic() - started
+
+
+def recheck(mutants: Path, names: list[str], tests: list[str], multiplier: int) -> dict[str, str]:
+    """Run each mutant that timed out under mutmut again, in a fresh process of its own: "killed" when
+    its tests fail, "survived" when they pass, "timeout" only when it runs past `multiplier` times the
+    original's own time here too (at least RECHECK_MINIMUM seconds).
+
+    mutmut forks each mutant's test run from a process that has already imported what the tests
+    import; TensorFlow does not survive a fork (its thread pools are not copied), so a test that loads
+    a model can hang in the fork whatever the mutant does. Such a mutant is not killed: its tests,
+    run on their own, say what it is.
+    """
+    if not names:
+        return {}
+    status, base = run_alone(mutants, "none", tests, 3600)
+    if status != "passed":
+        raise UsageError(f"the tests of {tests} fail without a mutant")
+    limit = max(multiplier * base, RECHECK_MINIMUM)
+    verdicts = {"passed": "survived", "failed": "killed", "timeout": "timeout"}
+    return {name: verdicts[run_alone(mutants, name, tests, limit)[0]] for name in names}
 
 
 def run_module(
@@ -289,9 +306,8 @@ def run_module(
             name = match.group("name") if match else ""
             if match and (not patterns or any(fnmatch(name, p) for p in patterns)):
                 statuses[name] = match.group("status")
-        for name, status in statuses.items():
-            if status == "timeout":
-                statuses[name] = recheck(workdir / "mutants", name, tests)
+        timed_out = [name for name, status in statuses.items() if status == "timeout"]
+        statuses.update(recheck(workdir / "mutants", timed_out, tests, timeout_multiplier))
         diffs = {
             name: mutmut(workdir, "show", name)
             for name, status in statuses.items()

@@ -135,8 +135,8 @@ def test_a_mutant_that_timed_out_is_counted_by_its_tests_run_on_their_own(
         "        time.sleep(60)\n"
         "    assert name != 'wrong'\n"
     )
-    monkeypatch.setattr(mutation, "RECHECK_SECONDS", 3)
-    outcomes = [
-        mutation.recheck(tmp_path, name, ["test_probe.py"]) for name in ("same", "wrong", "hangs")
-    ]
-    assert outcomes == ["survived", "killed", "timeout"]
+    monkeypatch.setattr(mutation, "RECHECK_MINIMUM", 3)
+    names = ["same", "wrong", "hangs"]
+    outcomes = mutation.recheck(tmp_path, names, ["test_probe.py"], 2)
+    assert outcomes == {"same": "survived", "wrong": "killed", "hangs": "timeout"}
+    assert mutation.recheck(tmp_path, [], ["test_probe.py"], 2) == {}
