@@ -47,7 +47,7 @@ images:  ## build the steps (no TensorFlow), train and page images
 	infra/docker/build-images.sh
 
 # Mutation testing of the modules that hold the project's rules (tests/mutation.toml), one module at a time,
-# at low priority: about an hour for all of them; MODULES="workflows/retries.py ..." for some.
+# at low priority: 1 to 10 minutes a module (README, Tests); MODULES="workflows/retries.py ..." for some.
 mutation: setup  ## mutate each rule-holding module and report the mutants its tests miss (minutes a module)
 	nice -n 15 $(BIN)/python -m tests.mutation $(MODULES)
 
