@@ -12,6 +12,7 @@ import h5py
 import numpy as np
 import pytest
 
+from steps import weights as model_weights
 from steps.cli import MAX_JSON_BYTES, StepError
 from steps.weights import (
     LAYER_CLASSES,
@@ -144,3 +145,78 @@ def test_a_config_is_read_as_json_up_to_its_own_bound() -> None:
     with pytest.raises(StepError) as raised:
         check_model_config(text + " " * (MAX_CONFIG_BYTES - len(text) + 1))
     assert str(raised.value) == f"model_config: longer than {MAX_CONFIG_BYTES} bytes"
+
+
+@pytest.fixture
+def h5(tmp_path):
+    """A fresh HDF5 file, open for writing."""
+    with h5py.File(tmp_path / "f.h5", "w") as handle:
+        yield handle
+
+
+def refused(call: object, *args: object) -> str:
+    with pytest.raises(StepError) as raised:
+        call(*args)
+    return str(raised.value)
+
+
+def test_a_child_is_reached_through_hard_links_only(h5) -> None:
+    h5.create_group("a").create_dataset("w", data=np.zeros(2, np.float32))
+    h5["soft"] = h5py.SoftLink("/a")
+    long = "b" * 70
+    assert model_weights._child(h5, "a/w", h5py.Dataset).shape == (2,)
+    assert refused(model_weights._child, h5, "a/../a", h5py.Group) == "bad name 'a/../a'"
+    assert refused(model_weights._child, h5, "./a", h5py.Group) == "bad name './a'"
+    assert refused(model_weights._child, h5, f"a/{long} ", h5py.Group) == (
+        f"bad name {f'a/{long} '[:60]!r}"
+    )
+    assert refused(model_weights._child, h5, "a/w/x", h5py.Dataset) == "'a/w/x' is not a group"
+    assert refused(model_weights._child, h5, "soft", h5py.Group) == (
+        "'soft' is missing or not a hard link"
+    )
+    assert refused(model_weights._child, h5, long, h5py.Group) == (
+        f"{long[:60]!r} is missing or not a hard link"
+    )
+    assert refused(model_weights._child, h5, "a", h5py.Dataset) == "'a' is not a dataset"
+    h5.create_group(long)
+    assert (
+        refused(model_weights._child, h5, long, h5py.Dataset) == f"{long[:60]!r} is not a dataset"
+    )
+    h5[long].create_dataset("w", data=np.zeros(1))
+    assert refused(model_weights._child, h5, f"{long}/w/x", h5py.Dataset) == (
+        f"{f'{long}/w/x'[:60]!r} is not a group"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([b"dense", b"dense_1"], None),
+        ([b"dense", b"a/b.c:d-e"], None),
+        (np.zeros(0, np.float32), None),
+        ([b"a", b".."], "attribute names holds a bad name '..'"),
+        ([b"a/./b"], "attribute names holds a bad name 'a/./b'"),
+        ([b"a b"], "attribute names holds a bad name 'a b'"),
+        ([b"x" * 70 + b" "], f"attribute names holds a bad name {'x' * 60!r}"),
+        ([b"a", b"a"], "attribute names repeats a name"),
+        (np.array([[b"a"]]), "attribute names is not a list of names"),
+        (np.ones(2, np.float32), "attribute names is not text"),
+    ],
+)
+def test_a_list_of_names_holds_distinct_safe_names(h5, value: object, message: str | None) -> None:
+    h5.attrs["names"] = np.array(value, dtype="S") if isinstance(value, list) else value
+    if message is None:
+        names = model_weights._names(h5, "names")
+        expected = [v.decode() if isinstance(v, bytes) else v for v in np.asarray(value).tolist()]
+        assert names == expected and all(type(n) is str for n in names)
+    else:
+        assert refused(model_weights._names, h5, "names") == message
+
+
+def test_a_list_of_names_is_bounded_in_count_and_bytes(h5) -> None:
+    h5.attrs["many"] = np.array([f"n{i}" for i in range(model_weights.MAX_NAMES + 1)], dtype="S")
+    assert refused(model_weights._names, h5, "many") == "attribute many is too large"
+    fits = [f"{i:0128}" for i in range(model_weights.MAX_NAMES)]  # 64 names of 128 bytes
+    h5.attrs["fits"] = np.array(fits, dtype="S")
+    assert len(model_weights._names(h5, "fits")) == model_weights.MAX_NAMES
+    assert refused(model_weights._names, h5, "missing") == "attribute missing is missing"
