@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MNIST_SOURCE ?= $(wildcard ../shared/data/mnist.npz)
 export MNIST_SOURCE
 
-.PHONY: setup run pipeline page test test-containers images lint format clean bench mutation
+.PHONY: setup run pipeline page test test-containers images lint format clean bench mutation mutation-sample
 
 setup: $(STAMP)
 
@@ -47,9 +47,15 @@ images:  ## build the steps (no TensorFlow), train and page images
 	infra/docker/build-images.sh
 
 # Mutation testing of the modules that hold the project's rules (tests/mutation/mutation.toml), one module at a time,
-# at low priority: about an hour for all of them; MODULES="workflows/local/retries.py ..." for some.
+# at low priority: 1 to 10 minutes a module (README, Tests); MODULES="workflows/local/retries.py ..." for some.
 mutation: setup  ## mutate each rule-holding module and report the mutants its tests miss (minutes a module)
 	nice -n 15 $(BIN)/python -m tests.mutation $(MODULES)
+
+# The same modules mutated independently of mutmut (tests/mutation/sample.py: single-operator changes made
+# with Python's ast), a seeded random sample of SAMPLE a module; SEED=... repeats a draw.
+SAMPLE ?= 25
+mutation-sample: setup  ## mutate a random sample of each module without mutmut, as a check on `make mutation`
+	nice -n 15 $(BIN)/python -m tests.mutation.sample --sample $(SAMPLE) $(if $(SEED),--seed $(SEED)) $(MODULES)
 
 test-containers: setup  ## build the images (reusing the layer cache), then the container tests (minutes)
 	$(BIN)/python -m pytest -m containers

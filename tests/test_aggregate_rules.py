@@ -4,6 +4,7 @@ or more shards missing, and the weights averaged by the counts the stats files g
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -179,3 +180,69 @@ def test_hidden_files_are_not_models(tmp_path: Path, capsys) -> None:
     copy_model(folder / ".partial.h5")
     error = aggregate_ok(["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
     assert "averaged 2 models weighted by their shards' digits (0.h5: 2, 1.h5: 6)" in error
+
+
+def test_splits_counts_weigh_the_models_and_a_model_claiming_another_count_does_not_count(
+    tmp_path: Path, capsys
+) -> None:
+    """--shards {id: count} as split's --sizes-out writes it: each model's stats must claim its
+    shard's count; one that claims another is ignored as missing, and named with both counts."""
+    folder = fan_in(tmp_path, {"0": 2, "1": 6, "2": 5})
+    shards = json.dumps({"0": 2, "1": 6, "2": 3})
+    argv = ["--models-dir", folder, "--out", tmp_path / "avg.h5", "--shards", shards]
+    error = aggregate_ok([*argv, "--min-workers", "2"], capsys)
+    assert "ignoring 2.h5 as missing: its stats claim 5 samples; split made 3" in error
+    assert "averaged 2 models weighted by their shards' digits (0.h5: 2, 1.h5: 6)" in error
+    line = call(aggregate, argv, capsys)
+    assert line.endswith(
+        "only 2 of 3 workers delivered a model, fewer than the 3 required; missing shards: 2; "
+        "2.h5 does not count: its stats claim 5 samples; split made 3"
+    )
+
+
+def test_a_count_of_exactly_max_samples_is_a_shards_count() -> None:
+    assert aggregate.expected_shards(json.dumps({"0": MAX_SAMPLES}), []) == {"0": MAX_SAMPLES}
+
+
+def test_long_bad_shards_are_quoted_to_80_characters() -> None:
+    ids = "[" + ", ".join(["1.5"] * 40) + "]"
+    with pytest.raises(StepError) as raised:
+        aggregate.expected_shards(ids, [])
+    assert str(raised.value) == f"--shards: shard ids are numbers or text, got {ids[:80]!r}"
+    text = json.dumps("x" * 100)
+    with pytest.raises(StepError) as raised:
+        aggregate.expected_shards(text, [])
+    assert str(raised.value) == (
+        f"--shards must be a JSON list or object of shard ids, got {text[:80]!r}"
+    )
+
+
+def test_a_long_bad_sample_count_is_quoted_to_40_characters(tmp_path: Path) -> None:
+    stats = write_json(tmp_path / "0.json", {"samples": "7" * 100})
+    with pytest.raises(StepError) as raised:
+        aggregate.sample_count(stats)
+    assert str(raised.value) == (
+        f"{stats}: 'samples' must be an integer in 1..{MAX_SAMPLES}, got {'7' * 40}"
+    )
+
+
+def test_a_models_path_that_is_not_a_folder_is_named_with_the_reason(tmp_path: Path) -> None:
+    """list_models reads the folder Argo laid out; what cannot be read (here a file, in a pod
+    argoexec's 0700 folder) is named with the system's reason and the uid the step runs as."""
+    not_a_folder = tmp_path / "models"
+    not_a_folder.write_text("")
+    with pytest.raises(StepError) as raised:
+        aggregate.list_models(not_a_folder)
+    assert str(raised.value) == (
+        f"cannot read the models folder {not_a_folder}: Not a directory "
+        f"(the step runs as uid {os.getuid()})"
+    )
+
+
+def test_a_model_of_no_expected_shard_is_named_on_stderr(tmp_path: Path, capsys) -> None:
+    folder = fan_in(tmp_path, {"0": 2, "7": 3})
+    argv = ["--models-dir", folder, "--out", tmp_path / "avg.h5", "--shards", "[0]"]
+    assert run(aggregate.main, aggregate.make_parser(), [str(a) for a in argv]) == 0
+    out, error = capsys.readouterr()
+    assert "ignoring 7.h5: not one of the expected shards" in error.splitlines()
+    assert out == ""

@@ -6,17 +6,22 @@ dropped argument) and runs the tests that cover the changed function after each 
 notices "survives". Each module runs on its own in a throwaway copy of the project, against only the test
 files tests/mutation/mutation.toml names for it, so one module takes minutes. The report gives per module: mutants,
 killed, survived, the survivors known to be equivalent (tests/mutation/mutation.toml says why for each), and the
-share of the others killed; then every survivor with its change. Exit 1 when a module is under the target.
+share of the others killed; then every survivor with its change. A mutant mutmut stops at its time limit is
+run again in a process of its own and counted by what its tests say there (see recheck). Exit 1 when a
+module is under the target.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
@@ -60,6 +65,9 @@ class ModuleReport:
     module: str
     statuses: dict[str, str] = field(default_factory=dict)
     survivors: list[Survivor] = field(default_factory=list)
+    timeouts: list[Survivor] = field(
+        default_factory=list
+    )  # killed by the time limit, with their change
     stale: list[Equivalent] = field(default_factory=list)  # listed equivalents not seen surviving
 
     @property
@@ -78,12 +86,17 @@ class ModuleReport:
 
 
 def read_config(path: Path = CONFIG) -> dict[str, dict]:
-    """{module: {"tests": [...], "functions": [...], "equivalent": [Equivalent, ...]}} from
-    tests/mutation/mutation.toml; no `functions` means every function of the module."""
+    """{module: {"tests": [...], "pytest_args": [...], "functions": [...], "equivalent": [...]}} from
+    tests/mutation/mutation.toml; no `functions` means every function of the module. pytest_args are the test
+    files and a `--deselect` for each test of `deselect`."""
     modules = tomllib.loads(path.read_text())["modules"]
     return {
         module: {
             "tests": list(entry["tests"]),
+            "pytest_args": [
+                *entry["tests"],
+                *(arg for test in entry.get("deselect", []) for arg in ("--deselect", test)),
+            ],
             "functions": list(entry.get("functions", [])),
             "equivalent": [
                 Equivalent(e["function"], e["line"].strip(), e["why"])
@@ -105,7 +118,12 @@ def project_files() -> list[str]:
     return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
 
 
-def mutmut_settings(module: str, tests: list[str], top_level: list[str]) -> str:
+def mutmut_settings(
+    module: str,
+    tests: list[str],
+    top_level: list[str],
+    timeout_multiplier: int = TIMEOUT_MULTIPLIER,
+) -> str:
     """The [tool.mutmut] table for one module: mutate only it, select only its tests."""
     package = module.split("/")[0]
     others = sorted(name for name in top_level if name != package)
@@ -122,11 +140,11 @@ def mutmut_settings(module: str, tests: list[str], top_level: list[str]) -> str:
         "use_git_change_detection = false\n"
         # a mutant that makes a test loop for ever is killed by its timeout: 5x the test's own time,
         # not mutmut's 15x, keeps a reader's hour of waiting to minutes
-        f"timeout_multiplier = {TIMEOUT_MULTIPLIER}\n"
+        f"timeout_multiplier = {timeout_multiplier}\n"
     )
 
 
-def prepare(module: str, tests: list[str], workdir: Path) -> None:
+def prepare(module: str, tests: list[str], workdir: Path, timeout_multiplier: int) -> None:
     """A copy of the project in `workdir` whose pyproject.toml tells mutmut what to do."""
     files = project_files()
     for name in files:
@@ -139,7 +157,8 @@ def prepare(module: str, tests: list[str], workdir: Path) -> None:
         (workdir / "shared").symlink_to(shared)
     top_level = sorted({name.split("/")[0] for name in files})
     pyproject = workdir / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + mutmut_settings(module, tests, top_level))
+    settings = mutmut_settings(module, tests, top_level, timeout_multiplier)
+    pyproject.write_text(pyproject.read_text() + settings)
 
 
 def mutmut(workdir: Path, *arguments: str, log: Path | None = None) -> str:
@@ -193,6 +212,9 @@ def classify(
     report = ModuleReport(module, statuses)
     matched: set[Equivalent] = set()
     for name, status in statuses.items():
+        if status == "timeout":
+            removed, added = changed_lines(diffs.get(name, ""))
+            report.timeouts.append(Survivor(name, status, function_of(name), removed, added))
         if status in DETECTED:
             continue
         removed, added = changed_lines(diffs.get(name, ""))
@@ -207,6 +229,53 @@ def classify(
     return report
 
 
+RECHECK_MINIMUM = 60.0  # seconds: what a loaded machine may add to a short test run
+
+
+def run_alone(mutants: Path, name: str, tests: list[str], limit: float) -> tuple[str, float]:
+    """Run the tests in a fresh process with mutant `name` active (mutmut selects it by
+    MUTANT_UNDER_TEST; a name of no mutant runs the original): "passed", "failed" or "timeout" after
+    `limit` seconds, and the seconds taken."""
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    environment = {**os.environ, "MUTANT_UNDER_TEST": name, "PYTHONDONTWRITEBYTECODE": "1"}
+    started = time.monotonic()
+    with subprocess.Popen(
+        command,
+        cwd=mutants,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    ) as process:
+        try:
+            code = process.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)  # pytest's session: its children too
+            process.wait()
+            return "timeout", time.monotonic() - started
+    return ("passed" if code == 0 else "failed"), time.monotonic() - started
+
+
+def recheck(mutants: Path, names: list[str], tests: list[str], multiplier: int) -> dict[str, str]:
+    """Run each mutant that timed out under mutmut again, in a fresh process of its own: "killed" when
+    its tests fail, "survived" when they pass, "timeout" only when it runs past `multiplier` times the
+    original's own time here too (at least RECHECK_MINIMUM seconds).
+
+    mutmut forks each mutant's test run from a process that has already imported what the tests
+    import; TensorFlow does not survive a fork (its thread pools are not copied), so a test that loads
+    a model can hang in the fork whatever the mutant does. Such a mutant is not killed: its tests,
+    run on their own, say what it is.
+    """
+    if not names:
+        return {}
+    status, base = run_alone(mutants, "none", tests, 3600)
+    if status != "passed":
+        raise UsageError(f"the tests of {tests} fail without a mutant")
+    limit = max(multiplier * base, RECHECK_MINIMUM)
+    verdicts = {"passed": "survived", "failed": "killed", "timeout": "timeout"}
+    return {name: verdicts[run_alone(mutants, name, tests, limit)[0]] for name in names}
+
+
 def run_module(
     module: str,
     tests: list[str],
@@ -214,10 +283,11 @@ def run_module(
     equivalents: list[Equivalent],
     jobs: int,
     keep: bool,
+    timeout_multiplier: int = TIMEOUT_MULTIPLIER,
 ) -> ModuleReport:
     workdir = Path(tempfile.mkdtemp(prefix="mutation-"))
     try:
-        prepare(module, tests, workdir)
+        prepare(module, tests, workdir, timeout_multiplier)
         log = workdir / "mutmut.log"
         print(
             f"{module}: mutating against {' '.join(tests)} (log: {log})",
@@ -236,10 +306,12 @@ def run_module(
             name = match.group("name") if match else ""
             if match and (not patterns or any(fnmatch(name, p) for p in patterns)):
                 statuses[name] = match.group("status")
+        timed_out = [name for name, status in statuses.items() if status == "timeout"]
+        statuses.update(recheck(workdir / "mutants", timed_out, tests, timeout_multiplier))
         diffs = {
             name: mutmut(workdir, "show", name)
             for name, status in statuses.items()
-            if status not in DETECTED
+            if status not in DETECTED or status == "timeout"
         }
         return classify(module, statuses, diffs, equivalents)
     finally:
@@ -292,6 +364,11 @@ def render_survivors(report: ModuleReport) -> str:
         lines.append(f"{report.module} {survivor.function} ({number}) {label}")
         lines += [f"  - {line}" for line in survivor.removed]
         lines += [f"  + {line}" for line in survivor.added]
+    for timeout in report.timeouts:  # counted as killed: read the change to be sure it hangs
+        number = timeout.name.rsplit("_", 1)[-1]
+        lines.append(f"{report.module} {timeout.function} ({number}) TIMEOUT, counted as killed")
+        lines += [f"  - {line}" for line in timeout.removed]
+        lines += [f"  + {line}" for line in timeout.added]
     for equivalent in report.stale:
         lines.append(
             f"{report.module} {equivalent.function}: listed as equivalent but no longer "
@@ -317,14 +394,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default: 2)")
     parser.add_argument("--keep", action="store_true", help="keep each module's working copy")
+    parser.add_argument(
+        "--timeout-multiplier",
+        type=int,
+        default=TIMEOUT_MULTIPLIER,
+        help="a mutant's time limit, in times its tests' own time (default: %(default)s); raise it "
+        "to tell a mutant that hangs from one that is only slow",
+    )
     args = parser.parse_args(argv)
     config = read_config()
     unknown = [module for module in args.modules if module not in config]
-    if unknown or args.jobs < 1:
+    if unknown or args.jobs < 1 or args.timeout_multiplier < 1:
         what = (
             f"not in {CONFIG.relative_to(ROOT)}: {', '.join(unknown)}"
             if unknown
-            else "--jobs must be at least 1"
+            else "--jobs and --timeout-multiplier must be at least 1"
         )
         print(f"{parser.prog}: error: {what}", file=sys.stderr)
         return 2
@@ -334,11 +418,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             report = run_module(
                 module,
-                entry["tests"],
+                entry["pytest_args"],
                 entry["functions"],
                 entry["equivalent"],
                 args.jobs,
                 args.keep,
+                args.timeout_multiplier,
             )
         except UsageError as error:
             print(f"{parser.prog}: error: {error}", file=sys.stderr, flush=True)

@@ -1,0 +1,229 @@
+"""steps.lib.npz's rules one by one, with exact messages: what a member must be (ArraySpec.check), the
+directory bound, the header versions, and how a member's bytes must match what it declares. The
+hostile files' cost is measured in test_untrusted_files.py; these run in milliseconds."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from steps.lib import npz
+from steps.lib.errors import StepError
+from steps.lib.npz import MAX_DIRECTORY_BYTES, ArraySpec, read_arrays
+from tests.support.steps import npy_header, raw_zip, wide_directory_npz
+
+IMAGES = ArraySpec(np.dtype(np.uint8), (None, 2), max_rows=3)
+NAMES = ArraySpec(None, (None,), max_rows=3, kind="U", max_itemsize=8)
+
+
+@pytest.mark.parametrize(
+    ("spec", "shape", "dtype", "problem"),
+    [
+        (IMAGES, (3, 2), "uint8", None),
+        (IMAGES, (0, 2), "uint8", None),
+        (IMAGES, (3, 2), "int8", "dtype must be uint8, got int8"),
+        (IMAGES, (4, 2), "uint8", "shape (4, 2): more than 3 rows"),
+        (IMAGES, (3, 3), "uint8", "must have shape (n, 2), has (3, 3)"),
+        (IMAGES, (3,), "uint8", "must have shape (n, 2), has (3,)"),
+        (IMAGES, (3, 2, 1), "uint8", "must have shape (n, 2), has (3, 2, 1)"),
+        (NAMES, (3,), "<U2", None),
+        (NAMES, (3,), "<U1", None),
+        (NAMES, (3,), "|S2", "dtype must be of kind U (at most 8 bytes), got |S2"),
+        (NAMES, (3,), "<U3", "dtype must be of kind U (at most 8 bytes), got <U3"),
+        (NAMES, (4,), "<U1", "shape (4,): more than 3 rows"),
+        (ArraySpec(np.dtype(np.float32), (2, 3)), (2, 3), "float32", None),
+        (
+            ArraySpec(np.dtype(np.float32), (2, 3)),
+            (3, 2),
+            "float32",
+            "must have shape (2, 3), has (3, 2)",
+        ),
+    ],
+)
+def test_a_members_dtype_and_shape_are_checked_against_its_spec(
+    spec: ArraySpec, shape: tuple, dtype: str, problem: str | None
+) -> None:
+    assert spec.check(shape, np.dtype(dtype)) == problem
+
+
+def write(path: Path, **arrays: np.ndarray) -> Path:
+    np.savez(path, **arrays)
+    return path
+
+
+def refusal(path: Path, specs: dict) -> str:
+    with pytest.raises(StepError) as raised:
+        read_arrays(path, specs)
+    return str(raised.value)
+
+
+def test_members_are_read_whole_and_only_those_asked_for(tmp_path: Path) -> None:
+    big = np.arange(3 * (1 << 20) // 8 + 5, dtype=np.int64)  # more than one READ_BYTES piece
+    path = write(tmp_path / "a.npz", x=np.ones((3, 2), np.uint8), big=big, other=np.zeros(2))
+    spec = ArraySpec(np.dtype(np.int64), (None,), max_rows=len(big))
+    arrays = read_arrays(path, {"x": IMAGES, "big": spec})
+    assert sorted(arrays) == ["big", "x"]
+    assert np.array_equal(arrays["big"], big) and arrays["x"].tolist() == [[1, 1]] * 3
+
+
+def test_missing_members_are_named_with_what_there_is(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.npz", **{f"k{i:02}": np.zeros(1) for i in range(25)})
+    shown = [f"k{i:02}" for i in range(20)]
+    assert refusal(path, {"x": IMAGES, "k03": IMAGES, "y": IMAGES}) == (
+        f"{path}: missing keys ['x', 'y'] (has {shown})"
+    )
+
+
+def test_a_member_off_its_spec_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.npz", x=np.ones((4, 2), np.uint8))
+    assert refusal(path, {"x": IMAGES}) == f"{path}: x: shape (4, 2): more than 3 rows"
+
+
+def test_a_file_that_is_not_an_archive_says_why(tmp_path: Path) -> None:
+    path = tmp_path / "a.npz"
+    path.write_text("not a zip")
+    assert refusal(path, {"x": IMAGES}) == (
+        f"{path}: not a readable .npz file (File is not a zip file)"
+    )
+
+
+def test_a_directory_of_exactly_the_bound_is_read_and_a_byte_more_is_not(tmp_path: Path) -> None:
+    entry = 46 + len("x.npy")  # a central directory entry: 46 bytes and the name
+    fits = wide_directory_npz(tmp_path / "fits.npz", MAX_DIRECTORY_BYTES // entry)
+    read_arrays(fits, {"x": ArraySpec(np.dtype(np.uint8), (8,))})
+    over = wide_directory_npz(tmp_path / "over.npz", MAX_DIRECTORY_BYTES // entry + 1)
+    size = (MAX_DIRECTORY_BYTES // entry + 1) * entry
+    assert refusal(over, {"x": IMAGES}) == (
+        f"{over}: its central directory is {size} bytes, more than {MAX_DIRECTORY_BYTES} "
+        "(an .npz of a few arrays has a directory of a few hundred bytes)"
+    )
+
+
+def member(path: Path, body: bytes, *, method: int = zipfile.ZIP_STORED, size: int = -1) -> Path:
+    """An .npz of one member `x` whose stored bytes are `body` (declared `size`, by default its own)."""
+    data = body
+    if method == zipfile.ZIP_DEFLATED:
+        compressor = zlib.compressobj(9, 8, -15)
+        data = compressor.compress(body) + compressor.flush()
+    return raw_zip(
+        path, {"x.npy": (data, method, len(body) if size < 0 else size, zlib.crc32(body))}
+    )
+
+
+UINT8S = ArraySpec(np.dtype(np.uint8), (None,), max_rows=100)
+
+
+def test_a_stored_or_deflated_member_is_read(tmp_path: Path) -> None:
+    body = npy_header((4,)) + bytes([1, 2, 3, 4])
+    for method in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        path = member(tmp_path / f"{method}.npz", body, method=method)
+        assert read_arrays(path, {"x": UINT8S})["x"].tolist() == [1, 2, 3, 4]
+
+
+def test_another_compression_method_is_refused(tmp_path: Path) -> None:
+    path = member(tmp_path / "a.npz", npy_header((4,)) + bytes(4), method=zipfile.ZIP_BZIP2)
+    assert refusal(path, {"x": UINT8S}) == f"{path}: x: compression method 12 is not allowed"
+
+
+def test_a_member_declaring_more_or_fewer_bytes_than_its_array_is_refused(tmp_path: Path) -> None:
+    header = npy_header((4,))
+    longer = member(tmp_path / "long.npz", header + bytes(5))
+    assert refusal(longer, {"x": UINT8S}) == (
+        f"{longer}: x: archive declares {len(header) + 5} bytes for a 4-byte array"
+    )
+    shorter = member(tmp_path / "short.npz", header + bytes(3))
+    assert refusal(shorter, {"x": UINT8S}) == (
+        f"{shorter}: x: archive declares {len(header) + 3} bytes for a 4-byte array"
+    )
+
+
+def test_a_member_cut_short_of_what_it_declares_is_truncated(tmp_path: Path) -> None:
+    header = npy_header((4,))
+    path = member(tmp_path / "a.npz", header + bytes(2), size=len(header) + 4)
+    message = refusal(path, {"x": UINT8S})
+    assert message.startswith(f"{path}: ")
+    assert "truncated (2 of 4 bytes)" in message or "not a readable .npz file" in message
+
+
+def test_a_fortran_ordered_member_is_refused(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.asfortranarray(np.ones((2, 2), np.uint8)))
+    path = member(tmp_path / "a.npz", buffer.getvalue())
+    spec = ArraySpec(np.dtype(np.uint8), (2, 2))
+    assert refusal(path, {"x": spec}) == f"{path}: x: Fortran-ordered arrays are not supported"
+
+
+def test_header_versions_1_and_2_are_read_and_3_is_not(tmp_path: Path) -> None:
+    for version in ((1, 0), (2, 0)):
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, np.arange(3, dtype=np.uint8), version=version)
+        path = member(tmp_path / f"{version}.npz", buffer.getvalue())
+        assert read_arrays(path, {"x": UINT8S})["x"].tolist() == [0, 1, 2]
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.arange(3, dtype=np.uint8), version=(3, 0))
+    path = member(tmp_path / "3.npz", buffer.getvalue())
+    assert refusal(path, {"x": UINT8S}) == f"{path}: x: .npy format (3, 0) is not supported"
+
+
+def test_a_damaged_header_says_why(tmp_path: Path) -> None:
+    body = npy_header((4,)).replace(b"'shape'", b"'shapf'") + bytes(4)
+    path = member(tmp_path / "a.npz", body)
+    message = refusal(path, {"x": UINT8S})
+    assert message.startswith(f"{path}: x: not an .npy header (")
+    assert "shapf" not in message or len(message) < 300
+
+
+def test_limits_are_the_modules() -> None:
+    assert (npz.READ_BYTES, MAX_DIRECTORY_BYTES, npz.MAX_HEADER_BYTES) == (1 << 20, 64 << 10, 4096)
+
+
+def test_a_member_of_many_rows_is_read_in_pieces_byte_for_byte(tmp_path: Path) -> None:
+    """More rows than READ_BYTES: the pieces are counted in bytes over the flat array, not in rows."""
+    rows = np.arange(2 * 1_200_000, dtype=np.uint32).astype(np.uint8).reshape(1_200_000, 2)
+    path = write(tmp_path / "a.npz", x=rows)
+    spec = ArraySpec(np.dtype(np.uint8), (None, 2), max_rows=len(rows))
+    assert np.array_equal(read_arrays(path, {"x": spec})["x"], rows)
+
+
+def test_a_one_dimensional_spec_is_named_with_its_trailing_comma() -> None:
+    assert NAMES.check((3, 1), np.dtype("<U1")) == "must have shape (n,), has (3, 1)"
+
+
+def test_a_directory_of_exactly_the_bound_passes_the_check_and_a_byte_more_does_not(
+    tmp_path: Path,
+) -> None:
+    """The check reads the size the end record declares (zipfile._EndRecData), as zipfile will."""
+    path = write(tmp_path / "a.npz", x=np.zeros(2, np.uint8))
+    data = bytearray(path.read_bytes())
+    end = data.rindex(b"PK\x05\x06")
+    for size in (MAX_DIRECTORY_BYTES, MAX_DIRECTORY_BYTES + 1):
+        data[end + 12 : end + 16] = size.to_bytes(4, "little")
+        path.write_bytes(bytes(data))
+        if size == MAX_DIRECTORY_BYTES:
+            npz._check_directory(path)
+        else:
+            with pytest.raises(StepError, match=f"its central directory is {size} bytes"):
+                npz._check_directory(path)
+
+
+@pytest.mark.parametrize("version", [(1, 0), (2, 0)])
+def test_a_header_longer_than_max_header_bytes_is_refused_with_numpys_reason(
+    tmp_path: Path, version: tuple[int, int]
+) -> None:
+    """numpy's own bound is 10000 bytes; steps.lib.npz asks for MAX_HEADER_BYTES (4096)."""
+    text = repr({"descr": "|u1", "fortran_order": False, "shape": (4,)})
+    length = 5000
+    text = text + " " * (length - len(text) - 1) + "\n"
+    prefix = b"\x93NUMPY" + bytes(version)
+    prefix += length.to_bytes(2 if version == (1, 0) else 4, "little")
+    path = member(tmp_path / "a.npz", prefix + text.encode() + bytes(4))
+    reason = "Header info length (5000) is large and may not be safe to load securely. To allow"
+    message = refusal(path, {"x": UINT8S})
+    assert message.startswith(f"{path}: x: not an .npy header ({reason}")
+    inside = message[len(f"{path}: x: not an .npy header (") : -1]
+    assert len(inside) == 120 and message.endswith(")")
