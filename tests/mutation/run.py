@@ -146,19 +146,25 @@ def mutmut_settings(
 
 def prepare(module: str, tests: list[str], workdir: Path, timeout_multiplier: int) -> None:
     """A copy of the project in `workdir` whose pyproject.toml tells mutmut what to do."""
+    files = copy_project(workdir, shared_in=workdir)  # mutmut runs the tests in workdir/mutants
+    top_level = sorted({name.split("/")[0] for name in files})
+    pyproject = workdir / "pyproject.toml"
+    settings = mutmut_settings(module, tests, top_level, timeout_multiplier)
+    pyproject.write_text(pyproject.read_text() + settings)
+
+
+def copy_project(workdir: Path, shared_in: Path) -> list[str]:
+    """Copy the project's files into `workdir`, and link the tests' reference data (`shared/`, beside the
+    project) into `shared_in`, the parent of the folder the tests run in. The files copied."""
     files = project_files()
     for name in files:
         target = workdir / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, target)
-    shared = ROOT.parent / "shared"  # the tests' reference data, beside the project
+    shared = ROOT.parent / "shared"
     if shared.is_dir():
-        # mutmut runs the tests in workdir/mutants, so ../shared from there is workdir/shared
-        (workdir / "shared").symlink_to(shared)
-    top_level = sorted({name.split("/")[0] for name in files})
-    pyproject = workdir / "pyproject.toml"
-    settings = mutmut_settings(module, tests, top_level, timeout_multiplier)
-    pyproject.write_text(pyproject.read_text() + settings)
+        (shared_in / "shared").symlink_to(shared)
+    return files
 
 
 def mutmut(workdir: Path, *arguments: str, log: Path | None = None) -> str:
@@ -236,13 +242,20 @@ def run_alone(mutants: Path, name: str, tests: list[str], limit: float) -> tuple
     """Run the tests in a fresh process with mutant `name` active (mutmut selects it by
     MUTANT_UNDER_TEST; a name of no mutant runs the original): "passed", "failed" or "timeout" after
     `limit` seconds, and the seconds taken."""
+    return run_pytest(mutants, tests, limit, {"MUTANT_UNDER_TEST": name})
+
+
+def run_pytest(
+    folder: Path, tests: list[str], limit: float | None, environment: dict[str, str] | None = None
+) -> tuple[str, float]:
+    """Run the test files in `folder` with pytest -x, stopping at the first failure: "passed", "failed"
+    or "timeout" (after `limit` seconds, the whole session killed), and the seconds it took."""
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
-    environment = {**os.environ, "MUTANT_UNDER_TEST": name, "PYTHONDONTWRITEBYTECODE": "1"}
     started = time.monotonic()
     with subprocess.Popen(
         command,
-        cwd=mutants,
-        env=environment,
+        cwd=folder,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(environment or {})},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

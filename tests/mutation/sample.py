@@ -17,10 +17,8 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
-import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +26,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
-from tests.mutation.run import CONFIG, ROOT, project_files, read_config
+from tests.mutation.run import CONFIG, ROOT, copy_project, read_config, run_pytest
 
 SWAPPED_COMPARISONS: dict[type, type] = {
     ast.Lt: ast.LtE,
@@ -204,24 +202,7 @@ def mutated_source(source: str, patterns: list[str], index: int) -> str:
 
 def run_tests(workdir: Path, tests: list[str], limit: float | None) -> tuple[str, float]:
     """Run the test files in the copy: "passed", "failed" or "timeout", and the seconds it took."""
-    environment = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
-    started = time.monotonic()
-    with subprocess.Popen(
-        command,
-        cwd=workdir,
-        env=environment,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    ) as process:
-        try:
-            code = process.wait(timeout=limit)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)  # the session pytest leads: its children too
-            process.wait()
-            return "timeout", time.monotonic() - started
-    return ("passed" if code == 0 else "failed"), time.monotonic() - started
+    return run_pytest(workdir, tests, limit)
 
 
 def sample_module(
@@ -234,13 +215,7 @@ def sample_module(
     folder = Path(tempfile.mkdtemp(prefix="mutation-sample-"))
     try:
         workdir = folder / "project"
-        for name in project_files():
-            target = workdir / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, target)
-        shared = ROOT.parent / "shared"  # the tests' reference data, beside the project
-        if shared.is_dir():
-            (folder / "shared").symlink_to(shared)
+        copy_project(workdir, shared_in=folder)
         status, base = run_tests(workdir, entry["pytest_args"], None)
         if status != "passed":
             raise SystemExit(f"{module}: its tests fail unchanged; nothing to compare against")
