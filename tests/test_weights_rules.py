@@ -353,8 +353,11 @@ def test_text_is_bounded_at_its_size_exactly_whether_fixed_or_variable_length(h5
 def test_root_text_is_one_string(h5) -> None:
     h5.attrs["two"] = np.array([b"a", b"b"])
     assert refused(model_weights._text_attribute, h5, "two") == "attribute two is too large"
-    h5.attrs["empty"] = h5py.Empty("f4")  # no elements: not read as text, and not text
-    assert refused(model_weights._text_attribute, h5, "empty") == "attribute empty is not text"
+    # text of no elements passes the type and size checks, and is not one string
+    h5.attrs["null"] = h5py.Empty("S5")
+    h5.attrs["none"] = np.array([], dtype="S1")
+    for name in ("null", "none"):
+        assert refused(model_weights._text_attribute, h5, name) == f"attribute {name} is not text"
 
 
 def test_a_list_of_names_is_bounded_at_256_bytes_a_name(h5) -> None:
