@@ -7,6 +7,7 @@ dtypes, so that Keras reads it back as it reads its own."""
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 from pathlib import Path
 
@@ -435,3 +436,26 @@ def test_the_weights_group_names_the_templates_backend_and_version_or_keras_defa
         assert dict(written.attrs) == bare
         assert written["model_weights"].attrs["backend"] == "tensorflow"
         assert written["model_weights"].attrs["keras_version"] == ""
+
+
+def test_a_file_hdf5_cannot_open_is_refused_with_h5pys_reason_in_one_line(
+    tmp_path, monkeypatch
+) -> None:
+    path = tmp_path / "text.h5"
+    path.write_text("not HDF5\n")
+    assert refusal(path) == "Unable to synchronously open file (file signature not found)"
+
+    def long_error(*args: object, **kwargs: object) -> None:  # what a newer h5py may say
+        raise OSError("a \n reason,   " + "x" * 200)
+
+    monkeypatch.setattr(model_weights.h5py, "File", long_error)
+    assert refusal(copy_model(tmp_path / "m.h5")) == "a reason, " + "x" * 150
+
+
+def test_a_model_is_read_without_taking_a_lock(tmp_path) -> None:
+    """A reader takes no HDF5 file lock (h5py.File(locking=False)): a lock another holder keeps on the
+    file, or a filesystem without locks, does not stop it."""
+    path = copy_model(tmp_path / "locked.h5")
+    with path.open("rb") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        assert len(read_model_file(path).weights) == len(WEIGHT_LAYOUT)
