@@ -62,6 +62,7 @@ def test_depends_reads_as_argo_reads_it(text: str, tree: depends.Expression) -> 
         ("(a || b", "unbalanced parentheses in depends '(a || b'"),
         ("(a b)", "unbalanced parentheses in depends '(a b)'"),
         ("a b", "unexpected 'b' in depends 'a b'"),
+        ("a b c", "unexpected 'b' in depends 'a b c'"),  # the first token left over
         ("a)", "unexpected ')' in depends 'a)'"),
         ("&& a", "unexpected '&&' in depends '&& a'"),
         ("a || )", "unexpected ')' in depends 'a || )'"),

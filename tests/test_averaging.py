@@ -88,3 +88,12 @@ def test_each_layer_is_averaged_with_the_same_shares() -> None:
     b = [np.array([8.0]), np.array([40.0]), np.array([9.0])]
     mean = federated_average([a, b], [2, 1])
     np.testing.assert_allclose([m[0] for m in mean], [4.0, 20.0, 3.0])
+
+
+def test_each_mean_keeps_the_first_sets_dtype() -> None:
+    first = [np.array([1.0, 2.0], np.float32)]
+    last = [np.array([3.0, 4.0], np.float64)]
+    (mean,) = federated_average([first, last], [1, 1])
+    assert mean.dtype == np.float32 and np.array_equal(mean, [2.0, 3.0])
+    (mean,) = federated_average([last, first], [1, 1])
+    assert mean.dtype == np.float64
