@@ -19,6 +19,7 @@ from functools import partial
 from hera.workflows import DAG, Container, Gauge, Label, Parameter, Workflow
 from hera.workflows import models as m
 
+from steps.lib.registry import CONFUSION_FILE, METRICS_FILE
 from workflows.pipeline import cluster
 from workflows.pipeline.settings import PipelineSettings, declared, option_name
 from workflows.pipeline.templates import (
@@ -148,8 +149,10 @@ def evaluate_step(step: StepFactory) -> Container:
         ],
         writes=[
             Write.parameter("accuracy", None, "out/accuracy.txt"),
-            Write.file("metrics", None, "out/metrics.json", f"{EVALUATION}/metrics.json"),
-            Write.file("confusion", None, "out/confusion.png", f"{EVALUATION}/confusion.png"),
+            Write.file("metrics", None, f"out/{METRICS_FILE}", f"{EVALUATION}/{METRICS_FILE}"),
+            Write.file(
+                "confusion", None, f"out/{CONFUSION_FILE}", f"{EVALUATION}/{CONFUSION_FILE}"
+            ),
             Write.file("report", None, "out/report.txt", f"{EVALUATION}/report.txt"),
         ],
         metrics=[
@@ -181,8 +184,10 @@ def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
         },
         reads=[
             Read.file("model", "--model", "in/model.h5", param("model")),
-            Read.file("metrics", "--metrics", "in/metrics.json", f"{EVALUATION}/metrics.json"),
-            Read.file("confusion", "--attach", "in/confusion.png", f"{EVALUATION}/confusion.png"),
+            Read.file("metrics", "--metrics", f"in/{METRICS_FILE}", f"{EVALUATION}/{METRICS_FILE}"),
+            Read.file(
+                "confusion", "--attach", f"in/{CONFUSION_FILE}", f"{EVALUATION}/{CONFUSION_FILE}"
+            ),
         ],
     )
 
