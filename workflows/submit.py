@@ -238,6 +238,8 @@ def python_command() -> str:
 def serving_lines(run: str, store: str, served: str | None, reason: str | None) -> list[str]:
     """publish's outcome, as the end of a run says it: LATEST moved and why, or why not and how to
     serve the run anyway (the exact command; --store only when it is not the default one)."""
+    if served is None:  # a template registered before publish had these outputs
+        return []
     if served == "true":
         return [f"served: {LATEST_KEY} → {run} ({reason})"]
     command = serve_command(run, "" if store == DEFAULT_STORE else store, python_command())
@@ -405,7 +407,7 @@ def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
     if args.register:
         document = compile_template(settings, args.template_name)
     else:
-        document = compile_workflow(settings)
+        document = named(compile_workflow(settings), args.name)
     print(yaml.safe_dump(checked(document, args), sort_keys=False), end="")
     if "://" not in settings.store or "://" not in settings.source:
         print(
