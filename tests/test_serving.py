@@ -230,3 +230,18 @@ def test_serving_a_run_that_is_not_published_is_refused(
     line = call(serve, ["mnist-broke", "--store", store], capsys)
     assert "mnist-broke" in line
     assert latest(full_run_served) == FULL
+
+
+def test_the_end_of_a_run_says_what_publish_decided_in_one_line() -> None:
+    from steps.lib.defaults import STORE
+    from workflows.submit import serving_lines
+
+    assert serving_lines("mnist-a", STORE, "true", "no model was served") == [
+        "served: models/mnist/LATEST → mnist-a (no model was served)"
+    ]
+    [line] = serving_lines("mnist-a", "gs://bucket", "false", "--serve never")
+    assert line.startswith("not served: --serve never; to serve it anyway: ")
+    assert line.endswith("-m steps.serve mnist-a --store gs://bucket")
+    [line] = serving_lines("mnist-a", STORE, "false", "--serve never")
+    assert line.endswith("-m steps.serve mnist-a"), "the default store goes without saying"
+    assert serving_lines("mnist-a", STORE, None, None) == [], "a publish without these outputs"
