@@ -1,20 +1,26 @@
-# One command to set up and run, one to set up and test. The virtual environment is made on first use.
+# One command to set up and run, one to set up and test. The virtual environment is made on first use:
+# running needs only the runtime (the steps, TensorFlow, the page, Hera); `make test` adds the test tools.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+# The page's port: make run PORT=8600, make page PORT=8600
+PORT ?= 8501
 # Use a local copy of mnist.npz where the project's CI keeps one; otherwise the steps download it.
 MNIST_SOURCE ?= $(wildcard ../shared/data/mnist.npz)
 export MNIST_SOURCE
 
-.PHONY: setup run pipeline page test test-containers images lint format clean bench mutation mutation-sample
+.PHONY: setup setup-run run pipeline page test test-containers images lint format clean bench mutation mutation-sample
 
-setup: $(STAMP)
+setup: $(DEV_STAMP)  ## the runtime and the test tools (pytest, ruff, Playwright, mutmut, ...)
 
-$(STAMP): pyproject.toml
+setup-run: $(RUN_STAMP)  ## what running needs: the pipeline, submit.py and the page
+
+$(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[run]'
 	@# A venv made when the project required the full `tensorflow` now holds both builds in one folder:
 	@# drop the full one and put tensorflow-cpu's files back.
 	if $(BIN)/python -m pip show --quiet tensorflow tensorflow-cpu 2>/dev/null \
@@ -23,15 +29,19 @@ $(STAMP): pyproject.toml
 		&& $(BIN)/python -m pip install --quiet --force-reinstall --no-deps \
 			"tensorflow-cpu==$$($(BIN)/python -m pip show tensorflow-cpu | sed -n 's/^Version: //p')"; \
 	fi
-	touch $(STAMP)
+	touch $(RUN_STAMP)
 
-run: pipeline page  ## train with the defaults on this machine, then serve the page
+$(DEV_STAMP): $(RUN_STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(DEV_STAMP)
 
-pipeline: setup
+run: pipeline page  ## train with the defaults on this machine, then serve the page (PORT=8501)
+
+pipeline: setup-run
 	$(BIN)/python workflows/submit.py --local
 
-page: setup
-	$(BIN)/python -m ui.serve
+page: setup-run  ## serve the page on the published model, without training (PORT=8501)
+	$(BIN)/python -m ui.serve --server.port $(PORT)
 
 bench: setup  ## every contender on full MNIST against the targets, printed met or not (about 20 minutes)
 	$(BIN)/python -m bench.run $(BENCH_FLAGS)

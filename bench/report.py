@@ -33,6 +33,7 @@ HIDDEN_SETTINGS = {
     "store",
     "image",
     "train_image",
+    "serve",
     "min_accuracy",
     "max_accuracy_drop",
 }

@@ -1,4 +1,5 @@
-"""Publish a model and its metrics under models/mnist/<run>/ in the store, then move LATEST to it, last.
+"""Publish a model and its metrics under models/mnist/<run>/ in the store, then move LATEST to it, last, if
+the --serve policy says so (steps.lib.serving): a model that is not served is kept, and the step succeeds.
 
 No TensorFlow: the model is verified with h5py against the known architecture (steps.lib.model_file), the
 same check the page's loader makes, and metrics.json and run.json with the checks the page applies
@@ -8,20 +9,23 @@ same check the page's loader makes, and metrics.json and run.json with the check
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import re
 import sys
 from pathlib import Path
 
-from steps.lib import published, registry
+from steps.lib import published, registry, serving
 from steps.lib.arguments import add_pipeline_flag, fraction
 from steps.lib.bounded_json import is_number, to_json
 from steps.lib.entry_point import run
 from steps.lib.errors import StepError
 from steps.lib.input_files import read_small_file, require_file
 from steps.lib.model_file import read_weights
+from steps.lib.staged_outputs import staged_outputs
 from steps.lib.storage import ArtifactStore, open_store
+from steps.serve import command as serve_command
 
 SETTING_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
@@ -41,16 +45,27 @@ def make_parser() -> argparse.ArgumentParser:
     )
     add_pipeline_flag(
         parser,
+        "--serve",
+        "when the run becomes the served model (LATEST): if-better, if-not-worse, always or never; "
+        "it is published under its run in any case",
+        choices=serving.POLICIES,
+    )
+    add_pipeline_flag(
+        parser,
         "--min-accuracy",
-        "refuse a model whose test accuracy is below this, 0: publish any",
+        "if-better and if-not-worse serve no model whose test accuracy is below this (0: any)",
         type=fraction,
     )
     add_pipeline_flag(
         parser,
         "--max-accuracy-drop",
-        "refuse a model scoring more than this below the model LATEST serves, 1: publish any",
+        "if-not-worse serves a model scoring up to this below the model LATEST serves",
         type=fraction,
     )
+    parser.add_argument(
+        "--served-out", type=Path, help="write `true` or `false` here: whether LATEST names the run"
+    )
+    parser.add_argument("--reason-out", type=Path, help="write why (or why not) here, in one line")
     parser.add_argument(
         "--setting",
         action="append",
@@ -90,35 +105,19 @@ def typed(value: str) -> object:
     return converted if is_number(converted) else value
 
 
-def serving_accuracy(store: ArtifactStore, run: str) -> tuple[str, float] | None:
-    """The run LATEST names and its published test accuracy, unless it is `run`, or unknown."""
-    try:
-        # a LATEST that is not a regular file ends the step here
-        serving = registry.latest_run(store)
-    except published.BadRunFile:  # a LATEST that names no run: nothing is served
-        return None
-    card = registry.card_of(store, serving) if serving and serving != run else None
+def contender_of(store: ArtifactStore, run: str | None) -> serving.Contender | None:
+    """The published run `run` as the policy sees it, or None: no run, or one whose card or metrics
+    cannot be read or fail the page's checks (the page could not show it either)."""
+    card = registry.card_of(store, run) if run else None
     if card is None or "accuracy" not in card:
         return None
-    return serving, card["accuracy"]
-
-
-def check_quality(
-    store: ArtifactStore, run: str, accuracy: float, floor: float, max_drop: float
-) -> None:
-    """Refuse a model below the floor, or far below the model LATEST serves."""
-    if accuracy < floor:
-        raise StepError(
-            f"test accuracy {accuracy:.4f} is below --min-accuracy {floor}: {run} is not "
-            "published (set it lower to publish it anyway)"
-        )
-    serving = serving_accuracy(store, run)
-    if serving and accuracy < serving[1] - max_drop:
-        raise StepError(
-            f"test accuracy {accuracy:.4f} is more than --max-accuracy-drop {max_drop} below "
-            f"{serving[0]}'s {serving[1]:.4f}, which LATEST serves: {run} is not published "
-            "(set it higher to publish it anyway)"
-        )
+    try:
+        metrics = registry.read_run_metrics(store, registry.run_prefix(run)) or {}
+    except (ValueError, StepError):
+        return None
+    return serving.Contender(
+        run, card["accuracy"], serving.partial_reason(card["settings"], metrics)
+    )
 
 
 def main(args: argparse.Namespace) -> None:
@@ -141,24 +140,67 @@ def main(args: argparse.Namespace) -> None:
         "settings": settings,
     }
     published.check_card(card, args.run)  # what the page will check
-    store = open_store(args.store)
-    check_quality(store, args.run, metrics["accuracy"], args.min_accuracy, args.max_accuracy_drop)
-    prefix = registry.run_prefix(args.run)
-    for path in args.attach:
-        store.upload_file(path, f"{prefix}/{path.name}")
-    store.upload_file(args.metrics, f"{prefix}/{registry.METRICS_FILE}")
-    store.write_text(f"{prefix}/{registry.RUN_FILE}", to_json(card, indent=2))
-    store.upload_file(args.model, f"{prefix}/{registry.MODEL_FILE}")
-    try:
-        latest = registry.move_latest(store, args.run)
-    except RuntimeError as error:
-        raise StepError(f"{error}; {args.run} is published but LATEST was not moved") from None
-    moved = "" if latest == args.run else " (a run published after this one keeps it)"
+    with staged_outputs() as outputs:  # a bad output path fails here, before anything is written
+        served_out = outputs.file(args.served_out) if args.served_out else None
+        reason_out = outputs.file(args.reason_out) if args.reason_out else None
+        store = open_store(args.store)
+        # a LATEST that is not a regular file ends the step here, before anything is written; one
+        # that names no run is replaced
+        with contextlib.suppress(published.BadRunFile):
+            registry.latest_run(store)
+        prefix = registry.run_prefix(args.run)
+        for path in args.attach:
+            store.upload_file(path, f"{prefix}/{path.name}")
+        store.upload_file(args.metrics, f"{prefix}/{registry.METRICS_FILE}")
+        store.write_text(f"{prefix}/{registry.RUN_FILE}", to_json(card, indent=2))
+        store.upload_file(args.model, f"{prefix}/{registry.MODEL_FILE}")
+        verdict = serve_if_chosen(
+            store, args, metrics["accuracy"], serving.partial_reason(settings, metrics)
+        )
+        if served_out:
+            served_out.write_text("true" if verdict.served else "false")
+        if reason_out:
+            reason_out.write_text(verdict.reason)
+    model = f"{store.uri}/{prefix}/{registry.MODEL_FILE}"
+    if verdict.served:
+        outcome = f"served: {verdict.reason}; {registry.LATEST_KEY} → {args.run}"
+    else:
+        outcome = (
+            f"not served: {verdict.reason}; to serve it anyway: "
+            f"{serve_command(args.run, store.uri)}"
+        )
     print(
-        f"published {args.run} (accuracy {metrics['accuracy']:.4f}) → "
-        f"{store.uri}/{prefix}/{registry.MODEL_FILE}; {registry.LATEST_KEY} → {latest}{moved}",
+        f"published {args.run} (accuracy {metrics['accuracy']:.4f}) → {model}; {outcome}",
         file=sys.stderr,
     )
+
+
+def serve_if_chosen(
+    store: ArtifactStore, args: argparse.Namespace, accuracy: float, partial: str
+) -> serving.Verdict:
+    """Move LATEST to the run if the --serve policy says so, judged against the run LATEST names
+    at the moment the pointer is swapped."""
+    ours = serving.Contender(args.run, accuracy, partial)
+    verdicts: list[serving.Verdict] = []
+
+    def judge(current: str | None) -> str | None:
+        verdict = serving.decide(
+            args.serve,
+            ours,
+            contender_of(store, current),
+            args.min_accuracy,
+            args.max_accuracy_drop,
+        )
+        verdicts.append(verdict)
+        return None if verdict.served else verdict.reason
+
+    try:
+        moved = registry.move_latest(store, args.run, judge=judge)
+    except RuntimeError as error:
+        raise StepError(f"{error}; {args.run} is published but LATEST was not moved") from None
+    if moved.refusal:
+        return serving.Verdict(False, moved.refusal)
+    return verdicts[-1] if verdicts else serving.Verdict(True, "it was served already")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.doubles.argo_server import ACCURACY, FAILING_NODE, RETRIED_NODE, ArgoDouble
+from tests.doubles.argo_server import (
+    ACCURACY,
+    FAILING_NODE,
+    NOT_SERVED_REASON,
+    RETRIED_NODE,
+    ArgoDouble,
+)
 from tests.support import docs
 from tests.support.argo_schema import first_error, workflow_validator
 from tests.support.project import ROOT, free_port
@@ -182,6 +188,10 @@ def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
         assert phases_of(result.stdout, node) == ["Pending", "Running", "Succeeded"], node
     assert f"run {name} Succeeded in " in result.stdout
     assert f"test accuracy: {ACCURACY}" in result.stdout
+    # publish's outcome is its output parameters, not its exit code: the run Succeeded
+    [said] = [line for line in result.stdout.splitlines() if "served" in line]
+    assert said.startswith(f"not served: {NOT_SERVED_REASON}; to serve it anyway: "), said
+    assert said.endswith(f"-m steps.serve {name} --store {STORE}")
     assert result.stderr == ""
 
 

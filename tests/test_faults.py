@@ -249,7 +249,20 @@ def test_two_runs_publishing_at_once_leave_latest_complete(
         if kind == "folder"
         else f"gs://{request.getfixturevalue('strict_gcs_bucket')}"
     )
-    args = ["--workers", "1", "--rounds", "1", "--batch", "32", "--limit", "1000"]
+    # both runs ask to be served (the same settings score the same: if-better would serve the
+    # first only), so the pointer's compare-and-swap decides: the one published later wins
+    args = [
+        "--workers",
+        "1",
+        "--rounds",
+        "1",
+        "--batch",
+        "32",
+        "--limit",
+        "1000",
+        "--serve",
+        "always",
+    ]
     runs = [
         start_submit(local_run(store, tmp_path / f"logs-{i}", mnist_path, *args), "race")
         for i in range(2)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +12,7 @@ import pytest
 
 from steps.lib.registry import LATEST_KEY, latest_run, run_prefix
 from steps.lib.storage import open_store
-from tests.support.project import SMALL_RUN, local_run, run_submit
+from tests.support.project import ROOT, SMALL_RUN, local_run, run_submit
 
 # 2 workers x 1500 digits, 1 epoch: the averaged model scores ~0.85-0.9 on 10000 test digits.
 # Chance is 0.10; 0.70 leaves room for seeds while failing anything that did not learn.
@@ -86,3 +88,35 @@ def test_bad_settings_are_refused_before_anything_runs(tmp_path: Path, flags: li
     assert result.returncode == 2
     assert "error:" in result.stderr
     assert not (tmp_path / "store").exists()
+
+
+def test_a_quick_try_after_a_full_run_succeeds_is_kept_and_can_be_served(
+    tmp_path: Path, small_mnist: Path
+) -> None:
+    """The README's quick try right after `make run`: publish refused the worse model, the run
+    Failed with exit code 1 and its model was lost. Now it is kept under its run (named by --name,
+    which the local runner ignored), LATEST stays on the complete run, the summary says why in one
+    line with the command that serves it anyway, and that command does."""
+    store, logs = tmp_path / "store", tmp_path / "logs"
+    full = ("--workers", "2", "--epochs", "1", "--batch", "32", "--rounds", "1")
+    first = run_submit(*local_run(store, logs, small_mnist, *full, "--name", "full-run"))
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "served: models/mnist/LATEST → full-run (no model was served)" in first.stdout
+
+    quick = (*full, "--limit", "1000", "--name", "quick-try")
+    result = run_submit(*local_run(store, logs, small_mnist, *quick))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "run quick-try Succeeded in " in result.stdout
+    [line] = [line for line in result.stdout.splitlines() if "served" in line]
+    assert line.startswith("not served: it is a partial run (--limit 1000)"), line
+    assert "LATEST serves a complete one, full-run" in line
+    assert latest_run(open_store(store)) == "full-run"
+    assert (store / run_prefix("quick-try") / "model.h5").is_file()
+    card = json.loads((store / run_prefix("quick-try") / "run.json").read_text())
+    assert card["settings"]["limit"] == 1000 and card["settings"]["retry-backoff"] == "1s"
+
+    command = line.split("to serve it anyway: ")[1]
+    assert command.endswith(f"-m steps.serve quick-try --store {store}")
+    served = subprocess.run(shlex.split(command), capture_output=True, text=True, cwd=ROOT)
+    assert served.returncode == 0, served.stderr
+    assert latest_run(open_store(store)) == "quick-try"

@@ -473,3 +473,20 @@ def test_a_retry_says_how_many_tries_it_may_have(
     result, lines, _ = run(tmp_path, workflow([{"name": "flaky", "template": "flaky"}], [template]))
     assert node(result, "flaky").phase == "Succeeded"
     assert f"retrying flaky {said}: exit code 1" in lines, lines
+
+
+@pytest.mark.parametrize(
+    ("signal_name", "said"),
+    [
+        ("SIGKILL", "killed (signal 9, e.g. out of memory), exit code 137"),
+        ("SIGTERM", "terminated (signal 15, SIGTERM), exit code 143"),
+    ],
+)
+def test_a_try_killed_by_a_signal_says_so(tmp_path: Path, signal_name: str, said: str) -> None:
+    """A trainer killed by the kernel's OOM killer was reported as "exit code 137"."""
+    code = f"import os, signal; print('started', flush=True); os.kill(os.getpid(), signal.{signal_name})"
+    manifest = workflow([{"name": "killed", "template": "die"}], [step("die", code)])
+    result, _, _ = run(tmp_path, manifest)
+    assert node(result, "killed").tries[0].exit_code == int(said.rsplit(" ", 1)[1])
+    assert node(result, "killed").message == f"{said}: started"
+    assert result.message.startswith(f"killed failed: {said}")

@@ -88,3 +88,31 @@ def test_rounds_from_the_environment_are_refused_at_once() -> None:
     with pytest.raises(ValueError, match=r"ROUNDS='100000': at most 98, got 100000: .* 200 tasks"):
         defaults({"ROUNDS": "100000"})
     assert time.monotonic() - started < 0.1
+
+
+def test_the_default_store_is_the_projects_wherever_a_run_starts(tmp_path: Path) -> None:
+    """Started from another folder, a run wrote a second .runs there, one the page never read."""
+    import yaml
+
+    from ui.model_source import default_model_uri
+
+    result = run_submit("--render", env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr
+    workflow = yaml.safe_load(result.stdout)
+    parameters = {p["name"]: p["value"] for p in workflow["spec"]["arguments"]["parameters"]}
+    assert parameters["store"] == str(ROOT / ".runs")
+    assert default_model_uri({}) == f"{ROOT / '.runs'}/models/mnist/LATEST"
+    args = submit.make_parser(PipelineSettings()).parse_args([])
+    assert submit.logs_folder(args) == ROOT / ".runs" / "logs"
+    args = submit.make_parser(PipelineSettings()).parse_args(["--artifacts", str(tmp_path)])
+    assert submit.logs_folder(args) == tmp_path / "logs", "a folder store keeps its runs' logs"
+
+
+def test_every_settings_default_is_declared_in_the_steps_defaults() -> None:
+    """The page tells a card's settings from the defaults by these names (learning-rate → LEARNING_RATE)."""
+    from steps.lib import defaults as step_defaults
+    from steps.lib.published import default_of
+
+    for name, _ in declared():
+        assert default_of(option_name(name)) == getattr(PipelineSettings(), name), name
+        assert hasattr(step_defaults, name.upper()), name

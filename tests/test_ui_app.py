@@ -254,6 +254,19 @@ def test_a_new_latest_is_picked_up_and_a_broken_one_keeps_the_old_model(
     assert metric(page, "Prediction") == "7"
 
 
+def test_the_card_shows_every_setting_that_is_not_the_default(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path
+) -> None:
+    """A --limit 3000 run's card showed the workers, rounds, epochs and batch of a full run: it
+    left the limit out, and everything else the four do not cover."""
+    settings = {"workers": 2, "rounds": 1, "epochs": 1, "batch": 100, "limit": 3000, "seed": 0}
+    publish_copy(own_store, "ui-quick", settings=settings | {"source": "/data/mnist.npz"})
+    page = open_page(monkeypatch, latest_uri(own_store))
+    [caption] = [c.value for c in page.caption if c.value.startswith("Not the defaults:")]
+    shown = ["--workers 2", "--rounds 1", "--epochs 1", "--limit 3000", "--source /data/mnist.npz"]
+    assert caption == "Not the defaults: " + " ".join(verbatim(flag) for flag in shown)
+
+
 def test_the_canvas_is_offered(monkeypatch: pytest.MonkeyPatch, published_store: Path) -> None:
     page = open_page(monkeypatch, latest_uri(published_store))
     assert [tab.label for tab in page.tabs] == ["Upload images", "Take a photo", "Draw a digit"]

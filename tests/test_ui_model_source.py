@@ -12,6 +12,7 @@ import pytest
 from steps.lib.model_file import MAX_MODEL_BYTES
 from steps.lib.registry import LATEST_KEY, MODEL_FILE, run_prefix
 from tests.support.page import EPOCHS, EVAL_DIGITS, FIRST_RUN, publish_run
+from tests.support.project import ROOT
 from ui import model_source
 from ui.model_source import (
     REFUSED_RETRY_SECONDS,
@@ -64,8 +65,9 @@ def test_a_bucket_model_file_is_refused_with_the_uri_to_use() -> None:
 
 
 def test_the_default_is_the_local_stores_latest() -> None:
-    assert default_model_uri({}) == f".runs/{LATEST_KEY}"
-    assert model_uri({}) == f".runs/{LATEST_KEY}"
+    """The project's own .runs, wherever the page or ui.predict is started."""
+    assert default_model_uri({}) == f"{ROOT / '.runs'}/{LATEST_KEY}"
+    assert model_uri({}) == f"{ROOT / '.runs'}/{LATEST_KEY}"
     assert model_uri({"ARTIFACTS": "/data/store/"}) == f"/data/store/{LATEST_KEY}"
     assert model_uri({"ARTIFACTS": "gs://b/p", "MODEL_URI": "x.h5"}) == "x.h5"
 

@@ -23,6 +23,7 @@ from PIL import Image
 from streamlit_drawable_canvas import st_canvas
 
 from steps.lib.confusion_plot import draw_confusion
+from steps.lib.published import differing
 from ui.decode import EXTENSIONS, MB, ImageRejected, decode
 from ui.model_source import LoadedModel, ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
 from ui.predict import LOW_CONFIDENCE, NoAnswer, classify
@@ -95,6 +96,10 @@ def show_card(loaded: LoadedModel) -> None:
     knobs = st.columns(4)
     for column, name in zip(knobs, ("workers", "rounds", "epochs", "batch"), strict=True):
         column.metric(name.capitalize(), setting_text(settings.get(name)))
+    changed = differing(settings)
+    if changed:
+        flags = " ".join(verbatim(f"--{name} {value}") for name, value in changed.items())
+        st.caption(f"Not the defaults: {flags}")
     published = published_text(card.get("published_at"))
     if published:
         st.caption(f"Trained and published {published}.")

@@ -23,7 +23,7 @@ from time import monotonic
 from steps.lib import defaults
 from steps.lib.errors import ProjectError, StepError
 from steps.lib.inference import Network
-from steps.lib.model_file import MAX_MODEL_BYTES, read_weights
+from steps.lib.model_file import read_weights
 from steps.lib.registry import (
     CONFUSION_FILE,
     LATEST_KEY,
@@ -33,6 +33,7 @@ from steps.lib.registry import (
     read_run_metrics,
     run_prefix,
 )
+from steps.lib.registry import read_model as read_run_model
 from steps.lib.storage import ArtifactStore, LocalStore, open_store
 from ui.confusion_picture import MAX_PICTURE_BYTES, check_picture
 
@@ -174,19 +175,11 @@ def fetch_run(store: ArtifactStore, run: str) -> LoadedModel:
 
 
 def read_model(store: ArtifactStore, run: str) -> bytes:
-    """A run's model file, read no further than MAX_MODEL_BYTES (a ranged read on GCS): a huge file
-    in the store is refused before any of it reaches the disk."""
+    """A run's model file, bounded as steps.lib.registry.read_model reads it."""
     try:
-        data = store.read_head(f"{run_prefix(run)}/{MODEL_FILE}", MAX_MODEL_BYTES)
+        return read_run_model(store, run)
     except StepError as error:
-        raise ModelUnavailable(f"run {run}: {error}") from None
-    if data is None:
-        raise ModelUnavailable(f"run {run} has no {MODEL_FILE} in {store.uri} (yet)")
-    if len(data) > MAX_MODEL_BYTES:
-        raise ModelUnavailable(
-            f"run {run}: {MODEL_FILE} is over {MAX_MODEL_BYTES} bytes, not a model of this project"
-        )
-    return data
+        raise ModelUnavailable(str(error)) from None
 
 
 def fetch(source: ModelSource, store: ArtifactStore | None, version: str) -> LoadedModel:

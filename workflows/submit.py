@@ -12,17 +12,20 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 if not __package__:  # run as a file: make the project importable, not the workflows/ folder itself
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from steps.lib.arguments import positive_int
 from steps.lib.errors import StepError
-from steps.lib.registry import MODEL_FILE, run_prefix
+from steps.lib.registry import LATEST_KEY, MODEL_FILE, run_prefix
 from steps.lib.storage import open_store
+from steps.serve import command as serve_command
+from workflows import preflight
 from workflows.errors import UsageError, WorkflowError, WorkflowRefused
 from workflows.lint.documents import check as check_with_argo_rules
-from workflows.local.engines import Engine, ProcessEngine
+from workflows.local.engines import Engine, EngineError, ProcessEngine
 from workflows.local.runner import LocalRunner
 from workflows.pipeline import cluster
 from workflows.pipeline.settings import (
@@ -33,6 +36,7 @@ from workflows.pipeline.settings import (
     defaults,
     flag_of,
     from_arguments,
+    inconsistency,
 )
 from workflows.pipeline.workflow import compile_template, compile_workflow
 from workflows.server.client import (
@@ -60,8 +64,8 @@ LOCAL_OPTIONS = {
     ),
     "--logs-dir": (
         "where the local runner keeps each task's log",
-        f"`{DEFAULT_STORE}/logs`",
-        {"type": Path, "default": Path(DEFAULT_STORE) / "logs"},
+        "`logs` in a folder store, else in the project's `.runs`",
+        {"type": Path, "default": None},
     ),
     "--engine": (
         "locally: each step as a process, or in its image (`--image`, `--train-image`) with `podman` or `docker`",
@@ -79,9 +83,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Refuses a bad flag in one line that points to --help, not after argparse's usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
     """submit.py's flags: the engine's, the Argo Server's, and one per pipeline setting."""
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python workflows/submit.py",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -187,15 +198,59 @@ def local_engine(name: str) -> Engine:
     return ContainerEngine(program=name)
 
 
-def run_locally(workflow: dict, store_uri: str, args: argparse.Namespace) -> int:
-    store = open_store(store_uri)
-    runner = LocalRunner(
-        store,
-        args.logs_dir.resolve(),
-        args.parallelism,
-        engine=local_engine(args.engine),
-        lint=args.lint,
-    )
+def logs_folder(args: argparse.Namespace) -> Path:
+    """--logs-dir, or by default the store's `logs` (a folder store) or the project's .runs/logs."""
+    if args.logs_dir is not None:
+        return args.logs_dir.resolve()
+    return Path(args.store if "://" not in args.store else DEFAULT_STORE) / "logs"
+
+
+def check_local_inputs(
+    settings: PipelineSettings, args: argparse.Namespace, engine: Engine
+) -> None:
+    """What a local run can be refused for before anything is created (workflows/preflight.py)."""
+    folder_store = Path(settings.store) if "://" not in settings.store else None
+    if folder_store is not None:
+        preflight.writable_folder(folder_store, "--artifacts")
+    # the logs may go in the store, made first, or by default in the project's .runs
+    made_first = folder_store or (Path(DEFAULT_STORE) if args.logs_dir is None else None)
+    preflight.writable_folder(logs_folder(args), "--logs-dir", inside=made_first)
+    preflight.local_source(settings.source)
+    if args.name:
+        preflight.free_run_name(open_store(settings.store), logs_folder(args), args.name)
+    check_ready = getattr(engine, "check_ready", None)
+    if check_ready is not None:
+        try:
+            check_ready([settings.image, settings.train_image])
+        except EngineError as error:
+            raise UsageError(f"--engine {args.engine}: {error}") from None
+
+
+def python_command() -> str:
+    """This Python as the user can type it here: relative to the current folder when inside it."""
+    executable = Path(sys.executable)
+    try:
+        return str(executable.relative_to(Path.cwd()))
+    except ValueError:
+        return str(executable)
+
+
+def serving_lines(run: str, store: str, served: str | None, reason: str | None) -> list[str]:
+    """publish's outcome, as the end of a run says it: LATEST moved and why, or why not and how to
+    serve the run anyway (the exact command; --store only when it is not the default one)."""
+    if served is None:  # a template registered before publish had these outputs
+        return []
+    if served == "true":
+        return [f"served: {LATEST_KEY} → {run} ({reason})"]
+    command = serve_command(run, "" if store == DEFAULT_STORE else store, python_command())
+    return [f"not served: {reason}; to serve it anyway: {command}"]
+
+
+def run_locally(workflow: dict, settings: PipelineSettings, args: argparse.Namespace) -> int:
+    engine = local_engine(args.engine)
+    check_local_inputs(settings, args, engine)
+    store, logs = open_store(settings.store), logs_folder(args)
+    runner = LocalRunner(store, logs, args.parallelism, engine=engine, lint=args.lint)
     started = time.monotonic()
     result = runner.run(workflow)
     elapsed = time.monotonic() - started
@@ -205,13 +260,21 @@ def run_locally(workflow: dict, store_uri: str, args: argparse.Namespace) -> int
         return EXIT_RUN_FAILED
     for node in result.tolerated_failures:
         print(f"went ahead without {node.name}: {node.message}")
-    accuracy = result.output("evaluate", "accuracy")
-    print(f"test accuracy: {accuracy}")
-    print(
-        f"model: {store.uri}/{run_prefix(result.name)}/{MODEL_FILE} (models/mnist/LATEST → {result.name})"
-    )
-    print(f"logs: {args.logs_dir.resolve() / result.name}")
+    print(f"test accuracy: {result.output('evaluate', 'accuracy')}")
+    print(f"model: {store.uri}/{run_prefix(result.name)}/{MODEL_FILE}")
+    served, reason = result.output("publish", "served"), result.output("publish", "reason")
+    for line in serving_lines(result.name, settings.store, served, reason):
+        print(line)
+    print(f"logs: {logs / result.name}")
     return 0
+
+
+def named(workflow: dict, name: str | None) -> dict:
+    """The workflow under `name` instead of a generated one (as Argo takes metadata.name)."""
+    if not name:
+        return workflow
+    metadata = {k: v for k, v in workflow["metadata"].items() if k != "generateName"}
+    return {**workflow, "metadata": {**metadata, "name": name}}
 
 
 def argo_server(args: argparse.Namespace) -> ArgoServer | None:
@@ -312,12 +375,7 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
             # them (workflow/common/convert.go: NewWorkflowFromWorkflowTemplate).
             labels = workflow["metadata"].get("labels", {})
             workflow["metadata"]["labels"] = labels | {TEMPLATE_LABEL: args.template_name}
-        if args.name:
-            workflow["metadata"] = {
-                **{k: v for k, v in workflow["metadata"].items() if k != "generateName"},
-                "name": args.name,
-            }
-        created = create_workflow(server, checked(workflow, args))
+        created = create_workflow(server, checked(named(workflow, args.name), args))
     name = created["metadata"]["name"]
     print(f"submitted {name} to {server.url} (namespace {server.namespace})")
     print(f"  {server.ui_link(name)}", flush=True)
@@ -337,6 +395,9 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
         print(f"submit: {failure(final)}", file=sys.stderr)
         return EXIT_RUN_FAILED
     print(f"test accuracy: {output(final, 'evaluate', 'accuracy')}")
+    served, reason = output(final, "publish", "served"), output(final, "publish", "reason")
+    for line in serving_lines(name, settings.store, served, reason):
+        print(line)
     return 0
 
 
@@ -346,7 +407,7 @@ def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
     if args.register:
         document = compile_template(settings, args.template_name)
     else:
-        document = compile_workflow(settings)
+        document = named(compile_workflow(settings), args.name)
     print(yaml.safe_dump(checked(document, args), sort_keys=False), end="")
     if "://" not in settings.store or "://" not in settings.source:
         print(
@@ -378,6 +439,10 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser(start).parse_args(argv)
     settings = from_arguments(args)
     try:
+        if problem := inconsistency(settings):
+            raise UsageError(problem)
+        if args.name:
+            preflight.check_run_name(args.name)
         if args.render:
             return render(settings, args)
         server = argo_server(args)
@@ -388,7 +453,8 @@ def main(argv: list[str] | None = None) -> int:
                 "--watch, --register and --from-template need an Argo Server: "
                 "set ARGO_SERVER or --argo-server"
             )
-        return run_locally(checked(compile_workflow(settings), args), settings.store, args)
+        workflow = named(compile_workflow(settings), args.name)
+        return run_locally(checked(workflow, args), settings, args)
     except (UsageError, WorkflowError, StepError) as error:  # refused: nothing ran
         print(f"submit: error: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -4,7 +4,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from steps.lib.mnist import KERAS_MNIST_URL
+
+# The project's folder, when this is a clone of it (an installed package, as in the images, has none).
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+IN_A_CLONE = (PROJECT_ROOT / "pyproject.toml").is_file()
 
 WORKERS = 3  # shards, and trainers in parallel
 EPOCHS = 4  # passes over a shard in each round
@@ -17,11 +23,21 @@ LIMIT = 0  # training digits kept, 0 = all
 SEED = 0
 PARTITION = "iid"
 ALPHA = 0.5  # Dirichlet concentration
-# publish refuses a model below this test accuracy (chance is 0.10; a small quick run scores 0.85+)
+RETRIES = 2  # of a failed step, but on bad input
+RETRY_BACKOFF = "15s"  # before the first retry; doubled for each further one
+# When a run becomes the served model (steps.lib.serving): only when it scores better than the one
+# served, so an experiment never replaces it unasked; a partial run never replaces a complete one.
+SERVE = "if-better"
+# if-better and if-not-worse serve no model below this test accuracy (chance is 0.10; a small quick
+# run scores 0.85+)
 MIN_ACCURACY = 0.5
-# and one scoring more than this below the model LATEST serves (a default run scores 0.99)
+# if-not-worse serves one scoring up to this below the model LATEST serves (a default run scores 0.99)
 MAX_ACCURACY_DROP = 0.05
 SOURCE = KERAS_MNIST_URL  # mnist.npz
 SOURCE_ENV = "MNIST_SOURCE"  # the environment variable that names it, for submit.py and the tools
-STORE = ".runs"  # the artifact store (a folder here, or gs://bucket[/prefix]) the page reads too
+# The artifact store (a folder here, or gs://bucket[/prefix]) the page reads too: in a clone, its own
+# .runs wherever a command starts, so the page and every tool find the runs made from any folder.
+STORE = str(PROJECT_ROOT / ".runs") if IN_A_CLONE else ".runs"
 STORE_ENV = "ARTIFACTS"  # the environment variable that sets it, for submit.py and the page alike
+IMAGE = "mnist-argo-steps:0.1.0"  # every step but train (no TensorFlow)
+TRAIN_IMAGE = "mnist-argo-train:0.1.0"  # the train step (TensorFlow)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from steps.lib import defaults
 from steps.lib.bounded_json import is_number, parse_json
 from steps.lib.errors import StepError
 from steps.lib.mnist import MAX_SAMPLES, NUM_CLASSES
@@ -122,6 +123,20 @@ def check_settings(settings: object) -> dict:
                 f"{MAX_SETTING_TEXT} characters"
             )
     return settings
+
+
+NO_DEFAULT = object()  # equal to no setting's value
+
+
+def default_of(name: str) -> object:
+    """The default of the setting a card names as its flag is named (`learning-rate` → LEARNING_RATE),
+    or NO_DEFAULT when the project has no such setting."""
+    return getattr(defaults, name.upper().replace("-", "_"), NO_DEFAULT)
+
+
+def differing(settings: dict) -> dict:
+    """The settings of a card that are not the project's defaults, in the card's order."""
+    return {name: value for name, value in settings.items() if value != default_of(name)}
 
 
 def check_card(card: object, run: str) -> dict:

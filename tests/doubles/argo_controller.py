@@ -18,7 +18,8 @@ what is the double's own is the scaffolding around them (nodes, ticks, timestamp
 
 The steps' part (what the containers would do): split prints shard ids 0..workers-1; a trainer runs
 TRAIN_TICKS ticks and reports batches done of epochs * ceil(shard size / batch); aggregate exits 2 when
-fewer trainers delivered than min-workers (every worker, when 0); evaluate outputs `accuracy`. A story
+fewer trainers delivered than min-workers (every worker, when 0); evaluate outputs `accuracy`, and
+publish `served` (false) and `reason` (NOT_SERVED_REASON). A story
 makes one trainer fail: "fail" (FAILING_NODE is OOM-killed on every try), "retry" (RETRIED_NODE
 fails once with exit code 1, then succeeds) or "cannot-pull" (FAILING_NODE's image cannot be pulled:
 each try's pod stays Pending in ImagePullBackOff, the message operator.go getPendingReason gives it,
@@ -49,6 +50,8 @@ TRAINING_DIGITS = 60000
 FAILING_NODE = "train-round-1(1:1)"
 RETRIED_NODE = "train-round-1(0:0)"
 ACCURACY = "0.9771"
+# publish's outcome: kept, not served (a run Succeeds whichever it is)
+NOT_SERVED_REASON = "its test accuracy 0.9771 is not above mnist-abc12's 0.9906, which LATEST serves (--serve if-better)"
 
 
 def stamp(tick: int) -> str:
@@ -271,6 +274,8 @@ class RunPlan:
             "shard-sizes": json.dumps({str(shard): 1 for shard in range(workers)}),
             "missing-shards": ",".join(map(str, missing)),
             "accuracy": ACCURACY,
+            "served": "false",
+            "reason": NOT_SERVED_REASON,
         }
         return [{"name": name, "value": values[name]} for name in sorted(declared & set(values))]
 

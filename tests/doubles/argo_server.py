@@ -42,13 +42,14 @@ from urllib.parse import parse_qs, urlsplit
 from tests.doubles.argo_controller import (
     ACCURACY,
     FAILING_NODE,
+    NOT_SERVED_REASON,
     RETRIED_NODE,
     START,
     RunPlan,
 )
 from tests.support.argo_schema import first_error, openapi, openapi_validator
 
-__all__ = ["ACCURACY", "FAILING_NODE", "RETRIED_NODE", "ArgoDouble"]
+__all__ = ["ACCURACY", "FAILING_NODE", "NOT_SERVED_REASON", "RETRIED_NODE", "ArgoDouble"]
 
 
 class Refused(Exception):

@@ -55,13 +55,15 @@ def evaluate_model(mnist_path: Path, model: Path, out_dir: Path) -> Path:
 
 
 def publish_run(store: str | Path, run: str, model: Path, evaluation: Path) -> None:
-    """Publish `model` as `run` with the publish step: the run's files, then LATEST."""
+    """Publish `model` as `run` with the publish step and serve it: the run's files, then LATEST."""
     settings = {"workers": 1, "rounds": 1, "epochs": EPOCHS, "batch": BATCH}
     args = [
         "--store",
         str(store),
         "--run",
         run,
+        "--serve",
+        "always",
         "--model",
         str(model),
         "--metrics",

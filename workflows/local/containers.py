@@ -200,6 +200,16 @@ class ContainerEngine:
             self._stop(container)
             self._engine([self.program, "rm", "--force", "--volumes", container])
 
+    def check_ready(self, images: Iterable[str]) -> None:
+        """Before a run: the engine answers (docker's daemon runs) and holds every image; EngineError
+        in one line saying what is wrong, not a retried failure of each step."""
+        answered = self._engine([self.program, "info"])
+        if answered.returncode != 0:
+            reason = (answered.stderr.strip().splitlines() or [f"exit {answered.returncode}"])[-1]
+            raise EngineError(f"{self.name} does not answer: {reason}")
+        for image in dict.fromkeys(images):
+            self.image_uid(image)
+
     def image_uid(self, image: str) -> int | None:
         """The numeric user the image runs as (its USER), None for root or a name."""
         with self._lock:

@@ -133,6 +133,24 @@ def container_exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+SIGNAL_HINTS = {
+    signal.SIGKILL: "killed (signal 9, e.g. out of memory)",
+    signal.SIGTERM: "terminated (signal 15, SIGTERM)",
+}
+
+
+def exit_description(code: int) -> str:
+    """How a try's exit code reads: a container's 128 + N is signal N (Kubernetes' OOM kill is 137),
+    e.g. 'killed (signal 9, e.g. out of memory), exit code 137'; any other code as itself."""
+    number = code - 128
+    try:
+        name = signal.Signals(number)
+    except ValueError:
+        return f"exit code {code}"
+    what = SIGNAL_HINTS.get(name, f"killed by signal {number} ({name.name})")
+    return f"{what}, exit code {code}"
+
+
 def stop_process(process: subprocess.Popen, grace: float = STOP_GRACE_SECONDS) -> None:
     """SIGTERM the process group, then SIGKILL it if it lingers."""
     try:

@@ -49,7 +49,14 @@ from workflows.lint.fields import Invalid, any_string, validate_arguments
 from workflows.local import artifacts, retries
 from workflows.local.containers import memory_bytes
 from workflows.local.dag import Dag, TaskOutcome, assess, read_dag, should_run
-from workflows.local.engines import DeadlineExceeded, Engine, EngineError, Invocation, ProcessEngine
+from workflows.local.engines import (
+    DeadlineExceeded,
+    Engine,
+    EngineError,
+    Invocation,
+    ProcessEngine,
+    exit_description,
+)
 from workflows.local.progress import ProgressReport, read_progress
 from workflows.local.supported import check_supported, emptydir_mounts, templates_by_name
 
@@ -509,7 +516,8 @@ class LocalRunner:
             if deadline_hit:
                 return ended("Failed", POD_DEADLINE_MESSAGE)
             if exit_code != 0:
-                return ended("Failed", f"exit code {exit_code}: {_last_line(node.log)}", exit_code)
+                message = f"{exit_description(exit_code)}: {_last_line(node.log)}"
+                return ended("Failed", message, exit_code)
             if saved:
                 return ended("Error", f"wait: {saved}", exit_code)
             try:

@@ -18,6 +18,7 @@ from steps.lib import defaults
 from steps.lib.arguments import fraction, non_negative_int, positive_float, positive_int, seed
 from steps.lib.defaults import STORE as DEFAULT_STORE
 from steps.lib.published import MAX_SETTING_TEXT
+from steps.lib.serving import GATED, POLICIES
 from steps.lib.shards import PARTITIONS
 from workflows.common.durations import DurationError, parse_duration
 from workflows.lint.schema import DAG_TASKS_MAX
@@ -118,13 +119,13 @@ class PipelineSettings:
         positive_float,
     )
     retries: int = setting(
-        2,
+        defaults.RETRIES,
         "retries of a failed step, except on bad input (Argo `retryStrategy`, honoured locally too)",
         non_negative_int,
         parameter=False,
     )
     retry_backoff: str = setting(
-        "15s",
+        defaults.RETRY_BACKOFF,
         "wait before the first retry; each further wait doubles (at most 5 minutes each)",
         duration,
         parameter=False,
@@ -153,14 +154,22 @@ class PipelineSettings:
         "Dirichlet concentration (smaller: each shard holds fewer digits)",
         positive_float,
     )
+    serve: str = setting(
+        defaults.SERVE,
+        "when the run becomes the model the page serves (`LATEST`): `if-better` than that one, "
+        "`if-not-worse`, `always` or `never`; a partial run (`--limit`, or missing workers) "
+        "replaces a complete one only with `always`; every run is kept under `models/mnist/<run>/`",
+        str,
+        choices=POLICIES,
+    )
     min_accuracy: float = setting(
         defaults.MIN_ACCURACY,
-        "publish refuses a model whose test accuracy is below this (0: publish any)",
+        "`if-better` and `if-not-worse` serve no model whose test accuracy is below this (0: any)",
         fraction,
     )
     max_accuracy_drop: float = setting(
         defaults.MAX_ACCURACY_DROP,
-        "publish refuses a model scoring more than this below the one `LATEST` serves (1: any)",
+        "`if-not-worse` serves a model scoring up to this below the one `LATEST` serves",
         fraction,
     )
     source: str = setting(
@@ -172,22 +181,24 @@ class PipelineSettings:
     )
     store: str = setting(
         DEFAULT_STORE,
-        "the artifact store: a folder, or `gs://bucket[/prefix]`; the model is published there "
+        "the artifact store: a folder (made only inside an existing one), or `gs://bucket[/prefix]`; "
+        "the model is published there "
         "(on a cluster: the artifact repository's bucket itself, fixed when registering)",
         location,
         env=defaults.STORE_ENV,
         flag="--artifacts",
         pinned=True,
+        shown_default="`.runs` in the project",
     )
     image: str = setting(
-        "mnist-argo-steps:0.1.0",
+        defaults.IMAGE,
         "the container image of every step but `train` (no TensorFlow), on a cluster and with "
         "`--engine podman|docker`",
         str,
         parameter=False,
     )
     train_image: str = setting(
-        "mnist-argo-train:0.1.0",
+        defaults.TRAIN_IMAGE,
         "the `train` step's container image (TensorFlow; it can run every step)",
         str,
         parameter=False,
@@ -243,3 +254,42 @@ def add_arguments(parser: argparse.ArgumentParser | Any, start: PipelineSettings
 
 def from_arguments(args: argparse.Namespace) -> PipelineSettings:
     return PipelineSettings(**{name: getattr(args, name) for name, _ in declared()})
+
+
+def inconsistency(settings: PipelineSettings) -> str | None:
+    """Why these settings cannot make the run they describe, or would do less than they say (a setting
+    another one makes inert), in one line; None when they agree. Known before anything runs."""
+    start = PipelineSettings()
+    if settings.min_workers > settings.workers:
+        return (
+            f"--min-workers {settings.min_workers} is more than --workers {settings.workers}: "
+            "no round could ever average enough models"
+        )
+    if settings.limit and settings.workers > settings.limit:
+        return (
+            f"--workers {settings.workers} is more than the {settings.limit} training samples "
+            "--limit keeps: some shards would be empty"
+        )
+    if settings.partition != "dirichlet" and settings.alpha != start.alpha:
+        return (
+            f"--alpha {settings.alpha} shapes only --partition dirichlet shards; with "
+            f"{settings.partition} shards it does nothing (add --partition dirichlet)"
+        )
+    if settings.final_learning_rate > settings.learning_rate:
+        return (
+            f"--final-learning-rate {settings.final_learning_rate} is above --learning-rate "
+            f"{settings.learning_rate}: the rate decays from the first to the final one"
+        )
+    if settings.serve != "if-not-worse" and settings.max_accuracy_drop != start.max_accuracy_drop:
+        return (
+            f"--max-accuracy-drop is the gate of --serve if-not-worse; with --serve "
+            f"{settings.serve} it does nothing"
+        )
+    if settings.serve not in GATED and settings.min_accuracy != start.min_accuracy:
+        return (
+            f"--min-accuracy gates --serve if-better and if-not-worse; with --serve "
+            f"{settings.serve} it does nothing"
+        )
+    if not settings.retries and settings.retry_backoff != start.retry_backoff:
+        return "--retry-backoff waits before a retry; with --retries 0 it does nothing"
+    return None

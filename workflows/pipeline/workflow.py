@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 
 from hera.workflows import DAG, Container, Gauge, Label, Parameter, Workflow
@@ -168,19 +168,24 @@ def evaluate_step(step: StepFactory) -> Container:
 
 
 def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
-    """Publishes the model with a card of the settings it was trained with: each setting is its own
-    argument, so no parameter's text can change another setting or the card's structure."""
+    """Publishes the model with a card of every setting it was trained with (the store aside: the card
+    lives there): each setting is its own argument, so no parameter's text can change another setting
+    or the card's structure. Whether the run became the served model is data, not an exit code: the
+    `served` and `reason` outputs."""
     trained_with = [name for name in settings.parameters() if name != "store"]
     card = [f"{name}={workflow_param(name)}" for name in trained_with]
+    values = asdict(settings)
+    shaped = [f"{option_name(n)}={values[n]}" for n, spec in declared() if not spec.parameter]
     return step(
         "publish",
         parameters=["model"],
         options={
             "--store": workflow_param("store"),
             "--run": RUN,
+            "--serve": workflow_param("serve"),
             "--min-accuracy": workflow_param("min-accuracy"),
             "--max-accuracy-drop": workflow_param("max-accuracy-drop"),
-            "--setting": [*card, f"rounds={settings.rounds}"],
+            "--setting": [*card, *shaped],
         },
         reads=[
             Read.file("model", "--model", "in/model.h5", param("model")),
@@ -188,6 +193,10 @@ def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
             Read.file(
                 "confusion", "--attach", f"in/{CONFUSION_FILE}", f"{EVALUATION}/{CONFUSION_FILE}"
             ),
+        ],
+        writes=[
+            Write.parameter("served", "--served-out", "out/served.txt"),
+            Write.parameter("reason", "--reason-out", "out/reason.txt"),
         ],
     )
 

@@ -1,0 +1,89 @@
+"""The Makefile, read as make reads it (`make -n`, which prints the commands without running them): on a
+fresh machine `make run` installs what running needs and `make test` adds the test tools; the page's
+port is PORT."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.support.project import ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+# Packages only the tests, the linters and the benchmark use: a venv that only runs holds none.
+TEST_TOOLS = {
+    "pytest",
+    "ruff",
+    "playwright",
+    "mutmut",
+    "kubernetes-validate",
+    "gcp-storage-emulator",
+}
+
+
+def dry_run(tmp_path: Path, *arguments: str) -> str:
+    """What `make ARGUMENTS` would run on a machine with no venv yet."""
+    result = subprocess.run(
+        ["make", "-n", f"VENV={tmp_path / 'fresh-venv'}", *arguments],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def installed_extras(commands: str) -> list[str]:
+    return re.findall(r"pip install --quiet -e '\.\[(\w+)\]'", commands)
+
+
+def extra_closure(extras: list[str]) -> set[str]:
+    """The distributions an install of these extras of the project pulls in directly."""
+    optional = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    names: set[str] = set()
+    pending = list(extras)
+    while pending:
+        for requirement in optional[pending.pop()]:
+            name = re.match(r"[A-Za-z0-9_.-]+", requirement).group(0)
+            inner = re.match(r"mnist-argo\[([\w,]+)\]", requirement)
+            if inner:
+                pending += inner.group(1).split(",")
+            else:
+                names.add(name.lower())
+    return names
+
+
+def test_make_run_installs_the_runtime_only(tmp_path: Path) -> None:
+    """`make run` installed `.[dev]`: Playwright, mutmut, ruff and the rest, a 2.5 GB venv."""
+    commands = dry_run(tmp_path, "run")
+    assert installed_extras(commands) == ["run"]
+    assert not TEST_TOOLS & extra_closure(["run"])
+    assert {"tensorflow-cpu", "streamlit", "hera"} <= extra_closure(["run"])
+    assert "workflows/submit.py --local" in commands and "-m ui.serve" in commands
+
+
+def test_make_test_adds_the_test_tools_in_one_command(tmp_path: Path) -> None:
+    commands = dry_run(tmp_path, "test")
+    assert installed_extras(commands) == ["run", "dev"]
+    assert extra_closure(["dev"]) >= TEST_TOOLS
+    assert "-m pytest" in commands
+
+
+def test_the_page_takes_its_port(tmp_path: Path) -> None:
+    assert "-m ui.serve --server.port 8501" in dry_run(tmp_path, "page")
+    for target in ("page", "run"):
+        assert "-m ui.serve --server.port 8600" in dry_run(tmp_path, target, "PORT=8600")
+
+
+def test_the_readme_says_how_to_serve_the_page_alone_and_on_another_port() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert re.search(r"^make page\b", readme, flags=re.M)
+    assert "PORT=" in readme
