@@ -4,6 +4,7 @@ how publish and the page read them there: each file up to its bound, checked by 
 from __future__ import annotations
 
 from steps.lib.errors import StepError
+from steps.lib.history import MAX_HISTORY_BYTES, read_history
 from steps.lib.published import (
     MAX_FILE_BYTES,
     MAX_POINTER_BYTES,
@@ -20,6 +21,8 @@ MODEL_FILE = "model.h5"
 METRICS_FILE = "metrics.json"
 RUN_FILE = "run.json"
 CONFUSION_FILE = "confusion.png"
+HISTORY_FILE = "history.json"  # the training history, round by round (steps.lib.history)
+HISTORY_PLOT = "history.png"  # the same, drawn (steps.lib.history_plot)
 
 
 def run_prefix(run: str) -> str:
@@ -49,6 +52,12 @@ def read_run_metrics(store: ArtifactStore, folder: str) -> dict | None:
     """The metrics.json in `folder`, read up to its bound and checked (None when there is none);
     StepError if it cannot be read or fails the checks."""
     return read_metrics(store.read_head(in_folder(folder, METRICS_FILE), MAX_FILE_BYTES))
+
+
+def read_run_history(store: ArtifactStore, folder: str) -> dict | None:
+    """The history.json in `folder`, read up to its bound and checked (None when there is none);
+    StepError if it cannot be read or fails the checks."""
+    return read_history(store.read_head(in_folder(folder, HISTORY_FILE), MAX_HISTORY_BYTES))
 
 
 def card_of(store: ArtifactStore, run: str) -> dict | None:
