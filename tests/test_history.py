@@ -219,6 +219,10 @@ def changed(path: str, value: object) -> dict:
         (changed("rounds.0.held_out.loss", "x"), "held-out loss must be a finite number"),
         (changed("rounds.0.missing", [1]), "missing must be a list of shard ids"),
         (changed("rounds.0.workers", []), "workers must map shard ids to their epochs"),
+        (
+            changed("rounds.0.workers", {"<b>0</b>": {"samples": 1}}),
+            "workers must map shard ids to their epochs",
+        ),
         (changed("rounds.0.workers.0.loss", [0.1]), "worker 0's columns differ in length"),
         (changed("rounds.0.workers.0.accuracy", [0.5, 10**400]), "worker 0's accuracy must be"),
         (changed("rounds.0.workers.0.samples", 0), "worker 0's samples must be an integer in 1.."),

@@ -179,7 +179,8 @@ def _held_out(value: object, where: str) -> dict:
 
 
 def _shard_id(value: object) -> bool:
-    return isinstance(value, str) and 0 < len(value) <= MAX_SHARD_ID
+    """A shard id as aggregate takes them: letters and digits (the page names workers by it)."""
+    return isinstance(value, str) and 0 < len(value) <= MAX_SHARD_ID and value.isalnum()
 
 
 def _missing(value: object, where: str) -> list[str]:
