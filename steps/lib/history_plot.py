@@ -4,6 +4,7 @@ held-out digits at each round's end, rounds marked. The Argo UI shows it as the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -67,18 +68,24 @@ def _shard_order(shard: str) -> tuple[int, str]:
     return (int(shard), "") if shard.isdigit() else (1 << 30, shard)
 
 
-def _span(
-    values: Iterable[float], floor: float | None, ceiling: float | None
-) -> tuple[float, float]:
+def _span(values: Iterable[float], floor: float | None, ceiling: float | None) -> list[float]:
+    """Round tick values covering `values` (a step of 1, 2 or 5 times a power of ten, about TICKS of
+    them), kept within `floor` and `ceiling`."""
     values = list(values)
     low, high = (min(values), max(values)) if values else (0.0, 1.0)
-    pad = (high - low) * 0.08 or 0.05
-    low, high = low - pad, high + pad
-    if floor is not None:
-        low = max(low, floor)
-    if ceiling is not None:
-        high = min(high, ceiling)
-    return low, high
+    if high - low < 1e-9:
+        low, high = low - 0.05, high + 0.05
+    rough = (high - low) / (TICKS - 1)
+    power = 10 ** math.floor(math.log10(rough))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= rough)
+    first, last = math.floor(low / step), math.ceil(high / step)
+    ticks = [index * step for index in range(first, last + 1)]
+    kept = [
+        t
+        for t in ticks
+        if (floor is None or t >= floor - 1e-9) and (ceiling is None or t <= ceiling + 1e-9)
+    ]
+    return kept if len(kept) >= 2 else ticks
 
 
 def _draw_panel(
@@ -88,11 +95,11 @@ def _draw_panel(
     title: str,
     series: list[Series],
     x_range: tuple[float, float],
-    y_range: tuple[float, float],
+    ticks: list[float],
     spans: list[tuple[int, int, str]],
     font: ImageFont.FreeTypeFont,
 ) -> None:
-    (x_low, x_high), (y_low, y_high) = x_range, y_range
+    (x_low, x_high), (y_low, y_high) = x_range, (ticks[0], ticks[-1])
 
     def at(point: Point) -> Point:
         x, y = point
@@ -102,11 +109,10 @@ def _draw_panel(
         )
 
     draw.text((left, PANEL_TOP - 26), title, fill="black", font=font)
-    for tick in range(TICKS):
-        value = y_low + (y_high - y_low) * tick / (TICKS - 1)
+    for value in ticks:
         _, y = at((x_low, value))
         draw.line((left, y, right, y), fill=GRID)
-        draw.text((left - 6, y), f"{value:.3g}", fill="#555555", font=font, anchor="rm")
+        draw.text((left - 6, y), f"{value:.4g}", fill="#555555", font=font, anchor="rm")
     for start, end, label in spans:  # each round's end dashed, its name under its epochs
         (start_x, _), (end_x, _) = at((start, y_low)), at((end, y_low))
         for top in range(PANEL_TOP, PANEL_BOTTOM, 8):
