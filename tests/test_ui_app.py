@@ -148,6 +148,29 @@ def test_a_history_that_fails_its_checks_leaves_the_model_served_without_curves(
     )
 
 
+def test_a_run_published_without_a_history_has_a_card_without_curves(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path
+) -> None:
+    (own_store / run_prefix(FIRST_RUN) / "history.json").unlink()
+    page = open_page(monkeypatch, latest_uri(own_store))
+    assert metric(page, "Run") == verbatim(FIRST_RUN)
+    assert not chart_specs(page.sidebar) and not page.warning
+    assert not any("cannot be shown" in caption.value for caption in page.sidebar.caption)
+
+
+def test_metrics_without_a_matrix_still_say_each_digits_errors(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path
+) -> None:
+    metrics_file = own_store / run_prefix(FIRST_RUN) / "metrics.json"
+    metrics = json.loads(metrics_file.read_text())
+    del metrics["confusion_matrix"]
+    metrics_file.write_text(json.dumps(metrics))
+    page = open_page(monkeypatch, latest_uri(own_store))
+    assert "Confusion matrix on the test set" in image_captions(page)  # the run's confusion.png
+    (per_digit,) = [s for s in chart_specs(page.main) if "misread (%)" in encoded_fields(s)]
+    assert per_digit
+
+
 @pytest.mark.parametrize("sample", ["7-photo.jpg", "2-mnist.png"])
 def test_an_uploaded_sample_gets_its_digit(
     monkeypatch: pytest.MonkeyPatch, published_store: Path, sample: str
