@@ -88,13 +88,23 @@ def setting_text(value: object) -> str:
     return verbatim(str(value))
 
 
+def run_name(loaded: LoadedModel) -> str:
+    """The model's run id (or file name) as the page shows store text: a code span."""
+    return verbatim(str(loaded.card.get("run") or loaded.label))
+
+
+def accuracy_text(loaded: LoadedModel) -> str | None:
+    """The model's test accuracy as a percentage, when its card or metrics say it."""
+    accuracy = loaded.card.get("accuracy") or (loaded.metrics or {}).get("accuracy")
+    return f"{accuracy:.2%}" if isinstance(accuracy, float) else None
+
+
 def show_card(loaded: LoadedModel) -> None:
     """Run id, test accuracy, the training settings and when it was published."""
     card, settings = loaded.card, loaded.card.get("settings") or {}
-    accuracy = card.get("accuracy") or (loaded.metrics or {}).get("accuracy")
     st.subheader("The model")
-    st.metric("Run", verbatim(str(card.get("run") or loaded.label)))
-    st.metric("Test accuracy", f"{accuracy:.2%}" if isinstance(accuracy, float) else "—")
+    st.metric("Run", run_name(loaded))
+    st.metric("Test accuracy", accuracy_text(loaded) or "—")
     with st.container(horizontal=True):  # as many a row as the sidebar holds
         for name in ("workers", "rounds", "epochs", "batch"):
             st.metric(name.capitalize(), setting_text(settings.get(name)), width="content")
@@ -120,9 +130,9 @@ def show_training(loaded: LoadedModel) -> None:
 
 def serving_line(loaded: LoadedModel) -> str:
     """One line in the page itself naming the model, whose card may be folded away (a phone)."""
-    accuracy = loaded.card.get("accuracy") or (loaded.metrics or {}).get("accuracy")
-    scored = f", {accuracy:.2%} on the test set" if isinstance(accuracy, float) else ""
-    return f"Serving {verbatim(str(loaded.card.get('run') or loaded.label))}{scored}: its card is in the sidebar."
+    accuracy = accuracy_text(loaded)
+    scored = f", {accuracy} on the test set" if accuracy else ""
+    return f"Serving {run_name(loaded)}{scored}: its card is in the sidebar."
 
 
 def show_part(show: Callable[[LoadedModel], None], loaded: LoadedModel, name: str) -> None:
