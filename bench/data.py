@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from steps.lib import defaults
 from steps.lib.arguments import add_source_argument, non_negative_int, positive_int, seed
 from steps.lib.mnist import Digits, fetch_source, load_mnist
-from steps.split import split
+from steps.split import hold_out, split
 from workflows.pipeline.settings import PipelineSettings
 
 
@@ -32,9 +33,13 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=positive_int, required=True)
 
 
-def iid_shards(train: Digits, workers: int, seed: int, limit: int) -> list[Digits]:
-    """The IID training shards the split step makes for `workers` (its own function)."""
-    return split(train, workers, seed, limit, "iid", PipelineSettings().alpha)
+def iid_shards(
+    train: Digits, workers: int, seed: int, limit: int, validation: int = defaults.VALIDATION
+) -> list[Digits]:
+    """The IID training shards the split step makes for `workers` (its own functions): what is left
+    once its `validation` digits are held out, then split."""
+    kept, _ = hold_out(train, validation, seed)
+    return split(kept, workers, seed, limit, "iid", PipelineSettings().alpha)
 
 
 def shards(source: str, workers: int, seed: int, limit: int) -> tuple[list[Digits], Digits]:

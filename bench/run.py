@@ -33,6 +33,7 @@ from bench.measure import Measurement, measure, measure_ok, python_module
 from bench.pipeline_run import run_pipeline
 from bench.report import pipeline_runs_at_defaults, settings_text, table, write_outputs
 from bench.targets import TARGET_ACCURACY, check_all, extra_rows
+from steps.lib import defaults
 from steps.lib.arguments import add_source_argument, non_negative_int, positive_int
 from steps.lib.mnist import fetch_source, load_mnist
 from steps.lib.registry import LATEST_KEY
@@ -400,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     if "://" not in args.source:
         args.source = str(Path(args.source).resolve())
     started = time.monotonic()
-    train_count = len(load_mnist(fetch_source(args.source))[0])
+    # the digits the pipeline trains on: all but those split holds out
+    train_count = len(load_mnist(fetch_source(args.source))[0]) - defaults.VALIDATION
     results: dict = {
         "started": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "source": Path(args.source).name,

@@ -1,31 +1,42 @@
-"""Average the workers' models into one (FedAvg: weights weighted by each shard's digit count).
+"""Average the workers' models into one (FedAvg: weights weighted by each shard's digit count), and add
+the round to the run's training history: the workers' epochs, the average's score on the held-out digits,
+the round's time.
 
 Only h5py and numpy: every model file is checked against the known architecture's weight layout
 (steps.lib.model_file), averaged, and written as a full Keras model. A model counts only with its stats file
 (train writes it last, as its commit record): Argo saves a failed attempt's outputs too, so a model
 without valid stats is treated as missing. Only the expected shards' models are averaged, weighed by
 the digit counts split recorded (--shards {id: count}); a worker whose stats claim another count is
-not counted, and any other model in the folder is ignored.
+not counted, and any other model in the folder is ignored. The history is for people watching: a worker
+whose stats hold no usable epochs, or a history that cannot be read, is said on stderr and never stops
+the average; the round's summary goes to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import math
 import os
 import sys
 from pathlib import Path
 
-from steps.lib.arguments import add_pipeline_flag, non_negative_int
+from steps.lib import history, inference
+from steps.lib.arguments import add_pipeline_flag, non_negative_int, positive_int
 from steps.lib.averaging import federated_average
-from steps.lib.bounded_json import parse_json, read_json_file
+from steps.lib.bounded_json import MAX_JSON_BYTES, parse_json, read_json_file, to_json
 from steps.lib.entry_point import run
 from steps.lib.errors import StepError
-from steps.lib.mnist import MAX_SAMPLES
+from steps.lib.history_plot import draw_history
+from steps.lib.input_files import read_small_file
+from steps.lib.mnist import MAX_SAMPLES, Digits
 from steps.lib.model_file import read_model_file, write_model_file
+from steps.lib.shards import read_shard
 from steps.lib.staged_outputs import staged_outputs
 
 MAX_SHARDS = 10_000
-MAX_STATS_BYTES = 64 << 10
+MAX_STATS_BYTES = MAX_JSON_BYTES  # a worker's epochs: ~30 bytes each
+SHOWN_WORKERS = 8  # workers named in the round's summary line
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -54,6 +65,21 @@ def make_parser() -> argparse.ArgumentParser:
         type=Path,
         help="write the missing shards' ids here, comma-separated (empty when none is missing)",
     )
+    parser.add_argument(
+        "--round", type=positive_int, default=1, help="this round's number, from 1 (the history's)"
+    )
+    parser.add_argument(
+        "--validation", type=Path, help="held-out digits (.npz) to score the average on"
+    )
+    parser.add_argument(
+        "--history",
+        type=Path,
+        help="the run's history before this round (JSON, from init or the last round's aggregate)",
+    )
+    parser.add_argument(
+        "--history-out", type=Path, help="write the history with this round added here (JSON)"
+    )
+    parser.add_argument("--plot-out", type=Path, help="draw that history here (PNG)")
     return parser
 
 
@@ -77,8 +103,8 @@ def expected_shards(text: str | None, present: list[str]) -> dict[str, int | Non
     return sizes
 
 
-def sample_count(stats_path: Path) -> int:
-    """The `samples` field of a worker's stats file: an integer in 1..MAX_SAMPLES."""
+def read_stats(stats_path: Path) -> dict:
+    """A worker's stats file, whose `samples` is an integer in 1..MAX_SAMPLES."""
     if not stats_path.is_file():
         raise StepError(f"stats file not found: {stats_path} (written by train after its model)")
     stats = read_json_file(stats_path, "stats file", MAX_STATS_BYTES)
@@ -87,7 +113,12 @@ def sample_count(stats_path: Path) -> int:
         raise StepError(
             f"{stats_path}: 'samples' must be an integer in 1..{MAX_SAMPLES}, got {str(samples)[:40]}"
         )
-    return samples
+    return stats
+
+
+def sample_count(stats_path: Path) -> int:
+    """The `samples` field of a worker's stats file: an integer in 1..MAX_SAMPLES."""
+    return read_stats(stats_path)["samples"]
 
 
 def list_models(folder: Path) -> dict[str, Path]:
@@ -110,29 +141,103 @@ def list_models(folder: Path) -> dict[str, Path]:
 
 def committed(
     paths: dict[str, Path], sizes: dict[str, int | None]
-) -> tuple[dict[str, tuple[Path, int]], dict[str, str]]:
-    """The expected shards' models with valid stats, {shard: (path, weight)}, and why the others do
+) -> tuple[dict[str, tuple[Path, dict]], dict[str, str]]:
+    """The expected shards' models with valid stats, {shard: (path, stats)}, and why the others do
     not count. The weight is split's digit count when known, and the stats must agree with it."""
     counted, ignored = {}, {}
     for shard, size in sizes.items():
         if shard not in paths:
             continue
         try:
-            samples = sample_count(paths[shard].with_suffix(".json"))
-            if size is not None and samples != size:
-                raise StepError(f"its stats claim {samples} samples; split made {size}")
-            counted[shard] = (paths[shard], samples)
+            stats = read_stats(paths[shard].with_suffix(".json"))
+            if size is not None and stats["samples"] != size:
+                raise StepError(f"its stats claim {stats['samples']} samples; split made {size}")
+            counted[shard] = (paths[shard], stats)
         except StepError as error:
             ignored[shard] = str(error)
     return counted, ignored
 
 
+def worker_epochs(shard: str, stats: dict) -> dict:
+    """A counted worker as the history keeps it: its samples, and its epochs if its stats hold them
+    whole (a stderr line says why not otherwise)."""
+    entry = {"samples": stats["samples"]}
+    if "history" not in stats:
+        return entry
+    try:
+        return entry | history.check_epochs(stats["history"], "its history", stated_epochs(stats))
+    except StepError as error:
+        print(f"leaving {shard}.json's epochs out of the history: {error}", file=sys.stderr)
+        return entry
+
+
+def history_before(path: Path | None, now: dt.datetime) -> tuple[dict, bool]:
+    """The history this round is added to, and whether it is the run's own (a new one starting now
+    when none is given, or it cannot be read: said on stderr)."""
+    if path is None:
+        return history.new_history(now), False
+    try:
+        before = history.read_history(read_small_file(path, "history", history.MAX_HISTORY_BYTES))
+        return before, True
+    except StepError as error:
+        print(f"starting a new history: {path}: {error}", file=sys.stderr)
+        return history.new_history(now), False
+
+
+def stated_epochs(stats: dict) -> int:
+    """The epochs a worker's stats say it trained (0 when they say nothing usable)."""
+    epochs = stats.get("epochs")
+    return epochs if type(epochs) is int and 0 <= epochs <= history.MAX_EPOCHS else 0
+
+
+def held_out_score(digits: Digits, weights: list) -> dict | None:
+    """The averaged model's accuracy and loss on the held-out digits (None, said on stderr, for a
+    model that overflows: evaluate refuses it at the end)."""
+    scored = inference.score(weights, digits)
+    if not math.isfinite(scored.loss):
+        print(f"the average's held-out loss is {scored.loss}: not scored", file=sys.stderr)
+        return None
+    return {"digits": len(digits), "accuracy": scored.accuracy, "loss": scored.loss}
+
+
+def summary(record: dict) -> str:
+    """The round in one line, for the person watching the run (`record` as round_record takes it)."""
+    parts = [f"round {record['number']}:"]
+    score = record["held_out"]
+    if score is not None:
+        parts.append(
+            f"the average scores {score['accuracy']:.2%} on {score['digits']} held-out digits "
+            f"(loss {score['loss']:.4f})"
+        )
+    else:
+        parts.append("averaged")
+    if record["seconds"] is not None:
+        parts.append(f"after {record['seconds']:.1f} s;")
+    workers = [
+        f"{shard}: {entry['accuracy'][-1]:.2%} (loss {entry['loss'][-1]:.4f})"
+        for shard, entry in record["workers"].items()
+        if entry.get("accuracy")
+    ]
+    if workers:
+        more = len(workers) - SHOWN_WORKERS
+        shown = ", ".join(workers[:SHOWN_WORKERS]) + (f" and {more} more" if more > 0 else "")
+        parts.append(f"each worker's last training epoch: {shown}")
+    if record["missing"]:
+        parts.append(f"(without shards {', '.join(record['missing'])})")
+    return " ".join(parts).rstrip(";")
+
+
 def main(args: argparse.Namespace) -> None:
     if not args.models_dir.is_dir() and args.shards is None:
         raise StepError(f"models folder not found: {args.models_dir}")
+    if args.plot_out and not args.history_out:
+        raise StepError("--plot-out draws the history: give --history-out too")
     with staged_outputs() as outputs:
         model_out = outputs.file(args.out)
         missing_out = outputs.file(args.missing_out) if args.missing_out else None
+        history_out = outputs.file(args.history_out) if args.history_out else None
+        plot_out = outputs.file(args.plot_out) if args.plot_out else None
+        held_out = read_shard(args.validation) if args.validation else None
         paths = list_models(args.models_dir)
         expected = expected_shards(args.shards, list(paths))
         counted, ignored = committed(paths, expected)
@@ -152,17 +257,34 @@ def main(args: argparse.Namespace) -> None:
             print(f"ignoring {shard}.h5: not one of the expected shards", file=sys.stderr)
         shards = sorted(counted)
         models = [read_model_file(counted[shard][0]) for shard in shards]
-        counts = [counted[shard][1] for shard in shards]
+        counts = [counted[shard][1]["samples"] for shard in shards]
         averaged = federated_average([model.weights for model in models], counts)
         write_model_file(model_out, models[0], averaged)
         if missing_out:
             missing_out.write_text(",".join(missing))
+        if history_out:
+            now = dt.datetime.now(dt.UTC)
+            before, known = history_before(args.history, now)
+            this_round = {
+                "number": args.round,
+                "ended_at": now,
+                "seconds": history.round_seconds(before, now) if known else None,
+                "epochs": max(stated_epochs(counted[shard][1]) for shard in shards),
+                "held_out": None if held_out is None else held_out_score(held_out, averaged),
+                "missing": missing,
+                "workers": {shard: worker_epochs(shard, counted[shard][1]) for shard in shards},
+            }
+            after = history.add_round(before, history.round_record(**this_round))
+            history_out.write_text(to_json(after))
+            if plot_out:
+                draw_history(after).save(plot_out, format="PNG")
+            print(summary(this_round))
     if missing:
         print(
             f"going ahead without shards {', '.join(missing)} (--min-workers {needed})",
             file=sys.stderr,
         )
-    shares = ", ".join(f"{shard}.h5: {counted[shard][1]}" for shard in shards)
+    shares = ", ".join(f"{shard}.h5: {counted[shard][1]['samples']}" for shard in shards)
     print(
         f"averaged {len(shards)} models weighted by their shards' digits ({shares}) → {args.out}",
         file=sys.stderr,

@@ -93,13 +93,11 @@ def main(args: argparse.Namespace) -> None:
         if not args.model.is_file():
             raise StepError(f"model not found: {args.model}")
         weights = read_weights(args.model)  # checked against the architecture before any use
-        with np.errstate(all="ignore"):  # a model that overflows ends with the line below
-            logits = inference.logits(weights, test.x)
-            probabilities = inference.softmax(logits)
-            loss = inference.cross_entropy(logits, test.y)
+        scored = inference.score(weights, test)
+        loss = scored.loss
         if not math.isfinite(loss):
             raise StepError(f"{args.model}: the test loss is {loss}")
-        matrix = confusion_matrix(test.y, probabilities.argmax(axis=1))
+        matrix = confusion_matrix(test.y, scored.predicted)
         per_class = matrix.diagonal() / np.maximum(matrix.sum(axis=1), 1)
         accuracy = float(matrix.trace() / matrix.sum())
         metrics = check_metrics(

@@ -1,4 +1,8 @@
-"""Split MNIST into N training shards plus the test set, and print the shard ids as a JSON list."""
+"""Split MNIST into N training shards, the digits held out of them to score each round, and the test set.
+
+The held-out digits (--validation of them, a seeded draw from the training set before --limit applies) are in
+no shard and never in the test set, so watching the rounds on them takes nothing from the final evaluation.
+"""
 
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from steps.lib.shards import PARTITIONS, partition_dirichlet, partition_iid, sav
 from steps.lib.staged_outputs import staged_outputs
 
 SHARD_NAME = re.compile(r"^[0-9]+\.npz$")
+HOLD_OUT_STREAM = 1  # the held-out digits' generator: seeded by (this, --seed)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -45,8 +50,17 @@ def make_parser() -> argparse.ArgumentParser:
     add_pipeline_flag(
         parser, "--alpha", "Dirichlet concentration, smaller is more skewed", type=positive_float
     )
+    add_pipeline_flag(
+        parser,
+        "--validation",
+        "training digits held out of every shard to score each round on, 0 = none",
+        type=non_negative_int,
+    )
     parser.add_argument("--shards-dir", type=Path, required=True, help="where 0.npz … N-1.npz go")
     parser.add_argument("--test-out", type=Path, required=True, help="where test.npz goes")
+    parser.add_argument(
+        "--validation-out", type=Path, help="where the held-out digits go (.npz, as a shard)"
+    )
     parser.add_argument("--ids-out", type=Path, help="also write the JSON list of shard ids here")
     parser.add_argument(
         "--sizes-out",
@@ -55,6 +69,20 @@ def make_parser() -> argparse.ArgumentParser:
         "weighs the workers' models by it (not by what each worker says it trained on)",
     )
     return parser
+
+
+def hold_out(train: Digits, count: int, seed: int) -> tuple[Digits, Digits]:
+    """(the training digits left, `count` digits drawn from them for validation), the same for a seed.
+
+    Drawn with a generator of its own, so the shards' draw from `seed` stays what it is without it.
+    """
+    if count >= len(train):
+        raise StepError(f"--validation {count} leaves no training digits of the {len(train)}")
+    if not count:
+        return train, train.take(np.arange(0))
+    held = np.zeros(len(train), dtype=bool)
+    held[np.random.default_rng([HOLD_OUT_STREAM, seed]).permutation(len(train))[:count]] = True
+    return train.take(np.flatnonzero(~held)), train.take(np.flatnonzero(held))
 
 
 def split(
@@ -96,7 +124,9 @@ def check_replaceable(folder: Path) -> None:
 
 def main(args: argparse.Namespace) -> None:
     check_replaceable(args.shards_dir)
-    for other in filter(None, (args.test_out, args.ids_out, args.sizes_out)):
+    if args.validation_out and not args.validation:
+        raise StepError("--validation-out needs digits to hold out: --validation is 0")
+    for other in filter(None, (args.test_out, args.ids_out, args.sizes_out, args.validation_out)):
         if other.resolve().is_relative_to(args.shards_dir.resolve()):
             raise StepError(f"{other} is inside --shards-dir {args.shards_dir}")
     with staged_outputs() as outputs:  # all three appear together, or none does
@@ -104,23 +134,26 @@ def main(args: argparse.Namespace) -> None:
         test_out = outputs.file(args.test_out)
         ids_out = outputs.file(args.ids_out) if args.ids_out else None
         sizes_out = outputs.file(args.sizes_out) if args.sizes_out else None
+        validation_out = outputs.file(args.validation_out) if args.validation_out else None
         train, test = load_mnist(fetch_source(args.source))
+        train, held = hold_out(train, args.validation, args.seed)
         shards = split(train, args.workers, args.seed, args.limit, args.partition, args.alpha)
         ids = to_json(list(range(len(shards))))
         for index, shard in enumerate(shards):
             save_shard(folder / f"{index}.npz", shard)
         save_shard(test_out, test)
+        if validation_out:
+            save_shard(validation_out, held)
         if ids_out:
             ids_out.write_text(ids)
         if sizes_out:
             sizes_out.write_text(to_json({str(i): len(shard) for i, shard in enumerate(shards)}))
     sizes = ", ".join(str(len(shard)) for shard in shards)
-    print(
-        f"split {sum(map(len, shards))} samples into {len(shards)} shards ({sizes}); "
-        f"{len(test)} test samples",
-        file=sys.stderr,
+    print(  # for the person watching the run
+        f"{sum(map(len, shards))} training digits in {len(shards)} shards ({sizes}), "
+        f"{f'{len(held)} held out to score each round' if len(held) else 'none held out'}; "
+        f"{len(test)} test digits"
     )
-    print(ids)
 
 
 if __name__ == "__main__":

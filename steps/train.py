@@ -59,9 +59,14 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def stats(samples: int, epochs: int, metrics: dict[str, float]) -> str:
-    """The stats file: the final metrics, then the epochs and, last, the FedAvg weight."""
-    kept = {name: float(metrics[name]) for name in METRICS if name in metrics}
+def stats(
+    samples: int, epochs: int, metrics: dict[str, float], history: dict[str, list[float]] | None
+) -> str:
+    """The stats file: the final metrics, each epoch's (when known for every epoch), then the epochs
+    and, last, the FedAvg weight."""
+    kept: dict = {name: float(metrics[name]) for name in METRICS if name in metrics}
+    if history is not None and all(len(values) == epochs for values in history.values()):
+        kept["history"] = history
     return to_json({**kept, "epochs": epochs, "samples": samples})
 
 
@@ -92,8 +97,9 @@ def main(args: argparse.Namespace) -> None:
         )
         keras.utils.set_random_seed(args.seed)
         model = compile_model(load_model(args.model), learning_rate)
-        callbacks: list[keras.callbacks.Callback] = [EpochLogger(args.epochs)]
-        done, final = 0, {}
+        logger = EpochLogger(args.epochs, stream=sys.stdout)  # the epochs, for people watching
+        callbacks: list[keras.callbacks.Callback] = [logger]
+        done, final, every_epoch = 0, {}, True  # every_epoch: the logger holds each epoch done
         if args.checkpoint_store and args.checkpoint_key:
             from steps.lib.checkpoint import StoreCheckpoint, fingerprint
 
@@ -101,10 +107,18 @@ def main(args: argparse.Namespace) -> None:
                 args.shard, args.model, f"{args.epochs} {args.batch} {learning_rate}"
             )
             checkpoint = StoreCheckpoint(
-                open_store(args.checkpoint_store), args.checkpoint_key, inputs, args.epochs
+                open_store(args.checkpoint_store),
+                args.checkpoint_key,
+                inputs,
+                args.epochs,
+                history=lambda: logger.history if every_epoch else None,
             )
             checkpoint.set_model(model)
-            done, final = checkpoint.resume() or (0, {})
+            resumed = checkpoint.resume()
+            if resumed:
+                done, final = resumed.epochs_done, resumed.logs
+                every_epoch = resumed.history is not None
+                logger.history = resumed.history or logger.history
             if done:
                 print(
                     f"resuming from checkpoint: {done} epoch(s) done, starting at epoch {done + 1}",
@@ -144,7 +158,8 @@ def main(args: argparse.Namespace) -> None:
             model.get_weights(), f"{args.out}: training diverged (try a smaller --learning-rate)"
         )
         write_model(model, model_out)
-        stats_out.write_text(stats(len(shard), args.epochs, final))
+        history = logger.history if every_epoch else None
+        stats_out.write_text(stats(len(shard), args.epochs, final, history))
     print(f"trained model → {args.out}", file=sys.stderr)
 
 

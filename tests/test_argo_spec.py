@@ -206,6 +206,65 @@ def test_spec_carries_what_a_cluster_needs() -> None:
     assert train_output.startswith(aggregate_input + "/")
 
 
+def test_each_rounds_history_is_an_artifact_the_argo_ui_shows_and_publish_carries_the_last() -> (
+    None
+):
+    """The UI shows a file by its key's extension, unarchived (docs/artifact-visualization.md)."""
+    workflow, _ = compiled(3, 3)
+    templates = templates_by_name(workflow)
+    aggregate = templates["aggregate"]
+    written = {a["name"]: a for a in aggregate["outputs"]["artifacts"]}
+    assert written["history"]["gcs"]["key"].endswith("/history.json")
+    assert written["history-plot"]["gcs"]["key"].endswith("/history.png")
+    assert all(written[name]["archive"] == {"none": {}} for name in ("history", "history-plot"))
+    read = {a["name"]: a["gcs"]["key"] for a in aggregate["inputs"]["artifacts"]}
+    assert read["validation"] == next(
+        a["gcs"]["key"]
+        for a in templates["split"]["outputs"]["artifacts"]
+        if a["name"] == "validation"
+    )
+    assert read["history"] == "{{inputs.parameters.start-history}}"
+    tasks = next(t for t in workflow["spec"]["templates"] if "dag" in t)["dag"]["tasks"]
+    starts = {
+        t["name"]: next(
+            p["value"] for p in t["arguments"]["parameters"] if p["name"] == "start-history"
+        )
+        for t in tasks
+        if t["template"] == "aggregate"
+    }
+    init_history = next(
+        a for a in templates["init"]["outputs"]["artifacts"] if a["name"] == "history"
+    )
+    assert starts == {
+        "aggregate-round-1": init_history["gcs"]["key"],
+        "aggregate-round-2": written["history"]["gcs"]["key"].replace(
+            "{{inputs.parameters.round}}", "1"
+        ),
+        "aggregate-round-3": written["history"]["gcs"]["key"].replace(
+            "{{inputs.parameters.round}}", "2"
+        ),
+    }
+    attached = [
+        a
+        for a in templates["publish"]["inputs"]["artifacts"]
+        if a["path"].endswith((".json", ".png")) and "history" in a["name"]
+    ]
+    last = {
+        a["name"]: a["gcs"]["key"].replace("{{inputs.parameters.round}}", "3")
+        for a in aggregate["outputs"]["artifacts"]
+    }
+    assert {a["name"]: a["gcs"]["key"] for a in attached} == {
+        "history": last["history"],
+        "history-plot": last["history-plot"],
+    }
+    args = templates["publish"]["container"]["args"]
+    assert [args[i + 1] for i, a in enumerate(args) if a == "--attach"] == [
+        "in/confusion.png",
+        "in/history.json",
+        "in/history.png",
+    ]
+
+
 def test_retry_limit_follows_the_setting() -> None:
     workflow = compile_workflow(PipelineSettings(retries=5, store="gs://b"))
     assert templates_by_name(workflow)["train"]["retryStrategy"]["limit"] == "5"

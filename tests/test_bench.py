@@ -159,8 +159,8 @@ def test_every_setting_is_passed_so_the_environment_cannot_change_the_run(tmp_pa
 def test_the_benchmarks_subset_is_the_pipelines_shards_together() -> None:
     rng = np.random.default_rng(5)
     train = Digits(rng.integers(0, 255, (500, 28, 28), dtype=np.uint8), np.arange(500) % 10)
-    (whole,) = iid_shards(train, 1, seed=7, limit=120)
-    parts = iid_shards(train, 3, seed=7, limit=120)
+    (whole,) = iid_shards(train, 1, seed=7, limit=120, validation=100)
+    parts = iid_shards(train, 3, seed=7, limit=120, validation=100)
     assert len(whole) == 120
     together = np.concatenate([p.x for p in parts])
     assert sorted(map(bytes, whole.x)) == sorted(map(bytes, together))

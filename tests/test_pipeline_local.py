@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -10,7 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from steps.lib.registry import LATEST_KEY, latest_run, run_prefix
+from steps.lib.registry import (
+    HISTORY_FILE,
+    HISTORY_PLOT,
+    LATEST_KEY,
+    latest_run,
+    read_run_history,
+    run_prefix,
+)
 from steps.lib.storage import open_store
 from tests.support.project import ROOT, SMALL_RUN, local_run, run_submit
 
@@ -25,7 +33,14 @@ def check_published(store_uri: str) -> dict:
     assert run, f"{LATEST_KEY} was not written"
     prefix = run_prefix(run)
     keys = store.list_keys(prefix)
-    for name in ("model.h5", "metrics.json", "run.json", "confusion.png"):
+    for name in (
+        "model.h5",
+        "metrics.json",
+        "run.json",
+        "confusion.png",
+        HISTORY_FILE,
+        HISTORY_PLOT,
+    ):
         assert f"{prefix}/{name}" in keys
     metrics = json.loads(store.read_text(f"{prefix}/metrics.json"))
     assert metrics["test_samples"] == 10000
@@ -54,6 +69,22 @@ def test_local_run_with_folder_store(tmp_path: Path, mnist_path: Path) -> None:
         "evaluation/metrics.json",
     } <= kept
     assert (tmp_path / "logs" / run / "train-round-1-0-0.log").read_text().count("epoch 1/1") == 1
+    # the run says how training goes as it goes: each worker's epochs, then the round's score
+    shown = result.stdout.splitlines()
+    epochs = [
+        i for i, line in enumerate(shown) if re.search(r"train-round-1\(\d:\d\): epoch 1/1: ", line)
+    ]
+    (round_line,) = [i for i, line in enumerate(shown) if "aggregate-round-1: round 1: " in line]
+    assert len(epochs) == 2 and max(epochs) < round_line
+    trained = read_run_history(open_store(store), run_prefix(run))
+    (record,) = trained["rounds"]
+    assert (
+        f"the average scores {record['held_out']['accuracy']:.2%} on 1000 held-out"
+        in shown[round_line]
+    )
+    assert sorted(record["workers"]) == ["0", "1"]
+    assert all(len(worker["accuracy"]) == 1 for worker in record["workers"].values())
+    assert record["held_out"]["accuracy"] > ACCURACY_FLOOR
 
 
 def test_local_run_with_gcs_store(tmp_path: Path, mnist_path: Path, gcs_bucket: str) -> None:
@@ -78,7 +109,7 @@ def test_failed_task_stops_the_run_with_its_name_and_log(tmp_path: Path, small_m
     )
     assert result.returncode == 1
     assert "split failed: exit code 2" in result.stderr
-    assert "--workers 5000 is more than the 2000 training samples" in result.stderr
+    assert "--workers 5000 is more than the 1000 training samples" in result.stderr  # 1000 held out
     assert not (tmp_path / "store" / "models").exists()
 
 

@@ -310,6 +310,29 @@ def test_progress_is_read_from_the_file_argo_names(tmp_path: Path) -> None:
     assert "progress 3/3)" in lines
 
 
+def test_a_steps_stdout_lines_are_shown_as_they_come_and_its_stderr_is_only_logged(
+    tmp_path: Path,
+) -> None:
+    """What a step prints to stdout is for the person watching (on a cluster: its pod's log)."""
+    code = (
+        "import sys, time\n"
+        "print('round 1: 91.20%', flush=True)\n"
+        "print('diagnostics', file=sys.stderr, flush=True)\n"
+        "time.sleep(1.5)\n"
+        "print('round 2: 95.70%')\n"
+    )
+    result, lines, _ = run(
+        tmp_path, workflow([{"name": "say", "template": "s"}], [step("s", code)])
+    )
+    said = [line.split("s  ") for line in lines.splitlines() if "say: " in line]
+    assert [text for _, text in said] == ["say: round 1: 91.20%", "say: round 2: 95.70%"]
+    assert float(said[1][0]) - float(said[0][0]) > 1.0  # the first shown while the step ran
+    assert lines.index("say: round 2") < lines.index("done     say")
+    assert "diagnostics" not in lines
+    log = node(result, "say").log.read_text()
+    assert "round 1: 91.20%\n" in log and "diagnostics\n" in log and "round 2: 95.70%\n" in log
+
+
 def test_the_run_summary_is_written_as_data(tmp_path: Path) -> None:
     manifest = workflow(
         [{"name": "a", "template": "ok"}, {"name": "b", "template": "fail", "depends": "a"}],

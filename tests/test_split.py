@@ -65,28 +65,76 @@ def test_dirichlet_shards_are_skewed_the_smaller_alpha_the_more(train: Digits) -
     assert label_skew(mild) < label_skew(skewed)
 
 
-def test_cli_writes_shards_test_set_and_prints_ids(
-    small_mnist: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code = run(
+def split_small(source: Path, folder: Path, *extra: str) -> int:
+    return run(
         split.main,
         split.make_parser(),
         [
             "--source",
-            str(small_mnist),
+            str(source),
             "--workers",
             "3",
             "--shards-dir",
-            str(tmp_path / "shards"),
+            str(folder / "shards"),
             "--test-out",
-            str(tmp_path / "test.npz"),
+            str(folder / "test.npz"),
             "--ids-out",
-            str(tmp_path / "ids.json"),
+            str(folder / "ids.json"),
+            *extra,
         ],
     )
+
+
+def test_cli_writes_shards_test_set_and_says_what_it_made(
+    small_mnist: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = split_small(small_mnist, tmp_path, "--validation", "0")
     assert code == 0
-    assert json.loads(capsys.readouterr().out) == [0, 1, 2]
+    assert capsys.readouterr().out == (
+        "2000 training digits in 3 shards (667, 667, 666), none held out; 500 test digits\n"
+    )
     assert json.loads((tmp_path / "ids.json").read_text()) == [0, 1, 2]
     assert sorted(p.name for p in (tmp_path / "shards").iterdir()) == ["0.npz", "1.npz", "2.npz"]
     assert [len(read_shard(tmp_path / "shards" / f"{i}.npz")) for i in range(3)] == [667, 667, 666]
     assert len(read_shard(tmp_path / "test.npz")) == 500
+
+
+def test_the_held_out_digits_are_in_no_shard_and_the_test_set_is_whole(
+    small_mnist: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = ["--validation", "200", "--validation-out", str(tmp_path / "validation.npz")]
+    assert split_small(small_mnist, tmp_path, *extra) == 0
+    assert (
+        "1800 training digits in 3 shards (600, 600, 600), 200 held out" in capsys.readouterr().out
+    )
+    held = read_shard(tmp_path / "validation.npz")
+    shards = [read_shard(tmp_path / "shards" / f"{i}.npz") for i in range(3)]
+    assert len(held) == 200
+    trained = set().union(*map(fingerprints, shards))
+    assert not fingerprints(held) & trained
+    with np.load(small_mnist) as mnist:
+        every = fingerprints(Digits(mnist["x_train"], mnist["y_train"]))
+    assert fingerprints(held) | trained == every
+    assert len(read_shard(tmp_path / "test.npz")) == 500
+
+
+def test_holding_out_draws_the_same_digits_for_a_seed_whatever_the_limit(train: Digits) -> None:
+    kept, held = split.hold_out(train, 100, seed=3)
+    again, same = split.hold_out(train, 100, seed=3)
+    _, other = split.hold_out(train, 100, seed=4)
+    assert np.array_equal(held.x, same.x) and np.array_equal(kept.y, again.y)
+    assert not np.array_equal(held.y, other.y)
+    assert len(kept) == len(train) - 100
+    limited = split.split(kept, 2, seed=3, limit=500, partition="iid", alpha=0.5)
+    assert not set().union(*map(fingerprints, limited)) & fingerprints(held)
+
+
+def test_holding_out_every_digit_is_one_line(
+    small_mnist: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = ["--validation", "2000", "--validation-out", str(tmp_path / "validation.npz")]
+    assert split_small(small_mnist, tmp_path, *extra) == 2
+    assert capsys.readouterr().err.strip() == (
+        "python -m steps.split: error: --validation 2000 leaves no training digits of the 2000"
+    )
+    assert not (tmp_path / "shards").exists()

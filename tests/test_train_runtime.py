@@ -4,7 +4,9 @@ counts the runner sets through TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS r
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -84,6 +86,56 @@ def test_a_resumed_trainer_starts_at_the_resumed_epochs_count(
     assert "resuming from checkpoint: 1 epoch(s) done" in capsys.readouterr().err
     assert progress_writes[0] == "5/15\n"
     assert progress_writes[-1] == "15/15\n"
+
+
+EPOCH_LINE = re.compile(r"^epoch (\d+)/(\d+): accuracy ([0-9.]+) loss ([0-9.]+) \(([0-9.]+) s\)$")
+
+
+def epoch_lines(text: str) -> list[tuple[str, ...]]:
+    return [match.groups() for match in map(EPOCH_LINE.match, text.splitlines()) if match]
+
+
+@pytest.mark.slow
+def test_the_stats_hold_each_epochs_loss_accuracy_and_time_and_stdout_says_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(train.main, train.make_parser(), train_argv(tmp_path, 2)) == 0
+    stats = json.loads((tmp_path / "out/s.json").read_text())
+    said = epoch_lines(capsys.readouterr().out)  # for the person watching the run
+    assert [(number, of) for number, of, *_ in said] == [("1", "2"), ("2", "2")]
+    columns = stats["history"]
+    assert [f"{value:.4f}" for value in columns["accuracy"]] == [line[2] for line in said]
+    assert [f"{value:.4f}" for value in columns["loss"]] == [line[3] for line in said]
+    assert columns["loss"][-1] == stats["loss"] and columns["accuracy"][-1] == stats["accuracy"]
+    assert list(stats)[-1] == "samples"
+
+
+@pytest.mark.slow
+def test_a_resumed_trainer_keeps_the_epochs_its_checkpoint_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = ["--checkpoint-store", str(tmp_path / "store"), "--checkpoint-key", "c/0.npz"]
+    argv = train_argv(tmp_path, 2, *store)
+    from steps.lib.checkpoint import StoreCheckpoint
+
+    original = StoreCheckpoint.on_epoch_end
+
+    def stop_after_first_epoch(self, epoch, logs=None):
+        original(self, epoch, logs)
+        raise KeyboardInterrupt  # as a killed trainer: its checkpoint saved, nothing after
+
+    monkeypatch.setattr(StoreCheckpoint, "on_epoch_end", stop_after_first_epoch)
+    with pytest.raises(KeyboardInterrupt):
+        run(train.main, train.make_parser(), argv)
+    first = epoch_lines(capsys.readouterr().out)
+    monkeypatch.setattr(StoreCheckpoint, "on_epoch_end", original)
+
+    assert run(train.main, train.make_parser(), argv) == 0
+    second = epoch_lines(capsys.readouterr().out)
+    assert [line[0] for line in first] == ["1"] and [line[0] for line in second] == ["2"]
+    columns = json.loads((tmp_path / "out/s.json").read_text())["history"]
+    assert [f"{value:.4f}" for value in columns["loss"]] == [first[0][3], second[0][3]]
+    assert [f"{value:.4f}" for value in columns["accuracy"]] == [first[0][2], second[0][2]]
 
 
 def test_progress_writes_are_throttled_but_the_last_value_is_always_written(

@@ -18,9 +18,11 @@ from PIL import Image, ImageDraw
 from streamlit.testing.v1 import AppTest
 
 from steps.lib.registry import LATEST_KEY, run_prefix
-from tests.support.page import BATCH, EPOCHS, FIRST_RUN, publish_run
+from tests.support.page import BATCH, EPOCHS, FIRST_RUN, TRAINING_HISTORY, publish_run
 from tests.support.project import ROOT
+from ui import training
 from ui.decode import MAX_PIXELS, MB
+from ui.pictures import CAPTION as PAIR_CAPTION
 from ui.predict import LOW_CONFIDENCE
 from ui.verbatim import verbatim
 
@@ -47,6 +49,13 @@ def metric(page: AppTest, label: str) -> str:
     values = [item.value for item in page.metric if item.label == label]
     assert values, f"no {label!r} on the page: {[item.label for item in page.metric]}"
     return values[0]
+
+
+def confidence_of(page: AppTest) -> float:
+    """The prediction's confidence, said under the digit: "99.4% confident"."""
+    (said,) = [item.proto.delta for item in page.metric if item.label == "Prediction"]
+    assert said.endswith("% confident"), said
+    return float(said.removesuffix("% confident")) / 100
 
 
 def image_captions(page: AppTest) -> list[str]:
@@ -84,6 +93,84 @@ def test_the_page_shows_the_published_model(
     assert not page.error and not page.warning
 
 
+def chart_specs(block) -> list[dict]:
+    """The Vega-Lite specs of the charts in `block` (Streamlit's charts, altair's included)."""
+    return [json.loads(chart.proto.spec) for chart in block.get("vega_lite_chart")]
+
+
+def encoded_fields(spec: dict) -> set[str]:
+    """Every field a chart's layers encode."""
+    layers = spec.get("layer", [spec])
+    return {
+        channel["field"]
+        for layer in layers
+        for channel in layer.get("encoding", {}).values()
+        if isinstance(channel, dict) and "field" in channel
+    }
+
+
+def test_the_card_is_in_the_sidebar_with_the_runs_training_curves(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path
+) -> None:
+    """The sidebar: beside the page on a wide screen, folded away on a phone's."""
+    page = open_page(monkeypatch, latest_uri(published_store))
+    card = page.sidebar
+    assert [item.value for item in card.metric if item.label == "Run"] == [verbatim(FIRST_RUN)]
+    assert not [item for item in page.main.metric if item.label == "Run"]
+    curves = chart_specs(card)
+    assert len(curves) == 2 and all({"epoch", "value", "line"} <= encoded_fields(c) for c in curves)
+    said = [caption.value for caption in card.caption]
+    assert training.rounds_line(TRAINING_HISTORY) in said
+    assert any(f"Serving {verbatim(FIRST_RUN)}" in caption.value for caption in page.main.caption)
+
+
+def test_the_report_is_open_and_counts_each_digits_errors(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path
+) -> None:
+    page = open_page(monkeypatch, latest_uri(published_store))
+    assert not page.expander  # nothing to unfold: the report is there
+    assert "Confusion matrix on the test set" in image_captions(page)
+    per_digit = [spec for spec in chart_specs(page.main) if "misread" in encoded_fields(spec)]
+    assert len(per_digit) == 1
+    assert any(caption.value.startswith("Commonest mistakes: ") for caption in page.main.caption)
+
+
+def test_a_history_that_fails_its_checks_leaves_the_model_served_without_curves(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path
+) -> None:
+    (own_store / run_prefix(FIRST_RUN) / "history.json").write_text('{"rounds": "many"}')
+    page = open_page(monkeypatch, latest_uri(own_store))
+    assert metric(page, "Run") == verbatim(FIRST_RUN) and not page.warning
+    assert not chart_specs(page.sidebar)
+    assert any(
+        caption.value.startswith("The training history cannot be shown")
+        for caption in page.sidebar.caption
+    )
+
+
+def test_a_run_published_without_a_history_has_a_card_without_curves(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path
+) -> None:
+    (own_store / run_prefix(FIRST_RUN) / "history.json").unlink()
+    page = open_page(monkeypatch, latest_uri(own_store))
+    assert metric(page, "Run") == verbatim(FIRST_RUN)
+    assert not chart_specs(page.sidebar) and not page.warning
+    assert not any("cannot be shown" in caption.value for caption in page.sidebar.caption)
+
+
+def test_metrics_without_a_matrix_still_say_each_digits_errors(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path
+) -> None:
+    metrics_file = own_store / run_prefix(FIRST_RUN) / "metrics.json"
+    metrics = json.loads(metrics_file.read_text())
+    del metrics["confusion_matrix"]
+    metrics_file.write_text(json.dumps(metrics))
+    page = open_page(monkeypatch, latest_uri(own_store))
+    assert "Confusion matrix on the test set" in image_captions(page)  # the run's confusion.png
+    (per_digit,) = [s for s in chart_specs(page.main) if "misread (%)" in encoded_fields(s)]
+    assert per_digit
+
+
 @pytest.mark.parametrize("sample", ["7-photo.jpg", "2-mnist.png"])
 def test_an_uploaded_sample_gets_its_digit(
     monkeypatch: pytest.MonkeyPatch, published_store: Path, sample: str
@@ -92,7 +179,7 @@ def test_an_uploaded_sample_gets_its_digit(
     upload(page, sample, (SAMPLES / sample).read_bytes(), "image/jpeg")
     assert metric(page, "Prediction") == sample[0]
     assert not page.error
-    assert "What the model sees (28x28)" in image_captions(page)
+    assert PAIR_CAPTION in image_captions(page)
 
 
 def test_an_upload_is_never_written_to_disk_under_its_name(
@@ -189,7 +276,7 @@ def test_a_low_confidence_prediction_is_labelled_as_a_guess(
     confidences = []
     for name in ("cross", "hash", "plus", "ladder"):
         upload(page, f"{name}.png", not_a_digit(name))
-        confidence = float(metric(page, "Confidence").rstrip("%")) / 100
+        confidence = confidence_of(page)
         labelled = any("Low confidence" in warning.value for warning in page.warning)
         assert labelled == (confidence < LOW_CONFIDENCE), (name, confidence)
         confidences.append(confidence)
@@ -293,8 +380,7 @@ def test_several_files_get_one_result_each_beside_their_picture(
     assert [error.value for error in page.error] == [
         "This is not an image the page can read (use png, jpg, jpeg, bmp, gif, webp)."
     ]
-    assert image_captions(page).count("Your picture") == 3
-    assert image_captions(page).count("What the model sees (28x28)") == 3
+    assert image_captions(page).count(PAIR_CAPTION) == 3  # each beside what the model sees
 
 
 def test_a_photo_from_the_camera_is_predicted(
@@ -307,7 +393,7 @@ def test_a_photo_from_the_camera_is_predicted(
     page.run()
     assert not page.exception, page.exception
     assert metric(page, "Prediction") == "3"
-    assert "Your picture" in image_captions(page)
+    assert PAIR_CAPTION in image_captions(page)
 
 
 def test_an_unexpected_failure_shows_a_plain_message_not_the_source(

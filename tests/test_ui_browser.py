@@ -133,6 +133,63 @@ def test_an_uploaded_sample_is_read_off_the_page(browser: object, server: Server
     page.close()
 
 
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+CARD = '[data-testid="stSidebar"]'
+COMPACT_RESULT = (
+    400  # screen pixels of one result, its name to the next one's, on a phone: 820 before
+)
+
+
+def open_at(browser: object, url: str, viewport: dict) -> object:
+    """The page at `viewport`'s size, once its script has run and its last part is drawn (what comes
+    earlier is laid out then: the tabs first appeared 216 px higher than they settled)."""
+    page = browser.new_page(viewport=viewport)
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    page.goto(url)
+    page.get_by_text("Handwritten digit recognition").wait_for()
+    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
+    page.get_by_text("goes wrong").first.wait_for()  # the report, the page's last part
+    return page
+
+
+def on_first_screen(locator: object, viewport: dict) -> bool:
+    box = locator.bounding_box()
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= viewport["height"]
+
+
+def test_on_a_desktop_screen_the_card_and_its_curves_are_beside_the_upload(
+    browser: object, server: Server
+) -> None:
+    page = open_at(browser, server.url, DESKTOP)
+    card = page.locator(CARD)
+    card.get_by_text("ui-test-1").wait_for()
+    card.get_by_text("Training, round by round").wait_for()
+    assert card.locator('[data-testid="stVegaLiteChart"]').count() == 2
+    assert on_first_screen(page.get_by_role("tab", name="Upload images"), DESKTOP)
+    page.close()
+
+
+def test_on_a_phone_the_card_is_folded_the_upload_comes_first_and_results_are_compact(
+    browser: object, server: Server
+) -> None:
+    page = open_at(browser, server.url, PHONE)
+    upload_tab = page.get_by_role("tab", name="Upload images")
+    upload_tab.wait_for()
+    assert on_first_screen(upload_tab, PHONE)
+    assert not page.locator(CARD).is_visible()
+    names = ["4-photo.jpg", "7-mnist.png"]
+    page.locator('input[type="file"]').set_input_files([str(ROOT / "samples" / n) for n in names])
+    predictions = page.locator('[data-testid="stMetric"]').filter(has_text="Prediction")
+    predictions.nth(1).wait_for()
+    labels = page.locator('[data-testid="stText"]')
+    tops = [labels.filter(has_text=name).bounding_box()["y"] for name in names]
+    assert 0 < tops[1] - tops[0] < COMPACT_RESULT, tops
+    page.locator('[data-testid="stExpandSidebarButton"]').click()  # the card unfolds
+    page.locator(CARD).get_by_text("ui-test-1").wait_for()
+    page.close()
+
+
 def test_a_digit_drawn_with_the_mouse_is_predicted(browser: object, server: Server) -> None:
     page = open_page(browser, server.url)
     page.get_by_role("tab", name="Draw a digit").click()

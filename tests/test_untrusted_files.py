@@ -3,6 +3,7 @@ exit 2, before it can cost memory, and nothing it names outside the step's own p
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 from pathlib import Path
@@ -362,9 +363,10 @@ def test_fedavg_weighs_by_what_split_made_and_averages_only_the_expected_shards(
     tmp_path: Path, small_mnist: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """split and aggregate run as the compiled spec runs them, with what Argo would substitute: a
-    worker claiming 250,000 samples for a 1,000-digit shard got nearly all the weight, and a stray
+    worker claiming 250,000 samples for a 500-digit shard got nearly all the weight, and a stray
     7.h5 in the round's folder was averaged in. Now only shard 0 (true count) is averaged."""
     from steps.lib.entry_point import run
+    from steps.lib.history import new_history
     from steps.lib.model_file import read_weights
     from workflows.local.runner import substitute
     from workflows.local.supported import templates_by_name
@@ -397,15 +399,19 @@ def test_fedavg_weighs_by_what_split_made_and_averages_only_the_expected_shards(
     args = substitute(templates["aggregate"]["container"]["args"], values, "aggregate")
     folder = tmp_path / "in" / "models"
     folder.mkdir(parents=True)
+    (tmp_path / "out" / "validation.npz").rename(
+        tmp_path / "in" / "validation.npz"
+    )  # as Argo would
+    write_json(tmp_path / "in" / "history.json", new_history(dt.datetime.now(dt.UTC)))
     good = read_weights(copy_model(folder / "0.h5"))
     write_model_weights(copy_model(folder / "1.h5"), [-3 * w for w in good])
     write_model_weights(copy_model(folder / "7.h5"), [w + 1 for w in good])
-    write_json(folder / "0.json", {"samples": 1000, "epochs": 1})
+    write_json(folder / "0.json", {"samples": 500, "epochs": 1})  # 2000 digits less 1000 held out
     write_json(folder / "1.json", {"samples": 250_000, "epochs": 1})
-    write_json(folder / "7.json", {"samples": 1000, "epochs": 1})
+    write_json(folder / "7.json", {"samples": 500, "epochs": 1})
     assert run(aggregate.main, aggregate.make_parser(), args) == 0
     log = capsys.readouterr().err
-    assert "ignoring 1.h5 as missing: its stats claim 250000 samples; split made 1000" in log
+    assert "ignoring 1.h5 as missing: its stats claim 250000 samples; split made 500" in log
     assert "ignoring 7.h5: not one of the expected shards" in log
     averaged = read_weights(tmp_path / "out" / "model.h5")
     assert all(np.allclose(a, b) for a, b in zip(averaged, good, strict=True))
@@ -524,6 +530,8 @@ def test_no_workflow_parameter_can_rewrite_the_card(
     copy_model(tmp_path / "in" / "model.h5")
     write_json(tmp_path / "in" / "metrics.json", {"accuracy": 0.9})
     (tmp_path / "in" / "confusion.png").write_bytes(b"png")
+    for attached in ("history.json", "history.png"):
+        (tmp_path / "in" / attached).write_bytes(b"attached")
     monkeypatch.chdir(tmp_path)
     code = publish.main(publish.make_parser().parse_args(args))
     capsys.readouterr()
@@ -772,6 +780,14 @@ def run_trainer(inputs: dict, out: Path, capsys) -> str:
         (
             {"epochs_done": 1, "logs": {}, "inputs": ["not", "a", "string"]},
             "it was made from other",
+        ),
+        (
+            {"epochs_done": 1, "logs": {}, "history": {"loss": [0.1], "seconds": [1.0]}},
+            "its history must hold the columns loss, accuracy",
+        ),
+        (
+            {"epochs_done": 1, "logs": {}, "history": {"loss": [0.1, 0.2], "accuracy": [0.5, 0.6]}},
+            "its history has values for 2 epochs, not 1",
         ),
     ],
 )

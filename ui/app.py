@@ -19,26 +19,30 @@ if ROOT not in sys.path:  # `streamlit run ui/app.py` puts ui/ on the path, not 
 import numpy as np
 import pandas as pd
 import streamlit as st
-from PIL import Image
 from streamlit_drawable_canvas import st_canvas
 
 from steps.lib.confusion_plot import draw_confusion
 from steps.lib.published import differing
+from ui import report, training
 from ui.decode import EXTENSIONS, MB, ImageRejected, decode
 from ui.model_source import LoadedModel, ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
+from ui.pictures import CAPTION, side_by_side
 from ui.predict import LOW_CONFIDENCE, NoAnswer, classify
-from ui.preprocess import to_gray, to_mnist
+from ui.preprocess import to_mnist
 from ui.uploads import MAX_FILES
 from ui.verbatim import verbatim
 
 CANVAS_SIDE = 280  # ten screen pixels per model pixel
 STROKE = 22  # about MNIST's stroke width once the drawing is scaled to 20 px
-SHOWN_SIDE = 140  # screen pixels of the pictures side by side
+PROBABILITIES_SIZE = (240, 130)  # a result's chart of the ten probabilities, in screen pixels
+MISTAKES_SHOWN = 3
 UNEXPECTED = "This image could not be processed. Try another photo."
 
 log = logging.getLogger("mnist-page")
 
-st.set_page_config(page_title="Handwritten digits", page_icon="✍️")
+# The model card is in the sidebar: beside the page on a wide screen, folded behind its button on a
+# phone's ("auto": Streamlit collapses the sidebar on narrow screens), so the upload comes first.
+st.set_page_config(page_title="Handwritten digits", page_icon="✍️", initial_sidebar_state="auto")
 
 
 @st.cache_resource(show_spinner=False)
@@ -85,17 +89,26 @@ def setting_text(value: object) -> str:
     return verbatim(str(value))
 
 
+def run_name(loaded: LoadedModel) -> str:
+    """The model's run id (or file name) as the page shows store text: a code span."""
+    return verbatim(str(loaded.card.get("run") or loaded.label))
+
+
+def accuracy_text(loaded: LoadedModel) -> str | None:
+    """The model's test accuracy as a percentage, when its card or metrics say it."""
+    accuracy = loaded.card.get("accuracy") or (loaded.metrics or {}).get("accuracy")
+    return f"{accuracy:.2%}" if isinstance(accuracy, float) else None
+
+
 def show_card(loaded: LoadedModel) -> None:
     """Run id, test accuracy, the training settings and when it was published."""
     card, settings = loaded.card, loaded.card.get("settings") or {}
-    accuracy = card.get("accuracy") or (loaded.metrics or {}).get("accuracy")
     st.subheader("The model")
-    top = st.columns([3, 2])
-    top[0].metric("Run", verbatim(str(card.get("run") or loaded.label)))
-    top[1].metric("Test accuracy", f"{accuracy:.2%}" if isinstance(accuracy, float) else "—")
-    knobs = st.columns(4)
-    for column, name in zip(knobs, ("workers", "rounds", "epochs", "batch"), strict=True):
-        column.metric(name.capitalize(), setting_text(settings.get(name)))
+    st.metric("Run", run_name(loaded))
+    st.metric("Test accuracy", accuracy_text(loaded) or "—")
+    with st.container(horizontal=True):  # as many a row as the sidebar holds
+        for name in ("workers", "rounds", "epochs", "batch"):
+            st.metric(name.capitalize(), setting_text(settings.get(name)), width="content")
     changed = differing(settings)
     if changed:
         flags = " ".join(verbatim(f"--{name} {value}") for name, value in changed.items())
@@ -103,6 +116,28 @@ def show_card(loaded: LoadedModel) -> None:
     published = published_text(card.get("published_at"))
     if published:
         st.caption(f"Trained and published {published}.")
+
+
+def show_training(loaded: LoadedModel) -> None:
+    """Under the card: the run's training curves from its history.json (none for a run without)."""
+    if loaded.history_problem:
+        log.warning("the training history of %s: %s", loaded.label, loaded.history_problem)
+        st.caption("The training history cannot be shown: its file fails the page's checks.")
+    rounds = (loaded.history or {}).get("rounds")
+    if not rounds:
+        return
+    st.markdown("**Training, round by round**")
+    for metric in ("accuracy", "loss"):
+        st.altair_chart(training.curve_chart(loaded.history, metric), width="stretch")
+    st.caption(training.KEY)
+    st.caption(training.rounds_line(loaded.history))
+
+
+def serving_line(loaded: LoadedModel) -> str:
+    """One line in the page itself naming the model, whose card may be folded away (a phone)."""
+    accuracy = accuracy_text(loaded)
+    scored = f", {accuracy} on the test set" if accuracy else ""
+    return f"Serving {run_name(loaded)}{scored}: its card is in the sidebar."
 
 
 def show_part(show: Callable[[LoadedModel], None], loaded: LoadedModel, name: str) -> None:
@@ -115,38 +150,47 @@ def show_part(show: Callable[[LoadedModel], None], loaded: LoadedModel, name: st
 
 
 def show_report(loaded: LoadedModel) -> None:
-    """The confusion matrix and per-class accuracy from the run's metrics.json."""
+    """Where the model goes wrong, open: the confusion matrix with its errors coloured, the errors of
+    each digit and the commonest mistakes, from the run's metrics.json."""
     metrics = loaded.metrics or {}
-    with st.expander("Model report: where it goes wrong"):
-        if loaded.confusion_png:
-            st.image(loaded.confusion_png, caption="Confusion matrix on the test set")
-        elif metrics.get("confusion_matrix"):
-            st.image(
-                draw_confusion(np.array(metrics["confusion_matrix"])), caption="Confusion matrix"
-            )
-        per_class = metrics.get("per_class_accuracy")
-        if per_class:
-            table = pd.DataFrame(
-                {"accuracy": [float(value) for value in per_class.values()]},
-                index=pd.Index(list(per_class), name="digit"),
-            )
-            st.bar_chart(table, y_label="accuracy on the test set", x_label="digit")
-            worst = table["accuracy"].idxmin()
-            st.caption(f"Weakest digit: {worst} ({table['accuracy'][worst]:.1%} right).")
-        if not metrics:
-            st.caption("This model came without a metrics.json.")
+    st.subheader("Where the model goes wrong")
+    if not metrics:
+        st.caption("This model came without a metrics.json.")
+        return
+    matrix = metrics.get("confusion_matrix")
+    picture = draw_confusion(np.array(matrix)) if matrix else loaded.confusion_png
+    drawn, counted = st.columns([5, 4])
+    if picture is not None:
+        drawn.image(picture, caption="Confusion matrix on the test set", width="stretch")
+    with counted:
+        if matrix:
+            show_errors(np.array(matrix))
+        elif metrics.get("per_class_accuracy"):
+            show_accuracies(metrics["per_class_accuracy"])
 
 
-def as_shown(image: Image.Image) -> Image.Image:
-    """The decoded picture as a browser shows it: 8-bit colour or gray, small."""
-    if image.mode not in ("RGB", "RGBA", "L", "LA"):
-        if image.mode in ("1", "P", "CMYK", "YCbCr"):
-            image = image.convert("RGBA" if "transparency" in image.info else "RGB")
-        else:  # 16-bit and float modes
-            image = Image.fromarray((to_gray(image) * 255).astype(np.uint8))
-    shown = image.copy()
-    shown.thumbnail((2 * SHOWN_SIDE, 2 * SHOWN_SIDE))
-    return shown
+def show_errors(matrix: np.ndarray) -> None:
+    """How many test digits of each digit were misread, and the commonest mistakes."""
+    errors = report.errors_per_digit(matrix)
+    st.bar_chart(errors[["misread"]], x_label="digit", y_label="test digits misread", height=260)
+    worst = errors["share"].idxmax()
+    st.caption(
+        f"Weakest digit: {worst} ({1 - errors['share'][worst]:.1%} right, "
+        f"{errors['misread'][worst]} of {errors['of'][worst]} misread)."
+    )
+    mistakes = report.commonest_mistakes(matrix, MISTAKES_SHOWN)
+    if mistakes:
+        named = ", ".join(f"{true} read as {read} ({count})" for true, read, count in mistakes)
+        st.caption(f"Commonest mistakes: {named}.")
+
+
+def show_accuracies(per_class: dict) -> None:
+    """Without a confusion matrix: each digit's share misread, from its accuracy."""
+    table = pd.DataFrame(
+        {"misread (%)": [100 * (1 - float(value)) for value in per_class.values()]},
+        index=pd.Index(list(per_class), name="digit"),
+    )
+    st.bar_chart(table, x_label="digit", y_label="test digits misread (%)", height=260)
 
 
 def show_prediction(loaded: LoadedModel, data: bytes) -> None:
@@ -157,7 +201,7 @@ def show_prediction(loaded: LoadedModel, data: bytes) -> None:
         image = decode(data, max_bytes=limit)
         pixels = to_mnist(image)
         prediction = classify(loaded.model, pixels)
-        shown = as_shown(image)
+        pair = side_by_side(image, pixels)
     except (ImageRejected, NoAnswer) as error:
         st.error(str(error))
         return
@@ -165,28 +209,29 @@ def show_prediction(loaded: LoadedModel, data: bytes) -> None:
         log.exception("an upload could not be processed")
         st.error(UNEXPECTED)
         return
-    pictures, verdict = st.columns([2, 3])
-    sent, seen = pictures.columns(2)
-    sent.image(shown, caption="Your picture", width=SHOWN_SIDE)
-    seen.image(
-        Image.fromarray((pixels * 255).astype(np.uint8)).resize(
-            (SHOWN_SIDE, SHOWN_SIDE), Image.Resampling.NEAREST
-        ),
-        caption="What the model sees (28x28)",
-    )
-    digit, confidence = verdict.columns(2)
-    digit.metric("Prediction", prediction.digit)
-    confidence.metric("Confidence", f"{prediction.confidence:.1%}")
-    if prediction.is_low_confidence:
-        verdict.warning(
-            f"Low confidence (under {LOW_CONFIDENCE:.0%}): this is a guess. "
-            "Try a clearer image, one digit filling most of it."
-        )
     probabilities = pd.DataFrame(
         {"probability": prediction.probabilities},
         index=pd.Index([str(digit) for digit in range(10)], name="digit"),
     )
-    st.bar_chart(probabilities, x_label="digit", y_label="probability", height=200)
+    width, height = PROBABILITIES_SIZE
+    # One row where it fits, wrapping on a phone (the chart under the rest): columns would stack
+    # every part under the last.
+    with st.container(horizontal=True, vertical_alignment="top"):
+        st.image(pair, caption=CAPTION, width=pair.width // 2)
+        st.metric(
+            "Prediction",
+            prediction.digit,
+            delta=f"{prediction.confidence:.1%} confident",
+            delta_color="off",
+            delta_arrow="off",
+            width="content",
+        )
+        st.bar_chart(probabilities, x_label="digit", y_label="", width=width, height=height)
+    if prediction.is_low_confidence:
+        st.warning(
+            f"Low confidence (under {LOW_CONFIDENCE:.0%}): this is a guess. "
+            "Try a clearer image, one digit filling most of it."
+        )
 
 
 def show_uploads(loaded: LoadedModel, uploads: list) -> None:
@@ -241,7 +286,10 @@ if st.session_state.get("serving") not in (None, loaded.version):
     st.toast(f"Now serving {verbatim(loaded.label)}.")
 st.session_state["serving"] = loaded.version
 
-show_part(show_card, loaded, "card")
+with st.sidebar:
+    show_part(show_card, loaded, "card")
+    show_part(show_training, loaded, "training history")
+st.caption(serving_line(loaded))
 upload_tab, camera_tab, draw_tab = st.tabs(["Upload images", "Take a photo", "Draw a digit"])
 with upload_tab:
     uploads = st.file_uploader(

@@ -4,7 +4,8 @@ MODEL_URI is one of
 - a store's pointer: `<store>/models/mnist/LATEST`, the store being a folder or `gs://bucket[/prefix]`
   (default: the local store's pointer, `$ARTIFACTS/models/mnist/LATEST`, ARTIFACTS defaulting to .runs, as in steps.lib.defaults);
 - a store itself (a folder, or gs://bucket[/prefix]): its LATEST;
-- a model file (`.h5`) on this machine; metrics.json, run.json and confusion.png beside it are used if there.
+- a model file (`.h5`) on this machine; metrics.json, run.json, history.json and confusion.png beside it are
+  used if there.
 
 Weights are only ever read into the project's own architecture (steps.lib.model_file checks the file against it),
 and the page runs that network in numpy (steps.lib.inference): no TensorFlow on the page.
@@ -30,6 +31,7 @@ from steps.lib.registry import (
     MODEL_FILE,
     latest_run,
     read_run_card,
+    read_run_history,
     read_run_metrics,
     run_prefix,
 )
@@ -65,6 +67,8 @@ class LoadedModel:
     card: dict = field(default_factory=dict)  # run.json: run, published_at, accuracy, settings
     metrics: dict | None = None  # metrics.json: accuracy, per_class_accuracy, confusion_matrix
     confusion_png: bytes | None = None
+    history: dict | None = None  # history.json: the training, round by round (steps.lib.history)
+    history_problem: str | None = None  # why a history.json there cannot be shown
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,15 @@ def current_version(source: ModelSource, store: ArtifactStore | None) -> str | N
     return f"{source.file.name}@{stat.st_mtime_ns}-{stat.st_size}"
 
 
+def read_history(store: ArtifactStore, folder: str) -> tuple[dict | None, str | None]:
+    """The run's checked training history, or why it cannot be shown; it never makes a run unavailable
+    (publish carries it as it is, and the model is served without its curves)."""
+    try:
+        return read_run_history(store, folder), None
+    except StepError as error:
+        return None, str(error)
+
+
 def load_weights(path: Path) -> Network:
     """The model file's weights, checked against the project's architecture before any is used."""
     try:
@@ -135,6 +148,7 @@ def fetch_file(source: ModelSource, version: str) -> LoadedModel:
         picture = check_picture(beside.read_head(CONFUSION_FILE, MAX_PICTURE_BYTES))
     except (StepError, OSError) as error:
         raise ModelUnavailable(str(error)) from None
+    history, problem = read_history(beside, "")
     return LoadedModel(
         version=version,
         label=path.name,
@@ -142,6 +156,8 @@ def fetch_file(source: ModelSource, version: str) -> LoadedModel:
         card=card,
         metrics=metrics,
         confusion_png=picture,
+        history=history,
+        history_problem=problem,
     )
 
 
@@ -153,6 +169,7 @@ def fetch_run(store: ArtifactStore, run: str) -> LoadedModel:
     except StepError as error:
         raise ModelUnavailable(f"run {run}: {error}") from None
     picture = check_picture(store.read_head(f"{prefix}/{CONFUSION_FILE}", MAX_PICTURE_BYTES))
+    history, problem = read_history(store, prefix)
     data = read_model(store, run)
     with tempfile.TemporaryDirectory(prefix="mnist-model-") as folder:
         local = Path(folder) / MODEL_FILE
@@ -171,6 +188,8 @@ def fetch_run(store: ArtifactStore, run: str) -> LoadedModel:
         card=card,
         metrics=metrics,
         confusion_png=picture,
+        history=history,
+        history_problem=problem,
     )
 
 

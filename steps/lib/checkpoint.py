@@ -1,8 +1,10 @@
 """Per-epoch training checkpoints kept in the artifact store, so a retried trainer resumes, not restarts.
 
 A checkpoint is one .npz (no pickles): the model's weights, the optimizer's state, and a JSON record
-(`meta`, a text scalar) of how many epochs are done, the last epoch's metrics, and a fingerprint of the
-inputs, so a checkpoint from other inputs is never resumed. It lives in a store others can write to, so
+(`meta`, a text scalar) of how many epochs are done, the last epoch's metrics, each epoch's loss,
+accuracy and seconds (steps.lib.history's columns; a record without them resumes, and the trainer then
+cannot say its epochs), and a fingerprint of the inputs, so a checkpoint from other inputs is never
+resumed. It lives in a store others can write to, so
 it is read like any untrusted file: declared shapes checked before reading, fields typed and ranged,
 values finite. One that fails any check is ignored with a warning line, and training starts over.
 """
@@ -13,6 +15,7 @@ import hashlib
 import math
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +23,7 @@ import numpy as np
 
 from steps.lib.bounded_json import is_number, parse_json, to_json
 from steps.lib.errors import ArtifactNotFound, StepError
+from steps.lib.history import check_epochs
 from steps.lib.npz import ArraySpec, read_arrays
 from steps.lib.storage import ArtifactStore
 from steps.lib.tensorflow_setup import import_keras
@@ -37,6 +41,7 @@ class Checkpoint:
     logs: dict[str, float]
     weights: list[np.ndarray]
     optimizer: list[np.ndarray]
+    history: dict[str, list[float]] | None = None  # each epoch done, when the record holds them
 
 
 def fingerprint(*parts: Path | str) -> str:
@@ -54,11 +59,20 @@ def _specs(arrays: list, prefix: str) -> dict[str, ArraySpec]:
     }
 
 
-def save(model: keras.Model, epochs_done: int, logs: dict, inputs: str, path: Path) -> None:
+def save(
+    model: keras.Model,
+    epochs_done: int,
+    logs: dict,
+    inputs: str,
+    path: Path,
+    history: dict[str, list[float]] | None = None,
+) -> None:
     arrays = {f"w{i}": w for i, w in enumerate(model.get_weights())}
     arrays |= {f"o{i}": np.asarray(v) for i, v in enumerate(model.optimizer.variables)}
-    record = to_json({"epochs_done": epochs_done, "logs": logs, "inputs": inputs})
-    np.savez(path, meta=np.array(record), **arrays)
+    record: dict = {"epochs_done": epochs_done, "logs": logs, "inputs": inputs}
+    if history is not None:
+        record["history"] = history
+    np.savez(path, meta=np.array(to_json(record)), **arrays)
 
 
 def read(
@@ -82,6 +96,9 @@ def read(
         raise StepError(f"logs must be an object of {', '.join(METRICS)}")
     if not all(is_number(v) and v >= 0 for v in logs.values()):
         raise StepError("logs must hold finite, non-negative numbers")
+    history = record.get("history")
+    if history is not None:
+        history = check_epochs(history, "its history", done)
     arrays = read_arrays(path, weights | optimizer)
     if not all(np.isfinite(array).all() for array in arrays.values()):
         raise StepError("it holds NaN or infinite values")
@@ -90,11 +107,12 @@ def read(
         {name: float(value) for name, value in logs.items()},
         [arrays[key] for key in weights],
         [arrays[key] for key in optimizer],
+        history,
     )
 
 
-def restore(model: keras.Model, inputs: str, epochs: int, path: Path) -> tuple[int, dict] | None:
-    """Load a checkpoint into a compiled `model`: (epochs done, last logs), or None if unusable."""
+def restore(model: keras.Model, inputs: str, epochs: int, path: Path) -> Checkpoint | None:
+    """Load a checkpoint into a compiled `model` and return it, or None if it is unusable."""
     model.optimizer.build(model.trainable_variables)
     try:
         checkpoint = read(
@@ -110,17 +128,26 @@ def restore(model: keras.Model, inputs: str, epochs: int, path: Path) -> tuple[i
     model.set_weights(checkpoint.weights)
     for variable, value in zip(model.optimizer.variables, checkpoint.optimizer, strict=True):
         variable.assign(value)
-    return checkpoint.epochs_done, checkpoint.logs
+    return checkpoint
 
 
 class StoreCheckpoint(keras.callbacks.Callback):
-    """After each epoch, save a checkpoint and upload it to `key` in `store`."""
+    """After each epoch, save a checkpoint and upload it to `key` in `store`, with the epochs'
+    columns `history` holds then (the trainer's own, filled by its EpochLogger), or None."""
 
-    def __init__(self, store: ArtifactStore, key: str, inputs: str, epochs: int) -> None:
+    def __init__(
+        self,
+        store: ArtifactStore,
+        key: str,
+        inputs: str,
+        epochs: int,
+        history: Callable[[], dict[str, list[float]] | None] = lambda: None,
+    ) -> None:
         super().__init__()
         self.store, self.key, self.inputs, self.epochs = store, key, inputs, epochs
+        self.history = history
 
-    def resume(self) -> tuple[int, dict] | None:
+    def resume(self) -> Checkpoint | None:
         """Restore the stored checkpoint into the model, if a usable one exists for these inputs."""
         with tempfile.TemporaryDirectory() as folder:
             local = Path(folder) / "checkpoint.npz"
@@ -139,6 +166,6 @@ class StoreCheckpoint(keras.callbacks.Callback):
             )
         with tempfile.TemporaryDirectory() as folder:
             local = Path(folder) / "checkpoint.npz"
-            save(self.model, epoch + 1, metrics, self.inputs, local)
+            save(self.model, epoch + 1, metrics, self.inputs, local, self.history())
             self.store.upload_file(local, self.key)
         print(f"checkpoint saved after epoch {epoch + 1}", file=sys.stderr, flush=True)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from threadpoolctl import threadpool_limits
 
 from steps.lib.architecture import BUILT, INPUT_SHAPE, Layer
-from steps.lib.mnist import PIXEL_MAX
+from steps.lib.mnist import PIXEL_MAX, Digits
 
 BATCH = 32
 BLAS_THREADS = 1
@@ -152,3 +153,22 @@ def cross_entropy(values: np.ndarray, labels: np.ndarray) -> float:
     chosen = np.take_along_axis(shifted, labels.astype(np.intp)[:, np.newaxis], axis=1)[:, 0]
     per_sample = np.log(np.exp(shifted).sum(axis=1)) - chosen
     return float(per_sample.astype(np.float64).mean())
+
+
+@dataclass(frozen=True)
+class Score:
+    """A model's answers on labelled digits: the digit it picks for each, its accuracy and its loss
+    (NaN or infinite when the model overflows: the caller decides)."""
+
+    predicted: np.ndarray
+    accuracy: float
+    loss: float
+
+
+def score(weights: Sequence[np.ndarray], digits: Digits) -> Score:
+    """The network with `weights` on `digits` (what evaluate reports, and aggregate after each round)."""
+    with np.errstate(all="ignore"):  # a model that overflows shows in the loss
+        values = logits(weights, digits.x)
+        predicted = softmax(values).argmax(axis=1)
+        loss = cross_entropy(values, digits.y)
+    return Score(predicted, float(np.mean(predicted == digits.y)), loss)

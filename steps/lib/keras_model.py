@@ -8,12 +8,13 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
 from steps.lib.architecture import INPUT_SHAPE, LAYERS, MODEL_NAME
 from steps.lib.errors import StepError
+from steps.lib.history import add_epoch, no_epochs
 from steps.lib.mnist import PIXEL_MAX, Digits
 from steps.lib.model_file import check_finite, read_weights
 from steps.lib.progress import ProgressFile
@@ -109,22 +110,29 @@ def write_model(model: keras.Model, path: Path) -> None:
 
 
 class EpochLogger(keras.callbacks.Callback):
-    """One line per epoch on stderr, readable in a pod's log."""
+    """One line per epoch, readable in a pod's log (on stderr unless `stream` says), and each epoch's
+    loss and accuracy kept in `history` (steps.lib.history's columns; a resumed trainer puts those of
+    the epochs done before in first)."""
 
-    def __init__(self, epochs: int) -> None:
+    def __init__(self, epochs: int, stream: TextIO | None = None) -> None:
         super().__init__()
         self.epochs = epochs
+        self.stream = stream
         self.started = time.monotonic()
+        self.history = no_epochs()
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         self.started = time.monotonic()
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
-        metrics = " ".join(f"{name} {value:.4f}" for name, value in (logs or {}).items())
+        logs = logs or {}
+        metrics = " ".join(f"{name} {value:.4f}" for name, value in logs.items())
         elapsed = time.monotonic() - self.started
+        if {"loss", "accuracy"} <= set(logs):
+            add_epoch(self.history, logs)
         print(
             f"epoch {epoch + 1}/{self.epochs}: {metrics} ({elapsed:.1f} s)",
-            file=sys.stderr,
+            file=self.stream or sys.stderr,
             flush=True,
         )
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from steps.lib.errors import StepError
+from steps.lib.history import MAX_HISTORY_BYTES, read_history
 from steps.lib.model_file import MAX_MODEL_BYTES
 from steps.lib.published import (
     MAX_FILE_BYTES,
@@ -24,6 +25,8 @@ MODEL_FILE = "model.h5"
 METRICS_FILE = "metrics.json"
 RUN_FILE = "run.json"
 CONFUSION_FILE = "confusion.png"
+HISTORY_FILE = "history.json"  # the training history, round by round (steps.lib.history)
+HISTORY_PLOT = "history.png"  # the same, drawn (steps.lib.history_plot)
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,12 @@ def read_model(store: ArtifactStore, run: str) -> bytes:
             f"run {run}: {MODEL_FILE} is over {MAX_MODEL_BYTES} bytes, not a model of this project"
         )
     return data
+
+
+def read_run_history(store: ArtifactStore, folder: str) -> dict | None:
+    """The history.json in `folder`, read up to its bound and checked (None when there is none);
+    StepError if it cannot be read or fails the checks."""
+    return read_history(store.read_head(in_folder(folder, HISTORY_FILE), MAX_HISTORY_BYTES))
 
 
 def card_of(store: ArtifactStore, run: str) -> dict | None:

@@ -30,7 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from workflows.local.engines import DeadlineExceeded, EngineError, Invocation
+from workflows.local.engines import (
+    OUTPUT_DRAIN_SECONDS,
+    DeadlineExceeded,
+    EngineError,
+    Invocation,
+    relay_output,
+)
 
 ARGO_RUN_DIR = PurePosixPath("/var/run/argo")  # Argo's shared volume (common.VarRunArgoPath)
 PASSED_THROUGH = (
@@ -168,13 +174,15 @@ class ContainerEngine:
             log.flush()
             # start --attach returns the container's exit code; a session of its own, so Ctrl-C in a
             # terminal reaches the runner, which stops containers through stop_all.
+            # attached without a terminal, the engine keeps the container's two streams apart
             process = subprocess.Popen(
                 [self.program, "start", "--attach", container],
-                stdout=log,
-                stderr=subprocess.STDOUT,
+                stdout=subprocess.PIPE,
+                stderr=log,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
+            relay = relay_output(process, log, invocation.on_output)
             try:
                 code = process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -182,6 +190,7 @@ class ContainerEngine:
                 process.wait()
                 raise DeadlineExceeded(invocation.name) from None
             finally:
+                relay.join(OUTPUT_DRAIN_SECONDS)
                 self._copy_outputs(invocation, container)
             with self._lock:
                 stopped = container in self._stopped

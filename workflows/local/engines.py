@@ -3,7 +3,8 @@
 The runner prepares an `Invocation` (the resolved command line, and a folder on this machine standing for the
 container's working directory, with the input artifacts already placed in it as Argo's executor places them);
 an engine runs it and leaves the outputs in that folder. Argo's `wait` container reads outputs the same way,
-whatever the exit code.
+whatever the exit code. Both streams go to the attempt's log, as to a pod's; each line of stdout, what a
+step says to the person watching, is also handed to the runner as it comes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Protocol
@@ -21,6 +23,9 @@ import steps
 
 PROJECT_ROOT = Path(steps.__file__).resolve().parents[1]
 STOP_GRACE_SECONDS = 5.0
+# After the step ends, how long its stdout may stay open (a child it left behind holds the pipe)
+# before the runner stops reading it.
+OUTPUT_DRAIN_SECONDS = 5.0
 
 
 class DeadlineExceeded(Exception):
@@ -51,6 +56,7 @@ class Invocation:
     # paths of this machine the step names on its command line (a folder store, a local data file),
     # made visible at the same path: (path, writable)
     mounts: tuple[tuple[Path, bool], ...] = ()
+    on_output: Callable[[str], None] | None = None  # each stdout line as it comes, without its \n
 
     def host_path(self, path: PurePosixPath | str) -> Path:
         """Where a container path lives on this machine: under host_dir for paths under working_dir,
@@ -104,12 +110,13 @@ class ProcessEngine:
         process = subprocess.Popen(
             command,
             cwd=invocation.host_dir,
-            stdout=log,
-            stderr=subprocess.STDOUT,
+            stdout=subprocess.PIPE,
+            stderr=log,
             stdin=subprocess.DEVNULL,
             env=environment,
             start_new_session=True,
         )
+        relay = relay_output(process, log, invocation.on_output)
         with self._lock:
             self._running.add(process)
         try:
@@ -118,6 +125,7 @@ class ProcessEngine:
             stop_process(process)
             raise DeadlineExceeded(invocation.name) from None
         finally:
+            relay.join(OUTPUT_DRAIN_SECONDS)
             with self._lock:
                 self._running.discard(process)
 
@@ -126,6 +134,26 @@ class ProcessEngine:
             processes = list(self._running)
         for process in processes:
             stop_process(process)
+
+
+def relay_output(
+    process: subprocess.Popen, log: IO[str], on_line: Callable[[str], None] | None
+) -> threading.Thread:
+    """Copy `process`'s stdout (a pipe) into `log` line by line as it comes, handing each line to
+    `on_line` too; the thread ends when the pipe closes."""
+
+    def copy() -> None:
+        for raw in iter(process.stdout.readline, b""):
+            line = raw.decode(errors="replace")
+            log.write(line if line.endswith("\n") else line + "\n")
+            log.flush()
+            if on_line is not None:
+                on_line(line.rstrip("\r\n"))
+        process.stdout.close()
+
+    thread = threading.Thread(target=copy, name="step-output", daemon=True)
+    thread.start()
+    return thread
 
 
 def container_exit_code(returncode: int) -> int:

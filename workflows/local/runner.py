@@ -9,7 +9,8 @@ from Argo"):
   decided in processNodeRetries' order (workflows/local/retries.py), template and workflow activeDeadlineSeconds end a
   try as Failed;
 - artifacts are loaded and saved as argoexec does, outputs whatever the exit code (workflows/local/artifacts.py);
-- steps report progress through ARGO_PROGRESS_FILE (workflows/local/progress.py);
+- steps report progress through ARGO_PROGRESS_FILE (workflows/local/progress.py), and what a step prints to
+  stdout is shown as it comes, after the task's name (on a cluster: its pod's log, `argo logs`);
 - ready tries start in order while they fit, as the scheduler places pods by their requests: at most
   `parallelism` at once and their memory requests within the memory free at the start;
 - a spec Argo would refuse (workflows/lint/documents.py) does not run here either.
@@ -67,6 +68,7 @@ MAX_PARALLELISM = 64  # at most this many tries at once, whatever --parallelism 
 TRIES_PER_CORE = 2  # without --parallelism: a few more tries than cores keep the cores busy
 POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 SUMMARY_FILE = "summary.json"
+MAX_SHOWN_LINE = 400  # characters of a step's stdout line shown as the run goes (the log keeps all)
 
 
 @dataclass
@@ -590,6 +592,7 @@ class LocalRunner:
             memory_limit=limits.get("memory"),
             network=any("://" in part for part in command),
             mounts=_host_paths(command),
+            on_output=lambda line: self._say(f"{node.name}: {line[:MAX_SHOWN_LINE]}"),
         )
 
     def _thread_environment(self) -> dict[str, str]:

@@ -137,7 +137,8 @@ class PipelineSettings:
     )
     limit: int = setting(
         defaults.LIMIT,
-        "train on only this many samples (0 = all 60000), for quick runs",
+        f"train on only this many samples (0 = all: 60000 less the {defaults.VALIDATION} held out "
+        "to score each round), for quick runs",
         non_negative_int,
     )
     seed: int = setting(

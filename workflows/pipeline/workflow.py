@@ -6,7 +6,9 @@
 Artifacts are key-only GCS artifacts: the cluster's default artifact repository supplies the bucket, and
 every key starts with the run's name, so runs never collide. The fan-out takes its shard ids at run time
 (`withParam`), so `workers` stays a runtime parameter; Argo shows shard i of round r as
-`train-round-r(i:i)`. What only matters on a cluster (sizes, deadlines, names) comes from cluster.py.
+`train-round-r(i:i)`. Each round's aggregate adds the round to the run's training history (the one init
+starts, the previous round's after that), which the Argo UI shows as that node's artifacts and publish
+carries with the model. What only matters on a cluster (sizes, deadlines, names) comes from cluster.py.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from functools import partial
 from hera.workflows import DAG, Container, Gauge, Label, Parameter, Workflow
 from hera.workflows import models as m
 
-from steps.lib.registry import CONFUSION_FILE, METRICS_FILE
+from steps.lib.registry import CONFUSION_FILE, HISTORY_FILE, HISTORY_PLOT, METRICS_FILE
 from workflows.pipeline import cluster
 from workflows.pipeline.settings import PipelineSettings, declared, option_name
 from workflows.pipeline.templates import (
@@ -36,11 +38,18 @@ RUN = "{{workflow.name}}"
 SHARD, ROUND = param("shard"), param("round")
 ROUND_MODELS = f"{RUN}/round-{ROUND}/models"
 INIT_MODEL = f"{RUN}/init/model.h5"
+INIT_HISTORY = f"{RUN}/init/{HISTORY_FILE}"
+VALIDATION = f"{RUN}/validation.npz"
 
 
 def round_model(round_number: int | str) -> str:
     """Where round r's averaged model is kept."""
     return f"{RUN}/round-{round_number}/model.h5"
+
+
+def round_history(round_number: int | str, name: str = HISTORY_FILE) -> str:
+    """Where the history up to round r is kept (`name`: the file or its picture)."""
+    return f"{RUN}/round-{round_number}/{name}"
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,7 @@ def split_step(step: StepFactory) -> Container:
         writes=[
             Write.folder("shards", "--shards-dir", "out/shards", f"{RUN}/shards"),
             Write.file("test", "--test-out", "out/test.npz", f"{RUN}/test.npz"),
+            Write.file("validation", "--validation-out", "out/validation.npz", VALIDATION),
             Write.parameter("shard-ids", "--ids-out", "out/shard-ids.json"),
             Write.parameter("shard-sizes", "--sizes-out", "out/shard-sizes.json"),
         ],
@@ -95,7 +105,10 @@ def init_step(step: StepFactory) -> Container:
     return step(
         "init",
         options={"--seed": workflow_param("seed")},
-        writes=[Write.file("model", "--out", "out/model.h5", INIT_MODEL)],
+        writes=[
+            Write.file("model", "--out", "out/model.h5", INIT_MODEL),
+            Write.file("history", "--history-out", f"out/{HISTORY_FILE}", INIT_HISTORY),
+        ],
     )
 
 
@@ -125,14 +138,31 @@ def train_step(step: StepFactory, rounds: int) -> Container:
 
 
 def aggregate_step(step: StepFactory) -> Container:
+    """One round's FedAvg; it scores the average on split's held-out digits and adds the round to the
+    history it starts from (`start-history`), whose file and picture the Argo UI shows."""
     return step(
         "aggregate",
-        parameters=["round", "shards"],
-        options={"--shards": param("shards"), "--min-workers": workflow_param("min-workers")},
-        reads=[Read.folder("models", "--models-dir", "in/models", ROUND_MODELS)],
+        parameters=["round", "shards", "start-history"],
+        options={
+            "--shards": param("shards"),
+            "--min-workers": workflow_param("min-workers"),
+            "--round": ROUND,
+        },
+        reads=[
+            Read.folder("models", "--models-dir", "in/models", ROUND_MODELS),
+            Read.file("validation", "--validation", "in/validation.npz", VALIDATION),
+            Read.file("history", "--history", f"in/{HISTORY_FILE}", param("start-history")),
+        ],
         writes=[
             Write.file("model", "--out", "out/model.h5", round_model(ROUND)),
             Write.parameter("missing-shards", "--missing-out", "out/missing.txt"),
+            Write.file("history", "--history-out", f"out/{HISTORY_FILE}", round_history(ROUND)),
+            Write.file(
+                "history-plot",
+                "--plot-out",
+                f"out/{HISTORY_PLOT}",
+                round_history(ROUND, HISTORY_PLOT),
+            ),
         ],
     )
 
@@ -193,6 +223,13 @@ def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
             Read.file(
                 "confusion", "--attach", f"in/{CONFUSION_FILE}", f"{EVALUATION}/{CONFUSION_FILE}"
             ),
+            Read.file("history", "--attach", f"in/{HISTORY_FILE}", round_history(settings.rounds)),
+            Read.file(
+                "history-plot",
+                "--attach",
+                f"in/{HISTORY_PLOT}",
+                round_history(settings.rounds, HISTORY_PLOT),
+            ),
         ],
         writes=[
             Write.parameter("served", "--served-out", "out/served.txt"),
@@ -209,7 +246,7 @@ def build_workflow(settings: PipelineSettings) -> Workflow:
             split, init = steps.split(), steps.init()
             shard_ids = split.get_parameter("shard-ids")
             shard_sizes = split.get_parameter("shard-sizes")
-            ready, model, missing = [split, init], INIT_MODEL, {}
+            ready, model, missing, history = [split, init], INIT_MODEL, {}, INIT_HISTORY
             for r in range(1, settings.rounds + 1):
                 trained = steps.train(
                     name=f"train-round-{r}",
@@ -218,12 +255,16 @@ def build_workflow(settings: PipelineSettings) -> Workflow:
                 )
                 averaged = steps.aggregate(  # weighs each model by its shard's size, from split
                     name=f"aggregate-round-{r}",
-                    arguments={"round": str(r), "shards": shard_sizes.value},
+                    arguments={
+                        "round": str(r),
+                        "shards": shard_sizes.value,
+                        "start-history": history,
+                    },
                 )
                 ready >> trained
                 # once every trainer has ended, however: aggregate decides against --min-workers
                 trained.next(averaged, on=ENDED)
-                ready, model = [averaged], round_model(r)
+                ready, model, history = [averaged], round_model(r), round_history(r)
                 missing[str(r)] = str(averaged.get_parameter("missing-shards").value)
             scored = steps.evaluate(
                 arguments={"model": model, "missing-shards": json.dumps(missing)}
