@@ -1,4 +1,5 @@
-"""Shared fixtures: the real MNIST file beside the project, small slices of it, and a GCS emulator."""
+"""Shared fixtures: the real MNIST file (MNIST_SOURCE, else tests/reference's), small slices of it, and a
+GCS emulator."""
 
 from __future__ import annotations
 
@@ -11,17 +12,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from steps.lib import defaults
+from steps.lib.errors import StepError
+from steps.lib.mnist import fetch_source
+from tests.reference import required
 from tests.support.ci_strict import pytest_runtest_makereport  # noqa: F401  (on CI a skip fails)
-from tests.support.project import ROOT, free_port, wait_for_port
-
-MNIST = Path(os.environ.get("MNIST_NPZ", ROOT.parent / "shared" / "data" / "mnist.npz"))
+from tests.support.project import free_port, wait_for_port
 
 
 @pytest.fixture(scope="session")
 def mnist_path() -> Path:
-    if not MNIST.is_file():
-        pytest.fail(f"MNIST not found at {MNIST}; set MNIST_NPZ to a Keras-layout mnist.npz")
-    return MNIST
+    """The file MNIST_SOURCE names (a path, URL or gs:// URI, as for the steps), else the reference one."""
+    source = os.environ.get(defaults.SOURCE_ENV, "").strip()
+    if not source:
+        return required("mnist")
+    try:
+        return fetch_source(source)
+    except StepError as error:
+        pytest.fail(f"{defaults.SOURCE_ENV}={source}: {error}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
