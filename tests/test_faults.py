@@ -16,7 +16,7 @@ import pytest
 
 from steps.lib.registry import LATEST_KEY, latest_run, published_at, run_prefix
 from steps.lib.storage import open_store
-from tests.support.project import SUBMIT, local_run
+from tests.support.project import FIXTURE_SEED, SUBMIT, local_run
 from workflows.local.runner import LocalRunner
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
@@ -93,6 +93,8 @@ def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path
         "1",
         "--limit",
         "5000",
+        "--seed",
+        str(FIXTURE_SEED),
     ]
     undisturbed = subprocess.run(
         [
@@ -156,6 +158,7 @@ def small_settings(source: Path, **changes: object) -> PipelineSettings:
         limit=1500,
         source=str(source),
         retry_backoff="0s",
+        seed=FIXTURE_SEED,
         **changes,
     )
 
