@@ -19,6 +19,19 @@ from tests.reference import required
 from tests.support.ci_strict import pytest_runtest_makereport  # noqa: F401  (on CI a skip fails)
 from tests.support.project import free_port, wait_for_port
 
+# A test that uses one of these fixtures (or one built on them) trains a model or starts a server or
+# a browser: it is marked `slow` here, so `make test-fast` leaves it out (docs/contributing.md).
+SLOW_FIXTURES = {"digit_model", "gcs_emulator", "browser", "server"}
+CLUSTER_TESTS = Path(__file__).parent / "cluster"  # every test under tests/cluster/ is `cluster`
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        if item.path.is_relative_to(CLUSTER_TESTS):
+            item.add_marker(pytest.mark.cluster)
+
 
 @pytest.fixture(scope="session")
 def mnist_path() -> Path:

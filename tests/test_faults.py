@@ -21,6 +21,8 @@ from workflows.local.runner import LocalRunner
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
 
+pytestmark = pytest.mark.slow  # every test runs the pipeline or its steps, and breaks them
+
 
 def tagged_processes(tag: str) -> list[int]:
     """Live processes whose environment carries `tag` (the runner's children inherit it)."""

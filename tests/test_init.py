@@ -147,6 +147,7 @@ def test_weights_are_drawn_as_keras_initialises_them(tmp_path: Path) -> None:
         assert ours.std() == pytest.approx(theirs.std(), rel=0.1)
 
 
+@pytest.mark.slow  # trains
 def test_a_model_trained_from_it_learns(tmp_path: Path, mnist_path: Path) -> None:
     trainset, testset = load_mnist(mnist_path)
     write_shard(tmp_path / "shard.npz", trainset.take(np.arange(600)))

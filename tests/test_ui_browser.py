@@ -1,6 +1,8 @@
-"""A real browser on the running page: headless Chromium (Debian's package) driven by Playwright.
+"""A real browser on the running page: headless Chromium driven by Playwright.
 
-Required, not optional: without /usr/bin/chromium these tests fail (`.ci/run` installs it).
+Debian's Chromium (/usr/bin/chromium) when installed, else Playwright's own where `python -m playwright
+install chromium` put it (`make test` tries that). Required, not optional: with neither, these tests
+fail with the one line that says what to install (`.ci/run` installs Debian's).
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ from tests.support.project import ROOT, free_port, wait_for_port
 from ui.decode import MAX_CONCURRENT_DECODES, MAX_SCANS, MB
 from ui.uploads import MAX_SESSION_BYTES
 
-CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = (
+    pytest.mark.slow
+)  # every test starts the page's server, Chromium or Playwright's driver
+
+DEBIAN_CHROMIUM = Path("/usr/bin/chromium")
+NO_CHROMIUM = (
+    "no Chromium for the browser tests: install Debian's (apt-get install chromium) "
+    "or Playwright's (python -m playwright install chromium)"
+)
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -95,15 +105,23 @@ def server(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         yield page
 
 
+def chromium_program(playwright: object, debian: Path = DEBIAN_CHROMIUM) -> Path:
+    """Debian's Chromium, else Playwright's own build if installed; fails the test in one line if neither."""
+    if debian.is_file():
+        return debian
+    own = Path(playwright.chromium.executable_path)
+    if own.is_file():
+        return own
+    pytest.fail(NO_CHROMIUM, pytrace=False)
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    if not CHROMIUM.is_file():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+            executable_path=str(chromium_program(playwright)), args=CHROMIUM_ARGS, headless=True
         )
         try:
             yield chromium
@@ -283,3 +301,40 @@ def test_store_text_reaches_the_browser_as_text(
         assert page.locator('a[href*="evil.example"]').count() == 0
         assert not [url for url in fetched if url.startswith(BEACON)]
         page.close()
+
+
+# --- which Chromium: Debian's, else Playwright's, else one line (no browser is started) ---
+
+
+@pytest.fixture
+def playwright_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """Playwright whose own browsers live under an empty folder (PLAYWRIGHT_BROWSERS_PATH)."""
+    from playwright.sync_api import sync_playwright
+
+    monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path / "browsers"))
+    with sync_playwright() as playwright:
+        yield playwright
+
+
+def test_debian_chromium_comes_first(playwright_in: object, tmp_path: Path) -> None:
+    debian = tmp_path / "chromium"
+    debian.write_text("")
+    assert chromium_program(playwright_in, debian) == debian
+
+
+def test_playwrights_own_chromium_is_used_without_debians(
+    playwright_in: object, tmp_path: Path
+) -> None:
+    own = Path(playwright_in.chromium.executable_path)
+    assert own.is_relative_to(tmp_path / "browsers")
+    own.parent.mkdir(parents=True)
+    own.write_text("")  # where `python -m playwright install chromium` puts it
+    assert chromium_program(playwright_in, tmp_path / "no-chromium") == own
+
+
+def test_without_any_chromium_the_browser_tests_fail_saying_what_to_install(
+    playwright_in: object, tmp_path: Path
+) -> None:
+    with pytest.raises(pytest.fail.Exception) as failed:
+        chromium_program(playwright_in, tmp_path / "no-chromium")
+    assert str(failed.value) == NO_CHROMIUM

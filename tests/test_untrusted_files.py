@@ -325,6 +325,7 @@ DIVERGENCE = {
 }
 
 
+@pytest.mark.slow  # trains
 @pytest.mark.parametrize("case", list(DIVERGENCE))
 def test_a_diverging_trainer_says_so_in_one_line_and_writes_nothing(
     tmp_path: Path, small_mnist: Path, capsys, case: str
