@@ -20,8 +20,9 @@ from tests.support.ci_strict import pytest_runtest_makereport  # noqa: F401  (on
 from tests.support.project import free_port, wait_for_port
 
 # A test that uses one of these fixtures (or one built on them) trains a model or starts a server or
-# a browser: it is marked `slow` here, so `make test-fast` leaves it out (docs/contributing.md).
-SLOW_FIXTURES = {"digit_model", "gcs_emulator", "browser", "server"}
+# a browser: it is marked `slow` here, so `make test-fast` leaves it out (docs/contributing.md). `serve`
+# starts the Argo Server double (tests/test_argo_submit.py).
+SLOW_FIXTURES = {"digit_model", "gcs_emulator", "browser", "server", "serve"}
 CLUSTER_TESTS = Path(__file__).parent / "cluster"  # every test under tests/cluster/ is `cluster`
 
 

@@ -25,10 +25,8 @@ import pytest
 import requests
 from PIL import Image
 
-from bench.photos import photo
-from steps.lib.mnist import load_mnist
 from steps.lib.registry import LATEST_KEY, run_prefix
-from tests.support.page import FIRST_RUN, SURE, progressive_jpeg
+from tests.support.page import FIRST_RUN, SURE, progressive_jpeg, uneven_light_photo
 from tests.support.project import ROOT, free_port, wait_for_port
 from ui.decode import MAX_CONCURRENT_DECODES, MAX_SCANS, MB
 from ui.uploads import MAX_SESSION_BYTES
@@ -192,9 +190,7 @@ def unevenness(data: bytes) -> float:
 def test_a_photo_under_uneven_light_is_read_off_the_page(
     browser: object, server: Server, mnist_path: Path, tmp_path: Path
 ) -> None:
-    _, test = load_mnist(mnist_path)
-    digit, label = test.x[3], int(test.y[3])  # a 0
-    data = photo(digit, seed=6, size=(1600, 1200))  # a shadow over part of the sheet, a gradient
+    data, label = uneven_light_photo(mnist_path)
     assert unevenness(data) > 1.6, unevenness(data)
     path = tmp_path / "uneven.jpg"
     path.write_bytes(data)
