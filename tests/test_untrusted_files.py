@@ -776,6 +776,7 @@ def run_trainer(inputs: dict, out: Path, capsys) -> str:
     return error
 
 
+@pytest.mark.slow  # trains
 @pytest.mark.parametrize(
     ("record", "why"),
     [
@@ -808,6 +809,7 @@ def test_a_forged_checkpoint_is_ignored_and_training_runs(
     assert not all(np.array_equal(a, b) for a, b in zip(trained, start, strict=True))
 
 
+@pytest.mark.slow  # trains
 def test_a_checkpoint_with_nan_weights_is_ignored(trainer_inputs: dict, tmp_path: Path, capsys):
     from steps.lib.model_file import read_weights
 
