@@ -20,9 +20,10 @@ from tests.support.ci_strict import pytest_runtest_makereport  # noqa: F401  (on
 from tests.support.project import free_port, wait_for_port
 
 # A test that uses one of these fixtures (or one built on them) trains a model or starts a server or
-# a browser: it is marked `slow` here, so `make test-fast` leaves it out (docs/contributing.md). `serve`
-# starts the Argo Server double (tests/test_argo_submit.py).
-SLOW_FIXTURES = {"digit_model", "gcs_emulator", "browser", "server", "serve"}
+# a browser, or builds the wheel: it is marked `slow` here, so `make test-fast` leaves it out
+# (docs/contributing.md). `serve` starts the Argo Server double (tests/test_argo_submit.py), `wheel`
+# builds the project's wheel (tests/test_infra_image.py).
+SLOW_FIXTURES = {"digit_model", "gcs_emulator", "browser", "server", "serve", "wheel"}
 CLUSTER_TESTS = Path(__file__).parent / "cluster"  # every test under tests/cluster/ is `cluster`
 
 

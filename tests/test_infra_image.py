@@ -277,7 +277,6 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-@pytest.mark.slow  # builds the project's wheel
 def test_wheel_holds_every_package_the_images_run(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for package in PACKAGES:
