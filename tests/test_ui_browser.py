@@ -31,10 +31,6 @@ from tests.support.project import ROOT, free_port, wait_for_port
 from ui.decode import MAX_CONCURRENT_DECODES, MAX_SCANS, MB
 from ui.uploads import MAX_SESSION_BYTES
 
-pytestmark = (
-    pytest.mark.slow
-)  # every test starts the page's server, Chromium or Playwright's driver
-
 DEBIAN_CHROMIUM = Path("/usr/bin/chromium")
 NO_CHROMIUM = (
     "no Chromium for the browser tests: install Debian's (apt-get install chromium) "
@@ -103,13 +99,12 @@ def server(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         yield page
 
 
-def chromium_program(playwright: object, debian: Path = DEBIAN_CHROMIUM) -> Path:
-    """Debian's Chromium, else Playwright's own build if installed; fails the test in one line if neither."""
-    if debian.is_file():
-        return debian
-    own = Path(playwright.chromium.executable_path)
-    if own.is_file():
-        return own
+def chromium_program(playwrights: Path, debian: Path = DEBIAN_CHROMIUM) -> Path:
+    """Debian's Chromium, else Playwright's own build (`playwrights`: where `python -m playwright
+    install chromium` puts it) if installed; fails the test in one line if neither."""
+    for program in (debian, playwrights):
+        if program.is_file():
+            return program
     pytest.fail(NO_CHROMIUM, pytrace=False)
 
 
@@ -119,7 +114,9 @@ def browser() -> Iterator[object]:
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(
-            executable_path=str(chromium_program(playwright)), args=CHROMIUM_ARGS, headless=True
+            executable_path=str(chromium_program(Path(playwright.chromium.executable_path))),
+            args=CHROMIUM_ARGS,
+            headless=True,
         )
         try:
             yield chromium
@@ -302,35 +299,22 @@ def test_store_text_reaches_the_browser_as_text(
 # --- which Chromium: Debian's, else Playwright's, else one line (no browser is started) ---
 
 
-@pytest.fixture
-def playwright_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
-    """Playwright whose own browsers live under an empty folder (PLAYWRIGHT_BROWSERS_PATH)."""
-    from playwright.sync_api import sync_playwright
-
-    monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path / "browsers"))
-    with sync_playwright() as playwright:
-        yield playwright
+def test_debian_chromium_comes_first(tmp_path: Path) -> None:
+    debian, own = tmp_path / "chromium", tmp_path / "ms-playwright" / "chrome"
+    for program in (debian, own):
+        program.parent.mkdir(parents=True, exist_ok=True)
+        program.write_text("")
+    assert chromium_program(own, debian) == debian
 
 
-def test_debian_chromium_comes_first(playwright_in: object, tmp_path: Path) -> None:
-    debian = tmp_path / "chromium"
-    debian.write_text("")
-    assert chromium_program(playwright_in, debian) == debian
+def test_playwrights_own_chromium_is_used_without_debians(tmp_path: Path) -> None:
+    own = tmp_path / "ms-playwright" / "chrome"
+    own.parent.mkdir()
+    own.write_text("")
+    assert chromium_program(own, tmp_path / "no-chromium") == own
 
 
-def test_playwrights_own_chromium_is_used_without_debians(
-    playwright_in: object, tmp_path: Path
-) -> None:
-    own = Path(playwright_in.chromium.executable_path)
-    assert own.is_relative_to(tmp_path / "browsers")
-    own.parent.mkdir(parents=True)
-    own.write_text("")  # where `python -m playwright install chromium` puts it
-    assert chromium_program(playwright_in, tmp_path / "no-chromium") == own
-
-
-def test_without_any_chromium_the_browser_tests_fail_saying_what_to_install(
-    playwright_in: object, tmp_path: Path
-) -> None:
+def test_without_any_chromium_the_browser_tests_fail_saying_what_to_install(tmp_path: Path) -> None:
     with pytest.raises(pytest.fail.Exception) as failed:
-        chromium_program(playwright_in, tmp_path / "no-chromium")
+        chromium_program(tmp_path / "no-playwright-chrome", tmp_path / "no-chromium")
     assert str(failed.value) == NO_CHROMIUM
