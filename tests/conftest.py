@@ -44,7 +44,8 @@ def mnist_path() -> Path:
     try:
         return fetch_source(source)
     except StepError as error:
-        pytest.fail(f"{defaults.SOURCE_ENV}={source}: {error}", pytrace=False)
+        reason = f"{defaults.SOURCE_ENV}={source}: {error}"
+    pytest.fail(reason, pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -124,4 +124,5 @@ def required(name: str) -> Path:
     try:
         return reference_file(name)
     except ReferenceUnavailable as error:
-        pytest.fail(str(error), pytrace=False)
+        reason = str(error)
+    pytest.fail(reason, pytrace=False)  # outside the handler: the line alone, no chained traceback
