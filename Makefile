@@ -7,11 +7,14 @@ RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 # The page's port: make run PORT=8600, make page PORT=8600
 PORT ?= 8501
-# Use a local copy of mnist.npz where the project's CI keeps one; otherwise the steps download it.
+# Use a local copy of mnist.npz where the project's CI keeps one; otherwise the steps download it. The
+# tests read the same file; without one they fetch their reference files from pinned URLs
+# (tests/reference/files.toml; REFERENCE_MIRROR=http://host:port to fetch the same paths elsewhere).
 MNIST_SOURCE ?= $(wildcard ../shared/data/mnist.npz)
 export MNIST_SOURCE
 
-.PHONY: setup setup-run run pipeline page test test-containers images lint format clean bench mutation mutation-sample
+.PHONY: setup setup-run run pipeline page test test-fast browser test-containers images lint format clean \
+	bench mutation mutation-sample
 
 setup: $(DEV_STAMP)  ## the runtime and the test tools (pytest, ruff, Playwright, mutmut, ...)
 
@@ -46,9 +49,18 @@ page: setup-run  ## serve the page on the published model, without training (POR
 bench: setup  ## every contender on full MNIST against the targets, printed met or not (about 20 minutes)
 	$(BIN)/python -m bench.run $(BENCH_FLAGS)
 
-test: setup  ## lint, then the whole test suite (but the container tests)
+test: setup browser  ## lint, then the whole test suite (but the container and cluster tests)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+test-fast: setup  ## lint, then the tests that train nothing and start no server or browser (under 2 minutes)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -m 'not slow and not containers and not cluster'
+
+# The browser tests drive Debian's Chromium where it is installed, else Playwright's own build.
+browser: setup  ## Playwright's Chromium, unless Debian's is installed (apt-get install chromium)
+	@test -x /usr/bin/chromium || $(BIN)/python -m playwright install chromium \
+		|| echo "no Chromium: the browser tests will fail; apt-get install chromium, or retry online"
 
 # The images and the container tests need podman or docker (infra/docker/install-podman.sh sets podman up).
 # ENGINE=podman|docker to choose; BASE_IMAGE=... for another base (default: the official python image, or

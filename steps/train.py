@@ -16,7 +16,6 @@ from steps.lib.bounded_json import to_json
 from steps.lib.entry_point import run
 from steps.lib.errors import StepError
 from steps.lib.input_files import require_file
-from steps.lib.model_file import check_finite
 from steps.lib.progress import from_environment
 from steps.lib.schedule import round_learning_rate
 from steps.lib.shards import read_shard
@@ -81,6 +80,7 @@ def main(args: argparse.Namespace) -> None:
             BatchProgress,
             EpochLogger,
             compile_model,
+            diverged,
             keras,
             load_model,
             training_batches,
@@ -150,13 +150,11 @@ def main(args: argparse.Namespace) -> None:
         elif progress:
             progress.finish()
         final = {name: value for name, value in final.items() if name in METRICS}
-        if not all(math.isfinite(value) for value in final.values()):
+        if diverged(final, model):
             raise StepError(
-                f"training diverged on {args.shard} (metrics {final}); try a smaller --learning-rate"
+                f"training diverged on {args.shard}: its loss or weights became NaN or infinite; "
+                "try a smaller --learning-rate"
             )
-        check_finite(
-            model.get_weights(), f"{args.out}: training diverged (try a smaller --learning-rate)"
-        )
         write_model(model, model_out)
         history = logger.history if every_epoch else None
         stats_out.write_text(stats(len(shard), args.epochs, final, history))

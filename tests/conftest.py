@@ -1,4 +1,5 @@
-"""Shared fixtures: the real MNIST file beside the project, small slices of it, and a GCS emulator."""
+"""Shared fixtures: the real MNIST file (MNIST_SOURCE, else tests/reference's), small slices of it, and a
+GCS emulator."""
 
 from __future__ import annotations
 
@@ -11,17 +12,40 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from steps.lib import defaults
+from steps.lib.errors import StepError
+from steps.lib.mnist import fetch_source
+from tests.reference import required
 from tests.support.ci_strict import pytest_runtest_makereport  # noqa: F401  (on CI a skip fails)
-from tests.support.project import ROOT, free_port, wait_for_port
+from tests.support.project import free_port, wait_for_port
 
-MNIST = Path(os.environ.get("MNIST_NPZ", ROOT.parent / "shared" / "data" / "mnist.npz"))
+# A test that uses one of these fixtures (or one built on them) trains a model or starts a server or
+# a browser, or builds the wheel: it is marked `slow` here, so `make test-fast` leaves it out
+# (docs/contributing.md). `serve` starts the Argo Server double (tests/test_argo_submit.py), `wheel`
+# builds the project's wheel (tests/test_infra_image.py).
+SLOW_FIXTURES = {"digit_model", "gcs_emulator", "browser", "server", "serve", "wheel"}
+CLUSTER_TESTS = Path(__file__).parent / "cluster"  # every test under tests/cluster/ is `cluster`
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        if item.path.is_relative_to(CLUSTER_TESTS):
+            item.add_marker(pytest.mark.cluster)
 
 
 @pytest.fixture(scope="session")
 def mnist_path() -> Path:
-    if not MNIST.is_file():
-        pytest.fail(f"MNIST not found at {MNIST}; set MNIST_NPZ to a Keras-layout mnist.npz")
-    return MNIST
+    """The file MNIST_SOURCE names (a path, URL or gs:// URI, as for the steps), else the reference one."""
+    source = os.environ.get(defaults.SOURCE_ENV, "").strip()
+    if not source:
+        return required("mnist")
+    try:
+        return fetch_source(source)
+    except StepError as error:
+        reason = f"{defaults.SOURCE_ENV}={source}: {error}"
+    pytest.fail(reason, pytrace=False)
 
 
 @pytest.fixture(scope="session")

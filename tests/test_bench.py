@@ -424,6 +424,7 @@ def tiny_run(source: Path, **flags: object) -> list[str]:
     return [f"--{name.replace('_', '-')}={value}" for name, value in values.items()]
 
 
+@pytest.mark.slow  # trains
 def test_centralized_training_stops_at_its_target(small_mnist: Path, capsys) -> None:
     from bench import centralized
 
@@ -435,6 +436,7 @@ def test_centralized_training_stops_at_its_target(small_mnist: Path, capsys) -> 
     assert len(lines) == 1 and lines[0]["epoch"] == 1 and lines[0]["accuracy"] >= 0.05
 
 
+@pytest.mark.slow  # trains
 def test_the_simulation_averages_rounds_until_the_target(small_mnist: Path, capsys) -> None:
     from bench import fedavg
 

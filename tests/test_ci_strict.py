@@ -61,6 +61,7 @@ def run_pytest(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # pytest in a fresh process
 @pytest.mark.parametrize("ci", ["true"])
 def test_on_ci_a_skip_is_a_failure(tmp_path: Path, ci: str) -> None:
     result = run_pytest(tmp_path, ci)
@@ -73,6 +74,7 @@ def test_on_ci_a_skip_is_a_failure(tmp_path: Path, ci: str) -> None:
     )
 
 
+@pytest.mark.slow  # pytest in a fresh process
 @pytest.mark.parametrize("ci", [None, "false"])
 def test_elsewhere_a_skip_stays_a_skip(tmp_path: Path, ci: str | None) -> None:
     result = run_pytest(tmp_path, ci)

@@ -16,10 +16,12 @@ import pytest
 
 from steps.lib.registry import LATEST_KEY, latest_run, published_at, run_prefix
 from steps.lib.storage import open_store
-from tests.support.project import SUBMIT, local_run
+from tests.support.project import FIXTURE_SEED, SUBMIT, local_run
 from workflows.local.runner import LocalRunner
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
+
+pytestmark = pytest.mark.slow  # every test runs the pipeline or its steps, and breaks them
 
 
 def tagged_processes(tag: str) -> list[int]:
@@ -93,6 +95,8 @@ def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path
         "1",
         "--limit",
         "5000",
+        "--seed",
+        str(FIXTURE_SEED),
     ]
     undisturbed = subprocess.run(
         [
@@ -156,6 +160,7 @@ def small_settings(source: Path, **changes: object) -> PipelineSettings:
         limit=1500,
         source=str(source),
         retry_backoff="0s",
+        seed=FIXTURE_SEED,
         **changes,
     )
 

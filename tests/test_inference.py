@@ -38,6 +38,16 @@ def keras_scores(weights: list[np.ndarray], digits: Digits) -> tuple[np.ndarray,
     return probabilities, float(loss)
 
 
+def keras_digits(ours: np.ndarray, keras: np.ndarray) -> np.ndarray:
+    """Keras's digit for each image, where its top two probabilities stand more than 2 * TOLERANCE
+    apart; where they do not, the two computations may break the near-tie either way (by the CPU's
+    rounding), and ours stands. Elsewhere ours must be Keras's (checked)."""
+    top_two = np.sort(keras, axis=1)[:, -2:]
+    decided = top_two[:, 1] - top_two[:, 0] > 2 * TOLERANCE
+    np.testing.assert_array_equal(ours.argmax(axis=1)[decided], keras.argmax(axis=1)[decided])
+    return np.where(decided, keras.argmax(axis=1), ours.argmax(axis=1))
+
+
 def test_the_evaluate_step_reports_what_keras_computes(
     digit_model: Path, test_digits: Digits, tmp_path: Path
 ) -> None:
@@ -47,13 +57,12 @@ def test_the_evaluate_step_reports_what_keras_computes(
     probabilities = inference.softmax(inference.logits(weights, test_digits.x))
     assert probabilities.dtype == np.float32
     np.testing.assert_allclose(probabilities, expected, rtol=0, atol=TOLERANCE)
-    np.testing.assert_array_equal(probabilities.argmax(axis=1), expected.argmax(axis=1))
+    predicted = keras_digits(probabilities, expected)
 
     write_shard(tmp_path / "test.npz", test_digits)
     argv = ["--model", digit_model, "--test", tmp_path / "test.npz", "--out-dir", tmp_path / "out"]
     assert run(evaluate.main, evaluate.make_parser(), [str(a) for a in argv]) == 0
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    predicted = expected.argmax(axis=1)
     assert metrics["accuracy"] == float((predicted == test_digits.y).mean())
     assert (
         metrics["confusion_matrix"] == evaluate.confusion_matrix(test_digits.y, predicted).tolist()
@@ -72,7 +81,7 @@ def test_a_confident_models_loss_is_computed_from_logits_as_keras_does(
     logits = inference.logits(weights, test_digits.x)
     probabilities = inference.softmax(logits)
     np.testing.assert_allclose(probabilities, expected, rtol=0, atol=TOLERANCE)
-    np.testing.assert_array_equal(probabilities.argmax(axis=1), expected.argmax(axis=1))
+    keras_digits(probabilities, expected)
     assert inference.cross_entropy(logits, test_digits.y) == pytest.approx(
         expected_loss, rel=0, abs=TOLERANCE
     )

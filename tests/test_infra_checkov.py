@@ -19,6 +19,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.support.kustomize import build
@@ -72,6 +73,7 @@ def public_overlay(tmp_path: Path) -> Path:
     return overlay
 
 
+@pytest.mark.slow  # checkov in its own environment, over every file
 def test_dockerfile_and_manifests_pass_checkov(tmp_path: Path) -> None:
     scanned = tmp_path / "scan"
     for folder in ("docker", "gke"):

@@ -31,9 +31,12 @@ from tests.doubles.cloud_tools import ROOT, Sandbox, make_sandbox, system_bin
 from tests.support import docs
 
 GCLOUD = shutil.which("gcloud")
-pytestmark = pytest.mark.skipif(
-    GCLOUD is None, reason="the Google Cloud CLI (gcloud) is not installed on this machine"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        GCLOUD is None, reason="the Google Cloud CLI (gcloud) is not installed on this machine"
+    ),
+    pytest.mark.slow,  # the real gcloud parses every command line: seconds each
+]
 
 # What gcloud says where a well-formed command would first need credentials to call an API.
 NO_CREDENTIALS = "You do not currently have an active account selected"

@@ -15,13 +15,14 @@ import pytest
 import yaml
 
 from steps.lib.registry import run_prefix
+from tests.reference import required
+from tests.support.argo_schema import WORKFLOW_SCHEMA
 from tests.support.kustomize import Manifest, build, identity
 from tests.support.project import ROOT
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
 
 K8S = ROOT / "infra" / "k8s"
-ARGO_SCHEMA = ROOT.parent / "shared" / "argo" / "workflow-schema.json"
 # The newest Kubernetes the validator knows, and an older minor still offered by GKE's stable channel.
 KUBERNETES_VERSIONS = [kubernetes_validate.latest_version(), "1.33.0"]
 # Settings of a rendered overlay: what infra/gke/up.sh writes for a project.
@@ -198,7 +199,7 @@ def test_rendered_overlay_points_everything_at_the_project(rendered_overlay: Pat
 def artifact_repository_validator() -> jsonschema.Draft7Validator:
     """Argo's ArtifactRepository definition, with unknown keys refused in it and its GCS block
     (Argo's schema allows any extra key, which would hide a misspelt field)."""
-    schema = json.loads(ARGO_SCHEMA.read_text())
+    schema = json.loads(required(WORKFLOW_SCHEMA).read_text())
     definitions = schema["definitions"]
     for name in ("ArtifactRepository", "GCSArtifactRepository"):
         definitions[f"io.argoproj.workflow.v1alpha1.{name}"]["additionalProperties"] = False

@@ -1,6 +1,6 @@
 """The offline lint (workflows/lint/documents.py) against Argo v4.1.2's validation.
 
-Three sources of truth: Argo's own DAG cases (../shared/argo/upstream/conformance/dag-cases.json, from
+Three sources of truth: Argo's own DAG cases (tests/reference: argo-dag-cases, made from
 workflow/validate/validate_dag_test.go), one small manifest per rule ported from
 workflow/validate/validate.go (each names the Go function it exercises), and every spec the project compiles.
 """
@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.reference import required
 from tests.support.argo_schema import WORKFLOW_SCHEMA
 from tests.support.manifests import BROKEN_LIB, ECHO, LIB, dag, manifest, only, template
-from tests.support.project import ROOT, run_python
+from tests.support.project import run_python
 from workflows.common import tags
 from workflows.lint import schema
 from workflows.lint.documents import check, main
@@ -28,7 +29,6 @@ from workflows.lint.schema import DAG_TASKS_MAX
 from workflows.pipeline.settings import MAX_ROUNDS, PipelineSettings, dag_tasks
 from workflows.pipeline.workflow import compile_template, compile_workflow
 
-CONFORMANCE = ROOT.parent / "shared" / "argo" / "upstream" / "conformance" / "dag-cases.json"
 CONTINUE_ON_FAULT = (
     "templates.pipeline cannot use 'continueOn' when using 'depends'. "
     "Instead use 'dep-task.Failed'/'dep-task.Errored'"
@@ -1072,9 +1072,7 @@ def test_rule(document: dict, expected: str | None) -> None:
 
 
 def conformance_cases() -> list[dict]:
-    if not CONFORMANCE.is_file():
-        pytest.fail(f"Argo's conformance cases are missing: {CONFORMANCE}")
-    return json.loads(CONFORMANCE.read_text())
+    return json.loads(required("argo-dag-cases").read_text())
 
 
 @pytest.mark.parametrize(
@@ -1454,11 +1452,11 @@ def test_what_the_crd_refuses_is_refused(change: Any, fault: str) -> None:
 
 @functools.cache
 def published_definitions() -> dict:
-    return json.loads(WORKFLOW_SCHEMA.read_text())["definitions"]
+    return json.loads(required(WORKFLOW_SCHEMA).read_text())["definitions"]
 
 
 def schema_at(path: str) -> dict | None:
-    """The definition in Argo's published JSON schema (../shared/argo/workflow-schema.json) that a
+    """The definition in Argo's published JSON schema (tests/reference: argo-workflow-schema) that a
     schema.py path reaches from a Workflow, or None where the schema does not describe it."""
     definitions = published_definitions()
     node: dict | None = definitions["io.argoproj.workflow.v1alpha1.Workflow"]

@@ -4,6 +4,8 @@ runs in `make mutation`, not here."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.mutation import run as mutation
 from tests.mutation import sample as mutation_sample
 from tests.support.project import ROOT, run_python
@@ -141,6 +143,7 @@ def test_a_mutant_killed_by_its_time_limit_is_listed_with_its_change() -> None:
     assert "timeout_multiplier = 9\n" in mutation.mutmut_settings("steps/lib/npz.py", [], [], 9)
 
 
+@pytest.mark.slow  # pytest in a fresh process
 def test_a_mutant_that_timed_out_is_counted_by_its_tests_run_on_their_own(
     tmp_path, monkeypatch
 ) -> None:

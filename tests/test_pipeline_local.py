@@ -22,6 +22,8 @@ from steps.lib.registry import (
 from steps.lib.storage import open_store
 from tests.support.project import ROOT, SMALL_RUN, local_run, run_submit
 
+pytestmark = pytest.mark.slow  # every test runs the pipeline
+
 # 2 workers x 1500 digits, 1 epoch: the averaged model scores ~0.85-0.9 on 10000 test digits.
 # Chance is 0.10; 0.70 leaves room for seeds while failing anything that did not learn.
 ACCURACY_FLOOR = 0.70

@@ -106,6 +106,7 @@ def test_an_output_path_that_is_a_folder_is_one_line(
     assert list((tmp_path / "out").iterdir()) == []
 
 
+@pytest.mark.slow  # a step in a fresh process, for each value
 @pytest.mark.parametrize("value", ["-1", str(2**64), "x"])
 def test_out_of_range_seeds_are_refused_by_the_parser(value: str, tmp_path: Path) -> None:
     for module in ("split", "init", "train"):
@@ -131,6 +132,7 @@ def test_a_seed_out_of_numpys_range_cannot_reach_split(small_mnist: Path, tmp_pa
 # --- train: the model first, its stats last; aggregate counts a model only with its stats
 
 
+@pytest.mark.slow  # trains
 def test_train_renames_its_model_before_its_stats(tmp_path: Path, monkeypatch, capsys) -> None:
     renamed = []
     real_replace = os.replace
@@ -232,6 +234,7 @@ def test_an_unreadable_models_folder_is_one_line(tmp_path: Path) -> None:
         assert list(out.iterdir()) == []
 
 
+@pytest.mark.slow  # TensorFlow in a fresh process
 def test_tensorflow_start_up_lines_do_not_precede_the_error_line(tmp_path: Path) -> None:
     """A step that fails after TensorFlow loaded still prints exactly one line."""
     folder = tmp_path / "m"

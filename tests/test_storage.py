@@ -10,7 +10,7 @@ from steps.lib.errors import StepError
 from steps.lib.storage import ArtifactStore, download_dir, open_store, upload_dir
 
 
-@pytest.fixture(params=["folder", "gcs"])
+@pytest.fixture(params=["folder", pytest.param("gcs", marks=pytest.mark.slow)])  # gcs: the emulator
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> ArtifactStore:
     if request.param == "folder":
         return open_store(tmp_path / "store")

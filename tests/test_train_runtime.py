@@ -46,6 +46,7 @@ def train_argv(tmp_path: Path, epochs: int, *extra) -> list[str]:
     return [str(a) for a in [*argv, *extra]]
 
 
+@pytest.mark.slow  # trains
 def test_train_reports_batches_done_of_all_its_batches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str]
 ) -> None:
@@ -60,6 +61,7 @@ def test_train_reports_batches_done_of_all_its_batches(
     assert sorted(p.name for p in target.parent.iterdir()) == ["progress"]  # no temporary left
 
 
+@pytest.mark.slow  # trains
 def test_a_resumed_trainer_starts_at_the_resumed_epochs_count(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str], capsys
 ) -> None:
@@ -164,6 +166,7 @@ def test_the_progress_file_is_readable_by_the_wait_containers_user(tmp_path: Pat
     assert (tmp_path / "progress").stat().st_mode & 0o777 == 0o644
 
 
+@pytest.mark.slow  # trains
 def test_without_the_variable_no_progress_file_is_written(tmp_path: Path, progress_writes) -> None:
     assert run(train.main, train.make_parser(), train_argv(tmp_path, 1)) == 0
     assert progress_writes == []
@@ -183,6 +186,7 @@ def thread_probe(environment: dict[str, str]) -> subprocess.CompletedProcess:
     return run_python(code, env=env, timeout=300)
 
 
+@pytest.mark.slow  # TensorFlow in a fresh process
 def test_thread_variables_are_applied_through_tf_config_and_start_up_is_silent() -> None:
     result = thread_probe({"TF_NUM_INTRAOP_THREADS": "3", "TF_NUM_INTEROP_THREADS": "2"})
     assert result.returncode == 0, result.stderr
@@ -261,6 +265,7 @@ def test_training_batches_hold_every_digit_once_per_epoch_scaled_as_to_inputs() 
     assert not np.array_equal(other, again)
 
 
+@pytest.mark.slow  # trains
 def test_the_trainer_feeds_fit_one_thread_without_autotuning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -285,6 +290,7 @@ def test_the_trainer_feeds_fit_one_thread_without_autotuning(
     assert batches.options().threading.private_threadpool_size == 1
 
 
+@pytest.mark.slow  # trains
 def test_many_steps_per_call_train_the_same_numbers_as_one(tmp_path: Path) -> None:
     """Keras runs STEPS_PER_CALL steps in one graph loop; the steps and the weights they make must be
     those of one step per call, with a call cut short by the epoch's end and a partial last batch."""
@@ -312,6 +318,7 @@ def test_many_steps_per_call_train_the_same_numbers_as_one(tmp_path: Path) -> No
         np.testing.assert_allclose(many, one, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # trains
 def test_a_trainer_reports_every_call_of_many_batches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str]
 ) -> None:
@@ -332,6 +339,7 @@ def test_a_trainer_reports_every_call_of_many_batches(
     assert progress_writes == [f"{done}/{2 * per_epoch}\n" for done in expected]
 
 
+@pytest.mark.slow  # TensorFlow in a fresh process
 def test_the_collector_is_off_while_tensorflow_loads_and_on_after() -> None:
     """Collecting again and again while TensorFlow's import makes its objects took a quarter of the
     import; what the import made is frozen out of later collections."""

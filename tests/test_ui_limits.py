@@ -61,6 +61,7 @@ def test_a_jpeg_repeating_its_scans_is_refused_before_decoding() -> None:
     assert time.thread_time() - started < 0.2
 
 
+@pytest.mark.slow  # measures the upload in a fresh process
 def test_a_small_png_that_decodes_to_gigabytes_is_refused_from_its_header(tmp_path: Path) -> None:
     data = png_16bit_rgba(5000, 4000)  # 20 MP, under the pixel limit; 0.2 MB on disk
     assert len(data) < 1_000_000
@@ -90,6 +91,7 @@ def test_an_mpo_photo_is_decoded_reduced_like_a_jpeg() -> None:
 TEN_MB = 10 * 1024 * 1024 - 4096
 
 
+@pytest.mark.slow  # measures the uploads in a fresh process
 @pytest.mark.parametrize(
     "make",
     [
@@ -172,6 +174,7 @@ def largest_baseline_jpeg() -> bytes:
     raise AssertionError("no quality fits 10 MB")
 
 
+@pytest.mark.slow  # measures each upload in a fresh process
 @pytest.mark.parametrize(
     "make",
     [

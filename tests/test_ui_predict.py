@@ -10,11 +10,11 @@ import tomllib
 from pathlib import Path
 
 from steps.lib.registry import LATEST_KEY
+from tests.support.page import SURE_SAMPLES
 from tests.support.project import ROOT
 from ui.decode import MAX_FILE_MB, MB
 
 SAMPLES = sorted((ROOT / "samples").iterdir())
-MIN_RIGHT = 18  # of the 20 samples; the test model scores ~95%
 
 
 def predict(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -46,8 +46,10 @@ def test_the_samples_are_predicted(published_store: Path) -> None:
         assert abs(sum(line["probabilities"]) - 1) < 1e-3
         assert line["confidence"] == max(line["probabilities"])
         assert line["probabilities"].index(line["confidence"]) == line["digit"]
-    right = sum(line["digit"] == int(Path(line["file"]).name[0]) for line in lines)
-    assert right >= MIN_RIGHT, lines
+    digits = {Path(line["file"]).name: line["digit"] for line in lines}
+    assert {name: digits[name] for name in SURE_SAMPLES} == {
+        name: int(name[0]) for name in SURE_SAMPLES
+    }
 
 
 def test_bad_files_get_an_error_each_and_a_failing_exit_code(

@@ -12,19 +12,21 @@ from PIL import Image
 
 from bench.photos import photo as hard_photo
 from steps.lib.mnist import load_mnist
+from tests.support.page import SURE
 from ui.decode import MAX_PIXELS, MB, ImageRejected, decode
 from ui.make_samples import photograph
 from ui.preprocess import BOX, CENTRE, SIDE, prepare
 
 PHOTO_DIGITS = 300  # test digits photographed (bench.photos) for the accuracy comparison
-MAX_GAP = (
-    0.03  # points the hard photographs may lose against clean digits with the weaker test model
-)
 PHOTO_FRAME = (
     640,
     480,
 )  # small frames keep the test quick; the benchmark draws sizes up to 1600x1200
-KIND_GAP = 0.02  # and the kinder sample photographs
+# Photographs are judged on the digits the test model reads clean at SURE or more, so that no digit
+# the model is unsure of, which another CPU's or seed's model reads otherwise, sways the verdict.
+SURE_CLEAN_MIN = 0.8  # a test model sure of fewer clean digits than this is too weak to judge by
+HARD_KEPT = 0.97  # of those, the share the hard photographs must keep (99.6% measured, seeds 0-2)
+KIND_KEPT = 0.98  # and the kinder sample photographs (100%)
 
 
 def encode(image: Image.Image, format: str = "PNG") -> bytes:
@@ -39,38 +41,48 @@ def test_digits(mnist_path: Path) -> tuple[np.ndarray, np.ndarray]:
     return test.x[:1000], test.y[:1000]
 
 
-def test_hard_photographs_are_recognised_nearly_as_well_as_clean_digits(
+def kept_share(model: object, images: np.ndarray, labels: np.ndarray, photos: np.ndarray) -> float:
+    """Of the digits `model` reads clean at SURE or more, the share it still reads right in `photos`
+    (28x28 in [0, 1], as ui.preprocess makes them); fails as a weak fixture if it is sure of too few."""
+    from steps.lib.keras_model import to_inputs
+
+    clean = model(to_inputs(images), training=False).numpy()
+    sure = clean[np.arange(len(labels)), labels] >= SURE
+    if sure.mean() < SURE_CLEAN_MIN:
+        pytest.fail(
+            f"fixture too weak: the test model is sure of {sure.mean():.0%} of clean digits, "
+            f"under the {SURE_CLEAN_MIN:.0%} this test judges by",
+            pytrace=False,
+        )
+    seen = model(photos[..., np.newaxis], training=False).numpy().argmax(axis=1)
+    kept = float((seen[sure] == labels[sure]).mean())
+    print(f"\nphotographs keep {kept:.3f} of the {sure.sum()} clean digits read at {SURE:.0%}+")
+    return kept
+
+
+def test_hard_photographs_are_recognised_as_the_clean_digits_are(
     digit_model: Path, test_digits: tuple[np.ndarray, np.ndarray]
 ) -> None:
     """Uneven light, shadows, blue or black ink, 15-80% of the frame, rotation, blur, noise, JPEG 50-90
     (bench.photos); `python -m bench.preprocessing` measures the same with the published model."""
-    from steps.lib.keras_model import load_model, to_inputs
+    from steps.lib.keras_model import load_model
 
-    model = load_model(digit_model)
     images, labels = test_digits[0][:PHOTO_DIGITS], test_digits[1][:PHOTO_DIGITS]
-    clean = model(to_inputs(images), training=False).numpy().argmax(axis=1)
     photos = np.stack(
         [prepare(hard_photo(image, seed, PHOTO_FRAME)) for seed, image in enumerate(images)]
     )
-    seen = model(photos[..., np.newaxis], training=False).numpy().argmax(axis=1)
-    clean_rate, photo_rate = float((clean == labels).mean()), float((seen == labels).mean())
-    print(f"\nclean digits: {clean_rate:.3f}, photographs: {photo_rate:.3f} ({len(labels)} digits)")
-    assert clean_rate > 0.9, "the test model did not learn"
-    assert photo_rate >= clean_rate - MAX_GAP
+    assert kept_share(load_model(digit_model), images, labels, photos) >= HARD_KEPT
 
 
 def test_the_kinder_sample_photographs_are_recognised(
     digit_model: Path, test_digits: tuple[np.ndarray, np.ndarray]
 ) -> None:
-    from steps.lib.keras_model import load_model, to_inputs
+    from steps.lib.keras_model import load_model
 
-    model = load_model(digit_model)
     images, labels = test_digits[0][:200], test_digits[1][:200]
-    clean = model(to_inputs(images), training=False).numpy().argmax(axis=1)
     rng = np.random.default_rng(7)
     photos = np.stack([prepare(photograph(image, rng)) for image in images])
-    seen = model(photos[..., np.newaxis], training=False).numpy().argmax(axis=1)
-    assert float((seen == labels).mean()) >= float((clean == labels).mean()) - KIND_GAP
+    assert kept_share(load_model(digit_model), images, labels, photos) >= KIND_KEPT
 
 
 def sheet_with(digit: np.ndarray, scale: int = 6) -> np.ndarray:

@@ -315,21 +315,44 @@ def test_train_and_evaluate_refuse_a_nan_model(tmp_path: Path, capsys) -> None:
     assert not (tmp_path / "o").exists()
 
 
-def test_a_diverging_trainer_writes_nothing(tmp_path: Path, small_mnist: Path, capsys) -> None:
+# Adam's step size as float32: inf. The loss of a batch is taken before its update, so one batch ends
+# with a finite loss and non-finite weights, and a second batch's loss is NaN: each way a divergence
+# can show, on any CPU.
+INFINITE_STEP = "1e39"
+DIVERGENCE = {
+    "weights only (one batch)": (100, []),
+    "the loss too (three batches)": (300, []),
+    "with checkpoints (three batches)": (300, ["--checkpoint-key", "c/0.npz"]),
+}
+
+
+@pytest.mark.slow  # trains
+@pytest.mark.parametrize("case", list(DIVERGENCE))
+def test_a_diverging_trainer_says_so_in_one_line_and_writes_nothing(
+    tmp_path: Path, small_mnist: Path, capsys, case: str
+) -> None:
     from steps.lib.entry_point import run
     from steps.lib.mnist import load_mnist
     from steps.lib.shards import write_shard
 
+    samples, extra = DIVERGENCE[case]
     train_digits, _ = load_mnist(small_mnist)
-    write_shard(tmp_path / "shard.npz", train_digits.take(np.arange(300)))
+    write_shard(tmp_path / "shard.npz", train_digits.take(np.arange(samples)))
     argv = ["--shard", tmp_path / "shard.npz", "--model", copy_model(tmp_path / "start.h5")]
-    argv += ["--learning-rate", "1e30", "--batch", "100"]
+    argv += ["--learning-rate", INFINITE_STEP, "--batch", "100", "--epochs", "1"]
     argv += ["--out", tmp_path / "o/m.h5", "--stats-out", tmp_path / "o/s.json"]
+    if extra:
+        argv += ["--checkpoint-store", tmp_path / "store", *extra]
     assert run(train.main, train.make_parser(), [str(a) for a in argv]) == 2
-    last = capsys.readouterr().err.strip().splitlines()[-1]  # after the epoch's own log line
-    assert last.startswith("python -m steps.train: error: ")
-    assert f"{tmp_path / 'o/m.h5'}: training diverged" in last
+    *log, last = capsys.readouterr().err.strip().splitlines()
+    epoch = next(line for line in log if line.startswith("epoch 1/1: "))
+    assert ("loss nan" in epoch) == (samples > 100), epoch  # the path the case is about was taken
+    assert last == (
+        f"python -m steps.train: error: training diverged on {tmp_path / 'shard.npz'}: its loss or "
+        "weights became NaN or infinite; try a smaller --learning-rate"
+    )
     assert not (tmp_path / "o").exists()
+    assert not list((tmp_path / "store").rglob("*.npz")), "a diverged model was checkpointed"
 
 
 # --- JSON: size, encoding, nesting, types and ranges
@@ -766,6 +789,7 @@ def run_trainer(inputs: dict, out: Path, capsys) -> str:
     return error
 
 
+@pytest.mark.slow  # trains
 @pytest.mark.parametrize(
     ("record", "why"),
     [
@@ -806,6 +830,7 @@ def test_a_forged_checkpoint_is_ignored_and_training_runs(
     assert not all(np.array_equal(a, b) for a, b in zip(trained, start, strict=True))
 
 
+@pytest.mark.slow  # trains
 def test_a_checkpoint_with_nan_weights_is_ignored(trainer_inputs: dict, tmp_path: Path, capsys):
     from steps.lib.model_file import read_weights
 

@@ -12,7 +12,6 @@ values finite. One that fails any check is ignored with a warning line, and trai
 from __future__ import annotations
 
 import hashlib
-import math
 import sys
 import tempfile
 from collections.abc import Callable
@@ -24,6 +23,7 @@ import numpy as np
 from steps.lib.bounded_json import is_number, parse_json, to_json
 from steps.lib.errors import ArtifactNotFound, StepError
 from steps.lib.history import check_epochs
+from steps.lib.keras_model import diverged
 from steps.lib.npz import ArraySpec, read_arrays
 from steps.lib.storage import ArtifactStore
 from steps.lib.tensorflow_setup import import_keras
@@ -159,11 +159,9 @@ class StoreCheckpoint(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         metrics = {k: float(v) for k, v in (logs or {}).items() if k in METRICS}
-        if not all(math.isfinite(value) for value in metrics.values()):
-            raise StepError(
-                f"training diverged in epoch {epoch + 1} (metrics {metrics}); "
-                "try a smaller --learning-rate"
-            )
+        if diverged(metrics, self.model):  # nothing worth resuming: the trainer says why, once
+            self.model.stop_training = True
+            return
         with tempfile.TemporaryDirectory() as folder:
             local = Path(folder) / "checkpoint.npz"
             save(self.model, epoch + 1, metrics, self.inputs, local, self.history())

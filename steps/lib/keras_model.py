@@ -103,6 +103,14 @@ def save_model(model: keras.Model, path: Path) -> None:
         write_model(model, temporary)
 
 
+def diverged(metrics: dict[str, float], model: keras.Model) -> bool:
+    """Whether training diverged: a metric or a weight is NaN or infinite. Which of the two goes first
+    depends on the CPU's rounding, so either counts the same (one message, whichever path)."""
+    return not all(np.isfinite(value) for value in metrics.values()) or not all(
+        np.isfinite(weight).all() for weight in model.get_weights()
+    )
+
+
 def write_model(model: keras.Model, path: Path) -> None:
     """Write a full Keras HDF5 model to `path` (a .h5 name); refuse non-finite weights."""
     check_finite(model.get_weights(), f"model for {path} (training diverged?)")

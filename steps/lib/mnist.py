@@ -3,18 +3,15 @@ sha256, cached) and its layout. No TensorFlow here: splitting stays fast."""
 
 from __future__ import annotations
 
-import hashlib
 import os
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from steps.lib.downloads import fetch_pinned
 from steps.lib.errors import StepError
 from steps.lib.npz import ArraySpec, read_arrays
-from steps.lib.staged_outputs import atomic_path
 
 KERAS_MNIST_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
 KERAS_MNIST_SHA256 = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1"
@@ -48,14 +45,6 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("MNIST_CACHE", Path.home() / ".cache" / "mnist-argo"))
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def fetch_source(source: str, cache_dir: Path | None = None) -> Path:
     """Return a local path holding the MNIST npz named by `source`: an http(s) URL, a gs:// URI or a path.
 
@@ -77,17 +66,7 @@ def fetch_source(source: str, cache_dir: Path | None = None) -> Path:
 
 def _download(url: str, cache_dir: Path) -> Path:
     expected = KERAS_MNIST_SHA256 if url == KERAS_MNIST_URL else None
-    target = cache_dir / Path(url).name
-    if target.is_file() and (expected is None or sha256_of(target) == expected):
-        return target
-    try:
-        with atomic_path(target) as temporary:
-            urllib.request.urlretrieve(url, temporary)
-            if expected and sha256_of(temporary) != expected:
-                raise StepError(f"{url}: sha256 does not match the published {expected}")
-    except (urllib.error.URLError, OSError) as error:
-        raise StepError(f"cannot download {url}: {error}") from None
-    return target
+    return fetch_pinned(url, expected, cache_dir, Path(url).name)
 
 
 def check_digits(x: np.ndarray, y: np.ndarray, where: str) -> Digits:

@@ -2,7 +2,7 @@
 cannot run here.
 
 An HTTP(S) server on 127.0.0.1 that checks every request against the Argo Server's published OpenAPI
-(../shared/argo/server-openapi.json): the path must be one of its paths, the method one of that path's
+(swagger.json, tests/reference: argo-server-openapi): the path must be one of its paths, the method one of that path's
 operations, every query parameter declared, and the JSON body valid for the operation's body schema (refs
 resolved into `definitions`, unknown fields refused). A request that does not conform gets 400 and is kept
 in `rejected`. Its answers are validated against the same document before they are sent.

@@ -1,4 +1,4 @@
-"""Argo's published schemas, read from ../shared/argo/, as strict jsonschema validators for the tests.
+"""Argo's published schemas (tests/reference: argo-workflow-schema, argo-server-openapi), as strict jsonschema validators for the tests.
 
 Strict: every object whose definition lists its properties refuses properties it does not list, as the
 Argo Server and controller refuse unknown fields. Refs resolve into the file's own `definitions`.
@@ -9,14 +9,14 @@ from __future__ import annotations
 import copy
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-ARGO_REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "argo"
-WORKFLOW_SCHEMA = ARGO_REFERENCE / "workflow-schema.json"
-SERVER_OPENAPI = ARGO_REFERENCE / "server-openapi.json"
+from tests.reference import required
+
+WORKFLOW_SCHEMA = "argo-workflow-schema"  # names in tests/reference/files.toml
+SERVER_OPENAPI = "argo-server-openapi"
 V1 = "io.argoproj.workflow.v1alpha1"
 
 
@@ -33,8 +33,8 @@ def _close_objects(node: Any) -> None:
 
 
 @cache
-def _definitions(path: Path) -> dict[str, Any]:
-    definitions = copy.deepcopy(json.loads(path.read_text())["definitions"])
+def _definitions(name: str) -> dict[str, Any]:
+    definitions = copy.deepcopy(json.loads(required(name).read_text())["definitions"])
     _close_objects(definitions)
     return definitions
 
@@ -42,7 +42,7 @@ def _definitions(path: Path) -> dict[str, Any]:
 @cache
 def openapi() -> dict[str, Any]:
     """The Argo Server's Swagger document, as published."""
-    return json.loads(SERVER_OPENAPI.read_text())
+    return json.loads(required(SERVER_OPENAPI).read_text())
 
 
 def workflow_validator(kind: str) -> jsonschema.protocols.Validator:

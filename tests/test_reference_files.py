@@ -1,0 +1,226 @@
+"""tests/reference: the reference files from their pinned URLs, through a real HTTP server on 127.0.0.1
+standing in for them (REFERENCE_MIRROR), into a cache: a good download lands, a bad sum or a cut-short
+download is refused in one line and leaves nothing, and the project's own cases file is remade exactly."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import tests.reference as reference
+from steps.lib.mnist import KERAS_MNIST_SHA256, KERAS_MNIST_URL
+from tests.reference import Pin, ReferenceUnavailable, mirrored, pins, reference_file
+from tests.reference.argo_dag_cases import render
+from tests.support.project import free_port
+
+# The pinned host: a port of this machine that nothing listens on, so only a mirror can answer.
+PINNED_HOST = f"http://127.0.0.1:{free_port()}"
+PINNED_URL = f"{PINNED_HOST}/files/v1/data.bin"
+CONTENT = b"reference bytes\n" * 1000
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    """Serves the server's folder; a path under /cut/ gets its Content-Length but half its body."""
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/cut/"):
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(CONTENT)))
+            self.end_headers()
+            self.wfile.write(CONTENT[: len(CONTENT) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        super().do_GET()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def mirror(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """An HTTP server on 127.0.0.1 serving a folder laid out as the pinned URLs' paths: (its URL, the folder)."""
+    folder = tmp_path / "mirror"
+    folder.mkdir()
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), lambda *a: Handler(*a, directory=str(folder))
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", folder
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def nothing_shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No ../shared copy, an empty cache (REFERENCE_CACHE): a stranger's clone. Returns the cache."""
+    monkeypatch.setattr(reference, "SHARED", tmp_path / "no-shared")
+    monkeypatch.setenv(reference.CACHE_ENV, str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def pin_served(
+    monkeypatch: pytest.MonkeyPatch,
+    mirror: tuple[str, Path],
+    url: str = PINNED_URL,
+    data: bytes = CONTENT,
+    sha: str | None = None,
+) -> str:
+    """Pin `test-file` at `url` (sha256 `sha`, by default that of `data`), serve `data` at the URL's path
+    on the mirror, and point REFERENCE_MIRROR at it; returns the mirror's URL."""
+    address, folder = mirror
+    path = folder / urllib.parse.urlsplit(url).path.lstrip("/")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    pin = Pin("test-file", "a test file", "test/data.bin", sha or sha256(data), url=url)
+    monkeypatch.setattr(reference, "pins", lambda: {pin.name: pin})
+    monkeypatch.setenv(reference.MIRROR_ENV, address)
+    return address
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def files_in(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+def test_a_good_download_lands_in_the_cache_from_the_mirror(
+    mirror: tuple[str, Path], nothing_shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pin_served(monkeypatch, mirror)
+    path = reference_file("test-file")
+    assert path == nothing_shared / "test-file.bin" and path.read_bytes() == CONTENT
+    (mirror[1] / "files").rename(
+        mirror[1] / "gone"
+    )  # the next call reads the cache, not the network
+    assert reference_file("test-file").read_bytes() == CONTENT
+
+
+def test_without_a_mirror_the_pinned_host_itself_is_asked(
+    nothing_shared: Path, monkeypatch: pytest.MonkeyPatch, mirror: tuple[str, Path]
+) -> None:
+    pin_served(monkeypatch, mirror)
+    monkeypatch.delenv(reference.MIRROR_ENV)
+    with pytest.raises(ReferenceUnavailable) as refused:
+        reference_file("test-file")
+    assert str(refused.value).startswith(f"test-file (a test file): cannot download {PINNED_URL}: ")
+    assert files_in(nothing_shared) == []
+
+
+def test_a_bad_sum_is_refused_in_one_line_and_leaves_nothing(
+    mirror: tuple[str, Path], nothing_shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pinned = sha256(b"the bytes that were pinned")
+    url = pin_served(monkeypatch, mirror, sha=pinned)
+    with pytest.raises(ReferenceUnavailable) as refused:
+        reference_file("test-file")
+    assert str(refused.value) == (
+        f"test-file (a test file): {url}/files/v1/data.bin: sha256 does not match the pinned {pinned}"
+    )
+    assert files_in(nothing_shared) == []
+
+
+def test_a_stale_file_in_the_cache_is_downloaded_again(
+    mirror: tuple[str, Path], nothing_shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pin_served(monkeypatch, mirror)
+    nothing_shared.mkdir()
+    (nothing_shared / "test-file.bin").write_bytes(b"an older or damaged copy")
+    assert reference_file("test-file").read_bytes() == CONTENT
+
+
+def test_a_cut_short_download_leaves_nothing(
+    mirror: tuple[str, Path], nothing_shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = pin_served(monkeypatch, mirror, f"{PINNED_HOST}/cut/data.bin", b"", sha256(CONTENT))
+    with pytest.raises(ReferenceUnavailable) as refused:
+        reference_file("test-file")
+    line = str(refused.value)
+    print(line)
+    assert line.startswith(f"test-file (a test file): cannot download {url}/cut/data.bin: ")
+    assert "\n" not in line
+    assert files_in(nothing_shared) == []
+
+
+def test_the_ci_copy_is_used_when_present(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mirror: tuple[str, Path]
+) -> None:
+    pin_served(monkeypatch, mirror)
+    monkeypatch.setattr(reference, "SHARED", tmp_path / "shared")
+    (tmp_path / "shared" / "test").mkdir(parents=True)
+    (tmp_path / "shared" / "test" / "data.bin").write_bytes(b"CI's copy")
+    assert reference_file("test-file") == tmp_path / "shared" / "test" / "data.bin"
+
+
+def test_the_mirror_replaces_scheme_and_host_and_keeps_the_path() -> None:
+    url = "https://raw.githubusercontent.com/argoproj/argo-workflows/abc/api/x.json?raw=1"
+    assert (
+        mirrored(url, "http://127.0.0.1:8080")
+        == "http://127.0.0.1:8080/argoproj/argo-workflows/abc/api/x.json"
+    )
+    assert mirrored(url, "https://mirror.example/pinned/") == (
+        "https://mirror.example/pinned/argoproj/argo-workflows/abc/api/x.json"
+    )
+    assert mirrored(url, "") == url
+    with pytest.raises(ReferenceUnavailable, match="REFERENCE_MIRROR=ftp://x: not an http"):
+        mirrored(url, "ftp://x")
+
+
+def test_every_pinned_file_comes_whole_through_a_mirror(
+    mirror: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real pins: each downloaded file (MNIST aside: its Keras bytes are not here) served at its
+    URL's path is fetched into a fresh cache with its pinned sum, and the cases are remade from it."""
+    url, folder = mirror
+    downloaded = [pin for pin in pins().values() if pin.url and pin.name != "mnist"]
+    for pin in downloaded:
+        target = folder / urllib.parse.urlsplit(pin.url).path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(reference_file(pin.name).read_bytes())
+    monkeypatch.setattr(reference, "SHARED", tmp_path / "no-shared")
+    monkeypatch.setenv(reference.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(reference.MIRROR_ENV, url)
+    for pin in downloaded:
+        assert sha256(reference_file(pin.name).read_bytes()) == pin.sha256
+    assert sha256(reference_file("argo-dag-cases").read_bytes()) == pins()["argo-dag-cases"].sha256
+
+
+def test_the_cases_script_remakes_the_pinned_cases_from_the_pinned_go_test() -> None:
+    made = render(reference_file("argo-validate-dag-test").read_text())
+    assert sha256(made.encode()) == pins()["argo-dag-cases"].sha256
+    assert reference_file("argo-dag-cases").read_text() == made
+
+
+def test_a_made_file_whose_sum_differs_is_refused(
+    nothing_shared: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    source = tmp_path / "validate_dag_test.go"
+    source.write_text("package validate\n")  # no cases at all
+    go = Pin(name="go", what="Go tests", shared="go/x.go", sha256=sha256(source.read_bytes()))
+    cases = replace(pins()["argo-dag-cases"], name="cases", made_from="go")
+    monkeypatch.setattr(reference, "pins", lambda: {"go": go, "cases": cases})
+    monkeypatch.setattr(reference, "SHARED", tmp_path)
+    (tmp_path / "go").mkdir()
+    source.rename(tmp_path / "go" / "x.go")
+    with pytest.raises(
+        ReferenceUnavailable, match=r"made a file of sha256 \w+ from .* not the pinned"
+    ):
+        reference_file("cases")
+    assert files_in(nothing_shared) == []
+
+
+def test_mnist_is_pinned_by_the_steps_own_download() -> None:
+    assert (pins()["mnist"].url, pins()["mnist"].sha256) == (KERAS_MNIST_URL, KERAS_MNIST_SHA256)
