@@ -65,24 +65,26 @@ def test_dirichlet_shards_are_skewed_the_smaller_alpha_the_more(train: Digits) -
     assert label_skew(mild) < label_skew(skewed)
 
 
+def split_command(source: str, out: Path, *extra: str) -> list[str]:
+    """split's arguments writing its shards, test set and ids under `out`."""
+    return [
+        "--source",
+        source,
+        *extra,
+        "--shards-dir",
+        str(out / "shards"),
+        "--test-out",
+        str(out / "test.npz"),
+        "--ids-out",
+        str(out / "ids.json"),
+    ]
+
+
 def test_cli_writes_shards_test_set_and_prints_ids(
     small_mnist: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = run(
-        split.main,
-        split.make_parser(),
-        [
-            "--source",
-            str(small_mnist),
-            "--workers",
-            "3",
-            "--shards-dir",
-            str(tmp_path / "shards"),
-            "--test-out",
-            str(tmp_path / "test.npz"),
-            "--ids-out",
-            str(tmp_path / "ids.json"),
-        ],
+        split.main, split.make_parser(), split_command(str(small_mnist), tmp_path, "--workers", "3")
     )
     assert code == 0
     assert json.loads(capsys.readouterr().out) == [0, 1, 2]
@@ -90,3 +92,25 @@ def test_cli_writes_shards_test_set_and_prints_ids(
     assert sorted(p.name for p in (tmp_path / "shards").iterdir()) == ["0.npz", "1.npz", "2.npz"]
     assert [len(read_shard(tmp_path / "shards" / f"{i}.npz")) for i in range(3)] == [667, 667, 666]
     assert len(read_shard(tmp_path / "test.npz")) == 500
+
+
+def test_a_gs_source_whose_copy_cannot_be_kept_is_one_line_and_exit_2(
+    small_mnist: Path,
+    gcs_bucket: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a cluster the root is read-only: a dataset from gs:// whose local copy cannot be written is
+    refused in one line naming MNIST_CACHE, not a traceback. The local cluster found this: split's cache
+    was under the unwritable HOME of the steps' image. /sys refuses a new folder even to root."""
+    from steps.lib.storage import GCSStore
+
+    GCSStore(gcs_bucket).upload_file(small_mnist, "reference/mnist.npz")
+    monkeypatch.setenv("MNIST_CACHE", "/sys/mnist-argo-cache")
+    source = f"gs://{gcs_bucket}/reference/mnist.npz"
+    code = run(split.main, split.make_parser(), split_command(source, tmp_path))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and "MNIST_CACHE" in err and "Traceback" not in err
+    assert not (tmp_path / "shards").exists()
