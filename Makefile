@@ -14,7 +14,7 @@ MNIST_SOURCE ?= $(wildcard ../shared/data/mnist.npz)
 export MNIST_SOURCE
 
 .PHONY: setup setup-run run pipeline page test test-fast browser test-containers images lint format clean \
-	bench mutation mutation-sample
+	bench mutation mutation-sample cluster-up cluster-down test-cluster
 
 setup: $(DEV_STAMP)  ## the runtime and the test tools (pytest, ruff, Playwright, mutmut, ...)
 
@@ -81,6 +81,20 @@ mutation-sample: setup  ## mutate a random sample of each module without mutmut,
 
 test-containers: setup  ## build the images (reusing the layer cache), then the container tests (minutes)
 	$(BIN)/python -m pytest -m containers
+
+# The local cluster (infra/local-cluster/, docs/local-cluster.md): Kubernetes, etcd and Argo built from their Go
+# modules (cached outside the repository), containerd, runc and the CNI plugins from Debian, run as root.
+cluster-up:  ## start a real single-node Kubernetes with Argo on this machine (source .cluster/env to use it)
+	infra/local-cluster/up.sh
+
+cluster-down:  ## stop the local cluster, by the PIDs cluster-up recorded, and remove .cluster/
+	infra/local-cluster/down.sh
+
+# KEEP=1 leaves the cluster up afterwards. The cluster tests fail, never skip, when no cluster answers.
+test-cluster: setup  ## cluster-up, the cluster tests (pytest -m cluster), then cluster-down
+	infra/local-cluster/up.sh
+	status=0; $(BIN)/python -m pytest -m cluster $(PYTEST_FLAGS) || status=$$?; \
+	if [ "$(KEEP)" != 1 ]; then infra/local-cluster/down.sh; fi; exit $$status
 
 lint: setup
 	$(BIN)/ruff check .

@@ -7,6 +7,7 @@ command line recorded here."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import re
@@ -47,6 +48,8 @@ IMAGES = {
     target: f"us-central1-docker.pkg.dev/test-project/mnist/mnist-argo-{target}:abc1234"
     for target in ("steps", "train", "page")
 }
+# The commit of Argo v4.1.2's tag, which infra/gke/argo-releases lists.
+ARGO_COMMIT = "16a52d67daf2f4a8a76fa8bec02a76a46aa46257"
 ARGO_SERVER_PRINCIPAL = (
     f"principal://iam.googleapis.com/projects/{PROJECT_NUMBER}/locations/global/"
     "workloadIdentityPools/test-project.svc.id.goog/subject/ns/argo/sa/argo-server"
@@ -154,7 +157,12 @@ def test_up_creates_everything_in_an_empty_project(sandbox: Sandbox) -> None:
         call.startswith("gcloud builds submit") and "mnist-argo-steps:abc1234" in call
         for call in calls
     )
-    assert any("releases/download/v4.1.2/install.yaml" in call for call in calls)
+    assert (
+        "kubectl kustomize --load-restrictor=LoadRestrictionsNone https://github.com/argoproj/"
+        f"argo-workflows//manifests/cluster-install?ref={ARGO_COMMIT}" in calls
+    ), (
+        "Argo's manifest is built from its kustomize base at the release's commit, as Argo's Makefile does"
+    )
     assert any(
         call.startswith(f"kubectl --context {CONTEXT} apply --server-side")
         and "--kustomize" in call
@@ -430,7 +438,11 @@ def test_every_kubectl_call_names_its_context(
     cluster names this cluster's. `kubectl config ...` only edits the kubeconfig file and reaches none."""
     result, calls = sandbox.run(script, **settings)
     zone = "us-central1-c" if "cluster" in settings.get("FAKE_EXISTING", "") else "us-central1-a"
-    cluster_calls = [call for call in every_kubectl_call(calls) if " config " not in f" {call}"]
+    cluster_calls = [
+        call
+        for call in every_kubectl_call(calls)
+        if " config " not in f" {call}" and not call.startswith("kubectl kustomize ")
+    ]
     assert cluster_calls
     for call in cluster_calls:
         assert call.startswith(f"kubectl --context gke_test-project_{zone}_mnist-argo "), call
@@ -440,30 +452,38 @@ def test_every_kubectl_call_names_its_context(
                 assert f"kubectl --context gke_test-project_{zone}_mnist-argo " in line, line
 
 
-def test_up_verifies_argos_manifest_before_applying_it(sandbox: Sandbox) -> None:
-    """The manifest's sha256 must be the one pinned in infra/gke/argo-install.sha256: a different download
-    is refused before anything of it is applied."""
-    result, calls = sandbox.run(
-        "up.sh", check=False, FAKE_ARGO_MANIFEST=ARGO_MANIFEST + "# changed\n"
-    )
+def test_up_verifies_argos_manifest_against_a_listed_checksum(sandbox: Sandbox) -> None:
+    """Where infra/gke/argo-releases lists a sha256 beside the commit, the built manifest must have it:
+    a different one is refused before anything of it is applied."""
+    releases = sandbox.root / "infra" / "gke" / "argo-releases"
+    wrong = hashlib.sha256(b"another manifest").hexdigest()
+    releases.write_text(releases.read_text().replace(ARGO_COMMIT, f"{ARGO_COMMIT} {wrong}"))
+    result, calls = sandbox.run("up.sh", check=False)
     assert result.returncode == 1
-    assert "not the" in result.stderr and "pinned in infra/gke/argo-install.sha256" in result.stderr
+    assert f"not the {wrong} listed in infra/gke/argo-releases" in result.stderr
     assert not [call for call in every_kubectl_call(calls) if " apply " in call]
+    right = hashlib.sha256(ARGO_MANIFEST.encode()).hexdigest()
+    releases.write_text(releases.read_text().replace(wrong, right))
+    sandbox.run("up.sh")
 
 
-def test_up_refuses_an_argo_version_without_a_pinned_checksum(sandbox: Sandbox) -> None:
+def test_up_refuses_an_argo_version_without_a_known_commit(sandbox: Sandbox) -> None:
     result, calls = sandbox.run("up.sh", check=False, ARGO_VERSION="v4.1.1")
     assert result.returncode == 2
-    assert "no sha256 pinned for Argo v4.1.1" in result.stderr
+    assert "no commit known for Argo v4.1.1" in result.stderr
     assert calls == []
 
 
-def test_the_repositorys_checksum_file_pins_nothing_it_cannot_know() -> None:
-    """Every pinned line is a well-formed sha256 and version; comments say how to add one."""
-    lines = (ROOT / "infra" / "gke" / "argo-install.sha256").read_text().splitlines()
-    pinned = [line for line in lines if line and not line.startswith("#")]
-    assert all(re.fullmatch(r"[0-9a-f]{64}  v\d+\.\d+\.\d+", line) for line in pinned), pinned
-    assert any("sha256sum" in line for line in lines)
+def test_the_release_list_names_each_version_by_its_commit() -> None:
+    """Every listed release is a version and a full commit hash, with at most a well-formed sha256; the
+    release up.sh installs is there, and the comments say how to add one."""
+    lines = (ROOT / "infra" / "gke" / "argo-releases").read_text().splitlines()
+    listed = [line for line in lines if line and not line.startswith("#")]
+    assert all(
+        re.fullmatch(r"v\d+\.\d+\.\d+ [0-9a-f]{40}( [0-9a-f]{64})?", line) for line in listed
+    ), listed
+    assert f"v4.1.2 {ARGO_COMMIT}" in listed
+    assert any("git ls-remote" in line for line in lines)
 
 
 def argo_install(tmp_path: Path, settings: dict[str, str]) -> list[dict]:
@@ -503,6 +523,26 @@ def test_up_configures_argos_controller_for_short_steps(tmp_path: Path) -> None:
     assert namespace["metadata"]["name"] == "argo"
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     assert all(m["metadata"]["namespace"] == "argo" for m in manifests if m["kind"] != "Namespace")
+
+
+def test_gke_gets_no_extra_environment_and_the_local_cluster_its_emulator(tmp_path: Path) -> None:
+    """render_argo_config is shared with the local cluster, which names its own executor image and gives
+    the executor's and every step's main container STORAGE_EMULATOR_HOST; up.sh sets neither, so on GKE
+    the configuration has no env and no mainContainer at all."""
+    config = next(m for m in argo_install(tmp_path / "gke", {}) if m["kind"] == "ConfigMap")
+    assert set(config["data"]) == {"executor"}
+    assert "env" not in yaml.safe_load(config["data"]["executor"])
+    local = {
+        "ARGO_EXECUTOR_IMAGE": "localhost/argoproj/argoexec:v4.1.4-nonroot",
+        "ARGO_EXTRA_ENV": "STORAGE_EMULATOR_HOST=http://10.77.0.1:4443",
+    }
+    config = next(m for m in argo_install(tmp_path / "local", local) if m["kind"] == "ConfigMap")
+    executor = yaml.safe_load(config["data"]["executor"])
+    main = yaml.safe_load(config["data"]["mainContainer"])
+    assert executor["image"] == "localhost/argoproj/argoexec:v4.1.4-nonroot"
+    emulator = [{"name": "STORAGE_EMULATOR_HOST", "value": "http://10.77.0.1:4443"}]
+    assert executor["env"] == emulator and main["env"] == emulator
+    assert executor["securityContext"]["runAsNonRoot"] is True, "the rest stays as up.sh has it"
 
 
 @pytest.mark.parametrize("value", ["500ms", "0s", "2", "fast"])

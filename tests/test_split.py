@@ -65,7 +65,7 @@ def test_dirichlet_shards_are_skewed_the_smaller_alpha_the_more(train: Digits) -
     assert label_skew(mild) < label_skew(skewed)
 
 
-def split_small(source: Path, folder: Path, *extra: str) -> int:
+def split_small(source: Path | str, folder: Path, *extra: str) -> int:
     return run(
         split.main,
         split.make_parser(),
@@ -137,4 +137,25 @@ def test_holding_out_every_digit_is_one_line(
     assert capsys.readouterr().err.strip() == (
         "python -m steps.split: error: --validation 2000 leaves no training digits of the 2000"
     )
+
+
+def test_a_gs_source_whose_copy_cannot_be_kept_is_one_line_and_exit_2(
+    small_mnist: Path,
+    gcs_bucket: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a cluster the root is read-only: a dataset from gs:// whose local copy cannot be written is
+    refused in one line naming MNIST_CACHE, not a traceback. The local cluster found this: split's cache
+    was under the unwritable HOME of the steps' image. /sys refuses a new folder even to root."""
+    from steps.lib.storage import GCSStore
+
+    GCSStore(gcs_bucket).upload_file(small_mnist, "reference/mnist.npz")
+    monkeypatch.setenv("MNIST_CACHE", "/sys/mnist-argo-cache")
+    source = f"gs://{gcs_bucket}/reference/mnist.npz"
+    code = split_small(source, tmp_path)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and "MNIST_CACHE" in err and "Traceback" not in err
     assert not (tmp_path / "shards").exists()

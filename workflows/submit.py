@@ -293,8 +293,9 @@ def check_cluster_inputs(args: argparse.Namespace) -> None:
     """A cluster cannot read this machine's files: the store and the data source must be URLs. The
     store is the artifact repository's bucket itself: Argo puts every keyed artifact in that bucket with
     its key as written (workflow_types.go: ArtifactLocation.Relocate), so under a prefix the steps'
-    checkpoints and the published model would land apart from the run's artifacts. The nodes pull the
-    images from a registry (a run from a registered template uses the template's own)."""
+    checkpoints and the published model would land apart from the run's artifacts. An image no registry
+    serves is only a warning: a local cluster's nodes hold the images loaded into them (kind, k3d, the
+    local cluster's containerd), which a registry-less name names rightly."""
     if not args.store.startswith("gs://"):
         raise UsageError(
             "on Argo the model is published to a bucket: pass --artifacts gs://BUCKET, the bucket "
@@ -317,9 +318,11 @@ def check_cluster_inputs(args: argparse.Namespace) -> None:
         ("--train-image", args.train_image, "mnist-argo-train"),
     ):
         if problem := unpullable_image(image):
-            raise UsageError(
-                f"on Argo the nodes pull {flag} from a registry: {image!r} {problem}; pass the "
-                f"pushed image, e.g. {flag} REGION-docker.pkg.dev/PROJECT/mnist/{name}:TAG"
+            print(
+                f"submit: warning: {flag} {image!r} {problem}: the nodes run it only if it was loaded "
+                "into them (the local cluster's make cluster-up, kind load, k3d image import); on GKE "
+                f"pass the pushed image, e.g. {flag} REGION-docker.pkg.dev/PROJECT/mnist/{name}:TAG",
+                file=sys.stderr,
             )
 
 
@@ -336,7 +339,7 @@ def unpullable_image(image: str) -> str | None:
     if not slash or not ("." in registry or ":" in registry or registry == "localhost"):
         return "names no registry (it is the local build's name)"
     if registry.split(":")[0] in ("localhost", "127.0.0.1"):
-        return "is in a registry on this machine, which the nodes cannot reach"
+        return "names this machine's images or registry"
     return None
 
 

@@ -94,5 +94,5 @@ PAGE_ADDRESS=mnist-page
 LABEL_KEY=managed_by
 LABEL_VALUE=mnist-argo-up
 ACCOUNT_DESCRIPTION="Created by mnist-argo infra/gke/up.sh"
-# sha256 of each Argo release's install.yaml that up.sh may apply, one "<sha256>  <version>" a line.
-ARGO_CHECKSUMS=infra/gke/argo-install.sha256
+# The Argo releases up.sh can install: the commit of each, and the sha256 of the manifest it builds where known.
+ARGO_RELEASES=infra/gke/argo-releases

@@ -141,17 +141,37 @@ kube_context() { printf 'gke_%s_%s_%s' "${PROJECT_ID}" "$1" "${CLUSTER}"; }
 # kubectl on this cluster, whichever context is current: another shell may switch it while up.sh runs.
 kube() { kubectl --context "$(kube_context "${ZONE}")" "$@"; }
 
+# Argo's release manifest as Argo's own Makefile makes install.yaml (`manifests/install.yaml` and
+# `dist/manifests/%`): `kubectl kustomize --load-restrictor=LoadRestrictionsNone manifests/cluster-install`,
+# then every `:latest` image tag set to ARGO_VERSION. SOURCE is that folder: a git URL at a commit
+# (kustomize's remote form, what up.sh uses) or a local copy (the Go module's, for the local cluster).
+# KUBECTL names the kubectl to run (default: kubectl).
+kustomize_argo_release() {
+    local source="$1" kubectl="${2:-kubectl}"
+    "${kubectl}" kustomize --load-restrictor=LoadRestrictionsNone "${source}" | sed "s/:latest/:${ARGO_VERSION}/"
+}
+
 # The executor image without root, and the securityContext Argo gives its init and wait containers
 # (workflow/controller/workflowpod.go, newExecContainer: the controller config's executor.securityContext);
 # with the workflow's pod securityContext (workflows/pipeline/cluster.py) each pod of a run meets Pod Security
 # `restricted` (docs/workflow-pod-security-context.md, "Non-root Executor Image").
 # Its second file: DEFAULT_REQUEUE_TIME on the controller (workflow/controller/rate_limiters.go).
+# ARGO_EXECUTOR_IMAGE replaces the released executor image; ARGO_EXTRA_ENV (NAME=VALUE) is given to the
+# executor's containers and to every step's main container (the config's executor.env and mainContainer,
+# workflowpod.go: createEnvVars and the strategic merge of mainContainer): the local cluster names its GCS
+# emulator so, GKE sets neither.
 render_argo_config() {
-    local directory="$1"
+    local directory="$1" env=""
     mkdir -p "${directory}"
+    if [[ -n "${ARGO_EXTRA_ENV:-}" ]]; then
+        env="
+    env:
+      - name: ${ARGO_EXTRA_ENV%%=*}
+        value: \"${ARGO_EXTRA_ENV#*=}\""
+    fi
     cat >"${directory}/kustomization.yaml" <<YAML
-# Argo Workflows ${ARGO_VERSION} as released (install.yaml, checked against ${ARGO_CHECKSUMS}), configured
-# for this pipeline by infra/gke/up.sh.
+# Argo Workflows ${ARGO_VERSION}: its release manifest (install.yaml, kustomize_argo_release), configured for
+# this pipeline by infra/gke/lib.sh.
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 namespace: argo
@@ -184,7 +204,7 @@ metadata:
   namespace: argo
 data:
   executor: |
-    image: quay.io/argoproj/argoexec:${ARGO_VERSION}-nonroot
+    image: ${ARGO_EXECUTOR_IMAGE:-quay.io/argoproj/argoexec:${ARGO_VERSION}-nonroot}
     securityContext:
       runAsNonRoot: true
       allowPrivilegeEscalation: false
@@ -193,8 +213,11 @@ data:
       capabilities:
         drop: ["ALL"]
       seccompProfile:
-        type: RuntimeDefault
+        type: RuntimeDefault${env}
 YAML
+    if [[ -n "${env}" ]]; then
+        printf '  mainContainer: |%s\n' "${env}" >>"${directory}/workflow-controller-configmap.yaml"
+    fi
     cat >"${directory}/workflow-controller-deployment.yaml" <<YAML
 apiVersion: apps/v1
 kind: Deployment
@@ -212,16 +235,23 @@ spec:
 YAML
 }
 
-# The sha256 pinned for ARGO_VERSION's install.yaml in ARGO_CHECKSUMS, or nothing.
-pinned_argo_checksum() {
-    local sum version
-    [[ -f "${ARGO_CHECKSUMS}" ]] || return 0
-    while read -r sum version; do
-        if [[ "${version}" == "${ARGO_VERSION}" && "${sum}" =~ ^[0-9a-f]{64}$ ]]; then
-            printf '%s' "${sum}"
+# ARGO_VERSION's line of ARGO_RELEASES ("<version> <commit> [<sha256>]"), or nothing.
+argo_release_line() {
+    local version commit sum
+    [[ -f "${ARGO_RELEASES}" ]] || return 0
+    while read -r version commit sum; do
+        if [[ "${version}" == "${ARGO_VERSION}" && "${commit}" =~ ^[0-9a-f]{40}$ ]]; then
+            printf '%s %s' "${commit}" "${sum}"
             return
         fi
-    done < <(grep -v '^#' "${ARGO_CHECKSUMS}")
+    done < <(grep -v '^#' "${ARGO_RELEASES}")
+}
+# The commit ARGO_VERSION is built from, and the sha256 of the install.yaml it builds (if one is listed).
+argo_release_commit() { argo_release_line | cut -d' ' -f1; }
+argo_release_checksum() {
+    local sum
+    sum="$(argo_release_line | cut -s -d' ' -f2)"
+    [[ ! "${sum}" =~ ^[0-9a-f]{64}$ ]] || printf '%s' "${sum}"
 }
 
 sha256_of() {
@@ -260,6 +290,44 @@ render_lifecycle() {
 JSON
 }
 
+# The overlay patches that name BUCKET, for any cluster (GKE's overlay here, the local cluster's too): the
+# artifact repository's bucket, and the LATEST the page serves. Optional: an image pull policy for the page
+# and one more NAME=VALUE in its environment.
+render_bucket_patches() {
+    local pull_policy="${1:-}" extra_env="${2:-}"
+    cat <<YAML
+  - patch: |
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: artifact-repositories
+        namespace: ${NAMESPACE}
+      data:
+        default-v1: |
+          archiveLogs: true
+          gcs:
+            bucket: ${BUCKET}
+            keyFormat: "{{workflow.name}}/{{pod.name}}"
+  - patch: |
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: mnist-page
+        namespace: ${NAMESPACE}
+      spec:
+        template:
+          spec:
+            containers:
+              - name: page${pull_policy:+
+                imagePullPolicy: ${pull_policy}}
+                env:
+                  - name: MODEL_URI
+                    value: gs://${BUCKET}/models/mnist/LATEST${extra_env:+
+                  - name: ${extra_env%%=*}
+                    value: ${extra_env#*=}}
+YAML
+}
+
 # A kustomize overlay for these settings in directory $1, on top of the base at $2 (a path relative to $1),
 # running the page's image by its digest $3 (sha256:...), so the cluster runs exactly the image pushed.
 render_overlay() {
@@ -294,32 +362,7 @@ patches:
         namespace: ${NAMESPACE}
         annotations:
           iam.gke.io/gcp-service-account: $(google_account "${PAGE_ACCOUNT}")
-  - patch: |
-      apiVersion: v1
-      kind: ConfigMap
-      metadata:
-        name: artifact-repositories
-        namespace: ${NAMESPACE}
-      data:
-        default-v1: |
-          archiveLogs: true
-          gcs:
-            bucket: ${BUCKET}
-            keyFormat: "{{workflow.name}}/{{pod.name}}"
-  - patch: |
-      apiVersion: apps/v1
-      kind: Deployment
-      metadata:
-        name: mnist-page
-        namespace: ${NAMESPACE}
-      spec:
-        template:
-          spec:
-            containers:
-              - name: page
-                env:
-                  - name: MODEL_URI
-                    value: gs://${BUCKET}/models/mnist/LATEST
+$(render_bucket_patches)
 YAML
     if [[ -n "${PAGE_DOMAIN}" ]]; then
         cat >>"${directory}/kustomization.yaml" <<YAML

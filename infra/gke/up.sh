@@ -26,10 +26,10 @@ retry() {
     "$@"
 }
 
-# Refuse before touching anything when no checksum is pinned for ARGO_VERSION's manifest.
-check_argo_pinned() {
-    [[ -n "$(pinned_argo_checksum)" ]] ||
-        bad_setting "no sha256 pinned for Argo ${ARGO_VERSION}'s install.yaml in ${ARGO_CHECKSUMS}: add one (that file says how), or set ARGO_VERSION to a pinned version"
+# Refuse before touching anything when ARGO_VERSION has no known commit to build its manifest from.
+check_argo_release() {
+    [[ -n "$(argo_release_commit)" ]] ||
+        bad_setting "no commit known for Argo ${ARGO_VERSION} in ${ARGO_RELEASES}: add its line (that file says how), or set ARGO_VERSION to a listed version"
 }
 
 enable_services() {
@@ -334,19 +334,24 @@ build_images() {
     fi
 }
 
-# Argo's release manifest, checked against the pinned sha256 before anything of it is applied, with the
-# controller configured for this pipeline (render_argo_config).
+# Argo's release manifest, built from the release's kustomize base at its commit (git checks the content
+# against the commit's hash) as Argo's Makefile builds install.yaml, and compared with the sha256 listed for
+# the version where one is listed, before anything of it is applied; then the controller configured for this
+# pipeline (render_argo_config).
 install_argo() {
-    local manifest="https://github.com/argoproj/argo-workflows/releases/download/${ARGO_VERSION}/install.yaml"
-    local directory expected actual
+    local commit source directory expected actual
+    commit="$(argo_release_commit)"
+    source="https://github.com/argoproj/argo-workflows//manifests/cluster-install?ref=${commit}"
     directory="$(mktemp -d)"
-    expected="$(pinned_argo_checksum)"
-    log "downloading Argo Workflows ${ARGO_VERSION} and checking its sha256"
-    curl --fail --silent --show-error --location --output "${directory}/install.yaml" "${manifest}"
-    actual="$(sha256_of "${directory}/install.yaml")"
-    if [[ "${actual}" != "${expected}" ]]; then
-        rm -rf "${directory}"
-        die "Argo's ${manifest} has sha256 ${actual}, not the ${expected} pinned in ${ARGO_CHECKSUMS}: nothing applied"
+    log "building Argo Workflows ${ARGO_VERSION}'s manifest from its kustomize base at commit ${commit}"
+    kustomize_argo_release "${source}" >"${directory}/install.yaml"
+    expected="$(argo_release_checksum)"
+    if [[ -n "${expected}" ]]; then
+        actual="$(sha256_of "${directory}/install.yaml")"
+        if [[ "${actual}" != "${expected}" ]]; then
+            rm -rf "${directory}"
+            die "Argo ${ARGO_VERSION}'s manifest built at ${commit} has sha256 ${actual}, not the ${expected} listed in ${ARGO_RELEASES}: nothing applied"
+        fi
     fi
     render_argo_config "${directory}"
     log "installing Argo Workflows ${ARGO_VERSION} into namespace argo (executor without root, requeue ${REQUEUE_TIME})"
@@ -416,8 +421,8 @@ main() {
     print_settings
     check_settings
     # kubectl reaches GKE through gcloud's credential plugin: without it every kubectl call fails.
-    require_commands gcloud kubectl gke-gcloud-auth-plugin curl
-    check_argo_pinned
+    require_commands gcloud kubectl gke-gcloud-auth-plugin git
+    check_argo_release
     enable_services
     load_project_number
     resolve_zone

@@ -56,6 +56,13 @@ def fetch_source(source: str, cache_dir: Path | None = None) -> Path:
         from steps.lib.storage import download_uri
 
         target = (cache_dir or default_cache_dir()) / "gcs" / source.removeprefix("gs://")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StepError(
+                f"cannot keep a copy of {source} in {target.parent}: {error.strerror or error} "
+                "(set MNIST_CACHE to a writable folder)"
+            ) from None
         download_uri(source, target)
         return target
     path = Path(source)

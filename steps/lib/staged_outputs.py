@@ -36,7 +36,8 @@ def _make_parent(final: Path) -> list[Path]:
     except OSError as error:
         if error.errno == errno.ENAMETOOLONG:
             raise StepError(f"output path too long: {str(final)[:80]}…") from None
-        raise
+        # A read-only or full file system, no permission: the same place fails again.
+        raise StepError(f"cannot create {final}: {error.strerror or error}") from None
     return created
 
 

@@ -2,12 +2,12 @@
 where no Google Cloud project (nor GitHub) can be reached: each logs its call, and `gcloud` also records its
 exact argv (so the real CLI can parse every command line afterwards, see test_infra_gcloud_cli.py) and answers
 the few queries the scripts read, saying which resources already exist and whether up.sh made them (its
-label, or its description on service accounts and addresses). `curl` serves FAKE_ARGO_MANIFEST as Argo's
-install.yaml. The scripts themselves run for real."""
+label, or its description on service accounts and addresses). `kubectl kustomize` of Argo's kustomize base
+at a commit on GitHub prints FAKE_ARGO_MANIFEST. The scripts themselves run for real; the local cluster's
+tests (tests/cluster/) run the same Argo functions against the real kubectl and the real cluster."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 import shutil
@@ -22,8 +22,7 @@ PROJECT, PROJECT_NUMBER, TAG = "test-project", "123456789", "abc1234"
 STOOD_IN = ("gcloud", "kubectl", "docker", "curl", "gke-gcloud-auth-plugin")
 LABEL = "mnist-argo-up"
 DESCRIPTION = "Created by mnist-argo infra/gke/up.sh"
-# What the stand-in curl serves as Argo's install.yaml, and its sha256 (pinned in the sandbox's copy of
-# infra/gke/argo-install.sha256 by make_sandbox): the two objects up.sh patches, as the release has them
+# What the stand-in kubectl kustomize makes of Argo's release: the two objects up.sh patches, as the release has them
 # (manifests/cluster-install-no-crds sets namespace argo; base/workflow-controller the rest). lib.sh's
 # render_argo_config patches name these same objects, line for line, on purpose: these lines stand for Argo's
 # release, not for up.sh, so they are written out here and not shared with lib.sh; the real `kubectl
@@ -131,6 +130,8 @@ echo "kubectl $*" >>"${FAKE_LOG}"
 case "$*" in
     *"get service mnist-page"*) echo 203.0.113.7 ;;
     *"--dry-run=client"*) echo "kind: Namespace" ;;
+    "kustomize --load-restrictor=LoadRestrictionsNone https://github.com/argoproj/argo-workflows//manifests/cluster-install?ref="*)
+        printf '%s' "${FAKE_ARGO_MANIFEST}" ;;
     "config get-contexts --output name") printf '%s\n' ${FAKE_CONTEXTS} ;;
     "config current-context") echo "${FAKE_CURRENT_CONTEXT}" ;;
     "config get-clusters" | "config get-users") printf 'NAME\n'; printf '%s\n' ${FAKE_CONTEXTS} ;;
@@ -189,9 +190,6 @@ class Sandbox:
 
 def make_sandbox(tmp_path: Path, system: Path) -> Sandbox:
     shutil.copytree(ROOT / "infra", tmp_path / "repo" / "infra")
-    pinned = hashlib.sha256(ARGO_MANIFEST.encode()).hexdigest()
-    with (tmp_path / "repo" / "infra" / "gke" / "argo-install.sha256").open("a") as checksums:
-        checksums.write(f"{pinned}  v4.1.2\n")
     fakes = tmp_path / "fakes"
     fakes.mkdir()
     for name, body in (

@@ -1,0 +1,142 @@
+"""The pipeline on a real cluster, submitted as a user submits it: `python workflows/submit.py --argo-server
+... --watch`. The API server admits every pod (Pod Security `restricted` on the namespace), the controller
+runs the DAG, argoexec moves the artifacts to the bucket under the keys the spec names, and the published
+model is served: ui.predict and the page, pointed at the bucket, predict with it."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+import pytest
+import requests
+import urllib3  # noqa: F401  (its warning is filtered by name)
+
+from tests.support.cluster import Cluster
+from tests.support.project import ROOT, run_python
+from workflows.pipeline import cluster as names
+
+pytestmark = pytest.mark.cluster
+
+SMALL_RUN = ("--limit", "6000", "--workers", "2", "--rounds", "2", "--epochs", "1")
+SUBMITTED = re.compile(r"^submitted (\S+) to ", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    output: str
+
+
+def submitted(cluster: Cluster, *args: str) -> Run:
+    done = cluster.submit(*args)
+    assert done.returncode == 0, (
+        f"submit.py exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    )
+    match = SUBMITTED.search(done.stdout)
+    assert match, done.stdout
+    return Run(match[1], done.stdout)
+
+
+@pytest.fixture(scope="module")
+def small_run(cluster: Cluster) -> Run:
+    return submitted(cluster, *SMALL_RUN, "--watch")
+
+
+def test_the_small_run_succeeds(cluster: Cluster, small_run: Run) -> None:
+    assert f"run {small_run.name} Succeeded" in small_run.output
+    workflow = cluster.workflow(small_run.name)
+    assert workflow["status"]["phase"] == "Succeeded"
+    pods = [node for node in workflow["status"]["nodes"].values() if node["type"] == "Pod"]
+    # split, init, 2 rounds of (2 trainers + aggregate), evaluate, publish
+    assert len(pods) == 2 + 2 * 3 + 2, sorted(node["displayName"] for node in pods)
+    assert {node["phase"] for node in pods} == {"Succeeded"}
+
+
+def test_every_pod_of_the_run_was_admitted_under_pod_security_restricted(
+    cluster: Cluster, small_run: Run
+) -> None:
+    """The namespace enforces `restricted` (the real admission plugin): a pod it refused would never have
+    run, and the run would have failed; none of the API server's warnings or refusals name the run."""
+    labels = cluster.get("namespace", cluster.namespace)["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    events = cluster.get("events", "-n", cluster.namespace)["items"]
+    refusals = [event["message"] for event in events if "PodSecurity" in event.get("message", "")]
+    assert not refusals, refusals
+    workflow = cluster.workflow(small_run.name)
+    pod_names = {
+        node["id"] for node in workflow["status"]["nodes"].values() if node["type"] == "Pod"
+    }
+    assert pod_names
+
+
+def test_the_artifacts_are_in_the_bucket_under_the_specs_keys(
+    cluster: Cluster, small_run: Run
+) -> None:
+    """argoexec stored every output artifact the controller recorded, under its key: a file at the key,
+    a folder's files under it; the shards and test set split writes, one per worker."""
+    keys = set(cluster.keys(f"{small_run.name}/"))
+    recorded = {
+        artifact["gcs"]["key"]
+        for node in cluster.workflow(small_run.name)["status"]["nodes"].values()
+        for artifact in (node.get("outputs") or {}).get("artifacts") or []
+    }
+    assert len(recorded) > 10, recorded
+    for key in recorded:
+        assert key in keys or any(k.startswith(f"{key}/") for k in keys), key
+    for key in ("shards/0.npz", "shards/1.npz", "test.npz", "init/model.h5", "round-2/model.h5"):
+        assert f"{small_run.name}/{key}" in keys, sorted(keys)
+
+
+def test_latest_names_the_run_and_the_page_and_predict_serve_it(
+    cluster: Cluster, small_run: Run
+) -> None:
+    latest = cluster.read("models/mnist/LATEST").decode().strip()
+    assert latest == small_run.name
+    published = cluster.keys(f"models/mnist/{small_run.name}/")
+    assert f"models/mnist/{small_run.name}/model.h5" in published, published
+    predicted = run_python(
+        "from ui.predict import main; raise SystemExit(main())",
+        str(ROOT / "samples" / "7-mnist.png"),
+        env=cluster.process_env(MODEL_URI=f"gs://{cluster.bucket}/models/mnist/LATEST"),
+        timeout=300,
+    )
+    assert predicted.returncode == 0, predicted.stderr
+    answer = json.loads(predicted.stdout.splitlines()[0])
+    assert answer["run"] == small_run.name if "run" in answer else True
+    assert 0 <= answer["digit"] <= 9
+
+
+def test_the_page_in_the_cluster_is_healthy(cluster: Cluster) -> None:
+    service = cluster.get("service", "mnist-page", "-n", cluster.namespace)
+    address = f"http://{service['spec']['clusterIP']}:80"
+    assert requests.get(f"{address}/_stcore/health", timeout=10).text == "ok"
+
+
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+def test_a_run_from_the_registered_template_succeeds_and_its_logs_are_served(
+    cluster: Cluster,
+) -> None:
+    registered = cluster.submit("--register")
+    assert registered.returncode == 0, registered.stderr
+    run = submitted(cluster, *SMALL_RUN, "--rounds", "1", "--from-template", "--watch")
+    assert f"run {run.name} Succeeded" in run.output
+    workflow = cluster.workflow(run.name)
+    assert workflow["spec"]["workflowTemplateRef"]["name"] == names.TEMPLATE_NAME
+    evaluate = next(
+        node
+        for node in workflow["status"]["nodes"].values()
+        if node.get("templateName") == "evaluate" and node["type"] == "Pod"
+    )
+    # A succeeded run's pods are gone (podGC): the server serves the log archived in the bucket, as the
+    # Argo UI asks for it (server/artifacts/artifact_server.go, /artifact-files/...).
+    logs = requests.get(
+        f"{cluster.env['ARGO_SERVER']}/artifact-files/{cluster.namespace}/workflows/{run.name}/"
+        f"{evaluate['id']}/outputs/main-logs",
+        headers={"Authorization": cluster.env["ARGO_TOKEN"]},
+        verify=False,
+        timeout=60,
+    )
+    assert logs.status_code == 200, logs.text
+    assert "accuracy" in logs.text, logs.text[:2000]
