@@ -62,6 +62,9 @@ main() {
     fi
     kill_tasks
     stop_daemon containerd 30
+    if [[ -f "${STATE}/containerd/made-run" ]]; then
+        find /run/containerd -depth -type d -empty -delete 2>/dev/null || true
+    fi
     stop_daemon gcs-emulator
     stop_daemon kube-apiserver 30
     stop_daemon etcd 30

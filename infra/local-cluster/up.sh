@@ -109,6 +109,9 @@ start_containerd() {
     mkdir -p "${STATE}/containerd" "${STATE}/cni/net.d"
     render_containerd_config | write_if_changed "${STATE}/containerd/config.toml"
     render_cni_config | write_if_changed "${STATE}/cni/net.d/10-mnist.conflist"
+    # containerd 1.6's shims keep their sockets in /run/containerd/s whatever its state folder: down.sh
+    # removes that folder if it was not there before.
+    [[ -e /run/containerd ]] || touch "${STATE}/containerd/made-run"
     start_daemon containerd containerd --config "${STATE}/containerd/config.toml"
     wait_for "containerd to answer" 60 ctr_k8s version
 }
