@@ -137,10 +137,17 @@ def shown(page: object, label: str) -> str:
     return metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
+def confidence_shown(page: object) -> float:
+    """The confidence under the prediction ("97.3% confident"), as a fraction."""
+    metric = page.locator('[data-testid="stMetric"]').filter(has_text="Prediction")
+    delta = metric.locator('[data-testid="stMetricDelta"]').inner_text().strip()
+    return float(delta.removesuffix("confident").strip().rstrip("%")) / 100
+
+
 def predicted_digit(page: object, what: str) -> str:
     """The digit the page shows for `what`, once its confidence shows the test model is sure of it
     (tests/support/page.py: SURE); under that the fixture is too weak to tell anything."""
-    confidence = float(shown(page, "Confidence").rstrip("%")) / 100
+    confidence = confidence_shown(page)
     if confidence < SURE:
         pytest.fail(
             f"fixture too weak: the page's test model reads {what} as {shown(page, 'Prediction')} "
@@ -191,7 +198,9 @@ def test_on_a_desktop_screen_the_card_and_its_curves_are_beside_the_upload(
     card = page.locator(CARD)
     card.get_by_text("ui-test-1").wait_for()
     card.get_by_text("Training, round by round").wait_for()
-    assert card.locator('[data-testid="stVegaLiteChart"]').count() == 2
+    charts = card.locator('[data-testid="stVegaLiteChart"]')
+    charts.nth(1).wait_for()  # drawn after the heading above them
+    assert charts.count() == 2
     assert on_first_screen(page.get_by_role("tab", name="Upload images"), DESKTOP)
     page.close()
 
