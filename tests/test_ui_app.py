@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 from steps.lib.registry import LATEST_KEY, run_prefix
 from tests.support.page import BATCH, EPOCHS, FIRST_RUN, publish_run
 from tests.support.project import ROOT
-from ui.decode import MAX_PIXELS, MB
+from ui.images.decode import MAX_PIXELS, MB
 from ui.predict import LOW_CONFIDENCE
 from ui.verbatim import verbatim
 

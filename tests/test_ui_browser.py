@@ -28,7 +28,7 @@ from steps.lib.mnist import load_mnist
 from steps.lib.registry import LATEST_KEY, run_prefix
 from tests.support.page import FIRST_RUN, progressive_jpeg
 from tests.support.project import ROOT, free_port, wait_for_port
-from ui.decode import MAX_CONCURRENT_DECODES, MAX_SCANS, MB
+from ui.images.decode import MAX_CONCURRENT_DECODES, MAX_SCANS, MB
 from ui.uploads import MAX_SESSION_BYTES
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -1,4 +1,4 @@
-"""ui.decode's rules one by one, at their boundaries and with their exact messages.
+"""ui.images.decode's rules one by one, at their boundaries and with their exact messages.
 
 test_ui_limits.py measures what the costliest files cost in a fresh process; these tests call each
 rule in this process with inputs that sit on either side of its limit (most of them headers only, so
@@ -17,8 +17,8 @@ import pytest
 from PIL import Image, ImageOps
 
 from tests.support.page import lossless_webp, progressive_jpeg, rle8_bmp
-from ui import decode as decoding
-from ui.decode import (
+from ui.images import decode as decoding
+from ui.images.decode import (
     DAMAGED,
     MAX_BLOCKS,
     MAX_COEFFICIENT_BYTES,
@@ -44,7 +44,7 @@ from ui.decode import (
     reduce,
     upright,
 )
-from ui.jpeg_layout import read_layout
+from ui.images.jpeg_layout import read_layout
 
 
 def encode(image: Image.Image, format: str, **options: object) -> bytes:
@@ -126,7 +126,7 @@ def test_a_header_a_reader_fails_on_is_damaged_with_the_readers_reason() -> None
 def test_exactly_the_pixel_limit_is_accepted_and_a_row_more_is_not() -> None:
     assert MAX_PIXELS == 8000 * 5000
     assert open_header(png_header(8000, 5000)).size == (8000, 5000)
-    # Pillow's DecompressionBombWarning, which ui.decode makes an error, says it first; where the
+    # Pillow's DecompressionBombWarning, which ui.images.decode makes an error, says it first; where the
     # warning is only recorded (pytest records warnings), open_header's own check says it
     assert rejected(open_header, png_header(8000, 5001)) in (
         TOO_MANY_PIXELS,

@@ -26,8 +26,8 @@ from tests.support.page import (
     rle8_bmp,
     with_mpf,
 )
-from ui import decode as decoding
-from ui.decode import (
+from ui.images import decode as decoding
+from ui.images.decode import (
     DECODE_SIDE,
     MAX_BLOCKS,
     MAX_CONCURRENT_DECODES,
@@ -40,7 +40,7 @@ from ui.decode import (
     ImageRejected,
     decode,
 )
-from ui.jpeg_layout import read_layout
+from ui.images.jpeg_layout import read_layout
 
 MAX_CPU_SECONDS = 2.0
 MAX_MEGABYTES = 300

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from steps.lib.registry import LATEST_KEY
 from tests.support.project import ROOT
-from ui.decode import MAX_FILE_MB, MB
+from ui.images.decode import MAX_FILE_MB, MB
 
 SAMPLES = sorted((ROOT / "samples").iterdir())
 MIN_RIGHT = 18  # of the 20 samples; the test model scores ~95%

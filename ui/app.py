@@ -23,7 +23,7 @@ from PIL import Image
 from streamlit_drawable_canvas import st_canvas
 
 from steps.lib.confusion_plot import draw_confusion
-from ui.decode import EXTENSIONS, MB, ImageRejected, decode
+from ui.images.decode import EXTENSIONS, MB, ImageRejected, decode
 from ui.model_source import LoadedModel, ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
 from ui.predict import LOW_CONFIDENCE, NoAnswer, classify
 from ui.preprocess import to_gray, to_mnist

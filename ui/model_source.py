@@ -34,7 +34,7 @@ from steps.lib.registry import (
     run_prefix,
 )
 from steps.lib.storage import ArtifactStore, LocalStore, open_store
-from ui.confusion_picture import MAX_PICTURE_BYTES, check_picture
+from ui.images.picture import MAX_PICTURE_BYTES, check_picture
 
 # A version refused (too big, malformed) is not fetched again on every rerun; after this long it is
 # tried again, in case its files were fixed in place.

@@ -2,12 +2,12 @@
 
 A file is judged by what Pillow's reader and decoder will do with it, not by the name they give it:
 before Image.open, the blocks its reader walks in Python (JPEG segments, GIF sub-blocks, PNG chunks;
-see ui.blocks and ui.jpeg_layout) are counted, and for a JPEG the scan count and coefficient buffer
-are read from its markers; after it, from the header and the decoder Pillow picked, the pixels and
-the memory that decoder will hold. Everything libjpeg decodes (a JPEG, or an MPO, a JPEG with an
-index of further images) is decoded reduced (libjpeg's DCT scaling: a 12-megapixel photo comes out at
-about 500x375), other formats whole and then reduced. At most MAX_CONCURRENT_DECODES run at once in a
-process.
+see ui.images.block_counts and ui.images.jpeg_layout) are counted, and for a JPEG the scan count and
+coefficient buffer are read from its markers; after it, from the header and the decoder Pillow
+picked, the pixels and the memory that decoder will hold. Everything libjpeg decodes (a JPEG, or an
+MPO, a JPEG with an index of further images) is decoded reduced (libjpeg's DCT scaling: a
+12-megapixel photo comes out at about 500x375), other formats whole and then reduced. At most
+MAX_CONCURRENT_DECODES run at once in a process.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import warnings
 
 from PIL import BmpImagePlugin, Image, ImageOps, JpegImagePlugin, WebPImagePlugin
 
-from ui.blocks import GIF_SIGNATURES, PNG_SIGNATURE, gif_blocks, png_chunks
-from ui.jpeg_layout import DCT_FRAMES, BadJpeg, JpegLayout, TooManySegments, read_layout
+from ui.images.block_counts import GIF_SIGNATURES, PNG_SIGNATURE, gif_blocks, png_chunks
+from ui.images.jpeg_layout import DCT_FRAMES, BadJpeg, JpegLayout, TooManySegments, read_layout
 
 MB = 1024 * 1024  # as Streamlit counts server.maxUploadSize
 MAX_FILE_MB = 10  # .streamlit/config.toml's server.maxUploadSize says the same (a test checks)
