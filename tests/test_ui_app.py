@@ -300,12 +300,13 @@ def test_a_photo_from_the_camera_is_predicted(
 def test_an_unexpected_failure_shows_a_plain_message_not_the_source(
     monkeypatch: pytest.MonkeyPatch, published_store: Path
 ) -> None:
-    import ui.preprocess
+    import ui.readings
 
     def broken(image: object) -> object:
         raise RuntimeError("/secret/path/in/the/source.py line 42")
 
-    monkeypatch.setattr(ui.preprocess, "to_mnist", broken)  # the page imports it from here
+    monkeypatch.setattr(ui.readings, "to_mnist", broken)  # the page reads images there
+    monkeypatch.setattr(ui.readings, "KEPT", ui.readings.Kept())  # nothing read before this test
     page = open_page(monkeypatch, latest_uri(published_store))
     upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
     assert [error.value for error in page.error] == [
