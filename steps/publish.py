@@ -1,8 +1,9 @@
 """Publish a model and its metrics under models/mnist/<run>/ in the store, then move LATEST to it, last.
 
 No TensorFlow: the model is verified with h5py against the known architecture (steps.lib.model_file), the
-same check the page's loader makes, and metrics.json and run.json with the checks the page applies
-(steps.lib.published), all before anything is written: only a run the page can show is published.
+same check the page's loader makes, metrics.json and run.json with the checks the page applies
+(steps.lib.published), and the confusion picture with the page's (ui.images.picture: Pillow only), all
+before anything is written: only a run the page can show is published.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from steps.lib.errors import StepError
 from steps.lib.input_files import read_small_file, require_file
 from steps.lib.model_file import read_weights
 from steps.lib.storage import ArtifactStore, open_store
+from ui.images.picture import check_attachment
 
 SETTING_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
@@ -132,7 +134,7 @@ def main(args: argparse.Namespace) -> None:
         f"metrics {args.metrics}",
     )
     for path in args.attach:
-        require_file(path, "attachment")
+        check_attachment(require_file(path, "attachment"))  # the page's checks of what it reads
     read_weights(require_file(args.model, "model"))  # publish only what the page can load
     card = {
         "run": args.run,

@@ -9,16 +9,19 @@ what the attacks took before.
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.page import progressive_jpeg
+from steps.lib.registry import CONFUSION_FILE, run_prefix
+from tests.support.page import FIRST_RUN, png_of_empty_chunks, progressive_jpeg
 from tests.support.page_client import (
     Closed,
     PageClient,
+    Run,
     component_state,
     proc_cpu_seconds,
     proc_kilobytes,
@@ -28,6 +31,7 @@ from tests.support.page_client import (
 from tests.support.page_server import Server, serving
 from tests.support.project import ROOT
 from ui.images.decode import MAX_SCANS
+from ui.images.picture import MAX_PICTURE_BYTES
 from ui.uploads import MAX_FILES
 from ui.widget_states import MAX_DRAWING_ITEMS, MAX_MESSAGE_MB, TOO_LARGE, json_items
 
@@ -187,3 +191,28 @@ def test_the_server_takes_no_compressed_messages(server: Server) -> None:
         compression=None,
     ) as socket:
         assert socket.protocol.extensions == []
+
+
+def captions(run: Run) -> list[str]:
+    return [image.caption for element in run.of("imgs") for image in element.imgs.imgs]
+
+
+def test_a_confusion_picture_of_many_chunks_costs_the_page_nothing_per_rerun(
+    published_store: Path, tmp_path: Path
+) -> None:
+    """Anyone who can write the store can make the run's confusion.png 2 MB of 174,221 empty chunks:
+    Pillow walks them one by one in Python, each time the picture is opened."""
+    store = Path(shutil.copytree(published_store, tmp_path / "store"))
+    picture = store / run_prefix(FIRST_RUN) / CONFUSION_FILE
+    data = picture.read_bytes()
+    picture.write_bytes(png_of_empty_chunks(MAX_PICTURE_BYTES - len(data), data))
+    assert picture.stat().st_size <= MAX_PICTURE_BYTES
+    with serving(store, tmp_path / "server.log") as page, PageClient(page.url) as visitor:
+        visitor.rerun()  # the model and its files load once
+        before = proc_cpu_seconds(page.pid)
+        runs = [visitor.rerun() for _ in range(3)]
+        spent = (proc_cpu_seconds(page.pid) - before) / len(runs)
+    print(f"\na confusion.png of many chunks: {spent:.2f} s of server CPU per rerun")
+    assert spent < 0.6
+    for run in runs:  # refused: the page draws the matrix from metrics.json instead
+        assert captions(run) == ["Confusion matrix"], captions(run)

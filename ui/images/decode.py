@@ -49,9 +49,13 @@ JPEG_SIGNATURE = b"\xff\xd8\xff"  # JpegImagePlugin._accept
 
 NOT_AN_IMAGE = f"This is not an image the page can read (use {', '.join(EXTENSIONS)})."
 DAMAGED = "The image is damaged or cut short"
-TOO_MANY_PIXELS = (
-    f"The image has too many pixels: up to {MAX_PIXELS // 1_000_000} megapixels are accepted."
-)
+
+
+def too_many_pixels(limit: int) -> str:
+    return f"The image has too many pixels: up to {limit // 1_000_000} megapixels are accepted."
+
+
+TOO_MANY_PIXELS = too_many_pixels(MAX_PIXELS)
 TOO_COSTLY = "The image would take too much memory or time to decode"
 
 # Pillow warns past MAX_IMAGE_PIXELS and refuses past twice it; here both refuse.
@@ -73,7 +77,7 @@ def check_size(data: bytes, max_bytes: int) -> None:
         )
 
 
-def open_header(data: bytes) -> Image.Image:
+def open_header(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
     """Pillow's image object with only its header read; ImageRejected for what is not an image."""
     try:
         image = Image.open(io.BytesIO(data), formats=FORMATS)
@@ -84,8 +88,8 @@ def open_header(data: bytes) -> Image.Image:
     except Exception as error:  # a plugin's parser can fail in any way on crafted bytes
         raise ImageRejected(f"{DAMAGED} ({error})") from None
     width, height = image.size
-    if width * height > MAX_PIXELS:
-        raise ImageRejected(f"{TOO_MANY_PIXELS} This one is {width}x{height}.")
+    if width * height > max_pixels:
+        raise ImageRejected(f"{too_many_pixels(max_pixels)} This one is {width}x{height}.")
     if width < 1 or height < 1:
         raise ImageRejected(f"{DAMAGED} (it is {width}x{height})")
     return image
@@ -192,11 +196,13 @@ def upright(image: Image.Image) -> Image.Image:
     return image
 
 
-def decode(data: bytes, max_bytes: int = MAX_FILE_MB * MB) -> Image.Image:
+def decode(
+    data: bytes, max_bytes: int = MAX_FILE_MB * MB, max_pixels: int = MAX_PIXELS
+) -> Image.Image:
     """Decode `data` as one of FORMATS, upright and reduced; ImageRejected saying why if it cannot be."""
     check_size(data, max_bytes)
     layout = plan_reading(data)
-    image = open_header(data)
+    image = open_header(data, max_pixels)
     plan_decoding(image, data, layout)
     with DECODE_SLOTS:
         try:
