@@ -46,6 +46,7 @@ MAX_RLE_BYTES = 1 * MB
 # over (a 4096x4096 WebP of 706 bytes peaked at 252 MB): its decoded size counts this many times.
 WEBP_COPIES = 4
 JPEG_SIGNATURE = b"\xff\xd8\xff"  # JpegImagePlugin._accept
+PREMULTIPLIED = ("LA", "RGBA")  # modes Image.reduce copies premultiplied before it shrinks them
 
 NOT_AN_IMAGE = f"This is not an image the page can read (use {', '.join(EXTENSIONS)})."
 DAMAGED = "The image is damaged or cut short"
@@ -164,9 +165,28 @@ def plan_decoding(image: Image.Image, data: bytes, layout: JpegLayout | None) ->
     plan_whole(image, copies)
 
 
+def converted_mode(image: Image.Image) -> str | None:
+    """The mode reduce() converts `image` to at full size, before it shrinks it; None if it does not."""
+    if image.mode == "P":
+        return "RGBA" if "transparency" in image.info else "L"
+    if image.mode == "1":
+        return "L"
+    return None
+
+
 def plan_whole(image: Image.Image, copies: int = 1) -> None:
-    """Refuse an image whose decoder would hold more than MAX_DECODED_BYTES (`copies` of its pixels)."""
-    decoded = image.width * image.height * bytes_per_pixel(image.mode) * copies
+    """Refuse an image whose decoding would hold more than MAX_DECODED_BYTES at once: `copies` of its
+    pixels as its decoder stores them, the conversion reduce() makes of them at full size, and the
+    premultiplied copy Image.reduce works on for an image with alpha (Image.reduce: "LA" and
+    "RGBA" become "La" and "RGBa" first). A palette image with a transparent colour takes
+    1 + 4 + 4 bytes a pixel."""
+    reduced = converted_mode(image) or image.mode
+    per_pixel = bytes_per_pixel(image.mode) * copies
+    if reduced != image.mode:
+        per_pixel += bytes_per_pixel(reduced)
+    if reduced in PREMULTIPLIED:
+        per_pixel += bytes_per_pixel(reduced)
+    decoded = image.width * image.height * per_pixel
     if decoded > MAX_DECODED_BYTES:
         raise ImageRejected(
             f"{TOO_COSTLY}: {image.width}x{image.height} {image.format} takes "
@@ -180,9 +200,9 @@ def reduce(image: Image.Image, side: int = DECODE_SIDE) -> Image.Image:
     factor = max(image.size) // side
     if factor < 2:
         return image
-    if image.mode in ("1", "P"):
-        has_alpha = image.mode == "P" and "transparency" in image.info
-        image = image.convert("RGBA" if has_alpha else "L")
+    converted = converted_mode(image)  # counted by plan_whole
+    if converted is not None:
+        image = image.convert(converted)
     if image.mode.startswith("I;16"):
         size = (max(1, image.width // factor), max(1, image.height // factor))
         return image.resize(size, Image.Resampling.BOX)
