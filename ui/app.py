@@ -25,7 +25,7 @@ from ui.drawing import MAX_PNG_BYTES, drawn_image
 from ui.images.decode import EXTENSIONS, MB
 from ui.model_source import LoadedModel, ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
 from ui.predict import LOW_CONFIDENCE, NoAnswer, classify
-from ui.readings import SHOWN_SIDE, Ledger, Upload, distinct, read
+from ui.readings import SHOWN_SIDE, UNEXPECTED, Ledger, Upload, distinct, read
 from ui.uploads import MAX_FILES
 from ui.verbatim import verbatim
 
@@ -142,6 +142,10 @@ def show_prediction(loaded: LoadedModel, data: bytes, limit: int | None = None) 
         prediction = classify(loaded.model, reading.pixels)
     except NoAnswer as error:
         st.error(str(error))
+        return
+    except Exception:  # a bug must not show a visitor the source; the log keeps it
+        log.exception("an upload could not be classified")
+        st.error(UNEXPECTED)
         return
     pictures, verdict = st.columns([2, 3])
     sent, seen = pictures.columns(2)
