@@ -576,7 +576,7 @@ def test_no_workflow_parameter_can_rewrite_the_card(
     (tmp_path / "in").mkdir()
     copy_model(tmp_path / "in" / "model.h5")
     write_json(tmp_path / "in" / "metrics.json", {"accuracy": 0.9})
-    (tmp_path / "in" / "confusion.png").write_bytes(b"png")
+    (tmp_path / "in" / "confusion.png").write_bytes(png("RGB", (16, 16)))
     monkeypatch.chdir(tmp_path)
     code = publish.main(publish.make_parser().parse_args(args))
     capsys.readouterr()
