@@ -74,7 +74,7 @@ def published_text(stamp: object) -> str | None:
     """'2026-11-29T18:48:58.897321+00:00' → '2026-11-29 18:48 UTC'; None for anything else (a date
     that is no ISO 8601 time, or one that is in none once moved to UTC)."""
     try:
-        moment = dt.datetime.fromisoformat(stamp)
+        moment = dt.datetime.fromisoformat(stamp)  # type: ignore[arg-type]  # not a str: TypeError
         return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     except (TypeError, ValueError, OverflowError):
         return None
@@ -123,14 +123,14 @@ def show_training(loaded: LoadedModel) -> None:
     if loaded.history_problem:
         log.warning("the training history of %s: %s", loaded.label, loaded.history_problem)
         st.caption("The training history cannot be shown: its file fails the page's checks.")
-    rounds = (loaded.history or {}).get("rounds")
-    if not rounds:
+    history = loaded.history or {}
+    if not history.get("rounds"):
         return
     st.markdown("**Training, round by round**")
     for metric in ("accuracy", "loss"):
-        st.altair_chart(training.curve_chart(loaded.history, metric), width="stretch")
+        st.altair_chart(training.curve_chart(history, metric), width="stretch")
     st.caption(training.KEY)
-    st.caption(training.rounds_line(loaded.history))
+    st.caption(training.rounds_line(history))
 
 
 def serving_line(loaded: LoadedModel) -> str:
@@ -173,7 +173,7 @@ def show_errors(matrix: np.ndarray) -> None:
     """How many test digits of each digit were misread, and the commonest mistakes."""
     errors = report.errors_per_digit(matrix)
     st.bar_chart(errors[["misread"]], x_label="digit", y_label="test digits misread", height=260)
-    worst = errors["share"].idxmax()
+    worst = str(errors["share"].idxmax())  # the index is the digits as text
     st.caption(
         f"Weakest digit: {worst} ({1 - errors['share'][worst]:.1%} right, "
         f"{errors['misread'][worst]} of {errors['of'][worst]} misread)."

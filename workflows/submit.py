@@ -12,7 +12,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 if not __package__:  # run as a file: make the project importable, not the workflows/ folder itself
     sys.path[0] = str(Path(__file__).resolve().parents[1])
@@ -55,7 +55,7 @@ ENGINES = ("process", "podman", "docker")
 TEMPLATE_LABEL = "workflows.argoproj.io/workflow-template"  # what marks a run as a template's
 # The local runner's own options (the pipeline's settings are declared in workflows/pipeline/settings.py):
 # flag → (help, default as shown, argparse options).
-LOCAL_OPTIONS = {
+LOCAL_OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "--parallelism": (
         "at most this many tasks at once, locally (the cores are shared out among those running); "
         "tasks also wait until the memory their templates request is free",

@@ -157,7 +157,9 @@ def load_documents(path: Path) -> list[Any]:
 
 
 def _label(document: Mapping[str, Any], number: int) -> str:
-    metadata = document.get("metadata") if isinstance(document.get("metadata"), Mapping) else {}
+    metadata = document.get("metadata")
+    if not isinstance(metadata, Mapping):
+        metadata = {}
     name = metadata.get("name") or metadata.get("generateName") or f"#{number}"
     return f"{document.get('kind')}/{name}"
 
