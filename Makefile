@@ -13,8 +13,8 @@ PORT ?= 8501
 MNIST_SOURCE ?= $(wildcard ../shared/data/mnist.npz)
 export MNIST_SOURCE
 
-.PHONY: setup setup-run run pipeline page test test-fast browser test-containers images lint format clean \
-	bench mutation mutation-sample cluster-up cluster-down test-cluster
+.PHONY: setup setup-run run pipeline page test test-fast browser test-containers images lint format \
+	manifests clean bench mutation mutation-sample cluster-up cluster-down test-cluster
 
 setup: $(DEV_STAMP)  ## the runtime and the test tools (pytest, ruff, Playwright, mutmut, ...)
 
@@ -103,6 +103,11 @@ lint: setup
 format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+# The Workflow and WorkflowTemplate committed beside the pipeline's code, rendered with the default settings
+# and --artifacts gs://BUCKET (tests/test_manifests.py fails when they differ from what the code renders).
+manifests: setup-run  ## write workflows/pipeline/workflow.yaml and workflow-template.yaml again from the code
+	$(BIN)/python -m workflows.pipeline.manifests
 
 clean:
 	rm -rf .runs .pytest_cache .ruff_cache

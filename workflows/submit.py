@@ -28,6 +28,7 @@ from workflows.lint.documents import check as check_with_argo_rules
 from workflows.local.engines import Engine, EngineError, ProcessEngine
 from workflows.local.runner import LocalRunner
 from workflows.pipeline import cluster
+from workflows.pipeline.manifests import to_yaml
 from workflows.pipeline.settings import (
     DEFAULT_STORE,
     PipelineSettings,
@@ -405,13 +406,11 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
 
 
 def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
-    import yaml
-
     if args.register:
         document = compile_template(settings, args.template_name)
     else:
         document = named(compile_workflow(settings), args.name)
-    print(yaml.safe_dump(checked(document, args), sort_keys=False), end="")
+    print(to_yaml(checked(document, args)), end="")
     if "://" not in settings.store or "://" not in settings.source:
         print(
             "submit: note: the store or the data source is a path on this machine; a cluster "
