@@ -1,9 +1,11 @@
 """README.md and docs/: every relative link and anchor resolves, the README stays a few screens long, and its
-two commands are the ones a newcomer and CI run."""
+two commands are the ones a newcomer and CI run; LICENSE is the standard text of the license declared."""
 
 from __future__ import annotations
 
+import hashlib
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,8 @@ from tests.support.docs import (
 from tests.support.project import ROOT
 
 README_MAX_LINES = 250
+# The sha256 of https://www.apache.org/licenses/LICENSE-2.0.txt, the Apache License 2.0's own text
+APACHE_2_0_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
 
 
 def test_there_are_docs_pages() -> None:
@@ -63,6 +67,16 @@ def test_anchors_are_githubs() -> None:
     assert slug("Where a run's files land") == "where-a-runs-files-land"
     assert slug("Lint: Argo's validation, offline") == "lint-argos-validation-offline"
     assert slug("`--rounds` and the CRD") == "--rounds-and-the-crd"
+
+
+def test_the_license_file_is_the_declared_licenses_standard_text() -> None:
+    """pyproject.toml declares Apache-2.0 (an SPDX id); LICENSE holds that license's text unchanged, so
+    that tools which recognise a license by its text (GitHub's among them) name it."""
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
+    assert declared == "Apache-2.0"
+    license_file = ROOT / "LICENSE"
+    assert license_file.is_file(), "no LICENSE at the project's root"
+    assert hashlib.sha256(license_file.read_bytes()).hexdigest() == APACHE_2_0_SHA256
 
 
 def test_the_readme_fits_on_a_few_screens() -> None:
