@@ -10,7 +10,7 @@ PORT ?= 8501
 # Use a local copy of mnist.npz where the project's CI keeps one; otherwise the steps download it. The
 # tests read the same file; without one they fetch their reference files from pinned URLs
 # (tests/reference/files.toml; REFERENCE_MIRROR=http://host:port to fetch the same paths elsewhere).
-MNIST_SOURCE ?= $(wildcard ../shared/data/mnist.npz)
+MNIST_SOURCE ?= $(abspath $(wildcard ../shared/data/mnist.npz))
 export MNIST_SOURCE
 
 .PHONY: setup setup-run run pipeline page test test-fast browser test-containers images lint format \

@@ -2,8 +2,9 @@
 the --serve policy says so (steps.lib.serving): a model that is not served is kept, and the step succeeds.
 
 No TensorFlow: the model is verified with h5py against the known architecture (steps.lib.model_file), the
-same check the page's loader makes, and metrics.json and run.json with the checks the page applies
-(steps.lib.published), all before anything is written: only a run the page can show is published.
+same check the page's loader makes, metrics.json and run.json with the checks the page applies
+(steps.lib.published), and the confusion picture with the page's (ui.images.picture: Pillow only), all
+before anything is written: only a run the page can show is published.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from steps.lib.model_file import read_weights
 from steps.lib.staged_outputs import staged_outputs
 from steps.lib.storage import ArtifactStore, open_store
 from steps.serve import command as serve_command
+from ui.images.picture import check_attachment
 
 SETTING_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
@@ -133,7 +135,7 @@ def main(args: argparse.Namespace) -> None:
         f"metrics {args.metrics}",
     )
     for path in args.attach:
-        require_file(path, "attachment")
+        check_attachment(require_file(path, "attachment"))  # the page's checks of what it reads
     read_weights(require_file(args.model, "model"))  # publish only what the page can load
     card = {
         "run": args.run,

@@ -42,7 +42,7 @@ def mnist_path() -> Path:
     if not source:
         return required("mnist")
     try:
-        return fetch_source(source)
+        return fetch_source(source).resolve()  # the steps some tests run start in other folders
     except StepError as error:
         reason = f"{defaults.SOURCE_ENV}={source}: {error}"
     pytest.fail(reason, pytrace=False)

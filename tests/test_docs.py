@@ -86,12 +86,18 @@ def test_the_readme_fits_on_a_few_screens() -> None:
 
 def test_the_quick_start_commands_are_the_ones_run() -> None:
     """The README's two commands: `make run` for a newcomer, `make test` as .ci/run runs it; then .ci/run
-    runs docs/tests.md's `make test-containers`, and nothing else, as its opening comment says."""
+    runs docs/tests.md's `make test-containers` and `make test-cluster`, and nothing else, as its opening
+    comment says."""
     quick_start = section(README, "Quick start")
     commands = re.findall(r"^(make \w+)", quick_start, flags=re.M)
     assert commands[:2] == ["make run", "make test"]
-    assert "`make test-containers`" in (DOCS / "tests.md").read_text()
+    tests_page = (DOCS / "tests.md").read_text()
+    assert "`make test-containers`" in tests_page and "`make test-cluster`" in tests_page
     ci = (ROOT / ".ci" / "run").read_text()
-    assert re.findall(r"^make .*$", ci, flags=re.M) == ["make test", "make test-containers"]
+    assert re.findall(r"^make .*$", ci, flags=re.M) == [
+        "make test",
+        "make test-containers",
+        "make test-cluster",
+    ]
     targets = re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), flags=re.M)
-    assert {"run", "test", "test-containers"} <= set(targets)
+    assert {"run", "test", "test-containers", "test-cluster"} <= set(targets)

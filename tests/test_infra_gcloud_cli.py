@@ -53,6 +53,7 @@ APIS_BY_GROUP = {
     "config": [],
     "container": ["container", "compute"],
     "iam": ["iam", "iamcredentials"],
+    "iap": ["iap"],
     "projects": ["cloudresourcemanager"],
     "services": ["serviceusage"],
     "storage": ["storage"],
@@ -73,6 +74,7 @@ PROJECT_POLICY = (
     "roles/iap.httpsResourceAccessor\tuser:a@example.com\n"
 )
 PUBLIC = {"PAGE_DOMAIN": "mnist.example.com", "PAGE_IAP_MEMBERS": "user:a@example.com"}
+IAP_POLICY = "roles/iap.httpsResourceAccessor\tuser:a@example.com\n"
 SCENARIOS: list[tuple[str, dict[str, str]]] = [
     ("up.sh", {}),
     ("up.sh", {"AUTHORIZED_NETWORKS": "203.0.113.7/32,198.51.100.0/24", **PUBLIC}),
@@ -93,6 +95,7 @@ SCENARIOS: list[tuple[str, dict[str, str]]] = [
             "FAKE_CLUSTER_ZONE": "us-central1-a",
             "FAKE_POLICY": POLICY,
             "FAKE_PROJECT_POLICY": PROJECT_POLICY,
+            "FAKE_IAP_POLICY": IAP_POLICY,
             **PUBLIC,
         },
     ),

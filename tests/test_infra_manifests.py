@@ -423,13 +423,22 @@ def test_overlay_refuses_anything_but_an_image_digest(tmp_path: Path) -> None:
     assert not (tmp_path / "o" / "kustomization.yaml").exists()
 
 
-@pytest.mark.parametrize("prefix", ["m", "models", "models/", "models/mnist/"])
+@pytest.mark.parametrize(
+    ("prefix", "refusal"),
+    [
+        ("m", "would match published models"),
+        ("models", "would match published models"),
+        ("models/", "must be the start of a workflow's name"),  # no workflow's name has a slash
+        ("models/mnist/", "must be the start of a workflow's name"),
+    ],
+)
 def test_settings_that_would_delete_published_models_are_refused(
-    prefix: str, tmp_path: Path
+    prefix: str, refusal: str, tmp_path: Path
 ) -> None:
     with pytest.raises(subprocess.CalledProcessError) as failure:
         render(tmp_path, {"PROJECT_ID": PROJECT, "RUN_PREFIX": prefix}, "check_settings")
-    assert "would match published models" in failure.value.stderr
+    assert failure.value.returncode == 2
+    assert failure.value.stderr.startswith("error: RUN_PREFIX") and refusal in failure.value.stderr
 
 
 def test_a_run_prefix_beside_models_is_accepted(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import os
 import re
 import shlex
@@ -22,6 +23,7 @@ import yaml
 
 from tests.doubles.cloud_tools import (
     ARGO_MANIFEST,
+    BACKEND_SERVICE,
     DESCRIPTION,
     PROJECT_NUMBER,
     ROOT,
@@ -173,7 +175,7 @@ def test_up_creates_everything_in_an_empty_project(sandbox: Sandbox) -> None:
         sandbox.root / "infra" / "k8s" / "overlays" / "local" / "kustomization.yaml"
     ).read_text()
     assert "gs://test-project-mnist-argo/models/mnist/LATEST" in overlay
-    assert f"digest: sha256:{'7':0>64}" in overlay
+    assert yaml.safe_load(overlay)["images"][0]["digest"] == f"sha256:{'7':0>64}"
     assert "components" not in overlay, "no public endpoint by default"
     assert not [call for call in calls if "compute addresses" in call]
 
@@ -321,7 +323,10 @@ def test_up_reuses_the_cluster_in_whichever_zone_it_is(sandbox: Sandbox) -> None
 def test_up_refuses_a_zone_outside_the_region(sandbox: Sandbox) -> None:
     result, calls = sandbox.run("up.sh", check=False, ZONE="europe-west1-b")
     assert result.returncode != 0
-    assert "ZONE 'europe-west1-b' is not a zone of REGION 'us-central1'" in result.stderr
+    assert (
+        "ZONE must be a zone of REGION 'us-central1' (e.g. us-central1-b), or unset, "
+        "got europe-west1-b"
+    ) in result.stderr
     assert calls == []
 
 
@@ -637,6 +642,164 @@ def test_up_refuses_bad_settings_before_touching_anything(
     assert calls == []
 
 
+def setting_names() -> list[str]:
+    """SETTINGS of infra/gke/config.sh: every setting of up.sh and down.sh."""
+    script = 'source infra/gke/config.sh && printf "%s\\n" "${SETTINGS[@]}"'
+    listed = subprocess.run(
+        ["bash", "-c", script],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "PROJECT_ID": "p", "IMAGE_TAG": "t"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return listed.stdout.split()
+
+
+# A value no setting admits: a quote that would end a JSON or YAML string, a comma, and a second line.
+BREAKOUT = 'x", "y,\nz'
+
+
+@pytest.mark.parametrize("name", setting_names())
+def test_every_setting_must_match_its_pattern(name: str, sandbox: Sandbox) -> None:
+    needs = {"PAGE_DOMAIN": "mnist.example.com"} if name == "PAGE_IAP_MEMBERS" else {}
+    result, calls = sandbox.run("up.sh", check=False, **{**needs, name: BREAKOUT})
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: {name} must be {errors[0].split(' must be ', 1)[1]}"]
+    assert errors[0].endswith("got $'x\", \"y,\\nz'"), errors  # shown quoted, on one line
+    assert calls == []
+
+
+# RUN_PREFIX as the lifecycle JSON took it, raw: the rule it closes, then one deleting models/ after a day.
+LIFECYCLE_BREAKOUT = (
+    'mnist-"]}}, {"action": {"type": "Delete"}, "condition": {"age": 1, "matchesPrefix": ["models/'
+)
+
+
+def test_a_run_prefix_cannot_add_a_rule_to_the_buckets_lifecycle(sandbox: Sandbox) -> None:
+    result, calls = sandbox.run("up.sh", check=False, RUN_PREFIX=LIFECYCLE_BREAKOUT)
+    assert result.returncode == 2 and "error: RUN_PREFIX must be " in result.stderr
+    assert calls == []
+
+
+def kept_file(sandbox: Sandbox, flag: str, *words: str) -> str:
+    """The file up.sh passed with `flag` to the gcloud call holding `words` (the stand-in kept a copy)."""
+    for argv in sandbox.gcloud_argvs():
+        if flag in argv and all(word in argv for word in words):
+            return Path(argv[argv.index(flag) + 1] + ".kept").read_text()
+    raise AssertionError(f"no gcloud call with {flag} and {words}")
+
+
+def test_the_lifecycle_deletes_run_artifacts_and_nothing_else(sandbox: Sandbox) -> None:
+    sandbox.run("up.sh", RUN_PREFIX="run.", ARTIFACT_TTL_DAYS="3")
+    lifecycle = kept_file(sandbox, "--lifecycle-file", "gs://test-project-mnist-argo")
+    assert json.loads(lifecycle) == {
+        "rule": [{"action": {"type": "Delete"}, "condition": {"age": 3, "matchesPrefix": ["run."]}}]
+    }
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "mnist-",
+        'a"b',
+        "back\\slash",
+        "two\nlines",
+        "tab\tcr\r",
+        ": # {{x}} [a, b] &y *z",
+        "é 😀",
+        "",
+    ],
+)
+def test_values_are_written_into_json_and_yaml_through_an_encoder(value: str) -> None:
+    encoded = subprocess.run(
+        ["bash", "-c", 'source infra/gke/lib.sh && json_string "$1"', "json_string", value],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "\n" not in encoded
+    assert json.loads(encoded) == value
+    assert yaml.safe_load(f"key: {encoded}") == {"key": value}
+
+
+def test_the_overlay_holds_each_setting_as_a_value(sandbox: Sandbox) -> None:
+    sandbox.run(
+        "up.sh",
+        PAGE_DOMAIN="mnist.example.com",
+        PAGE_IAP_MEMBERS="user:a@example.com",
+        BUCKET="team_models-1",
+    )
+    path = sandbox.root / "infra" / "k8s" / "overlays" / "local" / "kustomization.yaml"
+    overlay = yaml.safe_load(path.read_text())
+    assert overlay["resources"] == ["../../base"]
+    assert overlay["components"] == ["../../components/public-page", "../../components/iap"]
+    patches = [yaml.safe_load(patch["patch"]) for patch in overlay["patches"]]
+    (repositories,) = [p for p in patches if p["metadata"]["name"] == "artifact-repositories"]
+    assert yaml.safe_load(repositories["data"]["default-v1"])["gcs"]["bucket"] == "team_models-1"
+    (page,) = [p for p in patches if p["kind"] == "Deployment"]
+    (env,) = page["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env == {"name": "MODEL_URI", "value": "gs://team_models-1/models/mnist/LATEST"}
+    (certificate,) = [p for p in patches if p["kind"] == "ManagedCertificate"]
+    assert certificate["spec"]["domains"] == ["mnist.example.com"]
+
+
+def iap_grants(calls: list[str]) -> list[str]:
+    return [call for call in calls if "roles/iap.httpsResourceAccessor" in call]
+
+
+def test_iap_lets_its_members_through_to_the_page_alone(sandbox: Sandbox) -> None:
+    """Granted on the project, roles/iap.httpsResourceAccessor lets them through to every app IAP guards
+    there: up.sh grants it on the page's backend service, found from the page's Ingress."""
+    members = ("user:a@example.com", "group:team@example.com")
+    _, calls = sandbox.run(
+        "up.sh", PAGE_DOMAIN="mnist.example.com", PAGE_IAP_MEMBERS=",".join(members)
+    )
+    assert iap_grants(calls) == [
+        "gcloud iap web add-iam-policy-binding --project test-project --resource-type "
+        f"backend-services --service {BACKEND_SERVICE} --member {member} "
+        "--role roles/iap.httpsResourceAccessor --condition None"
+        for member in members
+    ]
+    applied = calls.index(f"kubectl --context {CONTEXT} apply --kustomize infra/k8s/overlays/local")
+    assert applied < calls.index(iap_grants(calls)[0]), "the Ingress makes the backend service"
+
+
+def fake_sleep(sandbox: Sandbox) -> None:
+    (sandbox.fakes / "sleep").write_text('#!/usr/bin/env bash\necho "sleep $*" >>"${FAKE_LOG}"\n')
+    (sandbox.fakes / "sleep").chmod(0o755)
+
+
+def test_up_waits_for_gke_to_make_the_pages_backend_service(sandbox: Sandbox) -> None:
+    fake_sleep(sandbox)
+    pending = sandbox.root / "pending"
+    pending.write_text("3")
+    result, calls = sandbox.run(
+        "up.sh",
+        PAGE_DOMAIN="mnist.example.com",
+        PAGE_IAP_MEMBERS="user:a@example.com",
+        FAKE_INGRESS_PENDING=str(pending),
+    )
+    assert calls.count("sleep 10") == 3
+    assert len(iap_grants(calls)) == 1 and "waiting for GKE" in result.stderr
+
+
+def test_up_stops_when_the_page_gets_no_backend_service(sandbox: Sandbox) -> None:
+    fake_sleep(sandbox)
+    result, calls = sandbox.run(
+        "up.sh",
+        check=False,
+        PAGE_DOMAIN="mnist.example.com",
+        PAGE_IAP_MEMBERS="user:a@example.com",
+        FAKE_INGRESS_BACKENDS='{"k8s1-0a1b2c3d-kube-system-default-http-backend-80-4e5f6a7b":"HEALTHY"}',
+    )
+    assert result.returncode == 1
+    assert "has no backend service after 15 minutes" in result.stderr
+    assert calls.count("sleep 10") == 90 and not iap_grants(calls)
+
+
 @pytest.mark.parametrize("script", ["up.sh", "down.sh"])
 def test_scripts_need_the_gke_auth_plugin(script: str, sandbox: Sandbox) -> None:
     """kubectl reaches GKE only through gke-gcloud-auth-plugin: without it, stop before doing anything."""
@@ -813,8 +976,14 @@ def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> Non
             f"roles/container.defaultNodeServiceAccount\tserviceAccount:{NODE_ACCOUNT}",
             f"roles/logging.logWriter\tdeleted:serviceAccount:{BUILD_ACCOUNT}?uid=42",
             "roles/logging.logWriter\tserviceAccount:other@test-project.iam.gserviceaccount.com",
+            "roles/iap.httpsResourceAccessor\tuser:a@example.com",  # granted by someone else
+        ]
+    )
+    iap_policy = "\n".join(
+        [
             "roles/iap.httpsResourceAccessor\tuser:a@example.com",
             "roles/iap.httpsResourceAccessor\tuser:b@example.com",
+            "roles/iap.admin\tuser:a@example.com",
         ]
     )
     result, calls = sandbox.run(
@@ -822,6 +991,7 @@ def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> Non
         FAKE_EXISTING="cluster bucket build-bucket account registry address",
         FAKE_POLICY=policy + "\n",
         FAKE_PROJECT_POLICY=project_policy + "\n",
+        FAKE_IAP_POLICY=iap_policy + "\n",
         FAKE_CONTEXTS=f"{context} gke_other-project_us-central1-a_mnist-argo",
         FAKE_CURRENT_CONTEXT=context,
         PAGE_DOMAIN="mnist.example.com",
@@ -850,15 +1020,24 @@ def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> Non
         f"deleted:serviceAccount:{page}?uid=1234567890",
         ARGO_SERVER_PRINCIPAL,
     }
-    # So do its project-wide grants: the nodes', the build's and IAP's members of PAGE_IAP_MEMBERS.
+    # So do its project-wide grants, the nodes' and the build's, and nothing else on the project.
     project_revoked = [
         i for i, call in enumerate(calls) if "projects remove-iam-policy-binding" in call
     ]
     assert {calls[i].split("--member ")[1].split()[0] for i in project_revoked} == {
         f"serviceAccount:{NODE_ACCOUNT}",
         f"deleted:serviceAccount:{BUILD_ACCOUNT}?uid=42",
-        "user:a@example.com",
     }
+    # IAP's grant to the members of PAGE_IAP_MEMBERS on the page's backend service, before it goes.
+    (iap_revoked,) = [
+        i for i, call in enumerate(calls) if "iap web remove-iam-policy-binding" in call
+    ]
+    assert calls[iap_revoked] == (
+        "gcloud iap web remove-iam-policy-binding --project test-project --resource-type "
+        f"backend-services --service {BACKEND_SERVICE} --member user:a@example.com "
+        "--role roles/iap.httpsResourceAccessor --condition None"
+    )
+    assert iap_revoked < namespace
     accounts = [i for i, call in enumerate(calls) if "iam service-accounts delete" in call]
     assert len(accounts) == 4 and max(revoked + project_revoked) < min(accounts)
     assert min(accounts) > cluster, "the nodes' account outlives the nodes"

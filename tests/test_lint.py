@@ -1484,3 +1484,22 @@ def test_every_field_the_published_schema_requires_is_required_by_the_lint() -> 
             assert f"x.{name}: Required value" in faults, (path, name)
             checked += 1
     assert checked >= 20
+
+
+# --- Expression tags where the pipeline never puts one ---
+
+
+def test_an_expression_tag_in_a_workflow_argument_is_flagged_as_not_checked() -> None:
+    """Argo evaluates `{{=…}}` in a workflow parameter's value and validation never looks inside it: the
+    lint passes it, as Argo does, and says so. The compiled pipeline puts none there (submit.py refuses
+    a setting holding one)."""
+    workflow = compile_workflow(PipelineSettings())
+    assert check(workflow).unchecked == []
+    (source,) = [p for p in workflow["spec"]["arguments"]["parameters"] if p["name"] == "source"]
+    source["value"] = '/data/{{=sprig.repeat(2000000000, "x")}}/m.npz'
+    report = check(workflow)
+    assert report.ok
+    assert report.unchecked == [
+        "spec.arguments.parameters.source holds an expression tag ({{=…}}), which Argo evaluates"
+    ]
+    assert report.line().startswith("ok (not checked: spec.arguments.parameters.source holds")

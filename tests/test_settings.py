@@ -116,3 +116,48 @@ def test_every_settings_default_is_declared_in_the_steps_defaults() -> None:
     for name, _ in declared():
         assert default_of(option_name(name)) == getattr(PipelineSettings(), name), name
         assert hasattr(step_defaults, name.upper()), name
+
+
+# An Argo expression tag: Argo's substitution would evaluate it, at submit in the server and at run time in
+# the controller (workflow/common/util.go SubstituteParams, then util/template for `{{=`); the local runner
+# never does, so a local try shows nothing.
+EXPRESSION = '/data/{{=sprig.repeat(2000000000, "x")}}/m.npz'
+TEXT_SETTINGS = [
+    name for name, _ in declared() if isinstance(getattr(PipelineSettings(), name), str)
+]
+
+
+def test_the_text_settings_include_every_image_and_location() -> None:
+    assert {"source", "store", "image", "train_image", "partition", "retry_backoff"} <= set(
+        TEXT_SETTINGS
+    )
+
+
+@pytest.mark.parametrize("value", [EXPRESSION, "{{workflow.name}}", "a}}b", "{{"])
+@pytest.mark.parametrize("name", TEXT_SETTINGS)
+def test_no_text_setting_may_hold_an_argo_tag(
+    name: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = dict(declared())[name]
+    with pytest.raises(SystemExit) as refused:
+        submit.make_parser(PipelineSettings()).parse_args([flag_of(name, spec), value])
+    assert refused.value.code == 2
+    [line] = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert f"argument {flag_of(name, spec)}: " in line and "Argo" in line, line
+
+
+def test_an_expression_tag_in_a_setting_is_refused_before_anything_runs() -> None:
+    result = run_submit("--render", "--source", EXPRESSION, timeout=120)
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()[-1:]
+    assert line.startswith("python workflows/submit.py: error: argument --source: Argo "), line
+    assert "sprig" not in result.stdout
+
+
+def test_an_expression_tag_from_the_environment_is_one_line_and_exit_2() -> None:
+    result = run_submit(
+        "--render", env={"PATH": "/usr/bin:/bin", "MNIST_SOURCE": EXPRESSION}, timeout=120
+    )
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith("submit: error: MNIST_SOURCE=") and "Argo" in line, line

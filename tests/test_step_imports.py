@@ -50,7 +50,7 @@ def reached_from(start: Path) -> dict[str, str]:
 
 
 def test_neither_the_steps_nor_the_page_import_workflows() -> None:
-    files = sorted([*(ROOT / "steps").rglob("*.py"), *(ROOT / "ui").glob("*.py")])
+    files = sorted([*(ROOT / "steps").rglob("*.py"), *(ROOT / "ui").rglob("*.py")])
     assert len(files) > 20
     reaching = {
         path.relative_to(ROOT).as_posix(): sorted(
@@ -68,3 +68,18 @@ def test_the_import_walk_finds_what_a_module_imports() -> None:
     reached = reached_from(ROOT / "workflows" / "submit.py")
     assert "workflows.pipeline.settings" in reached
     assert "steps.lib.defaults" in reached
+
+
+def test_the_steps_reach_only_the_pages_image_readers() -> None:
+    """publish checks a run's picture with the page's reader (ui.images, Pillow only); nothing else of
+    ui/ is reached from a step, since the steps' images have no Streamlit."""
+    reaching = {
+        module
+        for path in (ROOT / "steps").rglob("*.py")
+        for module in reached_from(path)
+        if module.split(".")[0] == "ui"
+    }
+    assert "ui.images.picture" in reaching
+    assert {module for module in reaching if not module.startswith("ui.images")} <= {"ui"}
+    images = [path for path in (ROOT / "ui" / "images").glob("*.py")]
+    assert not [path for path in images if "streamlit" in " ".join(imported(path))]

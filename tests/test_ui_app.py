@@ -23,7 +23,7 @@ from tests.support.page import BATCH, EPOCHS, FIRST_RUN, SAMPLES, TRAINING_HISTO
 from tests.support.project import ROOT
 from tests.support.steps import write_model_weights
 from ui import training
-from ui.decode import MAX_PIXELS, MB
+from ui.images.decode import MAX_PIXELS, MB
 from ui.pictures import CAPTION as PAIR_CAPTION
 from ui.predict import LOW_CONFIDENCE
 from ui.verbatim import verbatim
@@ -411,12 +411,13 @@ def test_a_photo_from_the_camera_is_predicted(
 def test_an_unexpected_failure_shows_a_plain_message_not_the_source(
     monkeypatch: pytest.MonkeyPatch, published_store: Path
 ) -> None:
-    import ui.preprocess
+    import ui.readings
 
     def broken(image: object) -> object:
         raise RuntimeError("/secret/path/in/the/source.py line 42")
 
-    monkeypatch.setattr(ui.preprocess, "to_mnist", broken)  # the page imports it from here
+    monkeypatch.setattr(ui.readings, "to_mnist", broken)  # the page reads images there
+    monkeypatch.setattr(ui.readings, "KEPT", ui.readings.Kept())  # nothing read before this test
     page = open_page(monkeypatch, latest_uri(published_store))
     upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
     assert [error.value for error in page.error] == [

@@ -7,17 +7,12 @@ fail with the one line that says what to install (`.ci/run` installs Debian's).
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
 import shutil
-import subprocess
-import sys
-import urllib.request
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +22,10 @@ from PIL import Image
 
 from steps.lib.registry import LATEST_KEY, run_prefix
 from tests.support.page import FIRST_RUN, SURE, progressive_jpeg, uneven_light_photo
-from tests.support.project import ROOT, free_port, wait_for_port
-from ui.decode import MAX_CONCURRENT_DECODES, MAX_SCANS, MB
+from tests.support.page_client import proc_kilobytes
+from tests.support.page_server import Server, serving
+from tests.support.project import ROOT
+from ui.images.decode import MAX_CONCURRENT_DECODES, MAX_SCANS, MB
 from ui.uploads import MAX_SESSION_BYTES
 
 DEBIAN_CHROMIUM = Path("/usr/bin/chromium")
@@ -44,52 +41,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 PAGE_TIMEOUT_MS = 120_000  # the server imports TensorFlow and loads the model on the first visit
-
-
-@dataclass(frozen=True)
-class Server:
-    url: str
-    pid: int
-
-
-@contextlib.contextmanager
-def serving(store: Path, log: Path) -> Iterator[Server]:
-    """The page as it is served (`python -m ui.serve`: `streamlit run ui/app.py` with bounded uploads)
-    on 127.0.0.1, serving `store`'s LATEST."""
-    port = free_port()
-    env = {**os.environ, "MODEL_URI": str(store / LATEST_KEY), "PYTHONPATH": str(ROOT)}
-    with log.open("wb") as output:
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ui.serve",
-                "--server.headless",
-                "true",
-                "--server.address",
-                "127.0.0.1",
-                "--server.port",
-                str(port),
-                "--browser.gatherUsageStats",
-                "false",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            try:
-                wait_for_port(port, timeout=60)
-            except TimeoutError:
-                pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}")
-            url = f"http://127.0.0.1:{port}"
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=30) as response:
-                assert response.read() == b"ok"
-            yield Server(url, server.pid)
-        finally:
-            server.terminate()
-            server.wait(timeout=20)
 
 
 @pytest.fixture(scope="module")
@@ -137,10 +88,17 @@ def shown(page: object, label: str) -> str:
     return metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
+def confidence_shown(page: object) -> float:
+    """The confidence under the prediction ("97.3% confident"), as a fraction."""
+    metric = page.locator('[data-testid="stMetric"]').filter(has_text="Prediction")
+    delta = metric.locator('[data-testid="stMetricDelta"]').inner_text().strip()
+    return float(delta.removesuffix("confident").strip().rstrip("%")) / 100
+
+
 def predicted_digit(page: object, what: str) -> str:
     """The digit the page shows for `what`, once its confidence shows the test model is sure of it
     (tests/support/page.py: SURE); under that the fixture is too weak to tell anything."""
-    confidence = float(shown(page, "Confidence").rstrip("%")) / 100
+    confidence = confidence_shown(page)
     if confidence < SURE:
         pytest.fail(
             f"fixture too weak: the page's test model reads {what} as {shown(page, 'Prediction')} "
@@ -191,7 +149,9 @@ def test_on_a_desktop_screen_the_card_and_its_curves_are_beside_the_upload(
     card = page.locator(CARD)
     card.get_by_text("ui-test-1").wait_for()
     card.get_by_text("Training, round by round").wait_for()
-    assert card.locator('[data-testid="stVegaLiteChart"]').count() == 2
+    charts = card.locator('[data-testid="stVegaLiteChart"]')
+    charts.nth(1).wait_for()  # drawn after the heading above them
+    assert charts.count() == 2
     assert on_first_screen(page.get_by_role("tab", name="Upload images"), DESKTOP)
     page.close()
 
@@ -256,11 +216,6 @@ def test_a_photo_under_uneven_light_is_read_off_the_page(
     page.close()
 
 
-def vm_kilobytes(pid: int, field: str) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
-
-
 POD_MEMORY_MB = 2048  # infra/k8s/base/page.yaml: limits.memory 2Gi
 MAX_MB_PER_DECODE = 300
 VISITORS = 6
@@ -274,13 +229,13 @@ def test_concurrent_costly_uploads_stay_under_the_pods_memory(
     path = tmp_path / "costly.jpg"
     path.write_bytes(progressive_jpeg(7300, 5470, scans=MAX_SCANS))
     pages = [open_page(browser, server.url) for _ in range(VISITORS)]
-    before = vm_kilobytes(server.pid, "VmRSS") / 1024
+    before = proc_kilobytes(server.pid, "VmRSS") / 1024
     for page in pages:  # each upload starts in the browser and runs in its own script thread
         page.locator('input[type="file"]').set_input_files(str(path))
     for page in pages:
         page.get_by_text("No digit found").wait_for()  # decoded in full, then found blank
         page.close()
-    peak = vm_kilobytes(server.pid, "VmHWM") / 1024
+    peak = proc_kilobytes(server.pid, "VmHWM") / 1024
     print(f"\nserver RSS before the uploads {before:.0f} MB, peak {peak:.0f} MB")
     assert peak < POD_MEMORY_MB
     assert peak - before < MAX_CONCURRENT_DECODES * MAX_MB_PER_DECODE
@@ -299,7 +254,7 @@ def test_one_visitor_cannot_fill_the_servers_memory_with_uploads(
     session = puts[0].split("/_stcore/upload_file/")[1].split("/")[0]
     xsrf = next(c["value"] for c in page.context.cookies() if c["name"] == "_streamlit_xsrf")
     data = os.urandom(10 * MB - 4096)  # under server.maxUploadSize
-    before = vm_kilobytes(server.pid, "VmRSS") / 1024
+    before = proc_kilobytes(server.pid, "VmRSS") / 1024
     statuses = []
     with requests.Session() as http:
         http.cookies.set("_streamlit_xsrf", xsrf)
@@ -311,7 +266,7 @@ def test_one_visitor_cannot_fill_the_servers_memory_with_uploads(
                 timeout=60,
             )
             statuses.append(response.status_code)
-    grown = vm_kilobytes(server.pid, "VmRSS") / 1024 - before
+    grown = proc_kilobytes(server.pid, "VmRSS") / 1024 - before
     kept = statuses.count(204)
     print(f"\n{kept} of 30 PUTs of 10 MB kept; the server grew by {grown:.0f} MB")
     assert set(statuses) <= {204, 413}, statuses

@@ -1,4 +1,4 @@
-"""ui.decode's rules one by one, at their boundaries and with their exact messages.
+"""ui.images.decode's rules one by one, at their boundaries and with their exact messages.
 
 test_ui_limits.py measures what the costliest files cost in a fresh process; these tests call each
 rule in this process with inputs that sit on either side of its limit (most of them headers only, so
@@ -17,8 +17,8 @@ import pytest
 from PIL import Image, ImageOps
 
 from tests.support.page import lossless_webp, progressive_jpeg, rle8_bmp
-from ui import decode as decoding
-from ui.decode import (
+from ui.images import decode as decoding
+from ui.images.decode import (
     DAMAGED,
     MAX_BLOCKS,
     MAX_COEFFICIENT_BYTES,
@@ -44,7 +44,7 @@ from ui.decode import (
     reduce,
     upright,
 )
-from ui.jpeg_layout import read_layout
+from ui.images.jpeg_layout import read_layout
 
 
 def encode(image: Image.Image, format: str, **options: object) -> bytes:
@@ -126,7 +126,7 @@ def test_a_header_a_reader_fails_on_is_damaged_with_the_readers_reason() -> None
 def test_exactly_the_pixel_limit_is_accepted_and_a_row_more_is_not() -> None:
     assert MAX_PIXELS == 8000 * 5000
     assert open_header(png_header(8000, 5000)).size == (8000, 5000)
-    # Pillow's DecompressionBombWarning, which ui.decode makes an error, says it first; where the
+    # Pillow's DecompressionBombWarning, which ui.images.decode makes an error, says it first; where the
     # warning is only recorded (pytest records warnings), open_header's own check says it
     assert rejected(open_header, png_header(8000, 5001)) in (
         TOO_MANY_PIXELS,
@@ -316,6 +316,51 @@ def test_other_formats_count_their_pixels_once() -> None:
     )
     assert rejected(plan_decoding, open_header(over), over, None) == expected
     assert rejected(plan_whole, open_header(over)) == expected
+
+
+def png_header_of(width: int, height: int, colour_type: int, *chunks: bytes) -> bytes:
+    """A PNG of only its header: 8 bits a sample, of PNG colour type `colour_type`, with `chunks`."""
+    header = png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, colour_type, 0, 0, 0))
+    return b"\x89PNG\r\n\x1a\n" + header + b"".join(chunks) + png_chunk(b"IEND", b"")
+
+
+PALETTE = png_chunk(b"PLTE", bytes(range(6)))
+TRANSPARENT = png_chunk(b"tRNS", b"\x00")  # colour 0 of the palette
+
+
+@pytest.mark.parametrize(
+    ("colour_type", "chunks", "per_pixel"),
+    [
+        (3, (PALETTE, TRANSPARENT), 1 + 4 + 4),  # P, then RGBA, then RGBa
+        (3, (PALETTE,), 1 + 1),  # P, then L
+        (6, (), 4 + 4),  # RGBA, then RGBa
+        (4, (), 4 + 4),  # LA, then La
+    ],
+    ids=["palette with a transparent colour", "palette", "RGBA", "gray with alpha"],
+)
+def test_the_decoding_counts_the_modes_reduce_makes_of_it_at_full_size(
+    colour_type: int, chunks: tuple[bytes, ...], per_pixel: int
+) -> None:
+    """reduce() converts a palette image at full size before it shrinks it (to RGBA when a colour is
+    transparent, else to gray), and Image.reduce shrinks RGBA and LA through a premultiplied copy:
+    they are all held at once with the decoded pixels."""
+    width = 4000
+    height = MAX_DECODED_BYTES // (width * per_pixel)  # the most rows that fit
+    plan_whole(open_header(png_header_of(width, height, colour_type, *chunks)))
+    over = open_header(png_header_of(width, height + 1, colour_type, *chunks))
+    assert rejected(plan_whole, over) == (
+        f"{TOO_COSTLY}: {width}x{height + 1} PNG takes 64 MB to decode (up to 64 MB); "
+        "send a JPEG or a smaller image."
+    )
+
+
+def test_a_one_bit_image_counts_its_gray_conversion() -> None:
+    width = 4000
+    height = MAX_DECODED_BYTES // (width * 2)  # 1 byte a pixel decoded, 1 converted to gray
+    plan_whole(Image.new("1", (width, height)))
+    assert rejected(plan_whole, Image.new("1", (width, height + 1))).startswith(
+        f"{TOO_COSTLY}: {width}x{height + 1} "
+    )
 
 
 # reduce: by a whole factor, a box average, in a mode that keeps the picture.

@@ -26,8 +26,8 @@ from tests.support.page import (
     rle8_bmp,
     with_mpf,
 )
-from ui import decode as decoding
-from ui.decode import (
+from ui.images import decode as decoding
+from ui.images.decode import (
     DECODE_SIDE,
     MAX_BLOCKS,
     MAX_CONCURRENT_DECODES,
@@ -40,7 +40,7 @@ from ui.decode import (
     ImageRejected,
     decode,
 )
-from ui.jpeg_layout import read_layout
+from ui.images.jpeg_layout import read_layout
 
 MAX_CPU_SECONDS = 2.0
 MAX_MEGABYTES = 300
@@ -134,6 +134,26 @@ def test_a_tiny_webp_of_a_huge_canvas_is_refused(tmp_path: Path) -> None:
     assert cpu < 0.5 and megabytes < 50, (cpu, megabytes)
 
 
+def transparent_palette(width: int, height: int, format: str) -> bytes:
+    """A blank palette image with a transparent colour: a few tens of KB for 40 megapixels."""
+    image = Image.new("P", (width, height), 0)
+    image.putpalette([0, 0, 0, 255, 255, 255])
+    return encode(image, format, transparency=0)
+
+
+@pytest.mark.parametrize("format", ["PNG", "GIF"])
+def test_a_palette_image_with_a_transparent_colour_counts_the_rgba_it_becomes(
+    format: str, tmp_path: Path
+) -> None:
+    """Shrunk, it is first converted to RGBA at full size: 33 KB took 345 MB while it was counted as
+    the one byte a pixel its decoder holds."""
+    data = transparent_palette(7300, 5470, format)
+    assert len(data) < 50_000
+    cpu, megabytes, outcome = cost_of_prepare(data, tmp_path)
+    assert outcome.startswith(f"refused: {TOO_COSTLY}"), outcome
+    assert cpu < 0.5 and megabytes < 50, (cpu, megabytes)
+
+
 def largest_progressive_jpeg() -> bytes:
     """40 megapixels at 4:2:0, as many scans as accepted: the slowest JPEG within the limits."""
     return progressive_jpeg(7300, 5470, scans=MAX_SCANS)
@@ -149,6 +169,13 @@ def largest_webp() -> bytes:
     """The biggest square WebP canvas accepted."""
     side = int((MAX_DECODED_BYTES / 4 / WEBP_COPIES) ** 0.5)
     return lossless_webp(side)
+
+
+def largest_transparent_palette() -> bytes:
+    """The most pixels a palette PNG with a transparent colour may have: 1 + 4 + 4 bytes each (the
+    decoded palette, its RGBA conversion, Image.reduce's premultiplied copy)."""
+    side = int((MAX_DECODED_BYTES / 9) ** 0.5)
+    return transparent_palette(side, side, "PNG")
 
 
 def largest_rle_bmp() -> bytes:
@@ -182,6 +209,7 @@ def largest_baseline_jpeg() -> bytes:
         largest_png,
         largest_baseline_jpeg,
         largest_webp,
+        largest_transparent_palette,
         largest_rle_bmp,
         longest_rle_bmp,
     ],

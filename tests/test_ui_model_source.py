@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from steps.lib.model_file import MAX_MODEL_BYTES
-from steps.lib.registry import LATEST_KEY, MODEL_FILE, run_prefix
-from tests.support.page import EPOCHS, EVAL_DIGITS, FIRST_RUN, publish_run
+from steps.lib.registry import CONFUSION_FILE, LATEST_KEY, MODEL_FILE, run_prefix
+from tests.support.page import EPOCHS, EVAL_DIGITS, FIRST_RUN, png_of_empty_chunks, publish_run
 from tests.support.project import ROOT
 from ui import model_source
+from ui.images.block_counts import png_chunks
+from ui.images.decode import MAX_BLOCKS
+from ui.images.picture import MAX_PICTURE_BYTES
 from ui.model_source import (
     REFUSED_RETRY_SECONDS,
     ModelKeeper,
@@ -198,6 +204,30 @@ def test_a_confusion_picture_that_is_not_a_sane_png_is_left_out(store: Path) -> 
     (store / run_prefix(FIRST_RUN) / "confusion.png").write_bytes(b"\x89PNG broken")
     loaded = ModelKeeper(parse_model_uri(str(store))).refresh().model
     assert loaded.confusion_png is None and loaded.metrics["confusion_matrix"]
+
+
+def test_a_confusion_picture_of_many_chunks_is_left_out(store: Path) -> None:
+    """Anyone who can write the store: 2 MB of 174,000 empty chunks, walked by Pillow one by one."""
+    picture = store / run_prefix(FIRST_RUN) / CONFUSION_FILE
+    data = picture.read_bytes()
+    picture.write_bytes(png_of_empty_chunks(MAX_PICTURE_BYTES - len(data), data))
+    loaded = ModelKeeper(parse_model_uri(str(store))).refresh().model
+    assert loaded.confusion_png is None and loaded.metrics["confusion_matrix"]
+
+
+def test_the_page_keeps_the_picture_as_a_plain_png_of_the_same_pixels(
+    published_store: Path,
+) -> None:
+    """Read once per model: what st.image opens on every rerun holds only the chunks Pillow writes."""
+    stored = (published_store / run_prefix(FIRST_RUN) / CONFUSION_FILE).read_bytes()
+    loaded = ModelKeeper(parse_model_uri(str(published_store))).refresh().model
+    assert png_chunks(loaded.confusion_png, MAX_BLOCKS) == 3  # IHDR, IDAT, IEND
+    with (
+        Image.open(io.BytesIO(stored)) as before,
+        Image.open(io.BytesIO(loaded.confusion_png)) as now,
+    ):
+        assert now.size == before.size
+        assert np.array_equal(np.asarray(now), np.asarray(before.convert(now.mode)))
 
 
 def test_the_checked_files_keep_what_the_page_shows(published_store: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from steps.lib.registry import LATEST_KEY
 from tests.support.page import SURE_SAMPLES
 from tests.support.project import ROOT
-from ui.decode import MAX_FILE_MB, MB
+from ui.images.decode import MAX_FILE_MB, MB
 
 SAMPLES = sorted((ROOT / "samples").iterdir())
 

@@ -13,7 +13,7 @@ from PIL import Image
 from bench.photos import photo as hard_photo
 from steps.lib.mnist import load_mnist
 from tests.support.page import SURE
-from ui.decode import MAX_PIXELS, MB, ImageRejected, decode
+from ui.images.decode import MAX_PIXELS, MB, ImageRejected, decode
 from ui.make_samples import photograph
 from ui.preprocess import BOX, CENTRE, SIDE, prepare
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from starlette.exceptions import HTTPException
 from streamlit.runtime.uploaded_file_manager import UploadedFileRec
 
-from ui.decode import MB
+from ui.images.decode import MB
 from ui.uploads import (
     MAX_SESSION_BYTES,
     MAX_SESSION_FILES,

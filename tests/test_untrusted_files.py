@@ -4,6 +4,7 @@ exit 2, before it can cost memory, and nothing it names outside the step's own p
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import os
 from pathlib import Path
@@ -11,9 +12,12 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from PIL import Image
 
 from steps import aggregate, evaluate, publish, split, train
 from steps.lib.errors import StepError
+from steps.lib.registry import CONFUSION_FILE
+from tests.support.page import png_of_empty_chunks
 from tests.support.project import run_python
 from tests.support.steps import (
     call,
@@ -32,6 +36,7 @@ from tests.support.steps import (
     write_npz,
     zip_bomb_npz,
 )
+from ui.images.picture import MAX_PICTURE_BYTES
 
 
 def peak_memory_mb(code: str) -> tuple[float, str]:
@@ -523,6 +528,54 @@ def test_publish_refuses_bad_settings_and_overlong_runs(tmp_path: Path, capsys) 
     assert not (tmp_path / "store").exists()
 
 
+def png(mode: str, size: tuple[int, int]) -> bytes:
+    buffer = io.BytesIO()
+    Image.new(mode, size).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def padded_with_chunks(picture: bytes) -> bytes:
+    """`picture` grown to the 2 MB a picture may be with empty chunks: 174,000 of them."""
+    return png_of_empty_chunks(MAX_PICTURE_BYTES - len(picture), picture)
+
+
+@pytest.mark.parametrize(
+    ("picture", "message"),
+    [
+        (padded_with_chunks(png("RGB", (510, 510))), "over 10000 blocks"),
+        (png("L", (2100, 2000)), "up to 4 megapixels"),
+        (png("L", (16, 16)) + bytes(MAX_PICTURE_BYTES), f"larger than {MAX_PICTURE_BYTES} bytes"),
+        (b"\xff\xd8\xff\xe0 a JPEG named .png", "not a PNG"),
+        (png("RGB", (64, 64))[:60], "damaged or cut short"),
+    ],
+    ids=["174,221 empty chunks", "too many pixels", "too big", "not a PNG", "cut short"],
+)
+def test_publish_refuses_a_confusion_picture_the_page_would_not_show(
+    picture: bytes, message: str, tmp_path: Path, capsys
+) -> None:
+    """The page reads the picture with an upload's bounds; publish refuses what it would refuse."""
+    metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
+    attachment = tmp_path / CONFUSION_FILE
+    attachment.write_bytes(picture)
+    line = call(publish, publish_argv(tmp_path, metrics, "--attach", attachment), capsys)
+    assert f"attachment {attachment}" in line and message in line, line
+    assert not (tmp_path / "store").exists()
+
+
+def test_publish_attaches_a_confusion_picture_the_page_shows(tmp_path: Path) -> None:
+    metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
+    attachment = tmp_path / CONFUSION_FILE
+    attachment.write_bytes(png("RGB", (510, 510)))
+    publish.main(
+        publish.make_parser().parse_args(
+            map(str, publish_argv(tmp_path, metrics, "--attach", attachment))
+        )
+    )
+    assert (
+        tmp_path / "store" / "models" / "mnist" / "mnist-abc12" / CONFUSION_FILE
+    ).read_bytes() == attachment.read_bytes()
+
+
 def published_card(store: Path, run: str = "mnist-abc12") -> dict:
     return json.loads((store / "models" / "mnist" / run / "run.json").read_text())
 
@@ -557,7 +610,7 @@ def test_no_workflow_parameter_can_rewrite_the_card(
     (tmp_path / "in").mkdir()
     copy_model(tmp_path / "in" / "model.h5")
     write_json(tmp_path / "in" / "metrics.json", {"accuracy": 0.9})
-    (tmp_path / "in" / "confusion.png").write_bytes(b"png")
+    (tmp_path / "in" / "confusion.png").write_bytes(png("RGB", (16, 16)))
     for attached in ("history.json", "history.png"):
         (tmp_path / "in" / attached).write_bytes(b"attached")
     monkeypatch.chdir(tmp_path)

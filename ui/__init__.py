@@ -1,5 +1,4 @@
 """The demo page and its tools: ui.app is the Streamlit page (served by ui.serve, its uploads bounded by
 ui.uploads, store text shown as text by ui.verbatim), ui.predict its command-line twin, ui.make_samples
-writes the sample images. An untrusted image is decoded within bounds (decode, blocks, jpeg_layout), made
-an MNIST digit (preprocess), and classified in numpy by the published model (model_source, with its
-confusion_picture)."""
+writes the sample images. An untrusted image is decoded within bounds (ui.images), made an MNIST digit
+(preprocess), and classified in numpy by the published model (model_source)."""

@@ -1,7 +1,7 @@
 """The demo page: upload or draw a digit, see what the published averaged model says and why.
 
-python -m ui.serve    (or `streamlit run ui/app.py`, without the bound on uploads; MODEL_URI picks
-the model, see ui/model_source.py)
+python -m ui.serve    (or `streamlit run ui/app.py`, without the bounds on uploads and drawings;
+MODEL_URI picks the model, see ui/model_source.py)
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 ROOT = str(Path(__file__).resolve().parents[1])
@@ -19,24 +19,21 @@ if ROOT not in sys.path:  # `streamlit run ui/app.py` puts ui/ on the path, not 
 import numpy as np
 import pandas as pd
 import streamlit as st
-from streamlit_drawable_canvas import st_canvas
 
 from steps.lib.confusion_plot import draw_confusion
 from steps.lib.published import differing
 from ui import report, training
-from ui.decode import EXTENSIONS, MB, ImageRejected, decode
+from ui.drawing import MAX_PNG_BYTES, drawn_image
+from ui.images.decode import EXTENSIONS, MB
 from ui.model_source import LoadedModel, ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
-from ui.pictures import CAPTION, side_by_side
+from ui.pictures import CAPTION
 from ui.predict import LOW_CONFIDENCE, NoAnswer, classify
-from ui.preprocess import to_mnist
+from ui.readings import UNEXPECTED, Ledger, Upload, distinct, read
 from ui.uploads import MAX_FILES
 from ui.verbatim import verbatim
 
-CANVAS_SIDE = 280  # ten screen pixels per model pixel
-STROKE = 22  # about MNIST's stroke width once the drawing is scaled to 20 px
 PROBABILITIES_SIZE = (240, 130)  # a result's chart of the ten probabilities, in screen pixels
 MISTAKES_SHOWN = 3
-UNEXPECTED = "This image could not be processed. Try another photo."
 
 log = logging.getLogger("mnist-page")
 
@@ -193,20 +190,25 @@ def show_accuracies(per_class: dict) -> None:
     st.bar_chart(table, x_label="digit", y_label="test digits misread (%)", height=260)
 
 
-def show_prediction(loaded: LoadedModel, data: bytes) -> None:
-    """Preprocess `data`, show it beside what the model sees and what it says; a clear message for bad
-    input, and never a traceback (that goes to the server's log)."""
-    limit = st.get_option("server.maxUploadSize") * MB
+def ledger() -> Ledger:
+    """This visitor's decoding: one image at a time, within a budget of CPU (ui/readings.py)."""
+    return st.session_state.setdefault("decoding", Ledger())
+
+
+def show_prediction(loaded: LoadedModel, data: bytes, limit: int | None = None) -> None:
+    """Read `data` (once per content: ui/readings.py), show it beside what the model sees and what it
+    says; a clear message for bad input, and never a traceback (that goes to the server's log)."""
+    reading = read(data, ledger(), limit or st.get_option("server.maxUploadSize") * MB)
+    if reading.refusal or reading.pixels is None or reading.pair is None:
+        st.error(reading.refusal or UNEXPECTED)  # a Reading without a refusal holds both
+        return
     try:
-        image = decode(data, max_bytes=limit)
-        pixels = to_mnist(image)
-        prediction = classify(loaded.model, pixels)
-        pair = side_by_side(image, pixels)
-    except (ImageRejected, NoAnswer) as error:
+        prediction = classify(loaded.model, reading.pixels)
+    except NoAnswer as error:
         st.error(str(error))
         return
     except Exception:  # a bug must not show a visitor the source; the log keeps it
-        log.exception("an upload could not be processed")
+        log.exception("an upload could not be classified")
         st.error(UNEXPECTED)
         return
     probabilities = pd.DataFrame(
@@ -217,7 +219,7 @@ def show_prediction(loaded: LoadedModel, data: bytes) -> None:
     # One row where it fits, wrapping on a phone (the chart under the rest): columns would stack
     # every part under the last.
     with st.container(horizontal=True, vertical_alignment="top"):
-        st.image(pair, caption=CAPTION, width=pair.width // 2)
+        st.image(reading.pair, caption=CAPTION, width=reading.pair_width, output_format="PNG")
         st.metric(
             "Prediction",
             prediction.digit,
@@ -234,33 +236,18 @@ def show_prediction(loaded: LoadedModel, data: bytes) -> None:
         )
 
 
-def show_uploads(loaded: LoadedModel, uploads: list) -> None:
-    """One result per uploaded file, in the order they were given (in memory only, never on disk)."""
-    for upload in uploads[:MAX_FILES]:
-        if len(uploads) > 1:
+def show_uploads(loaded: LoadedModel, uploads: Sequence[Upload]) -> None:
+    """One result per uploaded file, in the order they were given, the same bytes once (in memory
+    only, never on disk)."""
+    files, repeated = distinct(uploads)
+    for upload in files[:MAX_FILES]:
+        if len(files) > 1:
             st.text(upload.name)  # plain text: a file name is not markdown
         show_prediction(loaded, upload.getvalue())
-    if len(uploads) > MAX_FILES:
-        st.warning(
-            f"Only the first {MAX_FILES} files are read; {len(uploads) - MAX_FILES} were not."
-        )
-
-
-def drawn_image() -> bytes | None:
-    """The canvas as PNG bytes once something is drawn on it."""
-    result = st_canvas(
-        stroke_width=STROKE,
-        stroke_color="#FFFFFF",
-        background_color="#000000",
-        width=CANVAS_SIDE,
-        height=CANVAS_SIDE,
-        drawing_mode="freedraw",
-        return_image_data=True,
-        key="canvas",
-    )
-    if not (result.json_data or {}).get("objects"):
-        return None
-    return result.image_bytes
+    if repeated:
+        st.caption(f"{repeated} of the files repeat one above: each is shown once.")
+    if len(files) > MAX_FILES:
+        st.warning(f"Only the first {MAX_FILES} files are read; {len(files) - MAX_FILES} were not.")
 
 
 st.title("Handwritten digit recognition")
@@ -307,5 +294,5 @@ with draw_tab:
     st.caption("Draw one digit, large, with the mouse.")
     drawing = drawn_image()
     if drawing:
-        show_prediction(loaded, drawing)
+        show_prediction(loaded, drawing, MAX_PNG_BYTES)
 show_part(show_report, loaded, "report")

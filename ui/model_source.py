@@ -37,7 +37,7 @@ from steps.lib.registry import (
 )
 from steps.lib.registry import read_model as read_run_model
 from steps.lib.storage import ArtifactStore, LocalStore, open_store
-from ui.confusion_picture import MAX_PICTURE_BYTES, check_picture
+from ui.images.picture import MAX_PICTURE_BYTES, page_picture
 
 # A version refused (too big, malformed) is not fetched again on every rerun; after this long it is
 # tried again, in case its files were fixed in place.
@@ -147,7 +147,7 @@ def fetch_file(source: ModelSource, version: str) -> LoadedModel:
     try:
         card = read_run_card(beside, "", path.name)
         metrics = read_run_metrics(beside, "")
-        picture = check_picture(beside.read_head(CONFUSION_FILE, MAX_PICTURE_BYTES))
+        picture = page_picture(beside.read_head(CONFUSION_FILE, MAX_PICTURE_BYTES))
     except (StepError, OSError) as error:
         raise ModelUnavailable(str(error)) from None
     history, problem = read_history(beside, "")
@@ -170,7 +170,7 @@ def fetch_run(store: ArtifactStore, run: str) -> LoadedModel:
         metrics = read_run_metrics(store, prefix)
     except StepError as error:
         raise ModelUnavailable(f"run {run}: {error}") from None
-    picture = check_picture(store.read_head(f"{prefix}/{CONFUSION_FILE}", MAX_PICTURE_BYTES))
+    picture = page_picture(store.read_head(f"{prefix}/{CONFUSION_FILE}", MAX_PICTURE_BYTES))
     history, problem = read_history(store, prefix)
     data = read_model(store, run)
     with tempfile.TemporaryDirectory(prefix="mnist-model-") as folder:

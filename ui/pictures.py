@@ -15,28 +15,25 @@ GROUND = (240, 242, 246)  # behind a picture that is not square: the page's own 
 
 
 def as_shown(image: Image.Image, side: int = SIDE) -> Image.Image:
-    """The decoded picture as a browser shows it: 8-bit colour or gray, at most twice `side` (sharp
-    on screens of two pixels a point)."""
+    """The decoded picture as a browser shows it: 8-bit colour or gray, within `side` square."""
     if image.mode not in ("RGB", "RGBA", "L", "LA"):
         if image.mode in ("1", "P", "CMYK", "YCbCr"):
             image = image.convert("RGBA" if "transparency" in image.info else "RGB")
         else:  # 16-bit and float modes
             image = Image.fromarray((to_gray(image) * 255).astype(np.uint8))
     shown = image.copy()
-    shown.thumbnail((2 * side, 2 * side))
+    shown.thumbnail((side, side))
     return shown
 
 
 def side_by_side(image: Image.Image, pixels: np.ndarray, side: int = SIDE) -> Image.Image:
-    """`image` fitted in a square beside the model's view of it (`pixels`, 28x28 in [0, 1]),
-    enlarged without smoothing, at twice `side` per square."""
-    box = 2 * side
-    pair = Image.new("RGB", (2 * box + 2 * GAP, box), GROUND)
+    """`image` fitted in a square of `side` beside the model's view of it (`pixels`, 28x28 in
+    [0, 1]), enlarged without smoothing: shown at its own width, st.image passes it on unresized."""
+    pair = Image.new("RGB", (2 * side + GAP, side), GROUND)
     yours = as_shown(image, side).convert("RGBA")
-    yours.thumbnail((box, box))
-    pair.paste(yours, ((box - yours.width) // 2, (box - yours.height) // 2), yours)
+    pair.paste(yours, ((side - yours.width) // 2, (side - yours.height) // 2), yours)
     seen = Image.fromarray((pixels * 255).astype(np.uint8)).resize(
-        (box, box), Image.Resampling.NEAREST
+        (side, side), Image.Resampling.NEAREST
     )
-    pair.paste(seen.convert("RGB"), (box + 2 * GAP, 0))
+    pair.paste(seen.convert("RGB"), (side + GAP, 0))
     return pair

@@ -21,7 +21,7 @@ from steps.lib import defaults
 from steps.lib.errors import EXIT_BAD_INPUT, StepError
 from steps.lib.inference import Network
 from steps.lib.input_files import open_regular
-from ui.decode import MAX_FILE_MB, MB, ImageRejected
+from ui.images.decode import MAX_FILE_MB, MB, ImageRejected
 from ui.model_source import ModelKeeper, ModelUnavailable, Status, model_uri, parse_model_uri
 from ui.preprocess import prepare
 

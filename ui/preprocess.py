@@ -23,7 +23,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-from ui.decode import ImageRejected, decode
+from ui.images.decode import ImageRejected, decode
 
 SIDE = 28  # the model's input is SIDE x SIDE
 BOX = 20  # the digit's longer side inside it, as in MNIST

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
 from streamlit.runtime.uploaded_file_manager import UploadedFileRec
 
-from ui.decode import MB
+from ui.images.decode import MB
 
 MAX_FILES = 20  # files the page reads per upload; the rest are named, not read
 MAX_SESSION_FILES = MAX_FILES + 1  # the uploader's files and the camera's photo

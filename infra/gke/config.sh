@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # SC2034 (assigned but unused) is off for this file only: the scripts that source it use every variable.
 # shellcheck disable=SC2034
-# Every setting of infra/gke/up.sh and down.sh, each an environment variable with a default.
+# Every setting of infra/gke/up.sh and down.sh, each an environment variable with a default, and each checked
+# against a pattern of its own before anything runs (lib.sh, setting_patterns).
 # Sourced, not run (from the repository's root). Override any of them in the environment, e.g.
 # `REGION=europe-west1 infra/gke/up.sh`.
 

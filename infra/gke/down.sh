@@ -35,6 +35,7 @@ delete_cluster() {
     gcloud container clusters get-credentials "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
         --dns-endpoint ||
         gcloud container clusters get-credentials "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}"
+    revoke_iap_members
     # Deleting the namespace first lets GKE release the public page's load balancer, which deleting the
     # cluster could leave behind. A failure or a timeout here does not keep the cluster billing.
     log "deleting namespace ${NAMESPACE} (and the public page's load balancer, if any)"
@@ -44,6 +45,23 @@ delete_cluster() {
     fi
     log "deleting cluster ${CLUSTER} (takes a few minutes)"
     gcloud container clusters delete "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" --quiet
+}
+
+# Remove what up.sh granted on the public page's backend service: roles/iap.httpsResourceAccessor to the members
+# of PAGE_IAP_MEMBERS, and no other binding.
+revoke_iap_members() {
+    local backend role member
+    [[ -n "${PAGE_IAP_MEMBERS}" ]] || return 0
+    backend="$(page_backend_service)"
+    [[ -n "${backend}" ]] || return 0
+    while read -r role member; do
+        [[ "${role}" == roles/iap.httpsResourceAccessor && ",${PAGE_IAP_MEMBERS}," == *",${member},"* ]] ||
+            continue
+        log "revoking ${role} on the page's backend service ${backend} from ${member}"
+        gcloud iap web remove-iam-policy-binding --project "${PROJECT_ID}" --resource-type backend-services \
+            --service "${backend}" --member "${member}" --role "${role}" --condition None >/dev/null
+    done < <(gcloud iap web get-iam-policy --project "${PROJECT_ID}" --resource-type backend-services \
+        --service "${backend}" --flatten 'bindings[].members' --format 'value(bindings.role,bindings.members)')
 }
 
 # gcloud removes the cluster's kubeconfig entry when a deletion completes; remove any left behind (a cluster
@@ -88,18 +106,15 @@ revoke_bucket_grants() {
 }
 
 # Remove the project-level roles up.sh granted: the nodes' and the build's accounts' (live, or shown as
-# "deleted:serviceAccount:...?uid=..." once deleted) and IAP's members of PAGE_IAP_MEMBERS.
+# "deleted:serviceAccount:...?uid=..." once deleted).
 revoke_project_grants() {
     local role member nodes build
     nodes="$(google_account "${NODE_ACCOUNT}")"
     build="$(google_account "${BUILD_ACCOUNT}")"
     while read -r role member; do
-        case "${role} ${member}" in
-        *" serviceAccount:${nodes}" | *" deleted:serviceAccount:${nodes}?uid="* | \
-            *" serviceAccount:${build}" | *" deleted:serviceAccount:${build}?uid="*) ;;
-        "roles/iap.httpsResourceAccessor "*)
-            [[ ",${PAGE_IAP_MEMBERS}," == *",${member},"* ]] || continue
-            ;;
+        case "${member}" in
+        "serviceAccount:${nodes}" | "deleted:serviceAccount:${nodes}?uid="* | \
+            "serviceAccount:${build}" | "deleted:serviceAccount:${build}?uid="*) ;;
         *) continue ;;
         esac
         log "revoking ${role} on project ${PROJECT_ID} from ${member}"

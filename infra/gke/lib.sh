@@ -28,45 +28,72 @@ require_commands() {
     done
 }
 
+# $1 as a JSON string literal, which is also a YAML double-quoted scalar (YAML 1.2's escapes include JSON's):
+# every value the scripts write into a JSON or YAML file goes through it. Pure bash: neither python3 nor jq is
+# sure to be on a machine with gcloud.
+json_string() {
+    local text="$1" encoded="" char index
+    for ((index = 0; index < ${#text}; index++)); do
+        char="${text:index:1}"
+        case "${char}" in
+        '"') encoded+='\"' ;;
+        "\\") encoded+="\\\\" ;;
+        [[:cntrl:]]) encoded+="$(printf '\\u%04x' "'${char}")" ;;
+        *) encoded+="${char}" ;;
+        esac
+    done
+    printf '"%s"' "${encoded}"
+}
+
+# Each setting and the pattern it must match, in the order they are checked (REGION before ZONE, which is
+# checked against it); each pattern admits names of the kind the setting holds and nothing that could break
+# out of a command line, a JSON or YAML value, or a gcloud list (no quote, space, comma or newline, but in
+# AUTHORIZED_NETWORKS and PAGE_IAP_MEMBERS, lists of their own).
+EMAIL='[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}'
+CIDR='[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}'
+DOMAIN='([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}'
+IAP_MEMBER="((user|group|serviceAccount):${EMAIL}|domain:${DOMAIN})"
+setting_patterns() {
+    cat <<PATTERNS
+PROJECT_ID ^[a-z][a-z0-9-]{4,28}[a-z0-9]$ a project id: 6 to 30 lowercase letters, digits and hyphens, from a letter
+REGION ^[a-z]+-[a-z]+[0-9]+$ a Compute Engine region, e.g. us-central1
+ZONE ^(${REGION}-[a-z])?$ a zone of REGION '${REGION}' (e.g. ${REGION}-b), or unset
+CLUSTER ^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$ a cluster name: up to 40 lowercase letters, digits and hyphens, from a letter
+SYSTEM_MACHINE_TYPE ^[a-z0-9]+-[a-z0-9-]+$ a machine type name, e.g. e2-standard-2
+WORKER_MACHINE_TYPE ^[a-z0-9]+-[a-z0-9-]+$ a machine type name, e.g. e2-standard-4
+WORKER_MAX_NODES ^[1-9][0-9]{0,3}$ a positive integer
+DISK_SIZE_GB ^[1-9][0-9]{0,4}$ a positive integer
+AUTHORIZED_NETWORKS ^(${CIDR}(,${CIDR})*)?$ CIDR blocks separated by commas (e.g. 203.0.113.7/32), or unset
+BUCKET ^[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]$ a bucket name: lowercase letters, digits, - and _
+ARTIFACT_TTL_DAYS ^[1-9][0-9]{0,4}$ a positive integer
+RUN_PREFIX ^[a-z0-9][a-z0-9.-]{0,62}$ the start of a workflow's name: lowercase letters, digits, - and .
+ARGO_VERSION ^v[0-9]+\.[0-9]+\.[0-9]+$ a release of Argo Workflows, e.g. v4.1.2
+REQUEUE_TIME ^[1-9][0-9]*(s|m)$ whole seconds or minutes, at least 1s (e.g. 2s)
+REPOSITORY ^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$ a repository name: lowercase letters, digits and hyphens, from a letter
+IMAGE_TAG ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ an image tag: letters, digits, _, . and -
+BUILDER ^(cloudbuild|docker)$ 'cloudbuild' or 'docker'
+FORCE_BUILD ^[01]$ 0 or 1
+OVERLAY ^[a-z0-9][a-z0-9_-]*$ a plain directory name
+PAGE_DOMAIN ^(${DOMAIN})?$ a domain name in lower case (e.g. mnist.example.com), or unset
+PAGE_IAP_MEMBERS ^(${IAP_MEMBER}(,${IAP_MEMBER})*)?$ user:EMAIL, group:EMAIL, serviceAccount:EMAIL or domain:DOMAIN, separated by commas
+DELETE_BUCKET ^(ask|yes|no)$ ask, yes or no
+PATTERNS
+}
+
 check_settings() {
-    local member
-    [[ -n "${PROJECT_ID}" ]] || bad_setting "PROJECT_ID is empty: set it, or run 'gcloud config set project ID'"
-    [[ "${WORKER_MAX_NODES}" =~ ^[1-9][0-9]*$ ]] ||
-        bad_setting "WORKER_MAX_NODES must be a positive integer, got '${WORKER_MAX_NODES}'"
-    [[ "${SYSTEM_MACHINE_TYPE}" =~ ^[a-z0-9]+-[a-z0-9-]+$ ]] ||
-        bad_setting "SYSTEM_MACHINE_TYPE is not a machine type name, got '${SYSTEM_MACHINE_TYPE}'"
-    [[ "${WORKER_MACHINE_TYPE}" =~ ^[a-z0-9]+-[a-z0-9-]+$ ]] ||
-        bad_setting "WORKER_MACHINE_TYPE is not a machine type name, got '${WORKER_MACHINE_TYPE}'"
-    [[ -z "${ZONE}" || "${ZONE}" =~ ^${REGION}-[a-z]$ ]] ||
-        bad_setting "ZONE '${ZONE}' is not a zone of REGION '${REGION}' (e.g. ${REGION}-b), or leave it unset"
-    [[ "${DISK_SIZE_GB}" =~ ^[1-9][0-9]*$ ]] ||
-        bad_setting "DISK_SIZE_GB must be a positive integer, got '${DISK_SIZE_GB}'"
-    [[ -z "${AUTHORIZED_NETWORKS}" ||
-        "${AUTHORIZED_NETWORKS}" =~ ^([0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2})(,[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2})*$ ]] ||
-        bad_setting "AUTHORIZED_NETWORKS must be CIDR blocks separated by commas (e.g. 203.0.113.7/32), got '${AUTHORIZED_NETWORKS}'"
-    [[ "${ARTIFACT_TTL_DAYS}" =~ ^[1-9][0-9]*$ ]] ||
-        bad_setting "ARTIFACT_TTL_DAYS must be a positive integer, got '${ARTIFACT_TTL_DAYS}'"
+    local name pattern what
+    while read -r name pattern what; do
+        [[ "${!name}" =~ ${pattern} ]] || bad_setting "${name} must be ${what}, got $(printf '%q' "${!name}")"
+    done < <(setting_patterns)
     # The lifecycle rule deletes objects whose names start with RUN_PREFIX: none under models/ may match.
-    [[ -n "${RUN_PREFIX}" && "models/" != "${RUN_PREFIX}"* && "${RUN_PREFIX}" != models/* ]] ||
+    [[ "models/" != "${RUN_PREFIX}"* ]] ||
         bad_setting "RUN_PREFIX '${RUN_PREFIX}' would match published models under models/: choose another"
-    # Go durations the controller parses; under 1s its informers lag behind (rate_limiters.go, GetRequeueTime).
-    [[ "${REQUEUE_TIME}" =~ ^[1-9][0-9]*(s|m)$ ]] ||
-        bad_setting "REQUEUE_TIME must be whole seconds or minutes, at least 1s (e.g. 2s), got '${REQUEUE_TIME}'"
-    [[ "${OVERLAY}" =~ ^[a-z0-9][a-z0-9_-]*$ && "${OVERLAY}" != example ]] ||
-        bad_setting "OVERLAY must be a plain directory name other than 'example', got '${OVERLAY}'"
-    [[ "${BUILDER}" == cloudbuild || "${BUILDER}" == docker ]] ||
-        bad_setting "BUILDER must be 'cloudbuild' or 'docker', got '${BUILDER}'"
+    [[ "${OVERLAY}" != example ]] || bad_setting "OVERLAY must be a directory name other than 'example'"
     # Bucket names have at most 63 characters, and the build bucket's is BUCKET's with a suffix.
     ((${#BUCKET} <= 63 - ${#BUILD_BUCKET_SUFFIX})) ||
         bad_setting "BUCKET '${BUCKET}' is too long: at most $((63 - ${#BUILD_BUCKET_SUFFIX})) characters"
-    [[ -z "${PAGE_DOMAIN}" || "${PAGE_DOMAIN}" =~ ^([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}$ ]] ||
-        bad_setting "PAGE_DOMAIN must be a domain name in lower case (e.g. mnist.example.com), got '${PAGE_DOMAIN}'"
     [[ -z "${PAGE_IAP_MEMBERS}" || -n "${PAGE_DOMAIN}" ]] ||
         bad_setting "PAGE_IAP_MEMBERS needs PAGE_DOMAIN: IAP guards the public page only"
-    for member in ${PAGE_IAP_MEMBERS//,/ }; do
-        [[ "${member}" =~ ^(user|group|domain|serviceAccount):[^[:space:]]+$ ]] ||
-            bad_setting "PAGE_IAP_MEMBERS: '${member}' is not user:EMAIL, group:EMAIL, domain:DOMAIN or serviceAccount:EMAIL"
-    done
 }
 
 # The project's number, which the names of Google's default accounts and Workload Identity principals carry.
@@ -166,12 +193,12 @@ render_argo_config() {
     if [[ -n "${ARGO_EXTRA_ENV:-}" ]]; then
         env="
     env:
-      - name: ${ARGO_EXTRA_ENV%%=*}
-        value: \"${ARGO_EXTRA_ENV#*=}\""
+      - name: $(json_string "${ARGO_EXTRA_ENV%%=*}")
+        value: $(json_string "${ARGO_EXTRA_ENV#*=}")"
     fi
     cat >"${directory}/kustomization.yaml" <<YAML
-# Argo Workflows ${ARGO_VERSION}: its release manifest (install.yaml, kustomize_argo_release), configured for
-# this pipeline by infra/gke/lib.sh.
+# Argo Workflows $(json_string "${ARGO_VERSION}"): its release manifest (install.yaml, kustomize_argo_release),
+# configured for this pipeline by infra/gke/lib.sh.
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 namespace: argo
@@ -204,7 +231,7 @@ metadata:
   namespace: argo
 data:
   executor: |
-    image: ${ARGO_EXECUTOR_IMAGE:-quay.io/argoproj/argoexec:${ARGO_VERSION}-nonroot}
+    image: $(json_string "${ARGO_EXECUTOR_IMAGE:-quay.io/argoproj/argoexec:${ARGO_VERSION}-nonroot}")
     securityContext:
       runAsNonRoot: true
       allowPrivilegeEscalation: false
@@ -231,7 +258,7 @@ spec:
         - name: workflow-controller
           env:
             - name: DEFAULT_REQUEUE_TIME
-              value: "${REQUEUE_TIME}"
+              value: $(json_string "${REQUEUE_TIME}")
 YAML
 }
 
@@ -275,6 +302,18 @@ render_build_lifecycle() {
     printf '{"rule": [{"action": {"type": "Delete"}, "condition": {"age": 1}}]}\n'
 }
 
+# The name of the backend service GKE makes for the public page (k8s1-<hash>-mnist-mnist-page-80-<hash>, named
+# after the page's Service), from its Ingress's ingress.kubernetes.io/backends annotation ({"<backend service>":
+# "<health>"}), which the Ingress controller writes once the load balancer exists; nothing until then.
+PAGE_SERVICE=mnist-page # the page's Service and Ingress (infra/k8s)
+page_backend_service() {
+    local backends
+    backends="$(kube --namespace "${NAMESPACE}" get ingress "${PAGE_SERVICE}" --ignore-not-found \
+        --output 'jsonpath={.metadata.annotations.ingress\.kubernetes\.io/backends}' 2>/dev/null)" || return 0
+    [[ "${backends}" =~ \"(k8s[0-9a-z]*-[0-9a-z]+-${NAMESPACE}-${PAGE_SERVICE}-[0-9a-z-]+)\" ]] || return 0
+    printf '%s' "${BASH_REMATCH[1]}"
+}
+
 # The bucket's lifecycle: delete run artifacts (names starting with RUN_PREFIX, the workflows' generateName)
 # after ARTIFACT_TTL_DAYS days. Nothing under models/ matches, so published models and LATEST stay.
 render_lifecycle() {
@@ -283,7 +322,7 @@ render_lifecycle() {
   "rule": [
     {
       "action": {"type": "Delete"},
-      "condition": {"age": ${ARTIFACT_TTL_DAYS}, "matchesPrefix": ["${RUN_PREFIX}"]}
+      "condition": {"age": ${ARTIFACT_TTL_DAYS}, "matchesPrefix": [$(json_string "${RUN_PREFIX}")]}
     }
   ]
 }
@@ -306,7 +345,7 @@ render_bucket_patches() {
         default-v1: |
           archiveLogs: true
           gcs:
-            bucket: ${BUCKET}
+            bucket: $(json_string "${BUCKET}")
             keyFormat: "{{workflow.name}}/{{pod.name}}"
   - patch: |
       apiVersion: apps/v1
@@ -322,9 +361,9 @@ render_bucket_patches() {
                 imagePullPolicy: ${pull_policy}}
                 env:
                   - name: MODEL_URI
-                    value: gs://${BUCKET}/models/mnist/LATEST${extra_env:+
-                  - name: ${extra_env%%=*}
-                    value: ${extra_env#*=}}
+                    value: $(json_string "gs://${BUCKET}/models/mnist/LATEST")${extra_env:+
+                  - name: $(json_string "${extra_env%%=*}")
+                    value: $(json_string "${extra_env#*=}")}
 YAML
 }
 
@@ -335,16 +374,16 @@ render_overlay() {
     [[ "${digest}" =~ ^sha256:[0-9a-f]{64}$ ]] || die "not an image digest: '${digest}'"
     mkdir -p "${directory}"
     cat >"${directory}/kustomization.yaml" <<YAML
-# Written by infra/gke/up.sh for project ${PROJECT_ID}, image tag ${IMAGE_TAG}: change the settings
-# (infra/gke/config.sh) and run up.sh again rather than editing this file.
+# Written by infra/gke/up.sh for project $(json_string "${PROJECT_ID}"), image tag $(json_string "${IMAGE_TAG}"):
+# change the settings (infra/gke/config.sh) and run up.sh again rather than editing this file.
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-  - ${base}
+  - $(json_string "${base}")
 images:
   - name: ${PAGE_IMAGE_NAME}
-    newName: $(image_ref "${PAGE_IMAGE_NAME}")
-    digest: ${digest}
+    newName: $(json_string "$(image_ref "${PAGE_IMAGE_NAME}")")
+    digest: $(json_string "${digest}")
 patches:
   - patch: |
       apiVersion: v1
@@ -353,7 +392,7 @@ patches:
         name: ${PIPELINE_ACCOUNT}
         namespace: ${NAMESPACE}
         annotations:
-          iam.gke.io/gcp-service-account: $(google_account "${PIPELINE_ACCOUNT}")
+          iam.gke.io/gcp-service-account: $(json_string "$(google_account "${PIPELINE_ACCOUNT}")")
   - patch: |
       apiVersion: v1
       kind: ServiceAccount
@@ -361,7 +400,7 @@ patches:
         name: ${PAGE_ACCOUNT}
         namespace: ${NAMESPACE}
         annotations:
-          iam.gke.io/gcp-service-account: $(google_account "${PAGE_ACCOUNT}")
+          iam.gke.io/gcp-service-account: $(json_string "$(google_account "${PAGE_ACCOUNT}")")
 $(render_bucket_patches)
 YAML
     if [[ -n "${PAGE_DOMAIN}" ]]; then
@@ -374,7 +413,7 @@ YAML
         namespace: ${NAMESPACE}
       spec:
         domains:
-          - ${PAGE_DOMAIN}
+          - $(json_string "${PAGE_DOMAIN}")
 YAML
         render_components "${base}" >>"${directory}/kustomization.yaml"
     fi
@@ -383,6 +422,6 @@ YAML
 # The overlay's components: the public page (PAGE_DOMAIN) and IAP in front of it (PAGE_IAP_MEMBERS).
 render_components() {
     local components="${1%base}components"
-    printf 'components:\n  - %s/public-page\n' "${components}"
-    [[ -z "${PAGE_IAP_MEMBERS}" ]] || printf '  - %s/iap\n' "${components}"
+    printf 'components:\n  - %s\n' "$(json_string "${components}/public-page")"
+    [[ -z "${PAGE_IAP_MEMBERS}" ]] || printf '  - %s\n' "$(json_string "${components}/iap")"
 }

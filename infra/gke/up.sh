@@ -375,12 +375,26 @@ ensure_page_address() {
     fi
 }
 
-# IAP lets in only the members granted roles/iap.httpsResourceAccessor.
+BACKEND_WAIT_ATTEMPTS=90 # of 10 s: 15 minutes for GKE to make the page's load balancer
+
+# IAP lets in only the members granted roles/iap.httpsResourceAccessor, granted on the page's backend service
+# alone (on the project, it would let them through to every app IAP guards there). GKE makes that backend
+# service from the Ingress within minutes of its being applied.
 grant_iap_members() {
-    local member
+    local member backend="" attempt
+    [[ -n "${PAGE_IAP_MEMBERS}" ]] || return 0
+    for ((attempt = 1; attempt <= BACKEND_WAIT_ATTEMPTS; attempt++)); do
+        backend="$(page_backend_service)"
+        [[ -z "${backend}" ]] || break
+        ((attempt > 1)) || log "waiting for GKE to make the page's load balancer (a few minutes)"
+        sleep 10
+    done
+    [[ -n "${backend}" ]] ||
+        die "the page's Ingress has no backend service after $((BACKEND_WAIT_ATTEMPTS / 6)) minutes: see kubectl --context $(kube_context "${ZONE}") -n ${NAMESPACE} describe ingress ${PAGE_SERVICE}, then run up.sh again"
     for member in ${PAGE_IAP_MEMBERS//,/ }; do
-        log "letting ${member} through Identity-Aware Proxy to the page"
-        retry gcloud projects add-iam-policy-binding "${PROJECT_ID}" --member "${member}" \
+        log "letting ${member} through Identity-Aware Proxy to the page (backend service ${backend})"
+        retry gcloud iap web add-iam-policy-binding --project "${PROJECT_ID}" \
+            --resource-type backend-services --service "${backend}" --member "${member}" \
             --role roles/iap.httpsResourceAccessor --condition None >/dev/null
     done
 }

@@ -2,7 +2,7 @@
 # shellcheck source-path=SCRIPTDIR
 # Builds the local cluster's programs from the Go modules pinned beside this script, with the ordinary
 # `go build`, into a cache folder outside the repository, and prints that folder. A build is kept under a
-# name made from every go.mod, go.sum and this script, so it is redone only when one of them changes.
+# name made from every go.mod and go.sum (lib.sh, build_key), so it is redone only when one of them changes.
 #   kubernetes/    kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubeadm,
 #                  kubectl (of the same minor version as the cluster), etcd
 #   argo/          workflow-controller, argoexec, argo (the CLI and the Argo Server)
@@ -46,7 +46,10 @@ build_argo() {
     version="$(pinned "${here}/argo" github.com/argoproj/argo-workflows/v4)"
     (cd "${here}/argo" && go mod download && go mod verify >/dev/null)
     module_dir="$(cd "${here}/argo" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-workflows/v4)"
-    source="${out}/argo-source"
+    # Always the same folder for a version, so that Go's build cache finds what it compiled before.
+    source="${CACHE}/src/argo-workflows-${version}"
+    rm -rf "${source}"
+    mkdir -p "${CACHE}/src"
     cp -R "${module_dir}" "${source}"
     chmod -R u+w "${source}"
     # Module zips carry no symbolic links (golang.org/x/mod/zip), and Argo's repository shares the executor's
@@ -66,7 +69,7 @@ build_argo() {
     (cd "${here}/argo" && CGO_ENABLED=0 go build -modfile "${modfile}" -trimpath -ldflags "${ldflags}" \
         -o "${out}/" github.com/argoproj/argo-workflows/v4/cmd/workflow-controller \
         github.com/argoproj/argo-workflows/v4/cmd/argoexec github.com/argoproj/argo-workflows/v4/cmd/argo)
-    rm -rf "${source}" "${modfile}" "${modfile%.mod}.sum"
+    rm -rf "${modfile}" "${modfile%.mod}.sum"
 }
 
 build_gcs_emulator() {
@@ -97,6 +100,7 @@ main() {
     mv "${partial}" "${bin}"
     # Builds of other go.mod files, and any build cut short, are of no further use.
     find "${CACHE}" -mindepth 1 -maxdepth 1 -name 'bin-*' ! -path "${bin}" -exec rm -rf {} +
+    rm -rf "${CACHE}/src"
     log "built in $((SECONDS - started)) s into ${bin}"
     printf '%s\n' "${bin}"
 }

@@ -112,7 +112,27 @@ setup_network() {
         iptables -I FORWARD 1 -d "${POD_CIDR}" ! -i "${BRIDGE}" -j DROP
 }
 
+# The chains the kubelet makes in every table (kubelet_network_linux.go: its canary, KUBE-FIREWALL and the
+# iptables hint), which it never removes: their jumps from the built-in chains first, then the chains.
+remove_kubelet_chains() {
+    local command table chain rule
+    for command in iptables ip6tables; do
+        for table in filter nat mangle; do
+            for chain in KUBE-FIREWALL KUBE-KUBELET-CANARY KUBE-IPTABLES-HINT; do
+                "${command}" -t "${table}" -S "${chain}" >/dev/null 2>&1 || continue
+                while read -r rule; do
+                    # shellcheck disable=SC2086 # a rule as iptables -S prints it is its own arguments
+                    "${command}" -t "${table}" -D ${rule#-A } 2>/dev/null || true
+                done < <("${command}" -t "${table}" -S | grep -- "-j ${chain}\( \|\$\)" || true)
+                "${command}" -t "${table}" -F "${chain}" 2>/dev/null || true
+                "${command}" -t "${table}" -X "${chain}" 2>/dev/null || true
+            done
+        done
+    done
+}
+
 teardown_network() {
+    remove_kubelet_chains
     while iptables -D FORWARD -s "${POD_CIDR}" ! -o "${BRIDGE}" -j DROP 2>/dev/null; do :; done
     while iptables -D FORWARD -d "${POD_CIDR}" ! -i "${BRIDGE}" -j DROP 2>/dev/null; do :; done
     if ip link show "${BRIDGE}" >/dev/null 2>&1; then
@@ -123,12 +143,18 @@ teardown_network() {
     fi
 }
 
-# MNIST into the bucket, for the split step: MNIST_SOURCE as `make` sets it (a local mnist.npz), else the
-# reference copy the tests fetch.
+# MNIST into the bucket, for the split step: MNIST_SOURCE as `make` sets it (a local mnist.npz, such as the
+# copy CI keeps), else the official Keras download, checked against its sha256 and cached as the steps do.
 upload_mnist() {
     local source="${MNIST_SOURCE:-}"
+    if [[ -z "${source}" ]]; then
+        [[ -x "${PROJECT_ROOT}/.venv/bin/python" ]] ||
+            die "no MNIST_SOURCE and no project environment to download MNIST with: run make setup-run, or set MNIST_SOURCE=/path/to/mnist.npz"
+        source="$(cd "${PROJECT_ROOT}" && .venv/bin/python -c \
+            'from steps.lib.mnist import KERAS_MNIST_URL, fetch_source; print(fetch_source(KERAS_MNIST_URL))')"
+    fi
     [[ -f "${source}" ]] ||
-        die "MNIST_SOURCE must name a local mnist.npz to put into the bucket (got '${source}'): e.g. make cluster-up MNIST_SOURCE=/path/to/mnist.npz"
+        die "MNIST_SOURCE must name a local mnist.npz to put into the bucket (got '${source}')"
     curl -fsS -X POST -H 'Content-Type: application/octet-stream' --data-binary "@${source}" \
         "${GCS_URL}/upload/storage/v1/b/${BUCKET}/o?uploadType=media&name=${MNIST_KEY}" >/dev/null
 }

@@ -2,6 +2,7 @@
 # shellcheck source-path=SCRIPTDIR
 # make cluster-down: stops what cluster-up started, by the PIDs it recorded, the pods' containers first (the
 # kubelet tears their sandboxes and networks down), then removes the cluster's network and .cluster/.
+# `down.sh DAEMON...` stops only those daemons (below).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -62,6 +63,9 @@ main() {
     fi
     kill_tasks
     stop_daemon containerd 30
+    if [[ -f "${STATE}/containerd/made-run" ]]; then
+        find /run/containerd -depth -type d -empty -delete 2>/dev/null || true
+    fi
     stop_daemon gcs-emulator
     stop_daemon kube-apiserver 30
     stop_daemon etcd 30
@@ -70,4 +74,13 @@ main() {
     log "local cluster removed"
 }
 
-main "$@"
+# down.sh DAEMON...: stop only these daemons, by their PIDs, and keep the rest of the cluster and its state
+# (the fault tests' way to stop the kubelet, the API server, ...; up.sh DAEMON... starts them again).
+if (($# > 0)); then
+    for name in "$@"; do
+        [[ -f "${STATE}/pids/${name}.pid" ]] || die "not a running daemon of the local cluster: ${name}"
+        stop_daemon "${name}" 30
+    done
+else
+    main
+fi

@@ -1,9 +1,16 @@
 # shellcheck shell=bash source-path=SCRIPTDIR
 # The local cluster's configuration files, each rendered from the settings in lib.sh. Sourced by up.sh.
 
-# Argo's manifest and controller configuration, made as infra/gke/up.sh makes them.
-# shellcheck source=../gke/lib.sh
-source "${LOCAL_CLUSTER_DIR}/../gke/lib.sh"
+# gke_lib FUNCTION ARGS...: one of infra/gke/lib.sh's functions, which make Argo's manifest, its controller
+# configuration and the overlay's bucket patches as up.sh makes them, run in a subshell so that the rest of
+# that file (its own kube, log, ...) stays out of these scripts.
+gke_lib() {
+    (
+        # shellcheck source=../gke/lib.sh
+        source "${LOCAL_CLUSTER_DIR}/../gke/lib.sh"
+        "$@"
+    )
+}
 
 # kubeadm writes the certificates (a CA, the API server's, the kubelet client's, the service-account key
 # pair, the front proxy's) and the kubeconfigs of admin, controller manager, scheduler and kubelet; nothing
@@ -68,6 +75,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         BinaryName = "$(command -v runc)"
+        Root = "${STATE}/containerd/runc"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "${CNI_BIN}"
@@ -161,11 +169,11 @@ render_argo_install() {
     local directory="$1" manifests
     manifests="$(cd "${LOCAL_CLUSTER_DIR}/argo" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-workflows/v4)/manifests"
     mkdir -p "${directory}"
-    ARGO_VERSION="${ARGO_LOCAL_VERSION}" kustomize_argo_release "${manifests}/cluster-install" \
+    ARGO_VERSION="${ARGO_LOCAL_VERSION}" gke_lib kustomize_argo_release "${manifests}/cluster-install" \
         "$(kubectl_bin)" >"${directory}/install.yaml"
     ARGO_VERSION="${ARGO_LOCAL_VERSION}" REQUEUE_TIME="${REQUEUE_TIME:-2s}" \
         ARGO_EXECUTOR_IMAGE="${ARGOEXEC_IMAGE}" ARGO_EXTRA_ENV="STORAGE_EMULATOR_HOST=${GCS_URL}" \
-        render_argo_config "${directory}"
+        gke_lib render_argo_config "${directory}"
     # The Argo Server reads archived logs and artifacts from the bucket for the UI and the API.
     cat >"${directory}/argo-server-deployment.yaml" <<YAML
 apiVersion: apps/v1
@@ -211,7 +219,7 @@ images:
     newName: ${PAGE_IMAGE%:*}
     newTag: ${PAGE_IMAGE##*:}
 patches:
-$(render_bucket_patches IfNotPresent "STORAGE_EMULATOR_HOST=${GCS_URL}")
+$(gke_lib render_bucket_patches IfNotPresent "STORAGE_EMULATOR_HOST=${GCS_URL}")
 YAML
 }
 

@@ -5,6 +5,7 @@
 # .cluster/logs/ and its PID in .cluster/pids/. Argo is installed from its release manifests as
 # infra/gke/up.sh installs it, then the project's infra/k8s base, unchanged, with a local overlay. Safe to run
 # again: what runs already is kept. Writes .cluster/kubeconfig (admin) and .cluster/env (for `source`).
+# `up.sh DAEMON...` starts only those daemons again (start_only, below).
 set -euo pipefail
 set -o errtrace
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -109,6 +110,9 @@ start_containerd() {
     mkdir -p "${STATE}/containerd" "${STATE}/cni/net.d"
     render_containerd_config | write_if_changed "${STATE}/containerd/config.toml"
     render_cni_config | write_if_changed "${STATE}/cni/net.d/10-mnist.conflist"
+    # containerd 1.6's shims keep their sockets in /run/containerd/s whatever its state folder: down.sh
+    # removes that folder if it was not there before.
+    [[ -e /run/containerd ]] || touch "${STATE}/containerd/made-run"
     start_daemon containerd containerd --config "${STATE}/containerd/config.toml"
     wait_for "containerd to answer" 60 ctr_k8s version
 }
@@ -205,4 +209,30 @@ main() {
     log "cluster up in $((SECONDS - started)) s: source ${STATE}/env"
 }
 
-main "$@"
+# up.sh DAEMON...: start only these daemons of a cluster that is up otherwise (any that runs already is kept),
+# as the fault tests do after stopping one: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# containerd, kubelet, kube-proxy, gcs-emulator.
+start_only() {
+    local name
+    [[ -f "${STATE}/bin" ]] || die "no local cluster here: make cluster-up first"
+    BIN="$(cat "${STATE}/bin")"
+    for name in "$@"; do
+        step "${name}"
+        case "${name}" in
+        etcd) start_etcd ;;
+        kube-apiserver) start_api_server ;;
+        kube-controller-manager | kube-scheduler) start_controllers ;;
+        containerd) start_containerd ;;
+        kubelet) start_kubelet ;;
+        kube-proxy) start_kube_proxy ;;
+        gcs-emulator) start_gcs_emulator ;;
+        *) die "not a daemon of the local cluster: ${name}" ;;
+        esac
+    done
+}
+
+if (($# > 0)); then
+    start_only "$@"
+else
+    main
+fi

@@ -8,6 +8,7 @@ tests (tests/cluster/) run the same Argo functions against the real kubectl and 
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -18,6 +19,8 @@ from pathlib import Path
 from tests.support.project import ROOT
 
 PROJECT, PROJECT_NUMBER, TAG = "test-project", "123456789", "abc1234"
+# The backend service GKE names after the page's Service (ingress.kubernetes.io/backends on its Ingress).
+BACKEND_SERVICE = "k8s1-0a1b2c3d-mnist-mnist-page-80-4e5f6a7b"
 # The programs the stand-ins replace: the sandbox's PATH holds no real one, so none can run by mistake.
 STOOD_IN = ("gcloud", "kubectl", "docker", "curl", "gke-gcloud-auth-plugin")
 LABEL = "mnist-argo-up"
@@ -99,6 +102,7 @@ case "$*" in
     "storage buckets describe"*) mark bucket "$*" ;;
     "storage buckets get-iam-policy"*) printf '%b' "${FAKE_POLICY}" ;;
     "projects get-iam-policy"*) printf '%b' "${FAKE_PROJECT_POLICY}" ;;
+    "iap web get-iam-policy"*) printf '%b' "${FAKE_IAP_POLICY}" ;;
     "iam service-accounts describe"*) mark account "$*" ;;
     "artifacts repositories describe"*) mark registry "$*" ;;
     # FAKE_MISSING_IMAGE: one image name (e.g. mnist-argo-train) absent while the others exist.
@@ -138,6 +142,12 @@ case "$*" in
     "create token"* | *" create token "*) echo fake-token ;;
     *"port-forward"*) sleep "${FAKE_PORT_FORWARD_SECONDS:-0}" ;;
     *"delete namespace"*) [[ -z "${FAKE_NAMESPACE_TIMES_OUT:-}" ]] || { echo "error: timed out" >&2; exit 1; } ;;
+    # FAKE_INGRESS_PENDING: a file holding how many reads find no backend service yet (the load balancer
+    # being made); then the annotation FAKE_INGRESS_BACKENDS.
+    *"get ingress mnist-page"*)
+        pending="$(cat "${FAKE_INGRESS_PENDING:-/dev/null}" 2>/dev/null || true)"
+        if [[ "${pending:-0}" -gt 0 ]]; then echo $((pending - 1)) >"${FAKE_INGRESS_PENDING}"; exit 0; fi
+        printf '%s' "${FAKE_INGRESS_BACKENDS}" ;;
     *) cat >/dev/null 2>&1 || true ;;
 esac
 """
@@ -217,6 +227,8 @@ def make_sandbox(tmp_path: Path, system: Path) -> Sandbox:
         "FAKE_CLUSTER_ZONE": "us-central1-c",
         "FAKE_POLICY": "",
         "FAKE_PROJECT_POLICY": "",
+        "FAKE_IAP_POLICY": "",
+        "FAKE_INGRESS_BACKENDS": json.dumps({BACKEND_SERVICE: "HEALTHY"}),
         "FAKE_ARGO_MANIFEST": ARGO_MANIFEST,
         "FAKE_CONTEXTS": "",
         "FAKE_CURRENT_CONTEXT": "",

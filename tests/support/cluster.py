@@ -59,7 +59,8 @@ class Cluster:
     env: dict[str, str]
     context: str | None = None
     local: bool = False
-    _stops: list[subprocess.Popen] = field(default_factory=list, repr=False)
+    # What the tests started for this cluster (port-forwards), stopped by close().
+    processes: list[subprocess.Popen] = field(default_factory=list, repr=False)
 
     @property
     def bucket(self) -> str:
@@ -134,14 +135,14 @@ class Cluster:
         return self.get("workflow", name, "-n", self.namespace)
 
     def close(self) -> None:
-        for process in self._stops:
+        for process in self.processes:
             process.terminate()
             try:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        self._stops.clear()
+        self.processes.clear()
 
 
 def sourced(env_file: Path) -> dict[str, str]:
@@ -204,7 +205,7 @@ def port_forward(target: Cluster) -> int:
         stderr=subprocess.DEVNULL,
         env=target.process_env(),
     )
-    target._stops.append(process)
+    target.processes.append(process)
     wait_for_port(port, timeout=60)
     return port
 

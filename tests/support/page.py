@@ -288,11 +288,13 @@ def jpeg_of_empty_segments(size: int) -> bytes:
     return data[:2] + b"\xff\xe5\x00\x02" * (size // 4) + data[2:]
 
 
-def png_of_empty_chunks(size: int) -> bytes:
-    """A 16x16 PNG with `size` bytes of empty private chunks (12 bytes each) after its header."""
-    buffer = io.BytesIO()
-    Image.new("L", (16, 16)).save(buffer, format="PNG")
-    data = buffer.getvalue()
+def png_of_empty_chunks(size: int, png: bytes | None = None) -> bytes:
+    """A PNG (by default a 16x16 one) with `size` bytes of empty private chunks (12 bytes each) after
+    its header."""
+    if png is None:
+        buffer = io.BytesIO()
+        Image.new("L", (16, 16)).save(buffer, format="PNG")
+        png = buffer.getvalue()
     kind = b"abCd"  # ancillary, private: a reader skips it
     chunk = struct.pack(">I", 0) + kind + struct.pack(">I", zlib.crc32(kind))
-    return data[:33] + chunk * (size // 12) + data[33:]
+    return png[:33] + chunk * (size // 12) + png[33:]

@@ -99,6 +99,14 @@ def is_expression(tag: str) -> bool:
     return tag.startswith("=")
 
 
+def has_expression(text: str) -> bool:
+    """Whether `text` holds an expression tag (a `{{` never closed holds none)."""
+    try:
+        return any(is_expression(tag) for tag in tags(text))
+    except TagError:
+        return False
+
+
 def has_simple_tag(text: str) -> bool:
     """validate.go:VerifyResolvedVariables: any simple tag left means the object needs run-time values."""
     try:

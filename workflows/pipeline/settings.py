@@ -8,6 +8,7 @@ and the README's settings table are all made from these declarations.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -21,6 +22,8 @@ from steps.lib.published import MAX_SETTING_TEXT
 from steps.lib.serving import GATED, POLICIES
 from steps.lib.shards import PARTITIONS
 from workflows.common.durations import DurationError, parse_duration
+from workflows.common.tags import END as TAG_END
+from workflows.common.tags import START as TAG_START
 from workflows.lint.schema import DAG_TASKS_MAX
 
 SETTING = "setting"
@@ -46,7 +49,25 @@ class Setting:
 
 
 def setting(default: Any, help: str, parse: Callable[[str], Any], **options: Any) -> Any:
-    return field(default=default, metadata={SETTING: Setting(help, parse, **options)})
+    return field(default=default, metadata={SETTING: Setting(help, untagged(parse), **options)})
+
+
+def untagged(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`parse`, refusing first any text that holds `{{` or `}}`, whatever the setting: in the workflow Argo
+    would take it for a template tag and substitute it, and an expression tag (`{{=…}}`) it evaluates,
+    at submit in the server and at run time in the controller (workflow/common/util.go,
+    SubstituteParams; util/template for `{{=`)."""
+
+    @functools.wraps(parse)
+    def checked(text: str) -> Any:
+        if TAG_START in text or TAG_END in text:
+            raise argparse.ArgumentTypeError(
+                f"Argo would read {TAG_START} or {TAG_END} in it as a template tag (and evaluate "
+                f"{TAG_START}=…{TAG_END}): leave them out"
+            )
+        return parse(text)
+
+    return checked
 
 
 def duration(text: str) -> str:

@@ -2,12 +2,12 @@
 
 A file is judged by what Pillow's reader and decoder will do with it, not by the name they give it:
 before Image.open, the blocks its reader walks in Python (JPEG segments, GIF sub-blocks, PNG chunks;
-see ui.blocks and ui.jpeg_layout) are counted, and for a JPEG the scan count and coefficient buffer
-are read from its markers; after it, from the header and the decoder Pillow picked, the pixels and
-the memory that decoder will hold. Everything libjpeg decodes (a JPEG, or an MPO, a JPEG with an
-index of further images) is decoded reduced (libjpeg's DCT scaling: a 12-megapixel photo comes out at
-about 500x375), other formats whole and then reduced. At most MAX_CONCURRENT_DECODES run at once in a
-process.
+see ui.images.block_counts and ui.images.jpeg_layout) are counted, and for a JPEG the scan count and
+coefficient buffer are read from its markers; after it, from the header and the decoder Pillow
+picked, the pixels and the memory that decoder will hold. Everything libjpeg decodes (a JPEG, or an
+MPO, a JPEG with an index of further images) is decoded reduced (libjpeg's DCT scaling: a
+12-megapixel photo comes out at about 500x375), other formats whole and then reduced. At most
+MAX_CONCURRENT_DECODES run at once in a process.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import warnings
 
 from PIL import BmpImagePlugin, Image, ImageOps, JpegImagePlugin, WebPImagePlugin
 
-from ui.blocks import GIF_SIGNATURES, PNG_SIGNATURE, gif_blocks, png_chunks
-from ui.jpeg_layout import DCT_FRAMES, BadJpeg, JpegLayout, TooManySegments, read_layout
+from ui.images.block_counts import GIF_SIGNATURES, PNG_SIGNATURE, gif_blocks, png_chunks
+from ui.images.jpeg_layout import DCT_FRAMES, BadJpeg, JpegLayout, TooManySegments, read_layout
 
 MB = 1024 * 1024  # as Streamlit counts server.maxUploadSize
 MAX_FILE_MB = 10  # .streamlit/config.toml's server.maxUploadSize says the same (a test checks)
@@ -46,12 +46,17 @@ MAX_RLE_BYTES = 1 * MB
 # over (a 4096x4096 WebP of 706 bytes peaked at 252 MB): its decoded size counts this many times.
 WEBP_COPIES = 4
 JPEG_SIGNATURE = b"\xff\xd8\xff"  # JpegImagePlugin._accept
+PREMULTIPLIED = ("LA", "RGBA")  # modes Image.reduce copies premultiplied before it shrinks them
 
 NOT_AN_IMAGE = f"This is not an image the page can read (use {', '.join(EXTENSIONS)})."
 DAMAGED = "The image is damaged or cut short"
-TOO_MANY_PIXELS = (
-    f"The image has too many pixels: up to {MAX_PIXELS // 1_000_000} megapixels are accepted."
-)
+
+
+def too_many_pixels(limit: int) -> str:
+    return f"The image has too many pixels: up to {limit // 1_000_000} megapixels are accepted."
+
+
+TOO_MANY_PIXELS = too_many_pixels(MAX_PIXELS)
 TOO_COSTLY = "The image would take too much memory or time to decode"
 
 # Pillow warns past MAX_IMAGE_PIXELS and refuses past twice it; here both refuse.
@@ -73,7 +78,7 @@ def check_size(data: bytes, max_bytes: int) -> None:
         )
 
 
-def open_header(data: bytes) -> Image.Image:
+def open_header(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
     """Pillow's image object with only its header read; ImageRejected for what is not an image."""
     try:
         image = Image.open(io.BytesIO(data), formats=FORMATS)
@@ -84,8 +89,8 @@ def open_header(data: bytes) -> Image.Image:
     except Exception as error:  # a plugin's parser can fail in any way on crafted bytes
         raise ImageRejected(f"{DAMAGED} ({error})") from None
     width, height = image.size
-    if width * height > MAX_PIXELS:
-        raise ImageRejected(f"{TOO_MANY_PIXELS} This one is {width}x{height}.")
+    if width * height > max_pixels:
+        raise ImageRejected(f"{too_many_pixels(max_pixels)} This one is {width}x{height}.")
     if width < 1 or height < 1:
         raise ImageRejected(f"{DAMAGED} (it is {width}x{height})")
     return image
@@ -160,9 +165,28 @@ def plan_decoding(image: Image.Image, data: bytes, layout: JpegLayout | None) ->
     plan_whole(image, copies)
 
 
+def converted_mode(image: Image.Image) -> str | None:
+    """The mode reduce() converts `image` to at full size, before it shrinks it; None if it does not."""
+    if image.mode == "P":
+        return "RGBA" if "transparency" in image.info else "L"
+    if image.mode == "1":
+        return "L"
+    return None
+
+
 def plan_whole(image: Image.Image, copies: int = 1) -> None:
-    """Refuse an image whose decoder would hold more than MAX_DECODED_BYTES (`copies` of its pixels)."""
-    decoded = image.width * image.height * bytes_per_pixel(image.mode) * copies
+    """Refuse an image whose decoding would hold more than MAX_DECODED_BYTES at once: `copies` of its
+    pixels as its decoder stores them, the conversion reduce() makes of them at full size, and the
+    premultiplied copy Image.reduce works on for an image with alpha (Image.reduce: "LA" and
+    "RGBA" become "La" and "RGBa" first). A palette image with a transparent colour takes
+    1 + 4 + 4 bytes a pixel."""
+    reduced = converted_mode(image) or image.mode
+    per_pixel = bytes_per_pixel(image.mode) * copies
+    if reduced != image.mode:
+        per_pixel += bytes_per_pixel(reduced)
+    if reduced in PREMULTIPLIED:
+        per_pixel += bytes_per_pixel(reduced)
+    decoded = image.width * image.height * per_pixel
     if decoded > MAX_DECODED_BYTES:
         raise ImageRejected(
             f"{TOO_COSTLY}: {image.width}x{image.height} {image.format} takes "
@@ -176,9 +200,9 @@ def reduce(image: Image.Image, side: int = DECODE_SIDE) -> Image.Image:
     factor = max(image.size) // side
     if factor < 2:
         return image
-    if image.mode in ("1", "P"):
-        has_alpha = image.mode == "P" and "transparency" in image.info
-        image = image.convert("RGBA" if has_alpha else "L")
+    converted = converted_mode(image)  # counted by plan_whole
+    if converted is not None:
+        image = image.convert(converted)
     if image.mode.startswith("I;16"):
         size = (max(1, image.width // factor), max(1, image.height // factor))
         return image.resize(size, Image.Resampling.BOX)
@@ -192,11 +216,13 @@ def upright(image: Image.Image) -> Image.Image:
     return image
 
 
-def decode(data: bytes, max_bytes: int = MAX_FILE_MB * MB) -> Image.Image:
+def decode(
+    data: bytes, max_bytes: int = MAX_FILE_MB * MB, max_pixels: int = MAX_PIXELS
+) -> Image.Image:
     """Decode `data` as one of FORMATS, upright and reduced; ImageRejected saying why if it cannot be."""
     check_size(data, max_bytes)
     layout = plan_reading(data)
-    image = open_header(data)
+    image = open_header(data, max_pixels)
     plan_decoding(image, data, layout)
     with DECODE_SLOTS:
         try:

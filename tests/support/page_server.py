@@ -1,0 +1,63 @@
+"""The page as it is served (`python -m ui.serve`), started on 127.0.0.1 for a test and stopped by its PID."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from steps.lib.registry import LATEST_KEY
+from tests.support.project import ROOT, free_port, wait_for_port
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    pid: int
+
+
+@contextlib.contextmanager
+def serving(store: Path, log: Path) -> Iterator[Server]:
+    """The page as it is served (`python -m ui.serve`: `streamlit run ui/app.py` with bounded uploads)
+    on 127.0.0.1, serving `store`'s LATEST, with the project's .streamlit/config.toml."""
+    port = free_port()
+    env = {**os.environ, "MODEL_URI": str(store / LATEST_KEY), "PYTHONPATH": str(ROOT)}
+    with log.open("wb") as output:
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ui.serve",
+                "--server.headless",
+                "true",
+                "--server.address",
+                "127.0.0.1",
+                "--server.port",
+                str(port),
+                "--browser.gatherUsageStats",
+                "false",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            try:
+                wait_for_port(port, timeout=60)
+            except TimeoutError:
+                pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}")
+            url = f"http://127.0.0.1:{port}"
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=30) as response:
+                assert response.read() == b"ok"
+            yield Server(url, server.pid)
+        finally:
+            server.terminate()
+            server.wait(timeout=20)

@@ -1,0 +1,218 @@
+"""What one visitor's messages may cost the page's server, measured on the real server (`python -m ui.serve`)
+with real websocket clients that speak Streamlit's protocol (tests/support/page_client.py).
+
+Costs are the server's CPU seconds (/proc/PID/stat) and resident memory (VmRSS, VmHWM), on a machine
+shared with other work: the bounds leave a wide margin over what the page needs and fall far short of
+what the attacks took before.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from steps.lib.registry import CONFUSION_FILE, run_prefix
+from tests.support.page import FIRST_RUN, png_of_empty_chunks, progressive_jpeg
+from tests.support.page_client import (
+    Closed,
+    PageClient,
+    Run,
+    component_state,
+    proc_cpu_seconds,
+    proc_kilobytes,
+    reset_peak,
+    uploader_state,
+)
+from tests.support.page_server import Server, serving
+from tests.support.project import ROOT
+from ui.images.decode import MAX_SCANS
+from ui.images.picture import MAX_PICTURE_BYTES
+from ui.uploads import MAX_FILES
+from ui.widget_states import MAX_DRAWING_ITEMS, MAX_MESSAGE_MB, TOO_LARGE, json_items
+
+MB = 1024 * 1024
+COSTLY_DECODE_SECONDS = 2.0  # what the costliest accepted upload may take (tests/test_ui_limits.py)
+
+
+@pytest.fixture(scope="module")
+def server(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serving(published_store, tmp_path_factory.mktemp("server") / "server.log") as page:
+        yield page
+
+
+@pytest.fixture(scope="module")
+def costly_jpeg() -> bytes:
+    """238 KB that decode to 40 megapixels through 50 progressive scans: the slowest accepted upload."""
+    return progressive_jpeg(7300, 5470, scans=MAX_SCANS)
+
+
+def widget_id(visitor: PageClient, kind: str) -> str:
+    """The id of the page's one widget of `kind`, from a first run as a browser's first visit."""
+    (element,) = visitor.rerun().of(kind)
+    return getattr(element, kind).id
+
+
+def megabytes(pid: int, field: str) -> float:
+    return proc_kilobytes(pid, field) / 1024
+
+
+def test_a_file_named_many_times_is_decoded_once(server: Server, costly_jpeg: bytes) -> None:
+    """The uploader's state may name a file many times, and the same bytes may come under several
+    ids: twenty names of one costly JPEG, two reruns, one decode."""
+    with PageClient(server.url) as visitor:
+        uploader = widget_id(visitor, "file_uploader")
+        copies = [visitor.upload(f"photo-{index}.jpg", costly_jpeg) for index in range(3)]
+        state = uploader_state(uploader, (copies * MAX_FILES)[:MAX_FILES])
+        before = proc_cpu_seconds(server.pid)
+        runs = [visitor.rerun([state]) for _ in range(2)]
+        spent = proc_cpu_seconds(server.pid) - before
+    print(f"\n{MAX_FILES} names of one file, 2 reruns: {spent:.1f} s of server CPU")
+    for run in runs:  # one result, however many names
+        assert sum(text.startswith("No digit found") for text in run.texts()) == 1, run.texts()
+    assert spent < COSTLY_DECODE_SECONDS + 2
+
+
+def test_what_the_page_sends_fits_the_message_bound_many_times(server: Server) -> None:
+    """server.maxMessageSize bounds what the server sends as well: the page's own messages (its
+    pictures go by URL, not in the message) are far under it."""
+    with PageClient(server.url) as visitor:
+        uploader = widget_id(visitor, "file_uploader")
+        photo = visitor.upload("4.jpg", (ROOT / "samples" / "4-photo.jpg").read_bytes())
+        run = visitor.rerun([uploader_state(uploader, [photo])])
+    assert "Prediction: 4" in run.texts()
+    assert visitor.largest < MAX_MESSAGE_MB * 1_000_000 / 10
+
+
+def drawing_of(objects: list) -> dict:
+    """A canvas value in the shape the canvas sends (its Fabric.js objects, no PNG)."""
+    return {"drawing": {"raw": {"objects": objects}, "data": None}}
+
+
+def text_of(value: dict) -> str:
+    return json.dumps(value, separators=(",", ":"))  # as the browser's JSON.stringify writes it
+
+
+VISITORS = 20
+# The session, the most a drawing within the bounds can take (1.3 MB), and the allocator's share of the
+# transient copies of each message; a drawing of 0.9 MB kept took 13 MB.
+MAX_MB_PER_VISITOR = 2.5
+
+
+def test_drawings_kept_for_many_visitors_stay_small(server: Server) -> None:
+    """The canvas's value comes in the rerun message, where no upload bound counts it, and Streamlit
+    keeps it for the session: twenty visitors each send one of 0.9 MB that parses to many small
+    objects, and twenty more the largest the page accepts, and all stay."""
+    over = drawing_of([[0, 0]] * 150_000)
+    within = drawing_of([[] for _ in range(MAX_DRAWING_ITEMS // 2 - 10)])
+    assert len(text_of(over)) < MAX_MESSAGE_MB * 1_000_000 < len(json.dumps(over)) * 2
+    assert json_items(text_of(within)) <= MAX_DRAWING_ITEMS
+    visitors = [PageClient(server.url) for _ in range(2 * VISITORS)]
+    try:
+        canvas = widget_id(visitors[0], "bidi_component")
+        before = megabytes(server.pid, "VmRSS")
+        runs = [
+            visitor.rerun([component_state(canvas, value)])
+            for visitor, value in zip(
+                visitors, [over] * VISITORS + [within] * VISITORS, strict=True
+            )
+        ]
+        grown = megabytes(server.pid, "VmRSS") - before
+    finally:
+        for visitor in visitors:
+            visitor.close()
+    print(f"\n{2 * VISITORS} visitors holding a drawing: the server grew {grown:.0f} MB")
+    assert grown < 2 * VISITORS * MAX_MB_PER_VISITOR
+    for run in runs[:VISITORS]:
+        assert any(text == TOO_LARGE for text in run.texts()), run.texts()
+    for run in runs[VISITORS:]:
+        assert TOO_LARGE not in run.texts()
+
+
+FRAME = 50 * MB
+
+
+def test_a_frame_bigger_than_the_page_needs_is_refused_before_it_is_buffered(
+    server: Server,
+) -> None:
+    """Three visitors each send one websocket frame of 50 MB at once: each is refused from its
+    header (close code 1009, or the connection closed while it was still coming), before the
+    server holds it."""
+    visitors = [PageClient(server.url) for _ in range(3)]
+    codes: list[int | None] = []
+
+    def send(visitor: PageClient) -> None:
+        try:
+            visitor.send_bytes(bytes(FRAME))
+            list(visitor.messages(timeout=10))
+        except Closed as closed:
+            codes.append(closed.code)
+        except Exception:  # the server closed the connection while the frame was still going
+            codes.append(visitor.socket.close_code)
+
+    before = megabytes(server.pid, "VmRSS")
+    reset_peak(server.pid)
+    threads = [threading.Thread(target=send, args=(visitor,)) for visitor in visitors]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    peak = megabytes(server.pid, "VmHWM") - before
+    for visitor in visitors:
+        visitor.close()
+    print(f"\nthree frames of {FRAME // MB} MB: the server's peak rose {peak:.0f} MB")
+    assert set(codes) <= {1009, 1006}, codes  # message too big; or closed while it was sent
+    assert peak < 20
+
+
+def test_a_message_in_many_small_fragments_is_refused_past_the_bound(server: Server) -> None:
+    """A websocket message may come in fragments, each small: their total is what is bounded."""
+    with PageClient(server.url) as visitor:
+        visitor.socket.send(bytes(64 * 1024) for _ in range(48))  # 3 MB in 64 KB fragments
+        with pytest.raises(Closed) as closed:
+            list(visitor.messages(timeout=10))
+    assert closed.value.code == 1009
+
+
+def test_the_server_takes_no_compressed_messages(server: Server) -> None:
+    """With permessage-deflate a small frame could inflate past any bound: the server does not
+    agree to it when a client offers it."""
+    from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
+    from websockets.sync.client import connect
+
+    with connect(
+        server.url.replace("http://", "ws://") + "/_stcore/stream",
+        subprotocols=["streamlit"],
+        extensions=[ClientPerMessageDeflateFactory()],
+        compression=None,
+    ) as socket:
+        assert socket.protocol.extensions == []
+
+
+def captions(run: Run) -> list[str]:
+    return [image.caption for element in run.of("imgs") for image in element.imgs.imgs]
+
+
+def test_a_confusion_picture_of_many_chunks_costs_the_page_nothing_per_rerun(
+    published_store: Path, tmp_path: Path
+) -> None:
+    """Anyone who can write the store can make the run's confusion.png 2 MB of 174,221 empty chunks:
+    Pillow walks them one by one in Python, each time the picture is opened."""
+    store = Path(shutil.copytree(published_store, tmp_path / "store"))
+    picture = store / run_prefix(FIRST_RUN) / CONFUSION_FILE
+    data = picture.read_bytes()
+    picture.write_bytes(png_of_empty_chunks(MAX_PICTURE_BYTES - len(data), data))
+    assert picture.stat().st_size <= MAX_PICTURE_BYTES
+    with serving(store, tmp_path / "server.log") as page, PageClient(page.url) as visitor:
+        visitor.rerun()  # the model and its files load once
+        before = proc_cpu_seconds(page.pid)
+        runs = [visitor.rerun() for _ in range(3)]
+        spent = (proc_cpu_seconds(page.pid) - before) / len(runs)
+    print(f"\na confusion.png of many chunks: {spent:.2f} s of server CPU per rerun")
+    assert spent < 0.6
+    for run in runs:  # refused: the page draws the matrix from metrics.json instead
+        assert captions(run) == ["Confusion matrix"], captions(run)
