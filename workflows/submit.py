@@ -24,7 +24,7 @@ from steps.lib.storage import open_store
 from steps.serve import command as serve_command
 from workflows import preflight
 from workflows.errors import UsageError, WorkflowError, WorkflowRefused
-from workflows.lint.documents import check as check_with_argo_rules
+from workflows.lint.entry_point import check as check_with_argo_rules
 from workflows.local.engines import Engine, EngineError, ProcessEngine
 from workflows.local.runner import LocalRunner
 from workflows.pipeline import cluster

@@ -1,4 +1,5 @@
-"""An offline `argo lint`: Argo v4.1.2's validation rules for Workflows and WorkflowTemplates, in Python.
+"""The lint's entry point, an offline `argo lint`: Argo v4.1.2's validation rules for Workflows and
+WorkflowTemplates, in Python (`check` for code, `main` for the command line).
 
     python -m workflows.lint FILE...
 
