@@ -13,8 +13,23 @@ PORT ?= 8501
 MNIST_SOURCE ?= $(abspath $(wildcard ../shared/data/mnist.npz))
 export MNIST_SOURCE
 
-.PHONY: setup setup-run run pipeline page test test-fast browser test-containers images lint format clean \
-	bench mutation mutation-sample cluster-up cluster-down test-cluster
+.PHONY: help setup setup-run run pipeline page test test-fast browser test-containers images lint format \
+	manifests clean bench mutation mutation-sample cluster-up cluster-down test-cluster
+.DEFAULT_GOAL := help
+
+# What `make lint` checks, and `make test` and `make test-fast` before their tests: ruff's rules, ruff's
+# formatting and mypy's types (of workflows/, steps/ and ui/: [tool.mypy] in pyproject.toml).
+define LINT
+$(BIN)/ruff check .
+$(BIN)/ruff format --check .
+$(BIN)/mypy
+endef
+
+# Each target whose line ends in `## what it does`, with what it does.
+help:  ## this list (also `make` alone)
+	@echo "make TARGET, one of:"
+	@awk -F ':[^#]*## ' '/^[A-Za-z][A-Za-z0-9_-]*:[^=]*## / {printf "  %-16s %s\n", $$1, $$2}' \
+		$(firstword $(MAKEFILE_LIST))
 
 setup: $(DEV_STAMP)  ## the runtime and the test tools (pytest, ruff, Playwright, mutmut, ...)
 
@@ -40,7 +55,7 @@ $(DEV_STAMP): $(RUN_STAMP)
 
 run: pipeline page  ## train with the defaults on this machine, then serve the page (PORT=8501)
 
-pipeline: setup-run
+pipeline: setup-run  ## train with the defaults on this machine, without serving the page
 	$(BIN)/python workflows/submit.py --local
 
 page: setup-run  ## serve the page on the published model, without training (PORT=8501)
@@ -50,11 +65,11 @@ bench: setup  ## every contender on full MNIST against the targets, printed met 
 	$(BIN)/python -m bench.run $(BENCH_FLAGS)
 
 test: setup browser  ## lint, then the whole test suite (but the container and cluster tests)
-	$(BIN)/ruff check .
+	$(LINT)
 	$(BIN)/python -m pytest
 
 test-fast: setup  ## lint, then the tests that train nothing and start no server or browser (under 2 minutes)
-	$(BIN)/ruff check .
+	$(LINT)
 	$(BIN)/python -m pytest -m 'not slow and not containers and not cluster'
 
 # The browser tests drive Debian's Chromium where it is installed, else Playwright's own build.
@@ -96,13 +111,17 @@ test-cluster: setup  ## cluster-up, the cluster tests (pytest -m cluster), then 
 	status=0; $(BIN)/python -m pytest -m cluster $(PYTEST_FLAGS) || status=$$?; \
 	if [ "$(KEEP)" != 1 ]; then infra/local-cluster/down.sh; fi; exit $$status
 
-lint: setup
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+lint: setup  ## ruff's rules and formatting, and mypy's types
+	$(LINT)
 
-format: setup
+format: setup  ## fix what ruff can, and format the code
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-clean:
-	rm -rf .runs .pytest_cache .ruff_cache
+# The Workflow and WorkflowTemplate committed beside the pipeline's code, rendered with the default settings
+# and --artifacts gs://BUCKET (tests/test_manifests.py fails when they differ from what the code renders).
+manifests: setup-run  ## write workflows/pipeline/workflow.yaml and workflow-template.yaml again from the code
+	$(BIN)/python -m workflows.pipeline.manifests
+
+clean:  ## remove the local runs and the tools' caches (not the venv)
+	rm -rf .runs .pytest_cache .ruff_cache .mypy_cache

@@ -109,7 +109,7 @@ def read_stats(stats_path: Path) -> dict:
         raise StepError(f"stats file not found: {stats_path} (written by train after its model)")
     stats = read_json_file(stats_path, "stats file", MAX_STATS_BYTES)
     samples = stats.get("samples") if isinstance(stats, dict) else None
-    if type(samples) is not int or not 1 <= samples <= MAX_SAMPLES:
+    if not isinstance(stats, dict) or type(samples) is not int or not 1 <= samples <= MAX_SAMPLES:
         raise StepError(
             f"{stats_path}: 'samples' must be an integer in 1..{MAX_SAMPLES}, got {str(samples)[:40]}"
         )

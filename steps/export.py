@@ -18,6 +18,7 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ from steps.lib.mnist import fetch_source, load_mnist
 from steps.lib.model_file import MAX_MODEL_BYTES, read_weights
 from steps.lib.registry import LATEST_KEY, MODEL_FILE, latest_run, run_prefix
 from steps.lib.staged_outputs import staged_outputs
-from steps.lib.storage import GCSStore, open_store, split_gs_uri
+from steps.lib.storage import ArtifactStore, GCSStore, open_store, split_gs_uri
 
 KERAS_FILE, SAVED_MODEL, TFLITE_FILE = "model.keras", "saved_model", "model.tflite"
 BATCH = 1000  # test digits per call of a loaded model
@@ -66,7 +67,7 @@ def model_file(text: str, folder: Path) -> Path:
         return Path(text)
     if not pointer and text.endswith(".h5"):
         bucket, key = split_gs_uri(text)
-        store = GCSStore(bucket)
+        store: ArtifactStore = GCSStore(bucket)
     else:
         store = open_store(text.rstrip("/").removesuffix(LATEST_KEY).rstrip("/") or ".")
         run_id = latest_run(store)
@@ -176,7 +177,7 @@ def main(args: argparse.Namespace) -> None:
                 (TFLITE_FILE, predict_tflite),
             ):
                 path = paths[name.rstrip("/")]
-                check_same(reference, quietly(lambda p=path, f=predict: f(p, images)), name)
+                check_same(reference, quietly(partial(predict, path, images)), name)
     print(
         f"{args.out_dir}: {KERAS_FILE}, {SAVED_MODEL}/ and {TFLITE_FILE} of {args.model}, each "
         f"picking the model's digit for all {len(test)} test digits"

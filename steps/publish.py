@@ -110,7 +110,9 @@ def typed(value: str) -> object:
 def contender_of(store: ArtifactStore, run: str | None) -> serving.Contender | None:
     """The published run `run` as the policy sees it, or None: no run, or one whose card or metrics
     cannot be read or fail the page's checks (the page could not show it either)."""
-    card = registry.card_of(store, run) if run else None
+    if not run:
+        return None
+    card = registry.card_of(store, run)
     if card is None or "accuracy" not in card:
         return None
     try:

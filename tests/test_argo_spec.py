@@ -1,6 +1,6 @@
 """The compiled Workflow and WorkflowTemplate: valid for Argo, every reference resolving, ready for a cluster.
 
-No cluster runs here; Argo's own JSON Schema and the project's port of Argo's validation (workflows/lint/documents.py)
+No cluster runs here; Argo's own JSON Schema and the project's port of Argo's validation (workflows/lint/entry_point.py)
 are the honest substitutes.
 """
 
@@ -24,7 +24,7 @@ from hera.workflows.models import WorkflowTemplate as HeraWorkflowTemplate
 
 from tests.support.argo_schema import first_error, workflow_validator
 from tests.support.project import ROOT, run_submit
-from workflows.lint.documents import check as check_with_argo_rules
+from workflows.lint.entry_point import check as check_with_argo_rules
 from workflows.local.supported import check_supported, templates_by_name
 from workflows.pipeline import cluster
 from workflows.pipeline.settings import PipelineSettings

@@ -1,4 +1,5 @@
-"""submit.py against a test double of the Argo Server (see argo_double.py: no cluster can run here).
+"""submit.py against a test double of the Argo Server (tests/doubles/argo_server.py: no cluster
+runs in this suite).
 
 Every request the client sends is checked against the server's OpenAPI by the double; a test fails if
 any was rejected.
@@ -32,7 +33,7 @@ from tests.doubles.argo_server import (
 from tests.support import docs
 from tests.support.argo_schema import first_error, workflow_validator
 from tests.support.project import ROOT, free_port
-from workflows.lint.documents import check as check_with_argo_rules
+from workflows.lint.entry_point import check as check_with_argo_rules
 from workflows.pipeline import cluster
 from workflows.pipeline.settings import PipelineSettings
 from workflows.server.client import from_environment

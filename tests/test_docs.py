@@ -1,9 +1,13 @@
 """README.md and docs/: every relative link and anchor resolves, the README stays a few screens long, and its
-two commands are the ones a newcomer and CI run."""
+two commands are the ones a newcomer and CI run, and its map of the repository names paths that exist and
+every top-level folder; LICENSE is the standard text of the license declared."""
 
 from __future__ import annotations
 
+import hashlib
 import re
+import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -22,6 +26,8 @@ from tests.support.docs import (
 from tests.support.project import ROOT
 
 README_MAX_LINES = 250
+# The sha256 of https://www.apache.org/licenses/LICENSE-2.0.txt, the Apache License 2.0's own text
+APACHE_2_0_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
 
 
 def test_there_are_docs_pages() -> None:
@@ -63,6 +69,61 @@ def test_anchors_are_githubs() -> None:
     assert slug("Where a run's files land") == "where-a-runs-files-land"
     assert slug("Lint: Argo's validation, offline") == "lint-argos-validation-offline"
     assert slug("`--rounds` and the CRD") == "--rounds-and-the-crd"
+
+
+def test_the_license_file_is_the_declared_licenses_standard_text() -> None:
+    """pyproject.toml declares Apache-2.0 (an SPDX id); LICENSE holds that license's text unchanged, so
+    that tools which recognise a license by its text (GitHub's among them) name it."""
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
+    assert declared == "Apache-2.0"
+    license_file = ROOT / "LICENSE"
+    assert license_file.is_file(), "no LICENSE at the project's root"
+    assert hashlib.sha256(license_file.read_bytes()).hexdigest() == APACHE_2_0_SHA256
+
+
+def repository_map() -> list[tuple[str, str]]:
+    """README's "Where things are": each line's path (the first column) and what it says of it."""
+    (block,) = re.findall(
+        r"^```\n(.*?)^```$", section(README, "Where things are"), flags=re.M | re.S
+    )
+    mapped: list[tuple[str, str]] = []
+    for line in block.splitlines():
+        path, _, about = line.partition(" ")
+        if path:
+            mapped.append((path, about))
+        elif mapped:  # a continuation line, indented
+            mapped[-1] = (mapped[-1][0], f"{mapped[-1][1]} {about}")
+    return mapped
+
+
+def test_every_path_the_readme_maps_exists() -> None:
+    """The first column, and each file it names in a folder's line (`numbers.py` under workflows/common/)."""
+    mapped = repository_map()
+    assert len(mapped) > 10
+    missing = [path for path, _ in mapped if not (ROOT / path).exists()]
+    for folder, about in mapped:
+        if folder.endswith("/"):
+            named = re.findall(r"(?<![\w/.-])([\w-]+\.(?:py|yaml|toml|sh))\b", about)
+            missing += [folder + name for name in named if not (ROOT / folder / name).exists()]
+    assert missing == []
+
+
+def test_the_readme_maps_every_top_level_folder_and_every_rule_module() -> None:
+    """Each folder a clone holds at its root is on the map, and workflows/common/'s modules are each named
+    (they hold the Argo rules the runner and the lint share, and are looked for by file)."""
+    mapped = dict(repository_map())
+    files = subprocess.run(
+        ["git", "ls-files"], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    folders = {line.split("/", 1)[0] + "/" for line in files.stdout.splitlines() if "/" in line}
+    # the hidden ones hold tools' settings (.streamlit/, ...); .ci/run is mapped by its path
+    folders -= {name for name in folders if name.startswith(".")}
+    unmapped = [name for name in sorted(folders) if not any(p.startswith(name) for p in mapped)]
+    modules = sorted(
+        p.name for p in (ROOT / "workflows/common").glob("*.py") if p.name != "__init__.py"
+    )
+    unnamed = [name for name in modules if name not in mapped["workflows/common/"]]
+    assert (unmapped, unnamed) == ([], [])
 
 
 def test_the_readme_fits_on_a_few_screens() -> None:

@@ -1,4 +1,4 @@
-"""The offline lint (workflows/lint/documents.py) against Argo v4.1.2's validation.
+"""The offline lint (workflows/lint/entry_point.py) against Argo v4.1.2's validation.
 
 Three sources of truth: Argo's own DAG cases (tests/reference: argo-dag-cases, made from
 workflow/validate/validate_dag_test.go), one small manifest per rule ported from
@@ -24,7 +24,7 @@ from tests.support.manifests import BROKEN_LIB, ECHO, LIB, dag, manifest, only, 
 from tests.support.project import run_python
 from workflows.common import tags
 from workflows.lint import schema
-from workflows.lint.documents import check, main
+from workflows.lint.entry_point import check, main
 from workflows.lint.schema import DAG_TASKS_MAX
 from workflows.pipeline.settings import MAX_ROUNDS, PipelineSettings, dag_tasks
 from workflows.pipeline.workflow import compile_template, compile_workflow

@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.manifests import dag, manifest, template
 from workflows.lint.dag import DagGraph, add_items_to_scope
-from workflows.lint.documents import check
+from workflows.lint.entry_point import check
 from workflows.lint.fields import Invalid
 
 ECHO_B = "- {name: b, template: echo, %s arguments: {parameters: [{name: msg, value: '%s'}]}}"

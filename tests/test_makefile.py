@@ -87,3 +87,52 @@ def test_the_readme_says_how_to_serve_the_page_alone_and_on_another_port() -> No
     readme = (ROOT / "README.md").read_text()
     assert re.search(r"^make page\b", readme, flags=re.M)
     assert "PORT=" in readme
+
+
+def phony_targets() -> list[str]:
+    """The targets the Makefile declares .PHONY: the ones a user runs (the others are stamp files)."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    (declared,) = re.findall(r"^\.PHONY:(.*)$", text, flags=re.M)
+    return declared.split()
+
+
+def commented_targets() -> dict[str, str]:
+    """Each rule whose line ends in a `## what it does` comment, with that comment."""
+    text = (ROOT / "Makefile").read_text()
+    return dict(re.findall(r"^([A-Za-z][\w-]*):[^=\n]*?##\s*(.+)$", text, flags=re.M))
+
+
+def test_every_target_a_user_runs_says_what_it_does() -> None:
+    assert len(phony_targets()) > 10
+    assert [name for name in phony_targets() if name not in commented_targets()] == []
+
+
+def test_make_help_lists_each_target_with_its_comment() -> None:
+    result = subprocess.run(
+        ["make", "--no-print-directory", "help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    listed = {
+        line.split(maxsplit=1)[0]: line.split(maxsplit=1)[1].strip()
+        for line in result.stdout.splitlines()
+        if line.startswith("  ")
+    }
+    assert listed == commented_targets()
+    assert (
+        subprocess.run(
+            ["make", "--no-print-directory"], capture_output=True, text=True, cwd=ROOT, timeout=60
+        ).stdout
+        == result.stdout
+    ), "make alone prints the same list"
+
+
+def test_make_lint_and_make_test_check_formatting_and_types(tmp_path: Path) -> None:
+    for target in ("lint", "test"):
+        commands = dry_run(tmp_path, target)
+        assert "ruff check ." in commands, target
+        assert "ruff format --check ." in commands, target
+        assert re.search(r"/mypy\b", commands), target

@@ -13,8 +13,8 @@ from PIL import Image
 from bench.photos import photo as hard_photo
 from steps.lib.mnist import load_mnist
 from tests.support.page import SURE
+from tools.make_samples import photograph
 from ui.images.decode import MAX_PIXELS, MB, ImageRejected, decode
-from ui.make_samples import photograph
 from ui.preprocess import BOX, CENTRE, SIDE, prepare
 
 PHOTO_DIGITS = 300  # test digits photographed (bench.photos) for the accuracy comparison

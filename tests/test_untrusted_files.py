@@ -204,6 +204,7 @@ def test_a_model_declaring_a_huge_weight_is_refused_before_allocation(tmp_path: 
         ("float64", "expected float32"),
         ("huge layer_names", "too large"),
         ("lambda layer", "model_config"),
+        ("config not an object", "model_config is not a Sequential model"),
         ("nan", "NaN or infinite"),
     ],
 )
@@ -238,6 +239,8 @@ def test_crafted_model_files_are_refused(craft: str, message: str, tmp_path: Pat
             config = json.loads(handle.attrs["model_config"])
             config["config"]["layers"][6]["class_name"] = "Lambda"
             handle.attrs["model_config"] = json.dumps(config)
+        elif craft == "config not an object":
+            handle.attrs["model_config"] = json.dumps({"class_name": "Sequential", "config": []})
         elif craft == "nan":
             handle[names[1]][0] = np.nan
     folder = models_folder(tmp_path, model)

@@ -86,8 +86,14 @@ def test_the_networks_own_config_passes() -> None:
 
 @pytest.mark.parametrize(
     "config",
-    [[1], {"class_name": "Functional", "config": {"layers": []}}, {"class_name": "Sequential"}],
-    ids=["not an object", "not Sequential", "no layers"],
+    [
+        [1],
+        {"class_name": "Functional", "config": {"layers": []}},
+        {"class_name": "Sequential"},
+        {"class_name": "Sequential", "config": []},
+        {"class_name": "Sequential", "config": "layers"},
+    ],
+    ids=["not an object", "not Sequential", "no layers", "config a list", "config a string"],
 )
 def test_what_is_not_a_sequential_model_is_named_so(config: object) -> None:
     with pytest.raises(StepError) as raised:

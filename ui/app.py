@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 ROOT = str(Path(__file__).resolve().parents[1])
@@ -71,7 +71,7 @@ def published_text(stamp: object) -> str | None:
     """'2026-11-29T18:48:58.897321+00:00' → '2026-11-29 18:48 UTC'; None for anything else (a date
     that is no ISO 8601 time, or one that is in none once moved to UTC)."""
     try:
-        moment = dt.datetime.fromisoformat(stamp)
+        moment = dt.datetime.fromisoformat(stamp)  # type: ignore[arg-type]  # not a str: TypeError
         return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     except (TypeError, ValueError, OverflowError):
         return None
@@ -120,14 +120,14 @@ def show_training(loaded: LoadedModel) -> None:
     if loaded.history_problem:
         log.warning("the training history of %s: %s", loaded.label, loaded.history_problem)
         st.caption("The training history cannot be shown: its file fails the page's checks.")
-    rounds = (loaded.history or {}).get("rounds")
-    if not rounds:
+    history = loaded.history or {}
+    if not history.get("rounds"):
         return
     st.markdown("**Training, round by round**")
     for metric in ("accuracy", "loss"):
-        st.altair_chart(training.curve_chart(loaded.history, metric), width="stretch")
+        st.altair_chart(training.curve_chart(history, metric), width="stretch")
     st.caption(training.KEY)
-    st.caption(training.rounds_line(loaded.history))
+    st.caption(training.rounds_line(history))
 
 
 def serving_line(loaded: LoadedModel) -> str:
@@ -170,7 +170,7 @@ def show_errors(matrix: np.ndarray) -> None:
     """How many test digits of each digit were misread, and the commonest mistakes."""
     errors = report.errors_per_digit(matrix)
     st.bar_chart(errors[["misread"]], x_label="digit", y_label="test digits misread", height=260)
-    worst = errors["share"].idxmax()
+    worst = str(errors["share"].idxmax())  # the index is the digits as text
     st.caption(
         f"Weakest digit: {worst} ({1 - errors['share'][worst]:.1%} right, "
         f"{errors['misread'][worst]} of {errors['of'][worst]} misread)."
@@ -199,8 +199,8 @@ def show_prediction(loaded: LoadedModel, data: bytes, limit: int | None = None) 
     """Read `data` (once per content: ui/readings.py), show it beside what the model sees and what it
     says; a clear message for bad input, and never a traceback (that goes to the server's log)."""
     reading = read(data, ledger(), limit or st.get_option("server.maxUploadSize") * MB)
-    if reading.refusal:
-        st.error(reading.refusal)
+    if reading.refusal or reading.pixels is None or reading.pair is None:
+        st.error(reading.refusal or UNEXPECTED)  # a Reading without a refusal holds both
         return
     try:
         prediction = classify(loaded.model, reading.pixels)
@@ -236,7 +236,7 @@ def show_prediction(loaded: LoadedModel, data: bytes, limit: int | None = None) 
         )
 
 
-def show_uploads(loaded: LoadedModel, uploads: list[Upload]) -> None:
+def show_uploads(loaded: LoadedModel, uploads: Sequence[Upload]) -> None:
     """One result per uploaded file, in the order they were given, the same bytes once (in memory
     only, never on disk)."""
     files, repeated = distinct(uploads)

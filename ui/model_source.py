@@ -113,6 +113,8 @@ def current_version(source: ModelSource, store: ArtifactStore | None) -> str | N
             return latest_run(store)
         except StepError as error:
             raise ModelUnavailable(str(error)) from None
+    if source.file is None:  # a source is a store or a file
+        return None
     try:
         stat = source.file.stat()
     except OSError:

@@ -22,7 +22,7 @@ from steps.lib.errors import EXIT_BAD_INPUT, StepError
 from steps.lib.inference import Network
 from steps.lib.input_files import open_regular
 from ui.images.decode import MAX_FILE_MB, MB, ImageRejected
-from ui.model_source import ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
+from ui.model_source import ModelKeeper, ModelUnavailable, Status, model_uri, parse_model_uri
 from ui.preprocess import prepare
 
 LOW_CONFIDENCE = 0.6  # below this the page labels a prediction as a guess
@@ -71,7 +71,7 @@ def read_image_file(path: Path, limit: int = MAX_FILE_MB * MB) -> bytes:
     return data
 
 
-def predict_file(model: object, path: Path) -> dict:
+def predict_file(model: Network, path: Path) -> dict:
     """One output record for `path`: the prediction, or an error."""
     try:
         prediction = classify(model, prepare(read_image_file(path)))
@@ -102,13 +102,12 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
+    status: Status | None = None
     try:
         status = ModelKeeper(parse_model_uri(args.model_uri)).refresh()
-    except ModelUnavailable as error:
-        status = None
-        problem = str(error)
-    else:
         problem = status.problem or f"no model at {args.model_uri}; train one with `make pipeline`"
+    except ModelUnavailable as error:
+        problem = str(error)
     if status is None or status.model is None:
         print(f"python -m ui.predict: error: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -98,7 +98,9 @@ def paper_level(paper: np.ndarray) -> np.ndarray:
     """The brightness the paper would have without ink, per pixel: a closing at low resolution."""
     small = shrink(paper, PAPER_SIDE)
     size = odd(PAPER_REACH * min(small.shape))
-    closed = ndimage.uniform_filter(ndimage.grey_closing(small, size=size, mode="nearest"), 3)
+    closed = ndimage.uniform_filter(
+        ndimage.grey_closing(small, size=(size, size), mode="nearest"), 3
+    )
     return resize(closed, paper.shape[::-1], Image.Resampling.BILINEAR)
 
 

@@ -18,7 +18,7 @@ class WorkflowError(ProjectError):
 
 
 class WorkflowRefused(WorkflowError):
-    """Argo would refuse the spec (workflows.lint.documents): it does not run here either."""
+    """Argo would refuse the spec (workflows.lint.entry_point): it does not run here either."""
 
 
 class UnsupportedFeature(WorkflowError):

@@ -12,7 +12,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 if not __package__:  # run as a file: make the project importable, not the workflows/ folder itself
     sys.path[0] = str(Path(__file__).resolve().parents[1])
@@ -24,10 +24,11 @@ from steps.lib.storage import open_store
 from steps.serve import command as serve_command
 from workflows import preflight
 from workflows.errors import UsageError, WorkflowError, WorkflowRefused
-from workflows.lint.documents import check as check_with_argo_rules
+from workflows.lint.entry_point import check as check_with_argo_rules
 from workflows.local.engines import Engine, EngineError, ProcessEngine
 from workflows.local.runner import LocalRunner
 from workflows.pipeline import cluster
+from workflows.pipeline.manifests import to_yaml
 from workflows.pipeline.settings import (
     DEFAULT_STORE,
     PipelineSettings,
@@ -55,7 +56,7 @@ ENGINES = ("process", "podman", "docker")
 TEMPLATE_LABEL = "workflows.argoproj.io/workflow-template"  # what marks a run as a template's
 # The local runner's own options (the pipeline's settings are declared in workflows/pipeline/settings.py):
 # flag → (help, default as shown, argparse options).
-LOCAL_OPTIONS = {
+LOCAL_OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "--parallelism": (
         "at most this many tasks at once, locally (the cores are shared out among those running); "
         "tasks also wait until the memory their templates request is free",
@@ -405,13 +406,11 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
 
 
 def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
-    import yaml
-
     if args.register:
         document = compile_template(settings, args.template_name)
     else:
         document = named(compile_workflow(settings), args.name)
-    print(yaml.safe_dump(checked(document, args), sort_keys=False), end="")
+    print(to_yaml(checked(document, args)), end="")
     if "://" not in settings.store or "://" not in settings.source:
         print(
             "submit: note: the store or the data source is a path on this machine; a cluster "

@@ -138,7 +138,8 @@ def _built(kind: str, arguments: dict, shape: tuple[int, ...], name: str) -> Lay
 
 def _build() -> tuple[Layer, ...]:
     taken: dict[str, int] = {}
-    layers, shape = [], INPUT_SHAPE
+    layers: list[Layer] = []
+    shape: tuple[int, ...] = INPUT_SHAPE
     for kind, arguments in LAYERS:
         layer = _built(kind, arguments, shape, _keras_name(kind, taken))
         layers.append(layer)

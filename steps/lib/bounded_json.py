@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TypeGuard
 
 from steps.lib.errors import StepError
 from steps.lib.input_files import read_small_file
@@ -30,7 +31,7 @@ def parse_json(text: str | bytes, what: str, limit: int = MAX_JSON_BYTES) -> obj
         raise StepError(f"{what}: not valid JSON ({str(error)[:120]})") from None
 
 
-def is_number(value: object) -> bool:
+def is_number(value: object) -> TypeGuard[int | float]:
     """A JSON number a float holds: a finite float, or an integer of at most 2**53 (not a bool).
 
     A huge integer is never converted: math.isfinite(10**400) raises OverflowError.

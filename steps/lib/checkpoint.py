@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,7 +29,10 @@ from steps.lib.npz import ArraySpec, read_arrays
 from steps.lib.storage import ArtifactStore
 from steps.lib.tensorflow_setup import import_keras
 
-keras = import_keras()
+if TYPE_CHECKING:  # the names for the type checker; at run time Keras is loaded quietly, once
+    import keras
+else:
+    keras = import_keras()
 
 MAX_RECORD_CHARS = 16 << 10
 RECORD = ArraySpec(None, (), kind="U", max_itemsize=4 * MAX_RECORD_CHARS)

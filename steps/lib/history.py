@@ -18,6 +18,7 @@ MAX_HISTORY_BYTES, and aggregate keeps it within that bound by leaving out the o
 from __future__ import annotations
 
 import datetime as dt
+from typing import overload
 
 from steps.lib.bounded_json import MAX_JSON_BYTES, is_number, to_json
 from steps.lib.published import (
@@ -197,7 +198,9 @@ def _workers(value: object, where: str, epochs: int) -> dict:
         name = f"{where}'s worker {shard}"
         if not isinstance(entry, dict):
             raise BadRunFile(f"{name} is not a JSON object")
-        kept = {"samples": count(entry.get("samples"), f"{name}'s samples", low=1)}
+        kept: dict[str, int | list[float]] = {
+            "samples": count(entry.get("samples"), f"{name}'s samples", low=1)
+        }
         if set(entry) - {"samples"}:
             columns = check_epochs({c: entry.get(c) for c in EPOCH_COLUMNS if c in entry}, name)
             if len(columns["loss"]) > epochs:
@@ -215,10 +218,18 @@ def check_history(value: object) -> dict:
     rounds = value.get("rounds")
     if not (isinstance(rounds, list) and len(rounds) <= MAX_ROUNDS):
         raise BadRunFile(f"{NAME}'s rounds must be a list of at most {MAX_ROUNDS}")
-    checked = []
+    checked: list[dict] = []
     for each in rounds:
         checked.append(_round(each, NAME, checked[-1]["round"] if checked else 0))
     return {"started_at": started_at, "rounds": checked}
+
+
+@overload
+def read_history(data: bytes | str) -> dict: ...
+@overload
+def read_history(data: None) -> None: ...
+@overload
+def read_history(data: bytes | str | None) -> dict | None: ...
 
 
 def read_history(data: bytes | str | None) -> dict | None:

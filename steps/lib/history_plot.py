@@ -21,11 +21,13 @@ SHOWN_WORKERS = 6  # named in the legend
 TICKS = 5
 
 Point = tuple[float, float]
+# load_default gives a bitmap font where Pillow was built without FreeType
+Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
 
 
 @dataclass(frozen=True)
 class Series:
-    points: list[Point]
+    points: Sequence[Point]
     colour: str
     width: int
     dots: bool = False
@@ -97,7 +99,7 @@ def _draw_panel(
     x_range: tuple[float, float],
     ticks: list[float],
     spans: list[tuple[int, int, str]],
-    font: ImageFont.FreeTypeFont,
+    font: Font,
 ) -> None:
     (x_low, x_high), (y_low, y_high) = x_range, (ticks[0], ticks[-1])
 
@@ -169,7 +171,7 @@ def draw_history(history: dict) -> Image.Image:
 
 
 def _legend(
-    draw: ImageDraw.ImageDraw, rounds: Sequence[dict], font: ImageFont.FreeTypeFont
+    draw: ImageDraw.ImageDraw, rounds: Sequence[dict], font: Font
 ) -> None:
     shards = sorted({shard for each in rounds for shard in each["workers"]}, key=_shard_order)
     digits = next((each["held_out"]["digits"] for each in rounds if "held_out" in each), None)

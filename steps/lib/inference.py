@@ -92,6 +92,8 @@ def _forward(weights: Sequence[np.ndarray], values: np.ndarray) -> np.ndarray:
     parameters = iter(weights)
     for layer, following in zip(BUILT, (*BUILT[1:], None), strict=True):
         if layer.kind == "Conv2D":  # with the pooling that follows it
+            if following is None or following.kind != "MaxPooling2D":
+                raise ValueError("the architecture pools after every Conv2D")
             size = following.config["pool_size"][0]
             rows, columns = (side - side % size for side in layer.output_shape[:2])
             values = _max_pool(_convolve(values, next(parameters), rows, columns), size)

@@ -21,10 +21,11 @@ from steps.lib.progress import ProgressFile
 from steps.lib.staged_outputs import atomic_path
 from steps.lib.tensorflow_setup import import_keras
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the names for the type checker; at run time Keras is loaded quietly, once
+    import keras
     import tensorflow as tf
-
-keras = import_keras()
+else:
+    keras = import_keras()
 
 # Training steps per call from Python into TensorFlow's graph: Keras runs them in one loop inside the
 # graph, so its per-step Python work (about 1 ms a step on one core, an eighth of a step of batch 100)

@@ -182,8 +182,13 @@ def _check_layout(weights: Sequence[np.ndarray], where: str) -> None:
 def check_model_config(text: str) -> None:
     """model_config must describe the known layers, naming only classes and modules Keras ships."""
     config = parse_json(text, "model_config", MAX_CONFIG_BYTES)
-    layers = config.get("config", {}).get("layers") if isinstance(config, dict) else None
-    if not (isinstance(layers, list) and config.get("class_name") == "Sequential"):
+    inner = config.get("config") if isinstance(config, dict) else None
+    layers = inner.get("layers") if isinstance(inner, dict) else None
+    if not (
+        isinstance(config, dict)
+        and isinstance(layers, list)
+        and config.get("class_name") == "Sequential"
+    ):
         raise StepError("model_config is not a Sequential model")
     classes = tuple(
         layer.get("class_name") if isinstance(layer, dict) else None for layer in layers

@@ -11,6 +11,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -78,10 +79,14 @@ def _check_directory(path: Path) -> None:
     so the check and the reader cannot disagree about which record counts.
     """
     with path.open("rb") as stream:
-        end = zipfile._EndRecData(stream)  # None: not an archive; ZipFile says so below
-    if end is not None and end[zipfile._ECD_SIZE] > MAX_DIRECTORY_BYTES:
+        # private, so typeshed's zipfile leaves them out
+        end = zipfile._EndRecData(stream)  # type: ignore[attr-defined]
+    if end is None:
+        return  # not an archive; ZipFile says so below
+    directory_bytes = end[zipfile._ECD_SIZE]  # type: ignore[attr-defined]
+    if directory_bytes > MAX_DIRECTORY_BYTES:
         raise StepError(
-            f"{path}: its central directory is {end[zipfile._ECD_SIZE]} bytes, more than "
+            f"{path}: its central directory is {directory_bytes} bytes, more than "
             f"{MAX_DIRECTORY_BYTES} (an .npz of a few arrays has a directory of a few hundred bytes)"
         )
 
@@ -135,7 +140,10 @@ def _read_member(
 ) -> np.ndarray:
     if info.compress_type not in ALLOWED_COMPRESSION:
         raise StepError(f"{where}: compression method {info.compress_type} is not allowed")
-    with archive.open(info) as stream:
+    with archive.open(info) as opened:
+        # ZipFile.open for reading returns a ZipExtFile, a BufferedIOBase (zipfile's docs); typeshed
+        # says IO[bytes], which has no readinto
+        stream = cast(zipfile.ZipExtFile, opened)
         shape, fortran_order, dtype = _read_header(stream, where)
         problem = spec.check(tuple(shape), dtype)
         if problem:
@@ -148,7 +156,7 @@ def _read_member(
                 f"{where}: archive declares {info.file_size} bytes for a {size}-byte array"
             )
         array = np.empty(shape, dtype)
-        view = memoryview(array.reshape(-1).view(np.uint8))
+        view = array.reshape(-1).view(np.uint8).data  # a memoryview of the array's bytes
         filled = 0
         while filled < size:  # in bounded pieces: one read of it all would hold a second copy
             count = stream.readinto(view[filled : filled + READ_BYTES])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from typing import overload
 
 from steps.lib import defaults
 from steps.lib.bounded_json import is_number, parse_json
@@ -202,6 +203,14 @@ def check_metrics(metrics: object, where: str = "metrics.json") -> dict:
     ):
         raise BadRunFile(f"{where}'s 'missing_shards' must map rounds to lists of shard ids")
     return metrics
+
+
+@overload
+def read_metrics(data: bytes | str, where: str = ...) -> dict: ...
+@overload
+def read_metrics(data: None, where: str = ...) -> None: ...
+@overload
+def read_metrics(data: bytes | str | None, where: str = ...) -> dict | None: ...
 
 
 def read_metrics(data: bytes | str | None, where: str = "metrics.json") -> dict | None:

@@ -76,7 +76,9 @@ def keep_out_unused_modules() -> None:
     """Make importing UNUSED_OPTIONAL_MODULES raise ImportError in this process (unless already
     imported), so Keras skips them. Only for a process that does nothing else: call it in `__main__`."""
     for name in UNUSED_OPTIONAL_MODULES:
-        sys.modules.setdefault(name, None)
+        # None in sys.modules makes `import name` raise ImportError (the import system's documented
+        # rule), which typeshed's dict[str, ModuleType] leaves out
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
 
 
 def exit_without_teardown(code: int) -> NoReturn:

@@ -2,6 +2,6 @@
 
 import sys
 
-from workflows.lint.documents import main
+from workflows.lint.entry_point import main
 
 sys.exit(main())

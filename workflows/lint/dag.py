@@ -251,8 +251,8 @@ class DagRules:
                 raise fault.within(where) from None
             check_items_dependencies(name, task_name, graph)
         target = as_str(dag.get("target"))
-        if fault := self._unresolved(scope, target, template_validation):
-            raise Invalid(f"templates.{name}.targets {fault}")
+        if unresolved := self._unresolved(scope, target, template_validation):
+            raise Invalid(f"templates.{name}.targets {unresolved}")
         for target_name in target.split(" ") if target else ():
             if not tags.is_parameter(target_name) and target_name not in graph.tasks:
                 raise Invalid(f"templates.{name}.targets: target '{target_name}' is not defined")
@@ -287,8 +287,8 @@ class DagRules:
         try:
             add_items_to_scope(task, task_scope)
             text = tags.go_json(go_ordered(task, "task"))
-            if fault := self._unresolved(task_scope, text, template_validation):
-                raise Invalid(fault)
+            if unresolved := self._unresolved(task_scope, text, template_validation):
+                raise Invalid(unresolved)
         except Invalid as fault:
             raise fault.within(where) from None
         validate_arguments(f"{where}.arguments.", as_map(task.get("arguments")), False)

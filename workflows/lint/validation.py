@@ -200,11 +200,12 @@ class Validation(DagRules):
             )
         ref = as_map(spec.get("workflowTemplateRef"))
         cluster = ref.get("clusterScope") is True
-        reference = {"name": as_str(ref.get("name")), "clusterScope": cluster}
-        referenced = self._library_holder(cluster, reference["name"])
+        name = as_str(ref.get("name"))
+        reference = {"name": name, "clusterScope": cluster}
+        referenced = self._library_holder(cluster, name)
         if referenced is None:
             self.note_unchecked(
-                f"workflowTemplateRef '{reference['name']}' not checked: "
+                f"workflowTemplateRef '{name}' not checked: "
                 f"{self._library_kind(cluster)} not given"
             )
         return reference, referenced

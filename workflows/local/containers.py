@@ -268,8 +268,9 @@ class ContainerEngine:
             invocation.host_path(path).parent.mkdir(parents=True, exist_ok=True)
         writable = [Path(host) for host, rw in invocation.mounts if rw]
         uid = self.image_uid(self.image or invocation.image) if writable else None
-        for host in writable if uid is not None else []:
-            self._grant(host, uid)
+        if uid is not None:
+            for host in writable:
+                self._grant(host, uid)
 
     def _copy_outputs(self, invocation: Invocation, container: str) -> None:
         """As the wait container does: whatever the exit code, take what the step left (if anything)."""

@@ -142,14 +142,18 @@ def relay_output(
     """Copy `process`'s stdout (a pipe) into `log` line by line as it comes, handing each line to
     `on_line` too; the thread ends when the pipe closes."""
 
+    stream = process.stdout
+    if stream is None:
+        raise ValueError("relay_output needs a process started with stdout=PIPE")
+
     def copy() -> None:
-        for raw in iter(process.stdout.readline, b""):
+        for raw in iter(stream.readline, b""):
             line = raw.decode(errors="replace")
             log.write(line if line.endswith("\n") else line + "\n")
             log.flush()
             if on_line is not None:
                 on_line(line.rstrip("\r\n"))
-        process.stdout.close()
+        stream.close()
 
     thread = threading.Thread(target=copy, name="step-output", daemon=True)
     thread.start()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,7 +167,7 @@ EXPR_TOKEN = re.compile(
     r"\s*(?:(?P<number>-?\d+(?:\.\d+)?)|(?P<string>'[^']*'|\"[^\"]*\")"
     r"|(?P<op>==|!=|<=|>=|&&|\|\||[<>!(),])|(?P<name>[A-Za-z_][A-Za-z0-9_.]*))"
 )
-FUNCTIONS = {"asInt": as_int, "asFloat": float, "string": str}
+FUNCTIONS: dict[str, Callable[[Any], Any]] = {"asInt": as_int, "asFloat": float, "string": str}
 
 
 def evaluate(expression: str, scope: Mapping[str, str]) -> bool:

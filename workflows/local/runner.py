@@ -13,7 +13,7 @@ from Argo"):
   stdout is shown as it comes, after the task's name (on a cluster: its pod's log, `argo logs`);
 - ready tries start in order while they fit, as the scheduler places pods by their requests: at most
   `parallelism` at once and their memory requests within the memory free at the start;
-- a spec Argo would refuse (workflows/lint/documents.py) does not run here either.
+- a spec Argo would refuse (workflows/lint/entry_point.py) does not run here either.
 Each try runs through an engine (workflows/local/engines.py): a process here, or the steps' container image.
 """
 
@@ -45,7 +45,7 @@ from workflows.errors import (
     WorkflowError,
     WorkflowRefused,
 )
-from workflows.lint.documents import check as check_with_argo_rules
+from workflows.lint.entry_point import check as check_with_argo_rules
 from workflows.lint.fields import Invalid, any_string, validate_arguments
 from workflows.local import artifacts, retries
 from workflows.local.containers import memory_bytes

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from steps.lib import defaults
+from steps.lib import defaults as step_defaults
 from steps.lib.arguments import fraction, non_negative_int, positive_float, positive_int, seed
 from steps.lib.defaults import STORE as DEFAULT_STORE
 from steps.lib.published import MAX_SETTING_TEXT
@@ -111,20 +111,22 @@ class PipelineSettings:
     """What one run trains, where it reads and writes, and how the compiled workflow is shaped."""
 
     workers: int = setting(
-        defaults.WORKERS,
+        step_defaults.WORKERS,
         "shards, and trainers running in parallel on them",
         positive_int,
         env="WORKER_NUMBER",
     )
     epochs: int = setting(
-        defaults.EPOCHS,
+        step_defaults.EPOCHS,
         "passes each worker makes over its shard in each round",
         positive_int,
         env="EPOCH",
     )
-    batch: int = setting(defaults.BATCH, "samples per gradient step", positive_int, env="BATCH")
+    batch: int = setting(
+        step_defaults.BATCH, "samples per gradient step", positive_int, env="BATCH"
+    )
     rounds: int = setting(
-        defaults.ROUNDS,
+        step_defaults.ROUNDS,
         f"train → average rounds (at most {MAX_ROUNDS}); each round starts from the previous "
         "round's average",
         round_count,
@@ -132,52 +134,52 @@ class PipelineSettings:
         parameter=False,
     )
     learning_rate: float = setting(
-        defaults.LEARNING_RATE, "Adam's step size at the start of training", positive_float
+        step_defaults.LEARNING_RATE, "Adam's step size at the start of training", positive_float
     )
     final_learning_rate: float = setting(
-        defaults.FINAL_LEARNING_RATE,
+        step_defaults.FINAL_LEARNING_RATE,
         "Adam's step size at the end of the last round; it decays from the first to this",
         positive_float,
     )
     retries: int = setting(
-        defaults.RETRIES,
+        step_defaults.RETRIES,
         "retries of a failed step, except on bad input (Argo `retryStrategy`, honoured locally too)",
         non_negative_int,
         parameter=False,
     )
     retry_backoff: str = setting(
-        defaults.RETRY_BACKOFF,
+        step_defaults.RETRY_BACKOFF,
         "wait before the first retry; each further wait doubles (at most 5 minutes each)",
         duration,
         parameter=False,
     )
     min_workers: int = setting(
-        defaults.MIN_WORKERS,
+        step_defaults.MIN_WORKERS,
         "aggregate when at least this many workers delivered a model (0: all must)",
         non_negative_int,
     )
     limit: int = setting(
-        defaults.LIMIT,
-        f"train on only this many samples (0 = all: 60000 less the {defaults.VALIDATION} held out "
+        step_defaults.LIMIT,
+        f"train on only this many samples (0 = all: 60000 less the {step_defaults.VALIDATION} held out "
         "to score each round), for quick runs",
         non_negative_int,
     )
     seed: int = setting(
-        defaults.SEED, "seed of the shuffle, the shards and the shared initial weights", seed
+        step_defaults.SEED, "seed of the shuffle, the shards and the shared initial weights", seed
     )
     partition: str = setting(
-        defaults.PARTITION,
+        step_defaults.PARTITION,
         "`iid` shards, or label-skewed `dirichlet` shards for non-IID experiments",
         str,
         choices=PARTITIONS,
     )
     alpha: float = setting(
-        defaults.ALPHA,
+        step_defaults.ALPHA,
         "Dirichlet concentration (smaller: each shard holds fewer digits)",
         positive_float,
     )
     serve: str = setting(
-        defaults.SERVE,
+        step_defaults.SERVE,
         "when the run becomes the model the page serves (`LATEST`): `if-better` than that one, "
         "`if-not-worse`, `always` or `never`; a partial run (`--limit`, or missing workers) "
         "replaces a complete one only with `always`; every run is kept under `models/mnist/<run>/`",
@@ -185,20 +187,20 @@ class PipelineSettings:
         choices=POLICIES,
     )
     min_accuracy: float = setting(
-        defaults.MIN_ACCURACY,
+        step_defaults.MIN_ACCURACY,
         "`if-better` and `if-not-worse` serve no model whose test accuracy is below this (0: any)",
         fraction,
     )
     max_accuracy_drop: float = setting(
-        defaults.MAX_ACCURACY_DROP,
+        step_defaults.MAX_ACCURACY_DROP,
         "`if-not-worse` serves a model scoring up to this below the one `LATEST` serves",
         fraction,
     )
     source: str = setting(
-        defaults.SOURCE,
+        step_defaults.SOURCE,
         "`mnist.npz` as an `https://` URL, a path, or a `gs://` URI",
         location,
-        env=defaults.SOURCE_ENV,
+        env=step_defaults.SOURCE_ENV,
         shown_default="Keras URL",
     )
     store: str = setting(
@@ -207,20 +209,20 @@ class PipelineSettings:
         "the model is published there "
         "(on a cluster: the artifact repository's bucket itself, fixed when registering)",
         location,
-        env=defaults.STORE_ENV,
+        env=step_defaults.STORE_ENV,
         flag="--artifacts",
         pinned=True,
         shown_default="`.runs` in the project",
     )
     image: str = setting(
-        defaults.IMAGE,
+        step_defaults.IMAGE,
         "the container image of every step but `train` (no TensorFlow), on a cluster and with "
         "`--engine podman|docker`",
         str,
         parameter=False,
     )
     train_image: str = setting(
-        defaults.TRAIN_IMAGE,
+        step_defaults.TRAIN_IMAGE,
         "the `train` step's container image (TensorFlow; it can run every step)",
         str,
         parameter=False,

@@ -33,7 +33,8 @@ def workflow_param(name: str) -> str:
 
 @dataclass(frozen=True)
 class Read:
-    """An input artifact: the object at `key` (or every object under it, for a folder) placed at `path`."""
+    """An input artifact: the object at `key` (or every object under it, for a folder) placed at `path`
+    (under /work), which the step's `flag` names on its command line."""
 
     name: str
     flag: str
@@ -42,11 +43,12 @@ class Read:
     is_folder: bool = False
 
     @classmethod
-    def file(cls, name: str, flag: str, path: str, key: str) -> Read:
+    def file(cls, name: str, *, flag: str, path: str, key: str) -> Read:
         return cls(name, flag, path, key)
 
     @classmethod
-    def folder(cls, name: str, flag: str, path: str, key: str) -> Read:
+    def folder(cls, name: str, *, flag: str, path: str, key: str) -> Read:
+        """Every object under `key`, as files under `path`."""
         return cls(name, flag, path, key, is_folder=True)
 
     def artifact(self) -> GCSArtifact:
@@ -68,8 +70,9 @@ class Read:
 
 @dataclass(frozen=True)
 class Write:
-    """An output: an artifact stored unarchived at `key`, or (no key) an output parameter read from `path`.
-    `flag` is None when the step writes the file without being told its name (evaluate's --out-dir)."""
+    """An output the step writes at `path` (under /work): an artifact stored unarchived at `key`, or (no
+    key) an output parameter, the file's text. `flag` names the path on the step's command line; None
+    when the step writes the file without being told its name (evaluate's --out-dir)."""
 
     name: str
     flag: str | None
@@ -77,13 +80,12 @@ class Write:
     key: str | None = None
 
     @classmethod
-    def file(cls, name: str, flag: str | None, path: str, key: str) -> Write:
+    def artifact(cls, name: str, *, path: str, key: str, flag: str | None = None) -> Write:
+        """A file stored at `key`, or a folder whose files are stored under `key`/."""
         return cls(name, flag, path, key)
 
-    folder = file  # a folder's files are stored under key/
-
     @classmethod
-    def parameter(cls, name: str, flag: str | None, path: str) -> Write:
+    def parameter(cls, name: str, *, path: str, flag: str | None = None) -> Write:
         return cls(name, flag, path)
 
     def output(self) -> GCSArtifact | Parameter:
@@ -152,8 +154,12 @@ def retry_strategy(retries: int, backoff: str) -> m.RetryStrategy | None:
     if not retries:
         return None
     return m.RetryStrategy(
-        limit=str(retries),
+        limit=m.IntOrString(str(retries)),
         retry_policy="Always",
         expression=f"asInt(lastRetry.exitCode) != {EXIT_BAD_INPUT}",
-        backoff=m.Backoff(duration=backoff, **cluster.RETRY_BACKOFF),
+        backoff=m.Backoff(
+            duration=backoff,
+            factor=m.IntOrString(cluster.RETRY_BACKOFF["factor"]),
+            cap=cluster.RETRY_BACKOFF["cap"],
+        ),
     )

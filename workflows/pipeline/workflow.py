@@ -1,7 +1,6 @@
-"""The pipeline as an Argo Workflow, defined with Hera. It only wires steps; the steps know nothing of Argo.
-
-    split ─┐
-    init ──┴─► train-round-1 (one task per shard) ─► aggregate-round-1 ─► … round R … ─► evaluate ─► publish
+"""The pipeline as an Argo Workflow, defined with Hera: build_workflow wires the steps into the DAG, the
+templates below run them; the steps know nothing of Argo. workflow.yaml and workflow-template.yaml beside
+this file are what it compiles to (`make manifests` writes them again; manifests.py says with what).
 
 Artifacts are key-only GCS artifacts: the cluster's default artifact repository supplies the bucket, and
 every key starts with the run's name, so runs never collide. The fan-out takes its shard ids at run time
@@ -18,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import partial
 
-from hera.workflows import DAG, Container, Gauge, Label, Parameter, Workflow
+from hera.workflows import DAG, Container, Gauge, Label, Parameter, Task, Workflow
 from hera.workflows import models as m
 
 from steps.lib.registry import CONFUSION_FILE, HISTORY_FILE, HISTORY_PLOT, METRICS_FILE
@@ -34,12 +33,64 @@ from workflows.pipeline.templates import (
     workflow_param,
 )
 
+
+def build_workflow(settings: PipelineSettings) -> Workflow:
+    """The whole run: `settings.rounds` rounds of a train fan-out and FedAvg, then evaluate and publish.
+
+    split ─┐
+    init ──┴─► train-round-1 ─► aggregate-round-1 ─► … ─► train-round-R ─► aggregate-round-R ─┐
+               (one per shard)  (FedAvg)                                                      │
+                                                             publish ◄── evaluate ◄───────────┘
+    """
+    with empty_workflow(settings) as workflow:
+        steps = define_steps(settings)
+        with DAG(name="pipeline"):
+            split = Task(name="split", template=steps.split)
+            init = Task(name="init", template=steps.init)
+            shard_ids = split.get_parameter("shard-ids")
+            shard_sizes = split.get_parameter("shard-sizes")
+            ready: list[Task | str] = [split, init]
+            model, history = INIT_MODEL, INIT_HISTORY
+            missing: dict[str, str] = {}  # each round's missing-shards output, for evaluate
+            for r in range(1, settings.rounds + 1):
+                trained = Task(
+                    name=f"train-round-{r}",
+                    template=steps.train,
+                    with_param=shard_ids,
+                    arguments={"shard": "{{item}}", "round": str(r), "start-model": model},
+                )
+                averaged = Task(  # weighs each model by its shard's size, from split
+                    name=f"aggregate-round-{r}",
+                    template=steps.aggregate,
+                    arguments={
+                        "round": str(r),
+                        "shards": shard_sizes.value,
+                        "start-history": history,
+                    },
+                )
+                ready >> trained
+                # once every trainer has ended, however: aggregate decides against --min-workers
+                trained.next(averaged, on=ENDED)
+                ready, model, history = [averaged], round_model(r), round_history(r)
+                missing[str(r)] = str(averaged.get_parameter("missing-shards").value)
+            scored = Task(
+                name="evaluate",
+                template=steps.evaluate,
+                arguments={"model": model, "missing-shards": json.dumps(missing)},
+            )
+            published = Task(name="publish", template=steps.publish, arguments={"model": model})
+            ready >> scored >> published
+    return workflow
+
+
+# The artifacts' keys: each starts with the run's name.
 RUN = "{{workflow.name}}"
 SHARD, ROUND = param("shard"), param("round")
 ROUND_MODELS = f"{RUN}/round-{ROUND}/models"
 INIT_MODEL = f"{RUN}/init/model.h5"
 INIT_HISTORY = f"{RUN}/init/{HISTORY_FILE}"
 VALIDATION = f"{RUN}/validation.npz"
+EVALUATION = f"{RUN}/evaluation"
 
 
 def round_model(round_number: int | str) -> str:
@@ -65,7 +116,6 @@ class Steps:
 
 
 StepFactory = Callable[..., Container]  # step_template with the image and retry strategy filled in
-EVALUATION = f"{RUN}/evaluation"
 
 
 def define_steps(settings: PipelineSettings) -> Steps:
@@ -92,11 +142,13 @@ def split_step(step: StepFactory) -> Container:
         "split",
         options={f"--{name}": workflow_param(name) for name in data},
         writes=[
-            Write.folder("shards", "--shards-dir", "out/shards", f"{RUN}/shards"),
-            Write.file("test", "--test-out", "out/test.npz", f"{RUN}/test.npz"),
-            Write.file("validation", "--validation-out", "out/validation.npz", VALIDATION),
-            Write.parameter("shard-ids", "--ids-out", "out/shard-ids.json"),
-            Write.parameter("shard-sizes", "--sizes-out", "out/shard-sizes.json"),
+            Write.artifact("shards", flag="--shards-dir", path="out/shards", key=f"{RUN}/shards"),
+            Write.artifact("test", flag="--test-out", path="out/test.npz", key=f"{RUN}/test.npz"),
+            Write.artifact(
+                "validation", flag="--validation-out", path="out/validation.npz", key=VALIDATION
+            ),
+            Write.parameter("shard-ids", flag="--ids-out", path="out/shard-ids.json"),
+            Write.parameter("shard-sizes", flag="--sizes-out", path="out/shard-sizes.json"),
         ],
     )
 
@@ -106,8 +158,10 @@ def init_step(step: StepFactory) -> Container:
         "init",
         options={"--seed": workflow_param("seed")},
         writes=[
-            Write.file("model", "--out", "out/model.h5", INIT_MODEL),
-            Write.file("history", "--history-out", f"out/{HISTORY_FILE}", INIT_HISTORY),
+            Write.artifact("model", flag="--out", path="out/model.h5", key=INIT_MODEL),
+            Write.artifact(
+                "history", flag="--history-out", path=f"out/{HISTORY_FILE}", key=INIT_HISTORY
+            ),
         ],
     )
 
@@ -127,12 +181,21 @@ def train_step(step: StepFactory, rounds: int) -> Container:
             "--checkpoint-key": f"{RUN}/round-{ROUND}/checkpoints/{SHARD}.npz",
         },
         reads=[
-            Read.file("shard", "--shard", "in/shard.npz", f"{RUN}/shards/{SHARD}.npz"),
-            Read.file("start-model", "--model", "in/start.h5", param("start-model")),
+            Read.file(
+                "shard", flag="--shard", path="in/shard.npz", key=f"{RUN}/shards/{SHARD}.npz"
+            ),
+            Read.file("start-model", flag="--model", path="in/start.h5", key=param("start-model")),
         ],
         writes=[
-            Write.file("model", "--out", "out/model.h5", f"{ROUND_MODELS}/{SHARD}.h5"),
-            Write.file("stats", "--stats-out", "out/stats.json", f"{ROUND_MODELS}/{SHARD}.json"),
+            Write.artifact(
+                "model", flag="--out", path="out/model.h5", key=f"{ROUND_MODELS}/{SHARD}.h5"
+            ),
+            Write.artifact(
+                "stats",
+                flag="--stats-out",
+                path="out/stats.json",
+                key=f"{ROUND_MODELS}/{SHARD}.json",
+            ),
         ],
     )
 
@@ -149,41 +212,54 @@ def aggregate_step(step: StepFactory) -> Container:
             "--round": ROUND,
         },
         reads=[
-            Read.folder("models", "--models-dir", "in/models", ROUND_MODELS),
-            Read.file("validation", "--validation", "in/validation.npz", VALIDATION),
-            Read.file("history", "--history", f"in/{HISTORY_FILE}", param("start-history")),
+            Read.folder("models", flag="--models-dir", path="in/models", key=ROUND_MODELS),
+            Read.file("validation", flag="--validation", path="in/validation.npz", key=VALIDATION),
+            Read.file(
+                "history",
+                flag="--history",
+                path=f"in/{HISTORY_FILE}",
+                key=param("start-history"),
+            ),
         ],
         writes=[
-            Write.file("model", "--out", "out/model.h5", round_model(ROUND)),
-            Write.parameter("missing-shards", "--missing-out", "out/missing.txt"),
-            Write.file("history", "--history-out", f"out/{HISTORY_FILE}", round_history(ROUND)),
-            Write.file(
+            Write.artifact("model", flag="--out", path="out/model.h5", key=round_model(ROUND)),
+            Write.parameter("missing-shards", flag="--missing-out", path="out/missing.txt"),
+            Write.artifact(
+                "history",
+                flag="--history-out",
+                path=f"out/{HISTORY_FILE}",
+                key=round_history(ROUND),
+            ),
+            Write.artifact(
                 "history-plot",
-                "--plot-out",
-                f"out/{HISTORY_PLOT}",
-                round_history(ROUND, HISTORY_PLOT),
+                flag="--plot-out",
+                path=f"out/{HISTORY_PLOT}",
+                key=round_history(ROUND, HISTORY_PLOT),
             ),
         ],
     )
 
 
 def evaluate_step(step: StepFactory) -> Container:
-    """Scores the final model; the Argo UI shows the confusion picture and the report as artifacts."""
+    """Scores the final model; the Argo UI shows the confusion picture and the report as artifacts.
+    It writes them into --out-dir under their own names, so they take no flag each."""
     return step(
         "evaluate",
         parameters=["model", "missing-shards"],
         options={"--missing-shards": param("missing-shards"), "--out-dir": "out"},
         reads=[
-            Read.file("model", "--model", "in/model.h5", param("model")),
-            Read.file("test", "--test", "in/test.npz", f"{RUN}/test.npz"),
+            Read.file("model", flag="--model", path="in/model.h5", key=param("model")),
+            Read.file("test", flag="--test", path="in/test.npz", key=f"{RUN}/test.npz"),
         ],
         writes=[
-            Write.parameter("accuracy", None, "out/accuracy.txt"),
-            Write.file("metrics", None, f"out/{METRICS_FILE}", f"{EVALUATION}/{METRICS_FILE}"),
-            Write.file(
-                "confusion", None, f"out/{CONFUSION_FILE}", f"{EVALUATION}/{CONFUSION_FILE}"
+            Write.parameter("accuracy", path="out/accuracy.txt"),
+            Write.artifact(
+                "metrics", path=f"out/{METRICS_FILE}", key=f"{EVALUATION}/{METRICS_FILE}"
             ),
-            Write.file("report", None, "out/report.txt", f"{EVALUATION}/report.txt"),
+            Write.artifact(
+                "confusion", path=f"out/{CONFUSION_FILE}", key=f"{EVALUATION}/{CONFUSION_FILE}"
+            ),
+            Write.artifact("report", path="out/report.txt", key=f"{EVALUATION}/report.txt"),
         ],
         metrics=[
             Gauge(
@@ -206,6 +282,7 @@ def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
     card = [f"{name}={workflow_param(name)}" for name in trained_with]
     values = asdict(settings)
     shaped = [f"{option_name(n)}={values[n]}" for n, spec in declared() if not spec.parameter]
+    last_round = settings.rounds
     return step(
         "publish",
         parameters=["model"],
@@ -218,63 +295,42 @@ def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
             "--setting": [*card, *shaped],
         },
         reads=[
-            Read.file("model", "--model", "in/model.h5", param("model")),
-            Read.file("metrics", "--metrics", f"in/{METRICS_FILE}", f"{EVALUATION}/{METRICS_FILE}"),
+            Read.file("model", flag="--model", path="in/model.h5", key=param("model")),
             Read.file(
-                "confusion", "--attach", f"in/{CONFUSION_FILE}", f"{EVALUATION}/{CONFUSION_FILE}"
+                "metrics",
+                flag="--metrics",
+                path=f"in/{METRICS_FILE}",
+                key=f"{EVALUATION}/{METRICS_FILE}",
             ),
-            Read.file("history", "--attach", f"in/{HISTORY_FILE}", round_history(settings.rounds)),
+            Read.file(
+                "confusion",
+                flag="--attach",
+                path=f"in/{CONFUSION_FILE}",
+                key=f"{EVALUATION}/{CONFUSION_FILE}",
+            ),
+            Read.file(
+                "history",
+                flag="--attach",
+                path=f"in/{HISTORY_FILE}",
+                key=round_history(last_round),
+            ),
             Read.file(
                 "history-plot",
-                "--attach",
-                f"in/{HISTORY_PLOT}",
-                round_history(settings.rounds, HISTORY_PLOT),
+                flag="--attach",
+                path=f"in/{HISTORY_PLOT}",
+                key=round_history(last_round, HISTORY_PLOT),
             ),
         ],
         writes=[
-            Write.parameter("served", "--served-out", "out/served.txt"),
-            Write.parameter("reason", "--reason-out", "out/reason.txt"),
+            Write.parameter("served", flag="--served-out", path="out/served.txt"),
+            Write.parameter("reason", flag="--reason-out", path="out/reason.txt"),
         ],
     )
 
 
-def build_workflow(settings: PipelineSettings) -> Workflow:
-    """The whole run: `settings.rounds` rounds of train fan-out and FedAvg, then evaluate and publish."""
-    with run_workflow(settings) as workflow:
-        steps = define_steps(settings)
-        with DAG(name="pipeline"):
-            split, init = steps.split(), steps.init()
-            shard_ids = split.get_parameter("shard-ids")
-            shard_sizes = split.get_parameter("shard-sizes")
-            ready, model, missing, history = [split, init], INIT_MODEL, {}, INIT_HISTORY
-            for r in range(1, settings.rounds + 1):
-                trained = steps.train(
-                    name=f"train-round-{r}",
-                    with_param=shard_ids,
-                    arguments={"shard": "{{item}}", "round": str(r), "start-model": model},
-                )
-                averaged = steps.aggregate(  # weighs each model by its shard's size, from split
-                    name=f"aggregate-round-{r}",
-                    arguments={
-                        "round": str(r),
-                        "shards": shard_sizes.value,
-                        "start-history": history,
-                    },
-                )
-                ready >> trained
-                # once every trainer has ended, however: aggregate decides against --min-workers
-                trained.next(averaged, on=ENDED)
-                ready, model, history = [averaged], round_model(r), round_history(r)
-                missing[str(r)] = str(averaged.get_parameter("missing-shards").value)
-            scored = steps.evaluate(
-                arguments={"model": model, "missing-shards": json.dumps(missing)}
-            )
-            ready >> scored >> steps.publish(arguments={"model": model})
-    return workflow
-
-
-def run_workflow(settings: PipelineSettings) -> Workflow:
-    """The Workflow around the DAG: its parameters, labels, service account, deadlines, clean-up, metric."""
+def empty_workflow(settings: PipelineSettings) -> Workflow:
+    """The Workflow before its templates: its parameters, labels, service account, deadlines, clean-up and
+    metric."""
     labels = {
         "app.kubernetes.io/name": cluster.APP_LABEL,
         "app.kubernetes.io/component": "training",

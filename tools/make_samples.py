@@ -1,6 +1,6 @@
 """Write samples/: MNIST test digits as files to try on the page, clean and as a phone would see them.
 
-python -m ui.make_samples [--source mnist.npz] [--out samples]
+python -m tools.make_samples [--source mnist.npz] [--out samples]
 
 For each digit 0-9 it takes the first test image with that label and writes `<label>-mnist.png`
 (white on black, as in MNIST, enlarged 4x) and `<label>-photo.jpg` (dark ink on light paper, off-centre,
@@ -71,7 +71,7 @@ def write_bytes(path: Path, data: bytes) -> None:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ui.make_samples", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.make_samples", description=__doc__)
     add_source_argument(parser)
     parser.add_argument("--out", type=Path, default=Path("samples"), help="(default: samples)")
     parser.add_argument("--seed", type=int, default=4, help="seed for the photos' looks")

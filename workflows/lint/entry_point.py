@@ -1,4 +1,5 @@
-"""An offline `argo lint`: Argo v4.1.2's validation rules for Workflows and WorkflowTemplates, in Python.
+"""The lint's entry point, an offline `argo lint`: Argo v4.1.2's validation rules for Workflows and
+WorkflowTemplates, in Python (`check` for code, `main` for the command line).
 
     python -m workflows.lint FILE...
 
@@ -157,7 +158,9 @@ def load_documents(path: Path) -> list[Any]:
 
 
 def _label(document: Mapping[str, Any], number: int) -> str:
-    metadata = document.get("metadata") if isinstance(document.get("metadata"), Mapping) else {}
+    metadata = document.get("metadata")
+    if not isinstance(metadata, Mapping):
+        metadata = {}
     name = metadata.get("name") or metadata.get("generateName") or f"#{number}"
     return f"{document.get('kind')}/{name}"
 
