@@ -516,7 +516,7 @@ def argo_install(tmp_path: Path, settings: dict[str, str]) -> list[dict]:
 def test_up_configures_argos_controller_for_short_steps(tmp_path: Path) -> None:
     """DEFAULT_REQUEUE_TIME and the executor's securityContext reach the objects kubectl applies."""
     manifests = argo_install(tmp_path, {"REQUEUE_TIME": "2s"})
-    controller = next(m for m in manifests if m["kind"] == "Deployment")
+    controller = deployment(manifests, "workflow-controller")
     (container,) = controller["spec"]["template"]["spec"]["containers"]
     env = {item["name"]: item.get("value") for item in container["env"]}
     assert env["DEFAULT_REQUEUE_TIME"] == "2s"
@@ -528,6 +528,19 @@ def test_up_configures_argos_controller_for_short_steps(tmp_path: Path) -> None:
     assert namespace["metadata"]["name"] == "argo"
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     assert all(m["metadata"]["namespace"] == "argo" for m in manifests if m["kind"] != "Namespace")
+
+
+def deployment(manifests: list[dict], name: str) -> dict:
+    return next(m for m in manifests if m["kind"] == "Deployment" and m["metadata"]["name"] == name)
+
+
+def test_argos_controller_and_server_are_held_to_a_memory_limit(tmp_path: Path) -> None:
+    """Unbounded, the server grew to 22 GB evaluating one lint request's `{{=sprig.repeat(...)}}`."""
+    manifests = argo_install(tmp_path, {})
+    for name in ("workflow-controller", "argo-server"):
+        (container,) = deployment(manifests, name)["spec"]["template"]["spec"]["containers"]
+        assert container["resources"]["limits"]["memory"] == "1Gi", name
+        assert container["image"].startswith("quay.io/argoproj/"), "the release's container, patched"
 
 
 def test_gke_gets_no_extra_environment_and_the_local_cluster_its_emulator(tmp_path: Path) -> None:

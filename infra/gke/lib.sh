@@ -208,6 +208,7 @@ resources:
 patches:
   - path: workflow-controller-configmap.yaml
   - path: workflow-controller-deployment.yaml
+  - path: argo-server-deployment.yaml
 YAML
     # Argo's own pods (controller, server) meet baseline as released; restricted is reported, not enforced.
     cat >"${directory}/namespace.yaml" <<YAML
@@ -259,6 +260,32 @@ spec:
           env:
             - name: DEFAULT_REQUEUE_TIME
               value: $(json_string "${REQUEUE_TIME}")
+$(argo_resources)
+YAML
+    cat >"${directory}/argo-server-deployment.yaml" <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: argo-server
+  namespace: argo
+spec:
+  template:
+    spec:
+      containers:
+        - name: argo-server
+$(argo_resources)
+YAML
+}
+
+# Argo's release sets no memory limit on its controller or server. Both evaluate a submitter's expression
+# tags (a workflow argument's `{{=...}}` at lint and at run time), and one 1 KB lint request whose tag built
+# a 2 GB string grew the server to 22 GB on a 24 GB node: with a limit, the container alone is killed and
+# restarted, not the node's other pods.
+argo_resources() {
+    cat <<YAML
+          resources:
+            requests: {cpu: 50m, memory: 128Mi}
+            limits: {memory: 1Gi}
 YAML
 }
 

@@ -170,9 +170,7 @@ def draw_history(history: dict) -> Image.Image:
     return image
 
 
-def _legend(
-    draw: ImageDraw.ImageDraw, rounds: Sequence[dict], font: Font
-) -> None:
+def _legend(draw: ImageDraw.ImageDraw, rounds: Sequence[dict], font: Font) -> None:
     shards = sorted({shard for each in rounds for shard in each["workers"]}, key=_shard_order)
     digits = next((each["held_out"]["digits"] for each in rounds if "held_out" in each), None)
     entries = [(AVERAGE_COLOUR, f"the average, on {digits} held-out digits" if digits else "")]

@@ -205,8 +205,7 @@ class Validation(DagRules):
         referenced = self._library_holder(cluster, name)
         if referenced is None:
             self.note_unchecked(
-                f"workflowTemplateRef '{name}' not checked: "
-                f"{self._library_kind(cluster)} not given"
+                f"workflowTemplateRef '{name}' not checked: {self._library_kind(cluster)} not given"
             )
         return reference, referenced
 
