@@ -540,7 +540,7 @@ def test_argos_controller_and_server_are_held_to_a_memory_limit(tmp_path: Path) 
     for name in ("workflow-controller", "argo-server"):
         (container,) = deployment(manifests, name)["spec"]["template"]["spec"]["containers"]
         assert container["resources"]["limits"]["memory"] == "1Gi", name
-        assert container["image"].startswith("quay.io/argoproj/"), "the release's container, patched"
+        assert container["image"].startswith("quay.io/argoproj/"), "the release's, patched"
 
 
 def test_gke_gets_no_extra_environment_and_the_local_cluster_its_emulator(tmp_path: Path) -> None:
