@@ -32,7 +32,7 @@ RETRY_BACKOFF = "15s"  # before the first retry; doubled for each further one
 # served, so an experiment never replaces it unasked; a partial run never replaces a complete one.
 SERVE = "if-better"
 # if-better and if-not-worse serve no model below this test accuracy (chance is 0.10; the README's
-# quick try, 3000 digits for one epoch, scores about 0.73)
+# quick try, 3000 digits for one epoch, scores about 0.8)
 MIN_ACCURACY = 0.5
 # if-not-worse serves one scoring up to this below the model LATEST serves (a default run scores 0.99)
 MAX_ACCURACY_DROP = 0.05
