@@ -182,7 +182,8 @@ kustomize_argo_release() {
 # (workflow/controller/workflowpod.go, newExecContainer: the controller config's executor.securityContext);
 # with the workflow's pod securityContext (workflows/pipeline/cluster.py) each pod of a run meets Pod Security
 # `restricted` (docs/workflow-pod-security-context.md, "Non-root Executor Image").
-# Its second file: DEFAULT_REQUEUE_TIME on the controller (workflow/controller/rate_limiters.go).
+# Its second file: DEFAULT_REQUEUE_TIME on the controller (workflow/controller/rate_limiters.go); the
+# controller and the server tolerate the system pool's taint.
 # ARGO_EXECUTOR_IMAGE replaces the released executor image; ARGO_EXTRA_ENV (NAME=VALUE) is given to the
 # executor's containers and to every step's main container (the config's executor.env and mainContainer,
 # workflowpod.go: createEnvVars and the strategic merge of mainContainer): the local cluster names its GCS
@@ -208,6 +209,7 @@ resources:
 patches:
   - path: workflow-controller-configmap.yaml
   - path: workflow-controller-deployment.yaml
+  - path: argo-server-tolerations.yaml
 YAML
     # Argo's own pods (controller, server) meet baseline as released; restricted is reported, not enforced.
     cat >"${directory}/namespace.yaml" <<YAML
@@ -259,7 +261,32 @@ spec:
           env:
             - name: DEFAULT_REQUEUE_TIME
               value: $(json_string "${REQUEUE_TIME}")
+      tolerations:
+$(system_pool_toleration)
 YAML
+    cat >"${directory}/argo-server-tolerations.yaml" <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: argo-server
+  namespace: argo
+spec:
+  template:
+    spec:
+      tolerations:
+$(system_pool_toleration)
+YAML
+}
+
+# The system pool's taint. GKE's own pods tolerate this key, so do Argo's controller and server
+# (render_argo_config) and the page (infra/k8s/base/page.yaml); a workflow's pod may not
+# (infra/k8s/base/admission-policies.yaml), so no run can fill the node they need. Here rather than in
+# config.sh because the local cluster renders Argo's configuration with this file alone.
+SYSTEM_POOL_TAINT=components.gke.io/gke-managed-components=true:NoSchedule
+system_pool_toleration() {
+    local effect="${SYSTEM_POOL_TAINT##*:}"
+    printf '        - key: %s\n          operator: Exists\n          effect: %s\n' \
+        "$(json_string "${SYSTEM_POOL_TAINT%%=*}")" "$(json_string "${effect}")"
 }
 
 # ARGO_VERSION's line of ARGO_RELEASES ("<version> <commit> [<sha256>]"), or nothing.

@@ -25,7 +25,7 @@ BACKEND_SERVICE = "k8s1-0a1b2c3d-mnist-mnist-page-80-4e5f6a7b"
 STOOD_IN = ("gcloud", "kubectl", "docker", "curl", "gke-gcloud-auth-plugin")
 LABEL = "mnist-argo-up"
 DESCRIPTION = "Created by mnist-argo infra/gke/up.sh"
-# What the stand-in kubectl kustomize makes of Argo's release: the two objects up.sh patches, as the release has them
+# What the stand-in kubectl kustomize makes of Argo's release: the three objects up.sh patches, as the release has them
 # (manifests/cluster-install-no-crds sets namespace argo; base/workflow-controller the rest). lib.sh's
 # render_argo_config patches name these same objects, line for line, on purpose: these lines stand for Argo's
 # release, not for up.sh, so they are written out here and not shared with lib.sh; the real `kubectl
@@ -59,6 +59,24 @@ spec:
               valueFrom:
                 fieldRef:
                   fieldPath: metadata.name
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: argo-server
+  namespace: argo
+spec:
+  selector:
+    matchLabels:
+      app: argo-server
+  template:
+    metadata:
+      labels:
+        app: argo-server
+    spec:
+      containers:
+        - name: argo-server
+          image: quay.io/argoproj/argocli:v4.1.2
 """
 
 # `describe` succeeds for the kinds listed in FAKE_EXISTING ("foreign-<kind>": it exists, but up.sh did not
@@ -96,6 +114,8 @@ case "$*" in
     "compute addresses describe"*) mark address "$*" ;;
     "container clusters list"*) ! exists cluster || printf 'mnist-argo\t%s\n' "${FAKE_CLUSTER_ZONE}" ;;
     "container clusters describe"*) exists cluster ;;
+    "container node-pools describe default-pool"*"value(config.taints[].key)"*)
+        exists untainted-system-pool || echo components.gke.io/gke-managed-components ;;
     "container node-pools describe"*) exists cluster && ! exists no-worker-pool ;;
     "container node-pools list"*) echo default-pool ;;
     "storage buckets describe gs://"*"-build "*) mark build-bucket "$*" ;;
