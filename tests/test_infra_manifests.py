@@ -17,7 +17,7 @@ import yaml
 from steps.lib.registry import run_prefix
 from tests.reference import required
 from tests.support.argo_schema import WORKFLOW_SCHEMA
-from tests.support.kustomize import Manifest, build, identity
+from tests.support.kustomize import CLUSTER_SCOPED, Manifest, build, identity
 from tests.support.project import ROOT
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
@@ -176,9 +176,11 @@ def test_example_overlay_is_what_up_sh_writes(tmp_path: Path) -> None:
 
 def test_rendered_overlay_points_everything_at_the_project(rendered_overlay: Path) -> None:
     manifests = build(rendered_overlay)
-    assert {m["metadata"].get("namespace") for m in manifests if m["kind"] != "Namespace"} == {
-        "mnist"
+    namespaces = {
+        m["metadata"].get("namespace") for m in manifests if m["kind"] not in CLUSTER_SCOPED
     }
+    assert namespaces == {"mnist"}
+    assert all("namespace" not in m["metadata"] for m in manifests if m["kind"] in CLUSTER_SCOPED)
     annotation = "iam.gke.io/gcp-service-account"
     for account in ("mnist-pipeline", "mnist-page"):
         annotations = one(manifests, "ServiceAccount", account)["metadata"]["annotations"]

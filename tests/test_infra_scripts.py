@@ -52,6 +52,8 @@ IMAGES = {
 }
 # The commit of Argo v4.1.2's tag, which infra/gke/argo-releases lists.
 ARGO_COMMIT = "16a52d67daf2f4a8a76fa8bec02a76a46aa46257"
+# The taint GKE's own system pods tolerate (infra/gke/lib.sh, SYSTEM_POOL_TAINT), put on the system pool.
+SYSTEM_POOL_KEY = "components.gke.io/gke-managed-components"
 ARGO_SERVER_PRINCIPAL = (
     f"principal://iam.googleapis.com/projects/{PROJECT_NUMBER}/locations/global/"
     "workloadIdentityPools/test-project.svc.id.goog/subject/ns/argo/sa/argo-server"
@@ -235,6 +237,26 @@ def test_up_closes_the_control_plane_of_a_cluster_it_reuses(sandbox: Sandbox) ->
     updates = [call for call in calls if call.startswith("gcloud container clusters update")]
     assert any("--enable-dns-access" in call for call in updates)
     assert any("--enable-master-authorized-networks" in call for call in updates)
+
+
+def test_up_taints_the_system_pool_so_no_run_lands_there(sandbox: Sandbox) -> None:
+    """GKE's own pods tolerate the taint, as do Argo and the page; a workflow's pod may not (the
+    admission policy mnist-pods), so a run cannot fill the node they need."""
+    _, calls = sandbox.run("up.sh")
+    cluster = next(call for call in calls if "container clusters create" in call)
+    assert f"--node-taints {SYSTEM_POOL_KEY}=true:NoSchedule " in cluster
+    assert not [call for call in calls if call.startswith("gcloud container node-pools update")]
+
+
+def test_up_taints_the_system_pool_of_a_cluster_it_reuses(sandbox: Sandbox) -> None:
+    _, calls = sandbox.run("up.sh", FAKE_EXISTING="cluster untainted-system-pool")
+    (update,) = [call for call in calls if call.startswith("gcloud container node-pools update")]
+    assert update.startswith(
+        "gcloud container node-pools update default-pool --cluster mnist-argo "
+    )
+    assert f"--node-taints {SYSTEM_POOL_KEY}=true:NoSchedule" in update
+    _, calls = sandbox.run("up.sh", FAKE_EXISTING="cluster")
+    assert not [call for call in calls if call.startswith("gcloud container node-pools update")]
 
 
 def test_up_enables_every_api_it_uses(sandbox: Sandbox) -> None:
@@ -516,7 +538,7 @@ def argo_install(tmp_path: Path, settings: dict[str, str]) -> list[dict]:
 def test_up_configures_argos_controller_for_short_steps(tmp_path: Path) -> None:
     """DEFAULT_REQUEUE_TIME and the executor's securityContext reach the objects kubectl applies."""
     manifests = argo_install(tmp_path, {"REQUEUE_TIME": "2s"})
-    controller = deployment(manifests, "workflow-controller")
+    controller = one_deployment(manifests, "workflow-controller")
     (container,) = controller["spec"]["template"]["spec"]["containers"]
     env = {item["name"]: item.get("value") for item in container["env"]}
     assert env["DEFAULT_REQUEUE_TIME"] == "2s"
@@ -530,15 +552,29 @@ def test_up_configures_argos_controller_for_short_steps(tmp_path: Path) -> None:
     assert all(m["metadata"]["namespace"] == "argo" for m in manifests if m["kind"] != "Namespace")
 
 
-def deployment(manifests: list[dict], name: str) -> dict:
-    return next(m for m in manifests if m["kind"] == "Deployment" and m["metadata"]["name"] == name)
+def one_deployment(manifests: list[dict], name: str) -> dict:
+    (deployment,) = [
+        m for m in manifests if m["kind"] == "Deployment" and m["metadata"]["name"] == name
+    ]
+    return deployment
+
+
+def test_argos_controller_and_server_tolerate_the_system_pools_taint(tmp_path: Path) -> None:
+    """The system pool is tainted (up.sh, --node-taints); Argo's two Deployments run there, so each
+    tolerates exactly that taint, and no other."""
+    manifests = argo_install(tmp_path, {})
+    for name in ("workflow-controller", "argo-server"):
+        tolerations = one_deployment(manifests, name)["spec"]["template"]["spec"]["tolerations"]
+        assert tolerations == [
+            {"key": SYSTEM_POOL_KEY, "operator": "Exists", "effect": "NoSchedule"}
+        ], name
 
 
 def test_argos_controller_and_server_are_held_to_a_memory_limit(tmp_path: Path) -> None:
     """Unbounded, the server grew to 22 GB evaluating one lint request's `{{=sprig.repeat(...)}}`."""
     manifests = argo_install(tmp_path, {})
     for name in ("workflow-controller", "argo-server"):
-        (container,) = deployment(manifests, name)["spec"]["template"]["spec"]["containers"]
+        (container,) = one_deployment(manifests, name)["spec"]["template"]["spec"]["containers"]
         assert container["resources"]["limits"]["memory"] == "1Gi", name
         assert container["image"].startswith("quay.io/argoproj/"), "the release's, patched"
 
@@ -561,6 +597,36 @@ def test_gke_gets_no_extra_environment_and_the_local_cluster_its_emulator(tmp_pa
     emulator = [{"name": "STORAGE_EMULATOR_HOST", "value": "http://10.77.0.1:4443"}]
     assert executor["env"] == emulator and main["env"] == emulator
     assert executor["securityContext"]["runAsNonRoot"] is True, "the rest stays as up.sh has it"
+
+
+def test_the_local_cluster_applies_the_namespaces_policies_quota_and_egress(tmp_path: Path) -> None:
+    """The local cluster's up.sh applies infra/k8s/base through the overlay render.sh writes
+    (render_project_overlay): the admission policies and their bindings, the quota, the LimitRange and the
+    egress policy are in what `kubectl kustomize` assembles from it, each in the place it acts."""
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed on this machine (kustomize is built into it)")
+    directory = tmp_path / "k8s"
+    script = (
+        "source infra/local-cluster/lib.sh && source infra/local-cluster/daemons.sh && "
+        'source infra/local-cluster/render.sh && render_project_overlay "$1"'
+    )
+    subprocess.run(["bash", "-c", script, "render", str(directory)], cwd=ROOT, check=True)
+    output = subprocess.run(
+        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, check=True
+    ).stdout
+    placed = {
+        (m["kind"], m["metadata"]["name"], m["metadata"].get("namespace"))
+        for m in yaml.safe_load_all(output)
+        if m
+    }
+    for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+        assert {(kind, "mnist-workflows", None), (kind, "mnist-pods", None)} <= placed, kind
+    for kind, name in (
+        ("ResourceQuota", "mnist"),
+        ("LimitRange", "mnist"),
+        ("NetworkPolicy", "mnist-egress"),
+    ):
+        assert (kind, name, "mnist") in placed, (kind, name)
 
 
 @pytest.mark.parametrize("value", ["500ms", "0s", "2", "fast"])

@@ -87,6 +87,8 @@ PAGE_IMAGE_NAME=mnist-argo-page
 NODE_ACCOUNT=mnist-nodes
 BUILD_ACCOUNT=mnist-build
 WORKER_POOL=workers
+# The pool `clusters create` makes: one node for Argo, the page and GKE's own pods (lib.sh, SYSTEM_POOL_TAINT).
+SYSTEM_POOL=default-pool
 # The global static IP of the public page (PAGE_DOMAIN), named by the Ingress of infra/k8s/components/public-page.
 PAGE_ADDRESS=mnist-page
 # The label up.sh puts on what it creates (cluster, buckets, repository, address); down.sh deletes only what

@@ -182,7 +182,8 @@ kustomize_argo_release() {
 # (workflow/controller/workflowpod.go, newExecContainer: the controller config's executor.securityContext);
 # with the workflow's pod securityContext (workflows/pipeline/cluster.py) each pod of a run meets Pod Security
 # `restricted` (docs/workflow-pod-security-context.md, "Non-root Executor Image").
-# Its second file: DEFAULT_REQUEUE_TIME on the controller (workflow/controller/rate_limiters.go).
+# Its second file: DEFAULT_REQUEUE_TIME on the controller (workflow/controller/rate_limiters.go); the
+# controller and the server tolerate the system pool's taint.
 # ARGO_EXECUTOR_IMAGE replaces the released executor image; ARGO_EXTRA_ENV (NAME=VALUE) is given to the
 # executor's containers and to every step's main container (the config's executor.env and mainContainer,
 # workflowpod.go: createEnvVars and the strategic merge of mainContainer): the local cluster names its GCS
@@ -261,6 +262,8 @@ spec:
             - name: DEFAULT_REQUEUE_TIME
               value: $(json_string "${REQUEUE_TIME}")
 $(argo_resources)
+      tolerations:
+$(system_pool_toleration)
 YAML
     cat >"${directory}/argo-server-deployment.yaml" <<YAML
 apiVersion: apps/v1
@@ -274,6 +277,8 @@ spec:
       containers:
         - name: argo-server
 $(argo_resources)
+      tolerations:
+$(system_pool_toleration)
 YAML
 }
 
@@ -287,6 +292,17 @@ argo_resources() {
             requests: {cpu: 50m, memory: 128Mi}
             limits: {memory: 1Gi}
 YAML
+}
+
+# The system pool's taint. GKE's own pods tolerate this key, so do Argo's controller and server
+# (render_argo_config) and the page (infra/k8s/base/page.yaml); a workflow's pod may not
+# (infra/k8s/base/admission-policies.yaml), so no run can fill the node they need. Here rather than in
+# config.sh because the local cluster renders Argo's configuration with this file alone.
+SYSTEM_POOL_TAINT=components.gke.io/gke-managed-components=true:NoSchedule
+system_pool_toleration() {
+    local effect="${SYSTEM_POOL_TAINT##*:}"
+    printf '        - key: %s\n          operator: Exists\n          effect: %s\n' \
+        "$(json_string "${SYSTEM_POOL_TAINT%%=*}")" "$(json_string "${effect}")"
 }
 
 # ARGO_VERSION's line of ARGO_RELEASES ("<version> <commit> [<sha256>]"), or nothing.

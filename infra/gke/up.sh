@@ -96,7 +96,7 @@ create_cluster() {
     mapfile -t access < <(control_plane_flags)
     log "creating cluster ${CLUSTER} in ${ZONE}: one ${SYSTEM_MACHINE_TYPE} node (takes about 5 minutes)"
     gcloud container clusters create "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
-        --num-nodes 1 --machine-type "${SYSTEM_MACHINE_TYPE}" \
+        --num-nodes 1 --machine-type "${SYSTEM_MACHINE_TYPE}" --node-taints "${SYSTEM_POOL_TAINT}" \
         --disk-type pd-balanced --disk-size "${DISK_SIZE_GB}" \
         --service-account "$(node_account)" --workload-pool "${PROJECT_ID}.svc.id.goog" \
         --enable-dataplane-v2 --enable-shielded-nodes --release-channel regular \
@@ -104,9 +104,9 @@ create_cluster() {
         "${access[@]}" --labels "$(labels_flag)"
 }
 
-# A reused cluster gets what a new one has: Workload Identity, and the closed control plane.
+# A reused cluster gets what a new one has: Workload Identity, the closed control plane, the tainted system pool.
 converge_cluster() {
-    local pool node_pool dns="" authorized=""
+    local pool node_pool dns="" authorized="" taints=""
     pool="$(gcloud container clusters describe "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
         --format 'value(workloadIdentityConfig.workloadPool)')"
     if [[ -z "${pool}" ]]; then
@@ -133,6 +133,13 @@ converge_cluster() {
         [[ -z "${AUTHORIZED_NETWORKS}" ]] || networks=(--master-authorized-networks "${AUTHORIZED_NETWORKS}")
         gcloud container clusters update "${CLUSTER}" --zone "${ZONE}" --project "${PROJECT_ID}" \
             --enable-master-authorized-networks "${networks[@]}"
+    fi
+    taints="$(gcloud container node-pools describe "${SYSTEM_POOL}" --cluster "${CLUSTER}" --zone "${ZONE}" \
+        --project "${PROJECT_ID}" --format 'value(config.taints[].key)')" || true
+    if [[ "${taints}" != *"${SYSTEM_POOL_TAINT%%=*}"* ]]; then
+        log "tainting node pool ${SYSTEM_POOL} (${SYSTEM_POOL_TAINT}): no run's pod may land there"
+        gcloud container node-pools update "${SYSTEM_POOL}" --cluster "${CLUSTER}" --zone "${ZONE}" \
+            --project "${PROJECT_ID}" --node-taints "${SYSTEM_POOL_TAINT}"
     fi
 }
 

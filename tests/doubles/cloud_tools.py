@@ -114,6 +114,8 @@ case "$*" in
     "compute addresses describe"*) mark address "$*" ;;
     "container clusters list"*) ! exists cluster || printf 'mnist-argo\t%s\n' "${FAKE_CLUSTER_ZONE}" ;;
     "container clusters describe"*) exists cluster ;;
+    "container node-pools describe default-pool"*"value(config.taints[].key)"*)
+        exists untainted-system-pool || echo components.gke.io/gke-managed-components ;;
     "container node-pools describe"*) exists cluster && ! exists no-worker-pool ;;
     "container node-pools list"*) echo default-pool ;;
     "storage buckets describe gs://"*"-build "*) mark build-bucket "$*" ;;

@@ -26,6 +26,8 @@ CLUSTER_SCOPED = {
     "CustomResourceDefinition",
     "PersistentVolume",
     "StorageClass",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
 }
 
 Manifest = dict[str, Any]
