@@ -145,6 +145,17 @@ class Cluster:
         self.processes.clear()
 
 
+def task_nodes(workflow: dict) -> dict[str, dict]:
+    """The controller's node of each DAG task by its display name: a Retry node (its tries are Pod nodes
+    named after it with `(N)`), or the Pod of a template without retries."""
+    return {
+        node["displayName"]: node
+        for node in workflow["status"]["nodes"].values()
+        if node["type"] == "Retry"
+        or (node["type"] == "Pod" and not node["displayName"].endswith(")"))
+    }
+
+
 def sourced(env_file: Path) -> dict[str, str]:
     """The variables `source ENV_FILE` sets in bash, of those the cluster tests read."""
     script = f"set -a; source {shlex.quote(str(env_file))}; env -0"
@@ -195,12 +206,18 @@ def repository_bucket(target: Cluster) -> str:
     return yaml.safe_load(config["data"][key])["gcs"]["bucket"]
 
 
-def port_forward(target: Cluster) -> int:
-    """`kubectl port-forward` to the Argo Server on a free local port; stopped by its PID at close()."""
+def port_forward(
+    target: Cluster,
+    resource: str = "service/argo-server",
+    remote: int = 2746,
+    namespace: str = "argo",
+) -> int:
+    """`kubectl port-forward` to RESOURCE's port REMOTE (by default the Argo Server's) on a free local
+    port; stopped by its PID at close()."""
     port = free_port()
     context = ["--context", target.context] if target.context else []
     process = subprocess.Popen(
-        ["kubectl", *context, "-n", "argo", "port-forward", "service/argo-server", f"{port}:2746"],
+        ["kubectl", *context, "-n", namespace, "port-forward", resource, f"{port}:{remote}"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=target.process_env(),
