@@ -158,7 +158,18 @@ RULES: list[tuple[str, str, dict, str | None]] = [
             "entrypoint: main\npodGC: {strategy: OnPodSuccess, labelSelector: {matchExpressions: [{key: a, operator: In}]}}\n"
             "templates: [{name: main, container: {image: a}}]"
         ),
-        "~podGC.labelSelector invalid: ",
+        "podGC.labelSelector invalid: values: Invalid value: null: for 'in', 'notin' operators, "
+        "values set can't be empty",
+    ),
+    (
+        "Workflow (podGC)",
+        "pod-gc-label-selector-empty-values",
+        manifest(
+            "entrypoint: main\npodGC: {strategy: OnPodSuccess, labelSelector: {matchExpressions: [{key: a, operator: In, values: []}]}}\n"
+            "templates: [{name: main, container: {image: a}}]"
+        ),
+        "podGC.labelSelector invalid: values: Invalid value: []: for 'in', 'notin' operators, "
+        "values set can't be empty",
     ),
     (
         "validatePodResources",
@@ -350,12 +361,20 @@ RULES: list[tuple[str, str, dict, str | None]] = [
         f"templates.main.tasks.a.arguments.parameters[0].name: 'm s g' is invalid: {PARAM_NAME_RULE}",
     ),
     # --- validateTemplate ---
-    (
-        "validateTemplateType",
+    (  # v4.1.4's workflow/templateresolution/context.go:252, before validateTemplateType looks
+        "templateresolution.ResolveTemplate (GetType)",
         "no-template-type",
         only("inputs: {}"),
-        "templates.main template type unspecified. choose one of: container, containerSet, steps, script, "
-        "resource, dag, suspend, template, template ref",
+        "template 'main' type is unknown",
+    ),
+    (
+        "templateresolution.ResolveTemplate (GetType)",
+        "task-template-without-type",
+        manifest(
+            "entrypoint: main\ntemplates:\n- {name: main, dag: {tasks: [{name: a, template: empty}]}}\n"
+            "- {name: empty, inputs: {}}"
+        ),
+        "templates.main.tasks.a template 'empty' type is unknown",
     ),
     (
         "validateTemplateType",
@@ -637,13 +656,22 @@ RULES: list[tuple[str, str, dict, str | None]] = [
         "template.Validate (fasttemplate)",
         "unclosed-tag",
         dag("- {name: a, template: whale}", extra="target: '{{a'"),
-        '~templates.main.targets Cannot find end tag="}}"',
+        'templates.main.targets Cannot find end tag="}}" in the template="{{a" starting from "a"',
     ),
     (
         "template.Validate (fasttemplate over the template's JSON)",
         "unclosed-tag-closed-by-json",
         only("container: {image: alpine, args: ['{{inputs.parameters.x']}"),
-        "~templates.main: failed to resolve {{inputs.parameters.x",
+        # Go's JSON of the template always holds the container's `resources` (a struct, not a pointer)
+        'templates.main: failed to resolve {{inputs.parameters.x"],"resources":{}}',
+    ),
+    (
+        "template.Validate (fasttemplate over the template's JSON)",
+        "unclosed-tag-in-a-sidecar-closed-by-its-json",
+        only(
+            "container: {image: a}\nsidecars: [{name: s, image: b, args: ['{{inputs.parameters.x']}]"
+        ),
+        'templates.main: failed to resolve {{inputs.parameters.x"],"resources":{}}',
     ),
     (
         "validateLeaf (volume mounts)",
@@ -1193,8 +1221,13 @@ def test_other_template_types_and_kinds_are_not_checked() -> None:
 def test_tags_are_found_as_fasttemplate_finds_them() -> None:
     assert tags.tags("a {{x}} b {{ y.z }} {{=1 + 1}}") == ["x", " y.z ", "=1 + 1"]
     assert tags.tags("{{{a}}}") == ["{a"]  # the first }} closes the tag
-    with pytest.raises(tags.TagError):
-        tags.tags("{{a}} {{b")
+    # fasttemplate v1.2.2, template.go:260: the whole text, then what follows the unclosed {{
+    unclosed = (
+        'Cannot find end tag="}}" in the template="{{a}} {{b\\"c\\n" starting from "b\\"c\\n"'
+    )
+    with pytest.raises(tags.TagError) as raised:
+        tags.tags('{{a}} {{b"c\n')
+    assert str(raised.value) == unclosed
 
 
 def test_substitution_escapes_values_and_leaves_the_rest() -> None:

@@ -77,14 +77,39 @@ def go_json(value: Any) -> str:
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
+GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+GO_ESCAPES |= {"\v": "\\v", "\\": "\\\\", '"': '\\"'}
+
+
+def go_quote(text: str) -> str:
+    """`text` as Go's %q (strconv.Quote) writes it: printable characters as they are, the rest escaped."""
+    out = []
+    for char in text:
+        if char in GO_ESCAPES:
+            out.append(GO_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return '"' + "".join(out) + '"'
+
+
 def _spans(text: str) -> Iterator[tuple[int, int, str]]:
     """(start, end, tag) for each `{{tag}}`, as fasttemplate finds them: the first `}}` closes a tag."""
     position = 0
     while (start := text.find(START, position)) >= 0:
         end = text.find(END, start + len(START))
         if end < 0:
-            snippet = text[start : start + 60]
-            raise TagError(f'Cannot find end tag="}}}}" in the template starting from "{snippet}"')
+            # fasttemplate v1.2.2, template.go:260: the whole text, then what follows the `{{`
+            rest = text[start + len(START) :]
+            raise TagError(
+                f'Cannot find end tag="}}}}" in the template={go_quote(text)} starting from '
+                f"{go_quote(rest)}"
+            )
         yield start, end + len(END), text[start + len(START) : end]
         position = end + len(END)
 

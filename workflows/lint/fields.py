@@ -10,6 +10,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from workflows.common import tags
+
 
 class Invalid(Exception):
     """A rule Argo enforces is broken; the message is worded as Argo words it."""
@@ -407,10 +409,16 @@ def _label_selector_fault(selector: Any) -> str | None:
             return f'"{operator}" is not a valid label selector operator'
         if fault := _label_key_fault(key):
             return fault
+        # labels.NewRequirement's field.Invalid prints the values as JSON: absent ones as null
+        shown = "null" if requirement.get("values") is None else tags.go_json(values)
         if operator in ("In", "NotIn") and not values:
             return (
-                "values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty"
+                f"values: Invalid value: {shown}: for 'in', 'notin' operators, values set can't be "
+                "empty"
             )
         if operator in ("Exists", "DoesNotExist") and values:
-            return "values: Invalid value: values set must be empty for exists and does not exist"
+            return (
+                f"values: Invalid value: {shown}: values set must be empty for exists and does not "
+                "exist"
+            )
     return None

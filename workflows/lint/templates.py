@@ -51,7 +51,7 @@ GO_FIELD_ORDER = {
         "activeDeadlineSeconds", "retryStrategy", "parallelism", "failFast", "tolerations",
         "schedulerName", "priorityClassName", "serviceAccountName", "automountServiceAccountToken",
         "executor", "hostAliases", "securityContext", "podSpecPatch", "metrics", "synchronization",
-        "memoize", "timeout",
+        "memoize", "timeout", "annotations", "pendingTimeout", "podResources", "resourceClaims",
     ),
     "task": (
         "name", "template", "inline", "arguments", "templateRef", "dependencies", "withItems",
@@ -59,21 +59,40 @@ GO_FIELD_ORDER = {
     ),
     "container": (
         "name", "image", "command", "args", "workingDir", "ports", "envFrom", "env", "resources",
-        "resizePolicy", "restartPolicy", "volumeMounts", "volumeDevices", "livenessProbe",
+        "resizePolicy", "restartPolicy", "restartPolicyRules", "volumeMounts", "volumeDevices", "livenessProbe",
         "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
         "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce",
-        "tty",
+        "tty", "mirrorVolumeMounts", "source",
     ),
 }
 # fmt: on
+# The fields Go writes even when a manifest leaves them out: structs (encoding/json never omits one) and
+# strings without `omitempty` (wfv1.DAGTask.Name, corev1.Container.Name, wfv1.ScriptTemplate.Source).
+GO_ALWAYS_WRITTEN = {
+    "template": {"inputs": {}, "outputs": {}, "metadata": {}},
+    "task": {"name": "", "arguments": {}},
+    "container": {"name": "", "resources": {}},
+}
+# The template fields that hold a corev1.Container (one, or a list), and what each adds to it.
+CONTAINER_FIELDS = {"container": {}, "script": {"source": ""}, "initContainers": {}, "sidecars": {}}
 
 
 def go_ordered(value: Mapping[str, Any], kind: str) -> dict[str, Any]:
-    """`value` with its fields in Go's order (fields Go does not know last, as written)."""
+    """`value` as Go's encoding/json writes it: the fields it always writes, all in Go's order (fields
+    Go does not know last, as written); a template's containers too."""
     order = {name: index for index, name in enumerate(GO_FIELD_ORDER[kind])}
-    ordered = dict(sorted(value.items(), key=lambda item: order.get(item[0], len(order))))
-    if kind == "template" and isinstance(ordered.get("container"), Mapping):
-        ordered["container"] = go_ordered(ordered["container"], "container")
+    full = {**GO_ALWAYS_WRITTEN[kind], **{k: v for k, v in value.items() if v is not None}}
+    ordered = dict(sorted(full.items(), key=lambda item: order.get(item[0], len(order))))
+    if kind == "template":
+        for field_name, extra in CONTAINER_FIELDS.items():
+            held = ordered.get(field_name)
+            if isinstance(held, Mapping):
+                ordered[field_name] = go_ordered({**extra, **held}, "container")
+            elif isinstance(held, list):
+                ordered[field_name] = [
+                    go_ordered(item, "container") if isinstance(item, Mapping) else item
+                    for item in held
+                ]
     return ordered
 
 

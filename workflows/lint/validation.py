@@ -325,6 +325,9 @@ class Validation(DagRules):
             template = as_map(base.template(name))
         else:
             raise Invalid("failed to get a template")
+        if template_type(template) == "Unknown":
+            # templateresolution.ResolveTemplate (v4.1.4's context.go:252), before validateTemplate
+            raise Invalid(f"template '{as_str(template.get('name'))}' type is unknown")
         retry = template.get("retryStrategy")
         if retry is not None:
             policy = as_str(as_map(retry).get("retryPolicy"))
@@ -378,11 +381,10 @@ class Validation(DagRules):
 
     @staticmethod
     def _kind(template: Mapping[str, Any]) -> str:
-        """The template's one type, and the pod resources that type may have."""
+        """The template's one type, and the pod resources that type may have (one it has: holder()
+        refused a template of none, as ResolveTemplate does before validateTemplateType can)."""
         name = as_str(template.get("name"))
         kinds = [kind for key, kind in TEMPLATE_TYPES if template.get(key) is not None]
-        if not kinds:
-            raise Invalid(f"templates.{name} template type unspecified. {TYPE_CHOICES}")
         if len(kinds) > 1:
             raise Invalid(f"templates.{name} multiple template types specified. {TYPE_CHOICES}")
         kind = kinds[0]
@@ -456,7 +458,7 @@ class Validation(DagRules):
     def _substitute(self, template: dict[str, Any], local: Mapping[str, str]) -> dict[str, Any]:
         """workflow/common/util.go:SubstituteParams: workflow and local variables, then inputs."""
         values = {**self.globals, **local}
-        text = tags.substitute(tags.go_json(template), values)
+        text = tags.substitute(tags.go_json(go_ordered(template, "template")), values)
         replaced = json.loads(text)
         inputs, outputs = as_map(replaced.get("inputs")), as_map(replaced.get("outputs"))
         parameters = as_list(inputs.get("parameters"))
