@@ -1470,7 +1470,7 @@ CRD_CASES = [
     ),
     (  # labelsFrom values: expression required
         lambda spec, _: spec["workflowMetadata"]["labelsFrom"].update(x={}),
-        "spec.workflowMetadata.labelsFrom[x].expression: Required value",
+        "spec.workflowMetadata.labelsFrom.x.expression: Required value",
     ),
 ]
 
@@ -1481,6 +1481,71 @@ def test_what_the_crd_refuses_is_refused(change: Any, fault: str) -> None:
     assert check(document, crd=False).ok, "validate.go passes it: only the CRD refuses it"
     errors = check(document).errors
     assert any(fault in error for error in errors), errors
+
+
+# apimachinery v0.34's pkg/util/validation: the API server's words for names, label keys and values
+SUBDOMAIN = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+QUALIFIED = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+LABEL_VALUE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+    "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+METADATA_CASES = [  # (metadata, the API server's refusals, as a dry-run create of it gave them)
+    ({}, ["metadata.name: Required value: name or generateName is required"]),
+    ({"generateName": "lint-"}, []),
+    ({"name": "Bad_Name"}, [f'metadata.name: Invalid value: "Bad_Name": {SUBDOMAIN}']),
+    ({"generateName": "Bad-"}, [f'metadata.generateName: Invalid value: "Bad-": {SUBDOMAIN}']),
+    (
+        {"name": "a" * 254},
+        [f'metadata.name: Invalid value: "{"a" * 254}": must be no more than 253 characters'],
+    ),
+    (
+        {"name": "ok", "labels": {"bad key!": "v", "k": "bad value-"}},
+        [
+            f'metadata.labels: Invalid value: "bad key!": name part {QUALIFIED}',
+            f'metadata.labels: Invalid value: "bad value-": {LABEL_VALUE}',
+        ],
+    ),
+    (
+        {"name": "ok", "labels": {"a/b/c": "v", "x" * 64: "v", "Ex.com/y": "v"}},
+        [
+            f'metadata.labels: Invalid value: "a/b/c": a qualified name {QUALIFIED} with an '
+            "optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+            f'metadata.labels: Invalid value: "{"x" * 64}": name part must be no more than 63 '
+            "characters",
+            f'metadata.labels: Invalid value: "Ex.com/y": prefix part {SUBDOMAIN}',
+        ],
+    ),
+    (
+        {"name": "ok", "annotations": {"Bad Key": "v", "Example.com/Upper": "v"}},
+        [f'metadata.annotations: Invalid value: "Bad Key": name part {QUALIFIED}'],
+    ),
+]
+
+
+@pytest.mark.parametrize(("metadata", "faults"), METADATA_CASES)
+def test_what_the_api_server_refuses_in_any_objects_metadata(
+    metadata: dict, faults: list[str]
+) -> None:
+    """apimachinery's ValidateObjectMetaAccessor, which the API server applies to every custom
+    resource (apiextensions-apiserver, customresource/validator.go:53) beside the CRD's schema."""
+    document = {**only("container: {image: alpine}"), "metadata": metadata}
+    assert schema.crd_faults(document) == faults
+
+
+def test_a_manifest_without_a_spec_is_refused_as_the_api_server_words_it() -> None:
+    document = only("container: {image: alpine}")
+    del document["spec"]
+    assert schema.crd_faults(document) == ["spec: Required value"]
 
 
 @functools.cache
@@ -1512,6 +1577,9 @@ def test_every_field_the_published_schema_requires_is_required_by_the_lint() -> 
     for path in sorted({rule.path for rule in schema.RULES}):
         definition = schema_at(path)
         for name in (definition or {}).get("required", []):
+            if (path, name) == ("", "metadata"):  # the API server asks a name of it (metadata.py)
+                assert schema.crd_faults({"spec": {}})[0].startswith("metadata.name: Required")
+                continue
             others = dict.fromkeys(set(definition["required"]) - {name}, "x")
             faults = [rule.check("x", others) for rule in schema.RULES if rule.path == path]
             assert f"x.{name}: Required value" in faults, (path, name)

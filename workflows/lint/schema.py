@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from workflows.lint.metadata import metadata_faults
+
 # workflow_types.go, DAGTemplate.Tasks: +kubebuilder:validation:MaxItems=200 (and WorkflowSpec.Templates)
 DAG_TASKS_MAX = 200
 TEMPLATES_MAX = 200
@@ -146,7 +148,9 @@ def required(*names: str) -> Check:
         if not isinstance(value, Mapping):
             return None
         missing = [name for name in names if name not in value]
-        return f"{path}.{missing[0]}: Required value" if missing else None
+        if not missing:
+            return None
+        return f"{path}.{missing[0]}: Required value" if path else f"{missing[0]}: Required value"
 
     return check
 
@@ -344,7 +348,8 @@ def _spec_rules(spec: str) -> list[Rule]:
 
 
 RETRY_POLICY = enum("Always", "OnFailure", "OnError", "OnTransientError")  # RetryPolicy
-RULES = [Rule("", required("metadata", "spec")), *_spec_rules("spec")]
+# The document's `metadata` the API server checks as it checks every object's (workflows/lint/metadata.py).
+RULES = [Rule("", required("spec")), *_spec_rules("spec")]
 
 
 def _walk(value: Any, parts: list[str], path: str) -> Iterator[tuple[str, Any]]:
@@ -359,8 +364,8 @@ def _walk(value: Any, parts: list[str], path: str) -> Iterator[tuple[str, Any]]:
                 yield from _walk(item, rest, f"{path}[{index}]")
     elif head == "{}":
         if isinstance(value, Mapping):
-            for key, item in value.items():
-                yield from _walk(item, rest, f"{path}[{key}]")
+            for key, item in value.items():  # a map's entry, as the API server names it: path.key
+                yield from _walk(item, rest, f"{path}.{key}")
     elif isinstance(value, Mapping) and head in value:
         yield from _walk(value[head], rest, f"{path}.{head}" if path else head)
 
@@ -370,11 +375,11 @@ def _parts(path: str) -> list[str]:
 
 
 def crd_faults(document: Mapping[str, Any]) -> list[str]:
-    """The API server's refusals of `document` under the full CRD, in the CRD's order."""
-    faults = []
+    """The API server's refusals of `document`: its metadata, then the full CRD, in the CRD's order."""
+    faults = metadata_faults(document)
     for each in RULES:
         for path, value in _walk(document, _parts(each.path), ""):
-            fault = each.check(path or "<root>", value)
+            fault = each.check(path, value)
             if fault:
                 faults.append(fault)
     return faults
