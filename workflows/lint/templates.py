@@ -68,13 +68,18 @@ GO_FIELD_ORDER = {
 # fmt: on
 # The fields Go writes even when a manifest leaves them out: structs (encoding/json never omits one) and
 # strings without `omitempty` (wfv1.DAGTask.Name, corev1.Container.Name, wfv1.ScriptTemplate.Source).
-GO_ALWAYS_WRITTEN = {
+GO_ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "template": {"inputs": {}, "outputs": {}, "metadata": {}},
     "task": {"name": "", "arguments": {}},
     "container": {"name": "", "resources": {}},
 }
 # The template fields that hold a corev1.Container (one, or a list), and what each adds to it.
-CONTAINER_FIELDS = {"container": {}, "script": {"source": ""}, "initContainers": {}, "sidecars": {}}
+CONTAINER_FIELDS: dict[str, dict[str, Any]] = {
+    "container": {},
+    "script": {"source": ""},
+    "initContainers": {},
+    "sidecars": {},
+}
 
 
 def go_ordered(value: Mapping[str, Any], kind: str) -> dict[str, Any]:
