@@ -749,3 +749,35 @@ def test_a_step_whose_image_cannot_be_pulled_stops_the_watched_run(
     assert f"{FAILING_NODE} cannot start: ImagePullBackOff" in stopping
     assert "Stopped with strategy 'Stop'" in err and err.count("\n") == 1
     assert "Succeeded" not in phases_of(out, "publish")
+
+
+@pytest.mark.parametrize(
+    ("detail", "expected"),
+    [
+        (
+            'workflows.argoproj.io "mnist-x" is forbidden: exceeded quota: mnist, requested: '
+            "count/workflows.argoproj.io=1, used: count/workflows.argoproj.io=200",
+            "the namespace's quota refused the run",
+        ),
+        (
+            'workflows.argoproj.io "mnist-x" is forbidden: ValidatingAdmissionPolicy '
+            "'mnist-workflows' with binding 'mnist-workflows' denied request",
+            "the cluster's admission policy refused the Workflow",
+        ),
+        (
+            'workflows.argoproj.io is forbidden: User "x" cannot create',
+            "ARGO_TOKEN may not do this",
+        ),
+    ],
+    ids=["quota", "admission-policy", "rbac"],
+)
+def test_a_forbidden_answer_says_who_refused(detail: str, expected: str) -> None:
+    """403 is RBAC's answer, but the quota's and an admission policy's too: the line names which."""
+    from hera.exceptions import HeraException
+
+    from workflows.server import client
+
+    error = HeraException(f"Server returned status code 403 with message: `{detail}`")
+    line = str(client._refusal(client.ArgoServer("https://argo:2746"), error))
+    assert line.startswith(expected) or expected in line, line
+    assert "\n" not in line

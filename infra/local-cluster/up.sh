@@ -164,6 +164,17 @@ apply_project() {
     render_project_overlay "${STATE}/k8s"
     kube apply --kustomize "${STATE}/k8s" >>"${STATE}/logs/apply.log"
     kube -n "${NAMESPACE}" rollout status deployment/mnist-page --timeout 5m
+    wait_for "the namespace's quota to count all it bounds" 120 quota_counted
+}
+
+# The quota admits nothing it has not counted yet ("status unknown for quota"): the quota controller
+# counts a custom resource (count/workflows.argoproj.io) only once its discovery, every 30 s, finds it.
+quota_counted() {
+    # shellcheck disable=SC2016 # a go-template's variables, not the shell's
+    local keys='{{range $key, $value := .}}{{$key}} {{end}}' hard used
+    hard="$(kube -n "${NAMESPACE}" get resourcequota mnist -o go-template="{{with .spec.hard}}${keys}{{end}}")"
+    used="$(kube -n "${NAMESPACE}" get resourcequota mnist -o go-template="{{with .status.used}}${keys}{{end}}")"
+    [[ -n "${hard}" && "${hard}" == "${used}" ]]
 }
 
 write_env() {

@@ -182,6 +182,16 @@ def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
             f"the Argo Server wants a valid token (401 {detail}): {hint}, e.g. "
             f'ARGO_TOKEN="Bearer $(kubectl -n {server.namespace} create token {cluster.SUBMITTER_ACCOUNT})"'
         )
+    if status == 403 and "quota" in detail:
+        return ArgoError(
+            f"the namespace's quota refused the run (403 {detail}); wait for runs to end or for "
+            "their TTL, or raise the quota (infra/k8s/base/resource-limits.yaml)"
+        )
+    if status == 403 and "ValidatingAdmissionPolicy" in detail:
+        return ArgoError(
+            f"the cluster's admission policy refused the Workflow (403 {detail}); "
+            "see docs/argo.md, who may do what"
+        )
     if status == 403:
         return ArgoError(
             f"the token in ARGO_TOKEN may not do this in namespace {server.namespace!r} "
