@@ -215,4 +215,4 @@ def test_a_confusion_picture_of_many_chunks_costs_the_page_nothing_per_rerun(
     print(f"\na confusion.png of many chunks: {spent:.2f} s of server CPU per rerun")
     assert spent < 0.6
     for run in runs:  # refused: the page draws the matrix from metrics.json instead
-        assert captions(run) == ["Confusion matrix"], captions(run)
+        assert captions(run) == ["Confusion matrix on the test set"], captions(run)
