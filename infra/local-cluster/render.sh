@@ -175,7 +175,7 @@ render_argo_install() {
         ARGO_EXECUTOR_IMAGE="${ARGOEXEC_IMAGE}" ARGO_EXTRA_ENV="STORAGE_EMULATOR_HOST=${GCS_URL}" \
         gke_lib render_argo_config "${directory}"
     # The Argo Server reads archived logs and artifacts from the bucket for the UI and the API.
-    cat >"${directory}/argo-server-deployment.yaml" <<YAML
+    cat >"${directory}/argo-server-emulator.yaml" <<YAML
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -190,7 +190,7 @@ spec:
             - name: STORAGE_EMULATOR_HOST
               value: "${GCS_URL}"
 YAML
-    printf '  - path: argo-server-deployment.yaml\n' >>"${directory}/kustomization.yaml"
+    printf '  - path: argo-server-emulator.yaml\n' >>"${directory}/kustomization.yaml"
     cat >>"${directory}/kustomization.yaml" <<YAML
 images:
   - name: quay.io/argoproj/workflow-controller

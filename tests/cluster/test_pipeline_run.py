@@ -108,6 +108,17 @@ def test_latest_names_the_run_and_the_page_and_predict_serve_it(
     assert 0 <= answer["digit"] <= 9
 
 
+def test_argos_controller_and_server_run_with_a_memory_limit(cluster: Cluster) -> None:
+    """As infra/gke/lib.sh's argo_resources sets it: the local cluster's own patch of the server
+    (STORAGE_EMULATOR_HOST) once replaced that patch's file, and the server ran unbounded."""
+    for name in ("workflow-controller", "argo-server"):
+        limit = cluster.kubectl(
+            "-n", "argo", "get", "deployment", name,
+            "-o", "jsonpath={.spec.template.spec.containers[0].resources.limits.memory}",
+        ).stdout  # fmt: skip
+        assert limit == "1Gi", name
+
+
 def test_the_page_in_the_cluster_is_healthy(cluster: Cluster) -> None:
     service = cluster.get("service", "mnist-page", "-n", cluster.namespace)
     address = f"http://{service['spec']['clusterIP']}:80"
