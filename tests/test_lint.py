@@ -1431,6 +1431,12 @@ def crd_case(change: Any) -> dict:
     return document
 
 
+def relocated(artifact: dict, **location: Any) -> None:
+    """ARTIFACT kept at LOCATION instead of its GCS key."""
+    del artifact["gcs"]
+    artifact.update(location)
+
+
 CRD_CASES = [
     (  # WorkflowSpec.Templates MaxItems=200
         lambda spec, _: spec["templates"].extend(
@@ -1471,6 +1477,24 @@ CRD_CASES = [
     (  # labelsFrom values: expression required
         lambda spec, _: spec["workflowMetadata"]["labelsFrom"].update(x={}),
         "spec.workflowMetadata.labelsFrom.x.expression: Required value",
+    ),
+    (  # HTTPArtifact.URL required (validateArtifactLocation looks at git and hdfs only)
+        lambda _, t: relocated(t["split"]["outputs"]["artifacts"][0], http={}),
+        "outputs.artifacts[0].http.url: Required value",
+    ),
+    (  # AzureArtifact: Endpoint, Container and Blob required
+        lambda _, t: relocated(t["train"]["inputs"]["artifacts"][0], azure={"blob": "b"}),
+        "inputs.artifacts[0].azure.container: Required value",
+    ),
+    (  # Template.ArchiveLocation: RawArtifact.Data required
+        lambda _, t: t["evaluate"].update(archiveLocation={"raw": {}}),
+        "archiveLocation.raw.data: Required value",
+    ),
+    (  # Template.ArchiveLocation: at most one location (CEL)
+        lambda _, t: t["evaluate"].update(
+            archiveLocation={"s3": {"key": "a"}, "oss": {"key": "b"}}
+        ),
+        'archiveLocation: Invalid value: "object": at most one artifact location can be specified',
     ),
 ]
 

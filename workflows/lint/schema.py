@@ -26,18 +26,20 @@ FIELD_NAME = r"^[a-zA-Z0-9][-a-zA-Z0-9]*$"
 PARAMETER_NAME = r"^[-a-zA-Z0-9_]+$"  # Parameter.Name
 ARTIFACT_NAME = r"^[-a-zA-Z0-9_{}.]+$"  # Artifact.Name
 METRIC_NAME = r"^[a-zA-Z_][a-zA-Z0-9_]*$"  # Prometheus.Name, MetricLabel.Key
-ARTIFACT_LOCATIONS = (
-    "s3",
-    "git",
-    "http",
-    "artifactory",
-    "hdfs",
-    "raw",
-    "oss",
-    "gcs",
-    "azure",
-    "plugin",
-)
+# ArtifactLocation's locations, each with the fields its type requires (S3Artifact none).
+LOCATION_REQUIRED = {
+    "s3": (),
+    "git": ("repo",),  # GitArtifact.Repo
+    "http": ("url",),  # HTTPArtifact.URL
+    "artifactory": ("url",),  # ArtifactoryArtifact.URL
+    "hdfs": ("path",),  # HDFSArtifact.Path
+    "raw": ("data",),  # RawArtifact.Data
+    "oss": ("key",),  # OSSArtifact.Key
+    "gcs": ("key",),  # GCSArtifact.Key
+    "azure": ("blob", "container", "endpoint"),  # AzureArtifact: Endpoint, Container, Blob
+    "plugin": ("key",),  # PluginArtifact.Key
+}
+ARTIFACT_LOCATIONS = tuple(LOCATION_REQUIRED)
 TEMPLATE_TYPES = (
     "container",
     "script",
@@ -189,20 +191,32 @@ def _not_on_steps_or_dag(field: str) -> Callable[[Mapping[str, Any]], bool]:
     return holds
 
 
-def _artifact_rules(where: str) -> list[Rule]:
-    """Artifact (workflow_types.go): Name pattern, Mode 0..511, one location, ArtifactGC.Strategy."""
+def _location_rules(where: str) -> list[Rule]:
+    """ArtifactLocation (an Artifact's, or a template's archiveLocation): at most one location (CEL),
+    and the fields each location's type requires."""
     return [
-        Rule(f"{where}[]", required("name")),
-        Rule(f"{where}[].name", pattern(ARTIFACT_NAME)),
-        Rule(f"{where}[].mode", between(0, 511)),
         Rule(
-            f"{where}[]",
+            where,
             rule(
                 "at most one artifact location can be specified",
                 lambda a: sum(kind in a for kind in ARTIFACT_LOCATIONS) <= 1,
             ),
         ),
-        Rule(f"{where}[].gcs", required("key")),
+        *(
+            Rule(f"{where}.{kind}", required(*names))
+            for kind, names in LOCATION_REQUIRED.items()
+            if names
+        ),
+    ]
+
+
+def _artifact_rules(where: str) -> list[Rule]:
+    """Artifact (workflow_types.go): Name pattern, Mode 0..511, its location, ArtifactGC.Strategy."""
+    return [
+        Rule(f"{where}[]", required("name")),
+        Rule(f"{where}[].name", pattern(ARTIFACT_NAME)),
+        Rule(f"{where}[].mode", between(0, 511)),
+        *_location_rules(f"{where}[]"),
         Rule(
             f"{where}[].artifactGC.strategy",
             enum("", "OnWorkflowCompletion", "OnWorkflowDeletion", "Never"),
@@ -300,6 +314,7 @@ def _spec_rules(spec: str) -> list[Rule]:
         Rule(f"{template}.parallelism", between(1)),
         Rule(f"{template}.inputs.parameters", max_items(INPUT_PARAMETERS_MAX)),
         Rule(f"{template}.retryStrategy.retryPolicy", RETRY_POLICY),
+        *_location_rules(f"{template}.archiveLocation"),  # Template.ArchiveLocation
         *_block_rules(f"{template}.inputs"),
         *_block_rules(f"{template}.outputs"),
         *_metrics_rules(f"{template}.metrics"),
