@@ -396,72 +396,66 @@ def judges_in_a_namespace(api: ApiServer, argo_url: str, insecure: bool) -> Iter
         api.delete(namespace_path)
 
 
-# --- the table ---------------------------------------------------------------------------------------
+# --- the tables ------------------------------------------------------------------------------------
+
+OUTCOMES = ("agree", "upstream quirk", "outside the lint", "disagree")
+COMPARISONS = {  # how a judge's verdict and the lint's compare → the column that counts it
+    "both accept": "both accept",
+    "same message": "both refuse: the same message",
+    "same field": "both refuse: the same field",
+    "fields differ": "both refuse: other fields",
+}
 
 
-@dataclass(frozen=True)
-class Counts:
-    """The numbers docs/lint.md gives."""
-
-    cases: int
-    sent: int
-    agree: int
-    same_message: int
-    same_field: int
-    quirks: int
-    outside: int
-    disagree: int
-    withheld_by_guard: int
-    other_kinds: int
-
-    @classmethod
-    def of(cls, judged: list[Judged]) -> Counts:
-        outcomes = Counter(item.outcome for item in judged)
-        agreeing = [item for item in judged if item.outcome == "agree"]
-        refused = [
-            item
-            for item in agreeing
-            if "same message" in (item.argo_agreement, item.api_agreement)
-            or "same field" in (item.argo_agreement, item.api_agreement)
-        ]
-        exact = [
-            item
-            for item in refused
-            if "same field" not in (item.argo_agreement, item.api_agreement)
-        ]
-        other_kinds = sum(1 for item in judged if item.withheld.startswith("kind "))
-        return cls(
-            cases=len(judged),
-            sent=len(judged) - outcomes["not sent"],
-            agree=outcomes["agree"],
-            same_message=len(exact),
-            same_field=len(refused) - len(exact),
-            quirks=outcomes["upstream quirk"],
-            outside=outcomes["outside the lint"],
-            disagree=outcomes["disagree"],
-            withheld_by_guard=outcomes["not sent"] - other_kinds,
-            other_kinds=other_kinds,
-        )
+def _markdown(header: list[str], rows: list[list[object]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    return lines + ["| " + " | ".join(map(str, row)) + " |" for row in rows]
 
 
-def by_source(judged: list[Judged]) -> dict[str, Counter[str]]:
-    table: dict[str, Counter[str]] = {}
-    for item in judged:
-        table.setdefault(item.case.source, Counter())[item.outcome] += 1
-    return table
+def _alone(judged: Judged, offline: Verdict | None) -> str:
+    return (
+        "the lint refuses alone"
+        if offline is not None and not offline.ok
+        else "the server refuses alone"
+    )
 
 
 def table(judged: list[Judged]) -> str:
-    """The agreement as a markdown table: a row per source of cases, a column per outcome."""
-    outcomes = ["agree", "upstream quirk", "outside the lint", "disagree", "not sent"]
-    rows = by_source(judged)
-    lines = [
-        "| cases | " + " | ".join(outcomes) + " |",
-        "| --- | " + " | ".join("---" for _ in outcomes) + " |",
-    ]
-    for source, counts in [*rows.items(), ("all", sum(rows.values(), Counter()))]:
-        lines.append(f"| {source} | " + " | ".join(str(counts[o]) for o in outcomes) + " |")
-    return "\n".join(lines)
+    """The agreement as two markdown tables: the cases by source and outcome, then each judge's
+    verdicts against the lint's."""
+    sources: dict[str, Counter[str]] = {}
+    for item in judged:
+        counts = sources.setdefault(item.case.source, Counter())
+        counts["cases"] += 1
+        if item.withheld:
+            counts["guard" if not item.withheld.startswith("kind ") else "kind"] += 1
+        else:
+            counts["sent"] += 1
+            counts[item.outcome] += 1
+    sources["all"] = sum(sources.values(), Counter())
+    columns = ["cases", "sent", *OUTCOMES, "not sent: the guard", "not sent: another kind"]
+    keys = ["cases", "sent", *OUTCOMES, "guard", "kind"]
+    first = _markdown(
+        ["cases from", *columns],
+        [[source, *(counts[key] for key in keys)] for source, counts in sources.items()],
+    )
+    sent = [item for item in judged if not item.withheld]
+    judges: dict[str, Counter[str]] = {"Argo Server": Counter(), "API server": Counter()}
+    for item in sent:
+        for name, agreement, offline in (
+            ("Argo Server", item.argo_agreement, item.offline_argo),
+            ("API server", item.api_agreement, item.offline_api),
+        ):
+            judges[name][COMPARISONS.get(agreement) or _alone(item, offline)] += 1
+    columns = [*COMPARISONS.values(), "the lint refuses alone", "the server refuses alone"]
+    second = _markdown(
+        ["judge (cases sent)", *columns],
+        [
+            [f"{name} ({len(sent)})", *(counts[c] for c in columns)]
+            for name, counts in judges.items()
+        ],
+    )
+    return "\n".join([*first, "", *second])
 
 
 def collect() -> list[Case]:
@@ -491,7 +485,6 @@ def main() -> None:
         finally:
             api.close()
     print(table(judged))
-    print(Counts.of(judged))
     print(f"{time.monotonic() - started:.0f} s")
     for item in judged:
         if item.withheld:
