@@ -1,16 +1,17 @@
 """What the comparison of the lint with the real servers (tests/cluster/test_lint_agrees.py) decides
 without a cluster: the fields a refusal names, how two verdicts compare, which templates a case needs
-made, and the cases recorded from the lint's tests (tests/support/lint_agreement.py, lint_cases.py,
-lint_judges.py, lint_recorder.py). The guard has tests/test_lint_guard.py."""
+made, and the cases recorded from the lint's tests (tests/support/: lint_agreement.py, lint_cases.py,
+lint_judges.py, lint_on_cluster.py, lint_recorder.py). The guard has tests/test_lint_guard.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support.lint_agreement import compared, renamed_cluster_templates
+from tests.support.lint_agreement import compared
 from tests.support.lint_cases import Case, recorded, recorded_cases, referenced
 from tests.support.lint_guard import withheld
 from tests.support.lint_judges import Verdict, api_fields, named_fields
+from tests.support.lint_on_cluster import renamed_cluster_templates
 from tests.support.manifests import LIB, dag, manifest, only, template
 
 # --- the fields a refusal names, and how two verdicts compare ------------------------------------

@@ -1,9 +1,9 @@
 """The lint (workflows/lint/) against the real Argo Server and Kubernetes API server: every manifest the
 lint's tests use, the project's own specs and Argo's examples, each put to the Argo Server's validation
-and to the API server's dry-run create, each answer compared with the lint's (tests/support/
-lint_agreement.py). A disagreement must be a named upstream quirk or a case outside the lint; the
-numbers are those docs/lint.md gives (Against the real servers). Costly expression tags are never sent
-(tests/support/lint_guard.py)."""
+and to the API server's dry-run create (tests/support/lint_on_cluster.py), each answer compared with the
+lint's (tests/support/lint_agreement.py). A disagreement must be a named upstream quirk or a case outside
+the lint; the numbers are those docs/lint.md gives (Against the real servers). Costly expression tags are
+never sent (tests/support/lint_guard.py)."""
 
 from __future__ import annotations
 
@@ -13,17 +13,10 @@ import pytest
 import urllib3  # noqa: F401  (its warning is filtered by name)
 
 from tests.support.cluster import Cluster
-from tests.support.lint_agreement import (
-    OUTSIDE,
-    QUIRKS,
-    Judged,
-    collect,
-    kubeconfig,
-    measure,
-    table,
-)
+from tests.support.lint_agreement import OUTSIDE, QUIRKS, Judged, table
 from tests.support.lint_cases import Case, CasesUnavailable
 from tests.support.lint_judges import ApiServer
+from tests.support.lint_on_cluster import collect, kubeconfig, measure
 from tests.support.project import ROOT
 
 # The Argo Server's certificate is self-signed; ARGO_INSECURE_SKIP_VERIFY accepts it on purpose.
