@@ -1507,6 +1507,24 @@ def test_what_the_crd_refuses_is_refused(change: Any, fault: str) -> None:
     assert any(fault in error for error in errors), errors
 
 
+def test_every_missing_required_field_is_named_as_the_api_server_names_them() -> None:
+    """The API server lists each required field that is missing, not only the first (seen on the local
+    cluster: an Azure location with a blob alone lacks its container and its endpoint)."""
+    document = crd_case(
+        lambda _, t: relocated(t["train"]["inputs"]["artifacts"][0], azure={"blob": "b"})
+    )
+    gauge = crd_case(lambda _, t: t["evaluate"]["metrics"]["prometheus"][0].update(gauge={}))
+    assert check(document).errors == [
+        "spec.templates[2].inputs.artifacts[0].azure.container: Required value",
+        "spec.templates[2].inputs.artifacts[0].azure.endpoint: Required value",
+    ]
+    gauge_faults = [fault for fault in schema.crd_faults(gauge) if ".gauge." in fault]
+    assert gauge_faults == [
+        "spec.templates[4].metrics.prometheus[0].gauge.realtime: Required value",
+        "spec.templates[4].metrics.prometheus[0].gauge.value: Required value",
+    ]
+
+
 # apimachinery v0.34's pkg/util/validation: the API server's words for names, label keys and values
 SUBDOMAIN = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "

@@ -145,16 +145,18 @@ def between(low: int, high: int | None = None) -> Check:
     return check
 
 
-def required(*names: str) -> Check:
+def required(name: str) -> Check:
     def check(path: str, value: Any) -> str | None:
-        if not isinstance(value, Mapping):
+        if not isinstance(value, Mapping) or name in value:
             return None
-        missing = [name for name in names if name not in value]
-        if not missing:
-            return None
-        return f"{path}.{missing[0]}: Required value" if path else f"{missing[0]}: Required value"
+        return f"{path}.{name}: Required value" if path else f"{name}: Required value"
 
     return check
+
+
+def requires(where: str, *names: str) -> list[Rule]:
+    """A type's required fields: each missing one is a fault of its own, as the API server lists them."""
+    return [Rule(where, required(name)) for name in names]
 
 
 def rule(message: str, holds: Callable[[Mapping[str, Any]], bool]) -> Check:
@@ -203,9 +205,9 @@ def _location_rules(where: str) -> list[Rule]:
             ),
         ),
         *(
-            Rule(f"{where}.{kind}", required(*names))
+            rule
             for kind, names in LOCATION_REQUIRED.items()
-            if names
+            for rule in requires(f"{where}.{kind}", *names)
         ),
     ]
 
@@ -241,12 +243,12 @@ def _metrics_rules(where: str) -> list[Rule]:
     return [
         Rule(where, required("prometheus")),
         Rule(f"{where}.prometheus", max_items(METRICS_MAX)),
-        Rule(each, required("help", "name")),
+        *requires(each, "help", "name"),
         Rule(f"{each}.name", pattern(METRIC_NAME)),
         Rule(f"{each}.help", length(low=1)),
-        Rule(f"{each}.labels[]", required("key", "value")),
+        *requires(f"{each}.labels[]", "key", "value"),
         Rule(f"{each}.labels[].key", pattern(METRIC_NAME)),
-        Rule(f"{each}.gauge", required("realtime", "value")),
+        *requires(f"{each}.gauge", "realtime", "value"),
         Rule(f"{each}.gauge.value", length(1, 256)),
         Rule(f"{each}.gauge.operation", enum("Set", "Add", "Sub")),
         Rule(
@@ -258,7 +260,7 @@ def _metrics_rules(where: str) -> list[Rule]:
         ),
         Rule(f"{each}.counter", required("value")),
         Rule(f"{each}.counter.value", length(low=1)),
-        Rule(f"{each}.histogram", required("buckets", "value")),
+        *requires(f"{each}.histogram", "buckets", "value"),
         Rule(f"{each}.histogram.value", length(low=1)),
     ]
 
