@@ -102,11 +102,11 @@ class Http:
         return session
 
     def post(self, path: str, body: Any, again: bool = False, **params: str) -> requests.Response:
-        """POST BODY; AGAIN: a request that stores nothing, asked again (twice at most, a few
-        seconds apart) when the server could not be reached or was not ready."""
-        for attempt in range(3 if again else 1):
+        """POST BODY; AGAIN: a request that stores nothing, asked again for half a minute (1, 2, 4,
+        8 and 16 s apart) while the server cannot be reached or is not ready (restarting)."""
+        for attempt in range(6 if again else 1):
             if attempt:
-                time.sleep(2 * attempt)
+                time.sleep(2 ** (attempt - 1))
             try:
                 response = self.session().post(
                     self.base + path, json=body, params=params, timeout=TIMEOUT
