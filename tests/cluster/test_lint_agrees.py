@@ -7,16 +7,13 @@ never sent (tests/support/lint_guard.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import urllib3  # noqa: F401  (its warning is filtered by name)
 
 from tests.support.cluster import Cluster
 from tests.support.lint_agreement import OUTSIDE, QUIRKS, Judged, table
 from tests.support.lint_cases import Case, CasesUnavailable
-from tests.support.lint_judges import ApiServer
-from tests.support.lint_on_cluster import collect, kubeconfig, measure
+from tests.support.lint_on_cluster import collect, on_cluster
 from tests.support.project import ROOT
 
 # The Argo Server's certificate is self-signed; ARGO_INSECURE_SKIP_VERIFY accepts it on purpose.
@@ -43,13 +40,8 @@ def cases() -> list[Case]:
 
 
 @pytest.fixture(scope="module")
-def judged(cluster: Cluster, cases: list[Case]) -> Iterator[list[Judged]]:
-    api = ApiServer.from_config(kubeconfig(cluster.kubectl))
-    try:
-        insecure = cluster.env.get("ARGO_INSECURE_SKIP_VERIFY") == "true"
-        yield measure(api, cluster.env["ARGO_SERVER"], insecure, cases)
-    finally:
-        api.close()
+def judged(cluster: Cluster, cases: list[Case]) -> list[Judged]:
+    return on_cluster(cluster, cases)
 
 
 def test_every_disagreement_is_an_upstream_quirk_or_outside_the_lint(judged: list[Judged]) -> None:

@@ -14,16 +14,25 @@ import json
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tests.support.cluster import Cluster, from_environment, opened
 from tests.support.lint_agreement import Judged, offline_verdict, table
 from tests.support.lint_cases import Case, Manifest, all_cases, argo_module, canonical, recorded
 from tests.support.lint_guard import withheld
-from tests.support.lint_judges import ApiServer, ArgoServer, JudgeError, api_fields, named_fields
+from tests.support.lint_judges import (
+    ApiServer,
+    ArgoServer,
+    Http,
+    JudgeError,
+    api_fields,
+    named_fields,
+)
+from tests.support.project import free_port, wait_for_port
 from workflows.lint.entry_point import check
 from workflows.lint.schema import crd_faults
 from workflows.lint.validation import KINDS
@@ -192,11 +201,28 @@ def judge_all(cases: Iterable[Case], judges: Judges) -> list[Judged]:
 # --- the namespace ---------------------------------------------------------------------------------
 
 
-def kubeconfig(kubectl: Callable[..., subprocess.CompletedProcess]) -> dict[str, Any]:
-    config: dict[str, Any] = json.loads(
-        kubectl("config", "view", "--raw", "--minify", "--flatten", "-o", "json").stdout
+def api_server(cluster: Cluster, proxy: bool = False) -> ApiServer:
+    """The API server as the kubeconfig's user: straight, with its client certificate or token; or
+    through `kubectl proxy` (stopped with the cluster) for a user kubectl authenticates otherwise, such
+    as GKE's exec plugin, or when PROXY."""
+    config = json.loads(
+        cluster.kubectl("config", "view", "--raw", "--minify", "--flatten", "-o", "json").stdout
     )
-    return config
+    user = config["users"][0]["user"]
+    if not proxy and (user.get("token") or user.get("client-certificate-data")):
+        return ApiServer.from_config(config)
+    port = free_port()
+    context = ["--context", cluster.context] if cluster.context else []
+    cluster.processes.append(
+        subprocess.Popen(
+            ["kubectl", *context, "proxy", f"--port={port}", "--address=127.0.0.1"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=cluster.process_env(),
+        )
+    )
+    wait_for_port(port, timeout=60)
+    return ApiServer(Http(f"http://127.0.0.1:{port}"))
 
 
 @contextmanager
@@ -245,26 +271,25 @@ def collect() -> list[Case]:
 
 
 def measure(api: ApiServer, argo_url: str, insecure: bool, cases: list[Case]) -> list[Judged]:
-    """Every case judged on the cluster the two servers belong to."""
+    """Every case judged by the two servers."""
     with judges_in_a_namespace(api, argo_url, insecure) as judges:
         return judge_all(cases, judges)
 
 
-def main() -> None:
-    from tests.support.cluster import from_environment, opened
+def on_cluster(cluster: Cluster, cases: list[Case]) -> list[Judged]:
+    """Every case judged on CLUSTER: its API server, and its Argo Server as its environment gives it."""
+    api = api_server(cluster)
+    try:
+        insecure = cluster.env.get("ARGO_INSECURE_SKIP_VERIFY") == "true"
+        return measure(api, cluster.env["ARGO_SERVER"], insecure, cases)
+    finally:
+        api.close()
 
+
+def main() -> None:
     with opened(from_environment()) as cluster:
-        api = ApiServer.from_config(kubeconfig(cluster.kubectl))
-        try:
-            started = time.monotonic()
-            judged = measure(
-                api,
-                cluster.env["ARGO_SERVER"],
-                cluster.env.get("ARGO_INSECURE_SKIP_VERIFY") == "true",
-                collect(),
-            )
-        finally:
-            api.close()
+        started = time.monotonic()
+        judged = on_cluster(cluster, collect())
     print(table(judged))
     print(f"{time.monotonic() - started:.0f} s")
     for item in judged:
