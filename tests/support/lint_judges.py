@@ -91,14 +91,15 @@ class Http:
     local: threading.local = field(default_factory=threading.local, repr=False)
 
     def session(self) -> requests.Session:
-        if not hasattr(self.local, "session"):
+        """This thread's session, made on its first request."""
+        session: requests.Session | None = getattr(self.local, "session", None)
+        if session is None:
             session = requests.Session()
             session.trust_env = False  # REQUESTS_CA_BUNDLE would replace the cluster's own CA
             session.headers.update(self.headers)
             session.verify = self.verify
             session.cert = self.cert
             self.local.session = session
-        session: requests.Session = self.local.session
         return session
 
     def post(self, path: str, body: Any, again: bool = False, **params: str) -> requests.Response:
