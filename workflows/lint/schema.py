@@ -26,18 +26,20 @@ FIELD_NAME = r"^[a-zA-Z0-9][-a-zA-Z0-9]*$"
 PARAMETER_NAME = r"^[-a-zA-Z0-9_]+$"  # Parameter.Name
 ARTIFACT_NAME = r"^[-a-zA-Z0-9_{}.]+$"  # Artifact.Name
 METRIC_NAME = r"^[a-zA-Z_][a-zA-Z0-9_]*$"  # Prometheus.Name, MetricLabel.Key
-ARTIFACT_LOCATIONS = (
-    "s3",
-    "git",
-    "http",
-    "artifactory",
-    "hdfs",
-    "raw",
-    "oss",
-    "gcs",
-    "azure",
-    "plugin",
-)
+# ArtifactLocation's locations, each with the fields its type requires (S3Artifact none).
+LOCATION_REQUIRED = {
+    "s3": (),
+    "git": ("repo",),  # GitArtifact.Repo
+    "http": ("url",),  # HTTPArtifact.URL
+    "artifactory": ("url",),  # ArtifactoryArtifact.URL
+    "hdfs": ("path",),  # HDFSArtifact.Path
+    "raw": ("data",),  # RawArtifact.Data
+    "oss": ("key",),  # OSSArtifact.Key
+    "gcs": ("key",),  # GCSArtifact.Key
+    "azure": ("blob", "container", "endpoint"),  # AzureArtifact: Endpoint, Container, Blob
+    "plugin": ("key",),  # PluginArtifact.Key
+}
+ARTIFACT_LOCATIONS = tuple(LOCATION_REQUIRED)
 TEMPLATE_TYPES = (
     "container",
     "script",
@@ -143,16 +145,18 @@ def between(low: int, high: int | None = None) -> Check:
     return check
 
 
-def required(*names: str) -> Check:
+def required(name: str) -> Check:
     def check(path: str, value: Any) -> str | None:
-        if not isinstance(value, Mapping):
+        if not isinstance(value, Mapping) or name in value:
             return None
-        missing = [name for name in names if name not in value]
-        if not missing:
-            return None
-        return f"{path}.{missing[0]}: Required value" if path else f"{missing[0]}: Required value"
+        return f"{path}.{name}: Required value" if path else f"{name}: Required value"
 
     return check
+
+
+def requires(where: str, *names: str) -> list[Rule]:
+    """A type's required fields: each missing one is a fault of its own, as the API server lists them."""
+    return [Rule(where, required(name)) for name in names]
 
 
 def rule(message: str, holds: Callable[[Mapping[str, Any]], bool]) -> Check:
@@ -189,20 +193,32 @@ def _not_on_steps_or_dag(field: str) -> Callable[[Mapping[str, Any]], bool]:
     return holds
 
 
-def _artifact_rules(where: str) -> list[Rule]:
-    """Artifact (workflow_types.go): Name pattern, Mode 0..511, one location, ArtifactGC.Strategy."""
+def _location_rules(where: str) -> list[Rule]:
+    """ArtifactLocation (an Artifact's, or a template's archiveLocation): at most one location (CEL),
+    and the fields each location's type requires."""
     return [
-        Rule(f"{where}[]", required("name")),
-        Rule(f"{where}[].name", pattern(ARTIFACT_NAME)),
-        Rule(f"{where}[].mode", between(0, 511)),
         Rule(
-            f"{where}[]",
+            where,
             rule(
                 "at most one artifact location can be specified",
                 lambda a: sum(kind in a for kind in ARTIFACT_LOCATIONS) <= 1,
             ),
         ),
-        Rule(f"{where}[].gcs", required("key")),
+        *(
+            rule
+            for kind, names in LOCATION_REQUIRED.items()
+            for rule in requires(f"{where}.{kind}", *names)
+        ),
+    ]
+
+
+def _artifact_rules(where: str) -> list[Rule]:
+    """Artifact (workflow_types.go): Name pattern, Mode 0..511, its location, ArtifactGC.Strategy."""
+    return [
+        Rule(f"{where}[]", required("name")),
+        Rule(f"{where}[].name", pattern(ARTIFACT_NAME)),
+        Rule(f"{where}[].mode", between(0, 511)),
+        *_location_rules(f"{where}[]"),
         Rule(
             f"{where}[].artifactGC.strategy",
             enum("", "OnWorkflowCompletion", "OnWorkflowDeletion", "Never"),
@@ -227,12 +243,12 @@ def _metrics_rules(where: str) -> list[Rule]:
     return [
         Rule(where, required("prometheus")),
         Rule(f"{where}.prometheus", max_items(METRICS_MAX)),
-        Rule(each, required("help", "name")),
+        *requires(each, "help", "name"),
         Rule(f"{each}.name", pattern(METRIC_NAME)),
         Rule(f"{each}.help", length(low=1)),
-        Rule(f"{each}.labels[]", required("key", "value")),
+        *requires(f"{each}.labels[]", "key", "value"),
         Rule(f"{each}.labels[].key", pattern(METRIC_NAME)),
-        Rule(f"{each}.gauge", required("realtime", "value")),
+        *requires(f"{each}.gauge", "realtime", "value"),
         Rule(f"{each}.gauge.value", length(1, 256)),
         Rule(f"{each}.gauge.operation", enum("Set", "Add", "Sub")),
         Rule(
@@ -244,7 +260,7 @@ def _metrics_rules(where: str) -> list[Rule]:
         ),
         Rule(f"{each}.counter", required("value")),
         Rule(f"{each}.counter.value", length(low=1)),
-        Rule(f"{each}.histogram", required("buckets", "value")),
+        *requires(f"{each}.histogram", "buckets", "value"),
         Rule(f"{each}.histogram.value", length(low=1)),
     ]
 
@@ -300,6 +316,7 @@ def _spec_rules(spec: str) -> list[Rule]:
         Rule(f"{template}.parallelism", between(1)),
         Rule(f"{template}.inputs.parameters", max_items(INPUT_PARAMETERS_MAX)),
         Rule(f"{template}.retryStrategy.retryPolicy", RETRY_POLICY),
+        *_location_rules(f"{template}.archiveLocation"),  # Template.ArchiveLocation
         *_block_rules(f"{template}.inputs"),
         *_block_rules(f"{template}.outputs"),
         *_metrics_rules(f"{template}.metrics"),
