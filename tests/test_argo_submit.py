@@ -37,7 +37,7 @@ from workflows.lint.entry_point import check as check_with_argo_rules
 from workflows.pipeline import cluster
 from workflows.pipeline.settings import PipelineSettings
 from workflows.server.client import from_environment
-from workflows.server.watch import watch
+from workflows.server.watch import describe, failure, steps_of, watch
 from workflows.submit import main
 
 TOKEN = "Bearer good-token"
@@ -781,3 +781,25 @@ def test_a_forbidden_answer_says_who_refused(detail: str, expected: str) -> None
     line = str(client._refusal(client.ArgoServer("https://argo:2746"), error))
     assert line.startswith(expected) or expected in line, line
     assert "\n" not in line
+
+
+def test_a_failed_containers_log_tail_is_shown_by_its_last_line() -> None:
+    """The kubelet makes a failed step's log tail its termination message (FallbackToLogsOnError), which
+    the controller appends to the node's message: the watch and the failure show its last line, where a
+    step says what went wrong, as the local runner does."""
+    tail = (  # as the real cluster gave it: the emissary's own lines around the step's
+        'time=2026-12-03T13:30:59.954Z level=INFO msg="capturing logs" argo=true\n'
+        "training on in/shard.npz (1500 samples)\nepoch 1/1: accuracy 0.41\ntrain: error: bad shard\n"
+        'time=2026-12-03T13:31:00.957Z level=INFO msg="sub-process exited" argo=true error="exit status 2"\n'
+        "Error: exit status 2\n"
+    )
+    retry = {"id": "r", "displayName": "train-round-1(1:1)", "type": "Retry", "phase": "Failed"}
+    retry |= {"templateName": "train", "children": ["p"], "message": "No more retries left"}
+    pod = {"id": "p", "displayName": "train-round-1(1:1)(0)", "type": "Pod", "phase": "Failed"}
+    pod |= {"templateName": "train", "message": f"main: Error (exit code 2): {tail}"}
+    workflow = {"status": {"phase": "Failed", "nodes": {"r": retry, "p": pod}}}
+    assert failure(workflow) == (
+        "train-round-1(1:1) failed: main: Error (exit code 2): train: error: bad shard"
+    )
+    [step] = steps_of(workflow)
+    assert "\n" not in describe(step)

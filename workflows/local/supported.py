@@ -69,7 +69,7 @@ CONTAINER_FIELDS = {
     "securityContext",
     "volumeMounts",
 }
-CONTAINER_CLUSTER_ONLY = {"imagePullPolicy", "name"}
+CONTAINER_CLUSTER_ONLY = {"imagePullPolicy", "name", "terminationMessagePolicy"}
 TASK_FIELDS = {
     "name",
     "template",

@@ -139,6 +139,10 @@ def step_template(
             EmptyDirVolume(name="tmp", mount_path="/tmp"),
         ],
         security_context=cluster.container_security_context(),
+        # A step that fails says why in its last line; the kubelet makes the log's tail the container's
+        # termination message, which the controller appends to the node's message (Argo v4.1.4,
+        # workflow/controller/operator.go:1893-1897): "main: Error (exit code 2): split: error: …".
+        termination_message_policy="FallbackToLogsOnError",
     )
 
 

@@ -16,6 +16,7 @@ STUCK_SECONDS stops the run, as the Argo UI's Stop does, instead of waiting out 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,12 @@ UNREACHABLE_POLLS = 6  # give a dropped port-forward half a minute before giving
 # kubelet's reasons (kubelet/images), which only a new image or a fixed name change.
 CANNOT_PULL = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 STUCK_SECONDS = 180.0  # ImagePullBackOff retries a pull after 10 s, 20 s, … up to 5 minutes
+# How the controller words a container that failed, then the container's termination message: the steps'
+# templates make it the tail of the container's log (workflow/controller/operator.go:1893-1897).
+CONTAINER_FAILED = re.compile(r"(?s)^(\S+: [^\n]*?\(exit code -?\d+\)): (.*)$")
+# Lines argoexec's emissary adds to the main container's log around the step's own: its log records carry
+# `argo=true` (cmd/argoexec/commands/root.go:84), and it ends with the error it exits with.
+EMISSARY_LINE = re.compile(r"(^|\s)argo=true(\s|$)|^Error: exit status -?\d+$")
 
 
 @dataclass(frozen=True)
@@ -70,15 +77,30 @@ def _view(node: dict, nodes: dict[str, dict]) -> tuple[str, str, str]:
     current try's phase and progress; one waiting to retry says why the last try failed."""
     phase = node.get("phase") or "Pending"
     if node["type"] != "Retry":
-        return phase, node.get("message", ""), _reported(node)
+        return phase, _message(node), _reported(node)
     tries = _tries(node, nodes)
     last = tries[-1] if tries else {}
     if phase in FULFILLED:  # over: why the last try failed says more than "No more retries left"
-        return phase, last.get("message") or node.get("message", ""), ""
+        return phase, _message(last) or _message(node), ""
     if last and last.get("phase") not in FULFILLED:
-        return last.get("phase") or "Pending", last.get("message", ""), _reported(last)
-    reasons = (last.get("message", ""), node.get("message", ""))
+        return last.get("phase") or "Pending", _message(last), _reported(last)
+    reasons = (_message(last), _message(node))
     return phase, "; ".join(reason for reason in reasons if reason), ""
+
+
+def _message(node: dict) -> str:
+    return one_line(node.get("message", ""))
+
+
+def one_line(message: str) -> str:
+    """A node's message on one line: a failed container's log tail becomes the step's own last line,
+    where it says what went wrong (`main: Error (exit code 2): python -m steps.split: error: …`)."""
+    found = CONTAINER_FAILED.match(message)
+    if found is None or "\n" not in message:
+        return message
+    lines = [line.strip() for line in found[2].splitlines()]
+    own = [line for line in lines if line and not EMISSARY_LINE.search(line)]
+    return f"{found[1]}: {own[-1]}" if own else found[1]
 
 
 def _reported(node: dict) -> str:
