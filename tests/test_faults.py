@@ -16,6 +16,7 @@ import pytest
 
 from steps.lib.registry import LATEST_KEY, latest_run, published_at, run_prefix
 from steps.lib.storage import open_store
+from tests.support.faults import with_failing_shard
 from tests.support.project import FIXTURE_SEED, SUBMIT, local_run
 from workflows.local.runner import LocalRunner
 from workflows.pipeline.settings import PipelineSettings
@@ -141,16 +142,6 @@ def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path
     assert abs(hurt - calm) < 0.02, (hurt, calm)
 
 
-def with_failing_shard(workflow: dict, shard: str, how: str) -> dict:
-    """Wrap the train template's command so that one shard's trainer fails (`how` runs first)."""
-    train = next(t for t in workflow["spec"]["templates"] if t["name"] == "train")
-    container = train["container"]
-    script = f'if [ "$0" = "{shard}" ]; then {how}; fi; exec "{sys.executable}" -m steps.train "$@"'
-    container["args"] = ["{{inputs.parameters.shard}}", *container["args"]]
-    container["command"] = ["sh", "-c", script]
-    return workflow
-
-
 def small_settings(source: Path, **changes: object) -> PipelineSettings:
     return PipelineSettings(
         workers=3,
@@ -179,6 +170,7 @@ def test_min_workers_lets_the_run_go_ahead_without_a_dead_shard(
         compile_workflow(replace(settings, store=str(tmp_path / "store"))),
         "1",
         "echo 'node lost' >&2; exit 3",
+        python=sys.executable,
     )
     result, progress = run_locally(workflow, tmp_path / "store", tmp_path / "logs")
     assert result.phase == "Succeeded", result.message
@@ -194,7 +186,10 @@ def test_min_workers_lets_the_run_go_ahead_without_a_dead_shard(
 def test_by_default_every_worker_must_deliver(tmp_path: Path, mnist_path: Path) -> None:
     settings = small_settings(mnist_path)
     workflow = with_failing_shard(
-        compile_workflow(replace(settings, store=str(tmp_path / "store"))), "1", "exit 3"
+        compile_workflow(replace(settings, store=str(tmp_path / "store"))),
+        "1",
+        "exit 3",
+        python=sys.executable,
     )
     result, _ = run_locally(workflow, tmp_path / "store", tmp_path / "logs")
     assert result.phase == "Failed"
@@ -211,6 +206,7 @@ def test_a_corrupt_shard_fails_its_trainer_with_a_clear_message(
         compile_workflow(replace(small_settings(mnist_path), store=str(tmp_path / "store"))),
         "2",
         "printf 'not a zip archive' > in/shard.npz",
+        python=sys.executable,
     )
     result, _ = run_locally(workflow, tmp_path / "store", tmp_path / "logs")
     assert result.phase == "Failed"

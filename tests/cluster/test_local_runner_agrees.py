@@ -23,7 +23,7 @@ import h5py
 import numpy as np
 import pytest
 
-from tests.support.cluster import Cluster, task_nodes
+from tests.support.cluster import Cluster, archived_log, task_nodes
 from tests.support.project import run_submit
 
 pytestmark = pytest.mark.cluster
@@ -108,11 +108,9 @@ def local_files(store: Path, prefix: str) -> dict[str, Path]:
 
 
 def archived_logs(workflow: dict) -> set[str]:
-    """The keys of the pods' logs the controller archives (archiveLogs): RUN/POD/main.log, a pod named
-    RUN-TEMPLATE-HASH from its node's ID RUN-HASH (Argo's pod names v2, workflow/util/pod_name.go)."""
-    name = workflow["metadata"]["name"]
+    """The keys of the pods' logs the controller archives (archiveLogs)."""
     return {
-        f"{name}/{name}-{node['templateName']}-{node['id'].rsplit('-', 1)[1]}/main.log"
+        archived_log(workflow, node)
         for node in workflow["status"]["nodes"].values()
         if node["type"] == "Pod"
     }

@@ -13,6 +13,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -22,8 +23,11 @@ from typing import Any
 
 import yaml
 
-from tests.support.project import ROOT, free_port, run_submit, wait_for_port
+from tests.support.project import ROOT, SUBMIT, free_port, run_submit, wait_for_port
 from workflows.pipeline import cluster as names
+from workflows.pipeline.settings import PipelineSettings
+from workflows.server.client import ArgoServer, create_workflow
+from workflows.server.client import from_environment as argo_server_from
 
 LOCAL_ENV = ROOT / ".cluster" / "env"
 # What submit.py and the tests read from the environment of a cluster run.
@@ -95,7 +99,14 @@ class Cluster:
 
     def submit(self, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
         """`python workflows/submit.py` against this cluster's Argo Server, with its store and images."""
-        return run_submit(
+        return run_submit(*self.submit_arguments(*args), env=self.process_env(), timeout=timeout)
+
+    def submit_command(self, *args: str) -> list[str]:
+        """The command line of `submit`, to start it as a process of one's own."""
+        return [sys.executable, SUBMIT, *self.submit_arguments(*args)]
+
+    def submit_arguments(self, *args: str) -> list[str]:
+        return [
             "--argo-server",
             self.env["ARGO_SERVER"],
             "--artifacts",
@@ -105,9 +116,7 @@ class Cluster:
             "--train-image",
             self.env["TRAIN_IMAGE"],
             *args,
-            env=self.process_env(),
-            timeout=timeout,
-        )
+        ]
 
     def storage(self) -> Any:
         """A google-cloud-storage client for the bucket, as this cluster's environment says."""
@@ -134,6 +143,86 @@ class Cluster:
     def workflow(self, name: str) -> dict:
         return self.get("workflow", name, "-n", self.namespace)
 
+    @property
+    def argo_server(self) -> ArgoServer:
+        """The Argo Server as the submitter reaches it (ARGO_SERVER, ARGO_TOKEN, ...)."""
+        server = argo_server_from(self.env)
+        assert server is not None, "no ARGO_SERVER for this cluster"
+        return server
+
+    def settings(self, **changes: Any) -> PipelineSettings:
+        """Pipeline settings for a run on this cluster: its bucket, MNIST in it and its images."""
+        where = {
+            "store": self.env["ARTIFACTS"],
+            "source": self.env["MNIST_SOURCE"],
+            "image": self.env["STEPS_IMAGE"],
+            "train_image": self.env["TRAIN_IMAGE"],
+        }
+        return PipelineSettings(**(where | changes))
+
+    def create(self, workflow: dict, name: str) -> str:
+        """Submit a compiled (perhaps altered) Workflow through the Argo Server as the submitter."""
+        metadata = {k: v for k, v in workflow["metadata"].items() if k != "generateName"}
+        workflow = workflow | {"metadata": metadata | {"name": name}}
+        return str(create_workflow(self.argo_server, workflow)["metadata"]["name"])
+
+    def phase(self, name: str) -> str:
+        return self.workflow(name).get("status", {}).get("phase", "")
+
+    def finished(self, name: str, timeout: float = 900) -> dict:
+        """The run once it has ended (Succeeded, Failed or Error)."""
+        wait_until(f"run {name} to end", lambda: self.phase(name) in ENDED, timeout, every=2)
+        return self.workflow(name)
+
+    def put(self, key: str, data: bytes) -> str:
+        """Write DATA at KEY in the bucket; its gs:// URI."""
+        self.storage().bucket(self.bucket).blob(key).upload_from_string(data)
+        return f"gs://{self.bucket}/{key}"
+
+    def exists(self, key: str) -> bool:
+        return bool(self.storage().bucket(self.bucket).blob(key).exists())
+
+    def pods(self, run: str) -> list[dict]:
+        selector = f"workflows.argoproj.io/workflow={run}"
+        return list(self.get("pods", "-n", self.namespace, "-l", selector)["items"])
+
+    def running_pods(self, run: str, template: str) -> list[str]:
+        """The names of the run's pods of TEMPLATE whose main container runs."""
+        return [
+            pod["metadata"]["name"]
+            for pod in self.pods(run)
+            if pod["metadata"].get("labels", {}).get(f"{names.APP_LABEL}/step") == template
+            and any(
+                status["name"] == "main" and "running" in status.get("state", {})
+                for status in pod["status"].get("containerStatuses", [])
+            )
+        ]
+
+    def pod_of(self, run: str, task: str, timeout: float = 300) -> str:
+        """The pod running TASK's current try (its node name ends in `.TASK(N)` or `.TASK`)."""
+
+        def running() -> str | None:
+            for pod in self.pods(run):
+                node = pod["metadata"].get("annotations", {}).get(NODE_NAME_ANNOTATION, "")
+                if (
+                    node.rsplit(".", 1)[-1].startswith(task)
+                    and pod["status"].get("phase") == "Running"
+                ):
+                    return str(pod["metadata"]["name"])
+            return None
+
+        return str(wait_until(f"a running pod of {run}'s {task}", running, timeout, every=0.5))
+
+    def kill_step(self, pod: str) -> None:
+        """SIGKILL every process of the step's container but its PID 1 (Argo's emissary, which reports
+        the step's exit): the kernel's OOM killer ends a step the same way."""
+        kill = "import os, signal; os.kill(-1, signal.SIGKILL)"
+        self.kubectl("-n", self.namespace, "exec", pod, "-c", "main", "--", "python", "-c", kill)
+
+    def log(self, workflow: dict, node: dict) -> str:
+        """A Pod node's log as the controller archived it in the bucket (archiveLogs)."""
+        return self.read(archived_log(workflow, node)).decode(errors="replace")
+
     def close(self) -> None:
         for process in self.processes:
             process.terminate()
@@ -143,6 +232,26 @@ class Cluster:
                 process.kill()
                 process.wait()
         self.processes.clear()
+
+
+ENDED = ("Succeeded", "Failed", "Error")
+NODE_NAME_ANNOTATION = "workflows.argoproj.io/node-name"  # on every pod: its node's full name
+
+
+def archived_log(workflow: dict, node: dict) -> str:
+    """The key of a Pod node's archived log, RUN/POD/main.log: its pod is named RUN-TEMPLATE-HASH from
+    the node's ID RUN-HASH (Argo's pod names v2, workflow/util/pod_name.go)."""
+    name = workflow["metadata"]["name"]
+    return f"{name}/{name}-{node['templateName']}-{node['id'].rsplit('-', 1)[1]}/main.log"
+
+
+def tries(workflow: dict, task: str) -> list[dict]:
+    """The Pod nodes of one DAG task, oldest first: a Retry node's children, or the task's one Pod."""
+    nodes = workflow["status"]["nodes"]
+    node = task_nodes(workflow)[task]
+    if node["type"] != "Retry":
+        return [node]
+    return [nodes[child] for child in node.get("children", []) if nodes[child]["type"] == "Pod"]
 
 
 def task_nodes(workflow: dict) -> dict[str, dict]:
