@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 import pytest
 import requests
 import urllib3  # noqa: F401  (its warning is filtered by name)
+from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.cluster import Cluster
+from tests.support.cluster import Cluster, port_forward
 from tests.support.project import ROOT, run_python
 from workflows.pipeline import cluster as names
 
@@ -106,6 +108,37 @@ def test_latest_names_the_run_and_the_page_and_predict_serve_it(
     answer = json.loads(predicted.stdout.splitlines()[0])
     assert answer["run"] == small_run.name if "run" in answer else True
     assert 0 <= answer["digit"] <= 9
+
+
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+def test_the_controller_exports_the_runs_accuracy_and_duration(
+    cluster: Cluster, small_run: Run
+) -> None:
+    """docs/argo.md's way to the controller's metrics, a port-forward to port 9090 of its Deployment
+    (HTTPS, a self-signed certificate), serves the spec's two gauges with the controller's prefix: the
+    last run's test accuracy, and its duration labelled with how it ended."""
+    port = port_forward(cluster, "deployment/workflow-controller", 9090, "argo")
+    text = requests.get(f"https://127.0.0.1:{port}/metrics", verify=False, timeout=30).text
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    workflow = cluster.workflow(small_run.name)
+    accuracy = next(
+        float(parameter["value"])
+        for node in workflow["status"]["nodes"].values()
+        if node.get("templateName") == "evaluate" and node["type"] == "Pod"
+        for parameter in node["outputs"]["parameters"]
+        if parameter["name"] == "accuracy"
+    )
+    assert samples[(f"argo_workflows_{names.ACCURACY_METRIC}", ())] == accuracy
+    duration = samples[(f"argo_workflows_{names.DURATION_METRIC}", (("status", "Succeeded"),))]
+    started, finished = (
+        datetime.fromisoformat(workflow["status"][key].replace("Z", "+00:00"))
+        for key in ("startedAt", "finishedAt")
+    )
+    assert abs(duration - (finished - started).total_seconds()) <= 5, duration
 
 
 def test_argos_controller_and_server_run_with_a_memory_limit(cluster: Cluster) -> None:
