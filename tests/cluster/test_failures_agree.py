@@ -97,6 +97,10 @@ def test_bad_input_fails_its_step_once_after_the_backoff(
     assert {n for n, node in nodes.items() if node["phase"] == "Omitted"} == omitted
     local_wait = summary["seconds"] - nodes["split"]["tries"][0]["finished"]
     assert local_wait >= BACKOFF_SECONDS, local_wait
+    print(  # what docs/local-runner.md tables
+        f"\nbad input, backoff {BACKOFF_SECONDS} s: the run ended {waited.total_seconds():.0f} s after"
+        f" split's try on the cluster, {local_wait:.0f} s locally"
+    )
 
 
 def test_a_killed_trainer_is_retried_and_resumes_from_its_checkpoint(cluster: Cluster) -> None:
@@ -110,6 +114,7 @@ def test_a_killed_trainer_is_retried_and_resumes_from_its_checkpoint(cluster: Cl
     wait_until(f"{checkpoint} to be written", lambda: cluster.exists(checkpoint), 300, every=0.5)
     pod = cluster.pod_of(name, "train-round-1(0:0)")
     cluster.kill_step(pod)
+    killed = time.time()
     workflow = cluster.finished(name)
     assert workflow["status"]["phase"] == "Succeeded"
     first, second = tries(workflow, "train-round-1(0:0)")
@@ -118,6 +123,11 @@ def test_a_killed_trainer_is_retried_and_resumes_from_its_checkpoint(cluster: Cl
     resumed = cluster.log(workflow, second)
     assert "resuming from checkpoint:" in resumed, resumed
     assert "epoch 1/8" not in resumed and "epoch 8/8" in resumed, resumed
+    print(
+        f"\nkilled trainer: {first['message']!r}; the next try started"
+        f" {moment(second['startedAt']).timestamp() - killed:.0f} s after the kill (backoff 2 s);"
+        f" {resumed.splitlines()[0]!r}"
+    )
 
 
 def test_min_workers_goes_ahead_without_a_trainer_that_fails_for_good(
