@@ -879,6 +879,31 @@ def test_up_stops_when_the_page_gets_no_backend_service(sandbox: Sandbox) -> Non
     assert calls.count("sleep 10") == 90 and not iap_grants(calls)
 
 
+def test_up_waits_until_the_namespaces_quota_counts_all_it_bounds(sandbox: Sandbox) -> None:
+    """Until the quota controller counts the Workflows it bounds, the API server refuses every run
+    ("status unknown for quota"): up.sh says so and waits, so the first submit it prints succeeds."""
+    fake_sleep(sandbox)
+    pending = sandbox.root / "quota-pending"
+    pending.write_text("2")
+    result, calls = sandbox.run("up.sh", FAKE_QUOTA_PENDING=str(pending))
+    reads = [call for call in calls if "get resourcequota mnist" in call and ".status.used" in call]
+    assert len(reads) == 3 and calls.count("sleep 10") == 2
+    assert "waiting for the namespace's quota" in result.stderr
+    applied = calls.index(f"kubectl --context {CONTEXT} apply --kustomize infra/k8s/overlays/local")
+    assert applied < calls.index(reads[0])
+
+
+def test_up_stops_when_the_quota_never_counts_what_it_bounds(sandbox: Sandbox) -> None:
+    fake_sleep(sandbox)
+    pending = sandbox.root / "quota-pending"
+    pending.write_text("1000")
+    result, calls = sandbox.run("up.sh", check=False, FAKE_QUOTA_PENDING=str(pending))
+    assert result.returncode == 1
+    assert "does not count all it bounds after 6 minutes" in result.stderr
+    assert calls.count("sleep 10") == 36
+    assert "==> done" not in result.stderr
+
+
 @pytest.mark.parametrize("script", ["up.sh", "down.sh"])
 def test_scripts_need_the_gke_auth_plugin(script: str, sandbox: Sandbox) -> None:
     """kubectl reaches GKE only through gke-gcloud-auth-plugin: without it, stop before doing anything."""

@@ -294,6 +294,21 @@ argo_resources() {
 YAML
 }
 
+# Whether the namespace's ResourceQuota (infra/k8s/base/resource-limits.yaml) counts every resource it
+# bounds, with kubectl called as "$@". Until the quota controller has counted one (a custom resource such
+# as count/workflows.argoproj.io only once its discovery finds it: within 30 s to 5 minutes, the
+# controller manager's --resource-quota-sync-period), the API server refuses to create any ("status
+# unknown for quota"), so the first submit would fail. Here rather than in up.sh because the local
+# cluster waits the same way.
+RESOURCE_QUOTA=mnist
+quota_counted() {
+    # shellcheck disable=SC2016 # a go-template's variables, not the shell's
+    local keys='{{range $key, $value := .}}{{$key}} {{end}}' hard used
+    hard="$("$@" -n mnist get resourcequota "${RESOURCE_QUOTA}" -o go-template="{{with .spec.hard}}${keys}{{end}}")"
+    used="$("$@" -n mnist get resourcequota "${RESOURCE_QUOTA}" -o go-template="{{with .status.used}}${keys}{{end}}")"
+    [[ -n "${hard}" && "${hard}" == "${used}" ]]
+}
+
 # The system pool's taint. GKE's own pods tolerate this key, so do Argo's controller and server
 # (render_argo_config) and the page (infra/k8s/base/page.yaml); a workflow's pod may not
 # (infra/k8s/base/admission-policies.yaml), so no run can fill the node they need. Here rather than in

@@ -413,6 +413,20 @@ apply_manifests() {
     render_overlay "${overlay}" ../../base "${digest}"
     kube apply --kustomize "${overlay}"
     kube --namespace "${NAMESPACE}" rollout status deployment/mnist-page --timeout 10m
+    wait_for_quota
+}
+
+QUOTA_WAIT_ATTEMPTS=36 # of 10 s: 6 minutes, past the controller manager's 5-minute quota resync
+wait_for_quota() {
+    local attempt
+    for ((attempt = 1; attempt <= QUOTA_WAIT_ATTEMPTS; attempt++)); do
+        if quota_counted kube; then
+            return
+        fi
+        ((attempt == 1)) && log "waiting for the namespace's quota to count all it bounds (a run is refused until then)"
+        sleep 10
+    done
+    die "the ResourceQuota ${RESOURCE_QUOTA} in namespace ${NAMESPACE} does not count all it bounds after $((QUOTA_WAIT_ATTEMPTS / 6)) minutes: see kubectl --context $(kube_context "${ZONE}") -n ${NAMESPACE} describe resourcequota ${RESOURCE_QUOTA}, then run up.sh again"
 }
 
 # How to reach the Argo UI, the page and train on the cluster: commands to paste into the same shell, in this

@@ -164,18 +164,9 @@ apply_project() {
     render_project_overlay "${STATE}/k8s"
     kube apply --kustomize "${STATE}/k8s" >>"${STATE}/logs/apply.log"
     kube -n "${NAMESPACE}" rollout status deployment/mnist-page --timeout 5m
-    wait_for "the namespace's quota to count all it bounds" 360 quota_counted
-}
-
-# The quota admits nothing it has not counted yet ("status unknown for quota"): the quota controller
-# counts a custom resource (count/workflows.argoproj.io) only once its discovery finds it: seen within 120 s,
-# and once past that (kube-controller-manager resyncs quotas every 5 minutes, --resource-quota-sync-period).
-quota_counted() {
-    # shellcheck disable=SC2016 # a go-template's variables, not the shell's
-    local keys='{{range $key, $value := .}}{{$key}} {{end}}' hard used
-    hard="$(kube -n "${NAMESPACE}" get resourcequota mnist -o go-template="{{with .spec.hard}}${keys}{{end}}")"
-    used="$(kube -n "${NAMESPACE}" get resourcequota mnist -o go-template="{{with .status.used}}${keys}{{end}}")"
-    [[ -n "${hard}" && "${hard}" == "${used}" ]]
+    # infra/gke/lib.sh's quota_counted, as GKE's up.sh waits for it
+    wait_for "the namespace's quota to count all it bounds" 360 \
+        gke_lib quota_counted "$(kubectl_bin)" --kubeconfig "${STATE}/kubeconfig"
 }
 
 write_env() {

@@ -164,6 +164,13 @@ case "$*" in
     *"delete namespace"*) [[ -z "${FAKE_NAMESPACE_TIMES_OUT:-}" ]] || { echo "error: timed out" >&2; exit 1; } ;;
     # FAKE_INGRESS_PENDING: a file holding how many reads find no backend service yet (the load balancer
     # being made); then the annotation FAKE_INGRESS_BACKENDS.
+    # The namespace's quota: it bounds two resources; FAKE_QUOTA_PENDING, a file holding how many reads of
+    # what it counts find only the first (a custom resource not discovered yet).
+    *"get resourcequota mnist -o go-template={{with .spec.hard}}"*) printf 'count/workflows.argoproj.io requests.cpu ' ;;
+    *"get resourcequota mnist -o go-template={{with .status.used}}"*)
+        pending="$(cat "${FAKE_QUOTA_PENDING:-/dev/null}" 2>/dev/null || true)"
+        if [[ "${pending:-0}" -gt 0 ]]; then echo $((pending - 1)) >"${FAKE_QUOTA_PENDING}"; printf 'requests.cpu '; exit 0; fi
+        printf 'count/workflows.argoproj.io requests.cpu ' ;;
     *"get ingress mnist-page"*)
         pending="$(cat "${FAKE_INGRESS_PENDING:-/dev/null}" 2>/dev/null || true)"
         if [[ "${pending:-0}" -gt 0 ]]; then echo $((pending - 1)) >"${FAKE_INGRESS_PENDING}"; exit 0; fi
