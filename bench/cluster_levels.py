@@ -98,6 +98,20 @@ class RunTiming:
         """The Workflow's start to its end, as the controller stamped them."""
         return self.finished - self.started
 
+    def parts(self) -> dict[str, float]:
+        """The total, level after level: the controller's gaps, the pods' start (a level's first pod
+        created to its last main container running), the steps (to the last main container's end), the
+        wait containers after them (uploads), and the run's end after its last pod."""
+        found = dict.fromkeys(("gaps", "starts", "steps", "uploads"), 0.0)
+        for level in self.levels:
+            started = max(pod.main_started for pod in level.pods)
+            finished = max(pod.main_finished for pod in level.pods)
+            found["gaps"] += level.gap
+            found["starts"] += started - level.first_created
+            found["steps"] += finished - started
+            found["uploads"] += level.last_ended - finished
+        return found | {"end": self.finished - self.levels[-1].last_ended}
+
 
 def dag_template(workflow: Mapping[str, Any]) -> Mapping[str, Any]:
     """The entrypoint's dag template, from the spec (or the stored spec of a template's run)."""

@@ -24,6 +24,13 @@ from typing import Any
 from bench.cluster_levels import RunTiming, analyse
 
 TRAIN_TEMPLATE = "train"
+PARTS = {
+    "gaps": "the controller's gaps",
+    "starts": "the pods' starts",
+    "steps": "the steps (main containers)",
+    "uploads": "the wait containers after them",
+    "end": "the run's end after its last pod",
+}
 ARGO_DEFAULT_REQUEUE = 10.0  # workflow/controller/rate_limiters.go: envRequeueTime's default
 DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -124,6 +131,10 @@ def figures(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "gap_after_long": stats(level.gap for level in long),
             "excess_after_long": stats(level.gap - seconds for level in long),
             "total": stats(timing.total for timing in group),
+            "parts": {
+                part: stats(timing.parts()[part] for timing in group)
+                for part in ("gaps", "starts", "steps", "uploads", "end")
+            },
         }
     return {
         "requeue": requeue,
@@ -139,10 +150,10 @@ def figures(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def spread(figure: Mapping[str, float], digits: int = 1) -> str:
-    """`2.1 s (2-3)`, or an empty cell."""
+    """`2.1 s (2 to 3)`, or an empty cell."""
     if not figure.get("n"):
         return ""
-    return f"{figure['mean']:.{digits}f} s ({figure['min']:.0f}-{figure['max']:.0f})"
+    return f"{figure['mean']:.{digits}f} s ({figure['min']:.0f} to {figure['max']:.0f})"
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
@@ -194,7 +205,7 @@ def markdown(report: Mapping[str, Any]) -> str:
         + f": runs of `{flags} --serve never`, seeds {', '.join(map(str, report['seeds']))}, on "
         f"{machine['kubernetes']} ({nodes}; {machine['controller_image']}); CPU {machine['cpu_model']}. "
         "Kubernetes and Argo stamp times to the second: each value is within a second of the truth; "
-        "mean (min-max) over the runs."
+        "mean (min to max) over the runs."
     )
     levels = table(
         [
@@ -237,6 +248,14 @@ def markdown(report: Mapping[str, Any]) -> str:
                 *(totals(cluster_totals[value]) for value in requeues),
                 totals(local),
             ],
+            *(
+                [
+                    f"of it: {label}",
+                    *(spread(figures_["requeue"][value]["parts"][part]) for value in requeues),
+                    "",
+                ]
+                for part, label in PARTS.items()
+            ),
         ],
     )
     starts = (

@@ -8,9 +8,8 @@ page serves stays), on the cluster tests/support/cluster.py finds (the local one
 are watched while they exist (bench/pod_watch.py), its Workflow read when it ends, and the two analysed by
 bench/cluster_levels.py. With --requeue the controller's DEFAULT_REQUEUE_TIME is set to each value in turn
 (bench/controller_env.py) and put back as it was at the end, also on an error or Ctrl-C. Then each seed runs
-on the local runner (`--local`, same settings, data and images), for its total. On a shared cluster, hold
-its lock around the whole command (the local cluster's: `flock /work/cluster.lock ...` or the like); it
-refuses to start while another run is Running in the namespace.
+on the local runner (`--local`, same settings, data and images), for its total. It refuses to start
+while another run is Running in the namespace: on a cluster others use, measure when they do not.
 """
 
 from __future__ import annotations

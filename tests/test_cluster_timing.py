@@ -92,6 +92,16 @@ def test_the_gap_runs_from_the_previous_levels_last_pod_end_to_the_first_pod(
     assert timing.total == 33 and timing.phase == "Succeeded"
 
 
+def test_the_total_is_the_gaps_the_starts_the_steps_the_uploads_and_the_end(
+    record: dict[str, Any],
+) -> None:
+    parts = analyse(record["workflow"], record["pods"]).parts()
+    # steps: split and init 45 → 46, train 51 → 55, aggregate 59 → 00, evaluate 05 → 07, publish 12 → 13
+    assert parts == {"gaps": 11, "starts": 10, "steps": 9, "uploads": 0, "end": 3}
+    container(pod(record, "publish"), "wait")["finishedAt"] = at("14", "44")
+    assert analyse(record["workflow"], record["pods"]).parts()["uploads"] == 1
+
+
 def test_a_pod_ends_with_its_last_container_not_with_main(record: dict[str, Any]) -> None:
     evaluate = pod(record, "evaluate")
     container(evaluate, "wait")["finishedAt"] = at("08", "44")  # it uploads for a second longer
@@ -217,7 +227,7 @@ def test_the_figures_keep_each_requeue_apart(record: dict[str, Any]) -> None:
     assert report["figures"]["requeue"]["2s"]["gap"]["max"] == 3
     assert report["figures"]["requeue"]["10s"]["gap"]["max"] == 11
     text = cluster_report.markdown(report)
-    assert "| 5 | publish | 3.0 s (3-3) | 11.0 s (11-11) |" in text
+    assert "| 5 | publish | 3.0 s (3 to 3) | 11.0 s (11 to 11) |" in text
     assert (
         "| Run's total (the Workflow's start to end; local: the runner's) | 33 s | 33 s | 20, 20 s |"
         in text
