@@ -216,10 +216,21 @@ def values(text: str) -> list[str]:
     return [value.strip() for value in text.split(",") if value.strip()]
 
 
+def requeue_values(text: str) -> list[str]:
+    """argparse type: durations as the controller reads them (Go's, e.g. 2s, 1m30s)."""
+    found = values(text)
+    for value in found:
+        try:
+            cluster_report.requeue_seconds(value)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return found
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.cluster_timing", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    p.add_argument("--requeue", type=values, default=[],
+    p.add_argument("--requeue", type=requeue_values, default=[],
                    help="the controller's DEFAULT_REQUEUE_TIME for the runs, each value in turn "
                         "(e.g. 2s,10s; default: as it is)")  # fmt: skip
     p.add_argument("--seeds", type=lambda t: [int(v) for v in values(t)], default=[0, 1, 2])

@@ -239,3 +239,13 @@ def test_measurements_of_other_settings_are_not_combined(record: dict[str, Any])
     other["settings"] = other["settings"] | {"workers": 2}
     with pytest.raises(ValueError, match="different settings"):
         cluster_report.combined([measurement(record), other])
+
+
+def test_a_requeue_time_is_read_as_the_controller_reads_a_duration() -> None:
+    assert cluster_report.requeue_seconds("2s") == 2
+    assert cluster_report.requeue_seconds("1m30s") == 90
+    assert cluster_report.requeue_seconds("500ms") == 0.5
+    assert cluster_report.requeue_seconds("unset") == 10  # rate_limiters.go's default
+    for wrong in ("2", "2x", "s", "2s junk"):
+        with pytest.raises(ValueError):
+            cluster_report.requeue_seconds(wrong)
