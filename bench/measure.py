@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
 import threading
@@ -121,3 +122,13 @@ def measure_ok(command: list[str], **options: object) -> Measurement:
             f"{' '.join(command[:4])} … failed ({measured.returncode}):\n{measured.stderr[-2000:]}"
         )
     return measured
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"

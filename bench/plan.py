@@ -9,10 +9,14 @@ Calibration (all from runs of this benchmark on this machine):
   of the first run), else the one-process FedAvg simulation (bench/fedavg.py); W workers need the fewest
   R tried that reach the target, and time to the target is undefined where no R tried reaches it.
 
-Assumed, not measured here (each node is of this machine's kind and runs one trainer):
-- POD_START_SECONDS per pod; the controller's DEFAULT_REQUEUE_TIME per DAG level (REQUEUE_SECONDS: as
-  infra/gke/up.sh configures it, and Argo's default); GCS transfer of each task's inputs and outputs (GCS_*
-  below); the registry's throughput and image streaming's start (REGISTRY_*, STREAM_START_SECONDS).
+Measured on the local cluster, a real Kubernetes and Argo controller (`python -m bench.cluster_timing`,
+bench/cluster_timing.json): each pod's start (POD_START_SECONDS), and the controller's wait between DAG
+levels (level_gap), at the requeue time infra/gke/up.sh configures and at Argo's default.
+
+Assumed, not measured here (each node is of this machine's kind and runs one trainer): GCS transfer of
+each task's inputs and outputs (GCS_* below: the local cluster's GCS is an emulator on the same machine);
+the registry's throughput and image streaming's start (REGISTRY_*, STREAM_START_SECONDS: the local
+cluster imports its images, it pulls none); that a GKE node starts a pod as fast as the local one.
 
 The first run on fresh nodes adds what fetching the images costs (first_run): their compressed sizes and
 the time to unpack them, measured here by bench/images.py (bench/images.json).
@@ -24,6 +28,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from itertools import pairwise
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -33,15 +38,12 @@ import numpy as np
 from steps.lib.mnist import IMAGE_SHAPE
 
 PLAN_WORKERS = (1, 2, 3, 4, 8, 16, 32)  # issue 14 asks for powers of two; 3 is the default
-# Pod creation to the main container's start on a node with the image cached, Argo's init container
-# (argoexec, which downloads the inputs) included: Kubernetes' start-up SLO is 5 s at the 99th
-# percentile without image pulls or init containers (sig-scalability/slos/pod_startup_latency.md).
-POD_START_SECONDS = 4.0
-# The workflow controller re-reads a workflow DEFAULT_REQUEUE_TIME after a pod of it changed
-# (workflow/controller/rate_limiters.go GetRequeueTime): 10 s unless set, and its comment suggests 2 s for
-# workflows of short steps; infra/gke/up.sh installs the controller with REQUEUE_TIME, whose default is
-# declared in infra/gke/config.sh and read from there. The first is the headline.
+# The workflow controller's DEFAULT_REQUEUE_TIME (workflow/controller/rate_limiters.go GetRequeueTime): 10 s
+# unless set, and its comment suggests 2 s for workflows of short steps; infra/gke/up.sh installs the
+# controller with REQUEUE_TIME, whose default is declared in infra/gke/config.sh and read from there. The
+# first is the headline.
 GKE_CONFIG = Path(__file__).resolve().parent.parent / "infra" / "gke" / "config.sh"
+CLUSTER_TIMING_JSON = Path(__file__).resolve().parent / "cluster_timing.json"
 
 
 def configured_requeue_seconds(config: Path = GKE_CONFIG) -> float:
@@ -54,9 +56,50 @@ def configured_requeue_seconds(config: Path = GKE_CONFIG) -> float:
     return float(found.group(1))
 
 
+def cluster_figures(path: Path = CLUSTER_TIMING_JSON) -> dict[str, Any]:
+    """The figures bench/cluster_timing.py measured on the local cluster (its --save)."""
+    return json.loads(path.read_text())["figures"]
+
+
 CONFIGURED_REQUEUE_SECONDS = configured_requeue_seconds()
 ARGO_DEFAULT_REQUEUE_SECONDS = 10.0
 REQUEUE_SECONDS = (CONFIGURED_REQUEUE_SECONDS, ARGO_DEFAULT_REQUEUE_SECONDS)
+CLUSTER = cluster_figures()
+# Pod creation to the main container's start on a node with the image cached, Argo's init container
+# (argoexec, which downloads the inputs, here from the emulator) included: the mean over every pod of the
+# local cluster's runs.
+POD_START_SECONDS: float = CLUSTER["pod_start"]["mean"]
+# A new run is queued without the requeue wait (workflow/controller/controller.go: the workflow
+# informer's AddFunc, AddAfter the configuration's initialDelay, none by default): its first pods are
+# created this long after it starts.
+FIRST_LEVEL_SECONDS: float = mean(v["first_level"]["mean"] for v in CLUSTER["requeue"].values())
+# What the controller's wait after a level measured above the rule of level_gap: after a pod that lived
+# less than the requeue (only a requeue above the pods' lives has such levels: one figure), and after one
+# that lived longer, for each requeue measured (a look due from the previous one can come before the
+# requeue after the pod's end: the measured mean takes it in).
+GAP_EXCESS_SHORT: float = CLUSTER["excess_after_short"]["mean"]
+GAP_EXCESS_LONG: dict[float, float] = {
+    value["seconds"]: value["excess_after_long"]["mean"]
+    for value in CLUSTER["requeue"].values()
+    if value["excess_after_long"]["n"]
+}
+
+
+def level_gap(requeue: float, life: float) -> float:
+    """Seconds from a level's pod ending to the next level's pods being created, for a pod that lived
+    `life` seconds from its creation. A change of a run (its status, which the controller writes when it
+    creates a pod: controller.go, the workflow informer's UpdateFunc) or a significant change of one of
+    its pods (workflow/controller/pod/significant.go) queues the run `requeue` later (rate_limiters.go),
+    and a later change keeps the earlier time (client-go v0.35 util/workqueue/delaying_queue.go,
+    waitingLoop). So a pod that ends within `requeue` of its creation is seen at its creation plus
+    `requeue`; a longer one was seen running, and the next change is its end, seen `requeue` later
+    unless a look already due (the previous look changed the run) comes sooner. Measured on the local
+    cluster: the rule, and the excess over it."""
+    if life < requeue:
+        return requeue - life + GAP_EXCESS_SHORT
+    return requeue + GAP_EXCESS_LONG.get(requeue, CLUSTER["excess_after_long"]["mean"])
+
+
 # A node fetches an image's compressed layers from Artifact Registry, which serves them from Cloud
 # Storage in the region: the same stream throughput as GCS_BYTES_PER_SECOND, assumed, not measured; then
 # it unpacks them (measured here: bench/images.py).
@@ -76,21 +119,32 @@ SAMPLE_BYTES = (
 )  # a uint8 image and its uint8 label, as shards store them
 TEST_SAMPLES = 10_000
 
+MEASURED = [
+    f"each pod starts {POD_START_SECONDS:.1f} s after it is created: creation to the main container "
+    "running, the image cached and Argo's init container (its download from the GCS emulator) "
+    f"included, the mean of {CLUSTER['pod_start']['n']} pods "
+    f"({CLUSTER['pod_start']['min']:.0f} to {CLUSTER['pod_start']['max']:.0f} s)",
+    "the controller creates a level's pods when it next looks at the run after the previous level's "
+    "pod ended: DEFAULT_REQUEUE_TIME after it created that pod, if the pod ended sooner, else about "
+    "DEFAULT_REQUEUE_TIME after the pod ended (workflow/controller/rate_limiters.go, "
+    f"pod/significant.go; bench/plan.py level_gap); measured {GAP_EXCESS_SHORT:+.1f} s off the first "
+    "case, and off the second "
+    + ", ".join(f"{excess:+.1f} s at {seconds:g} s" for seconds, excess in GAP_EXCESS_LONG.items())
+    + f"; a run's first pods are created {FIRST_LEVEL_SECONDS:.1f} s after it starts",
+]
+
 ASSUMPTIONS = [
-    f"each pod starts {POD_START_SECONDS:.0f} s after it is created, the image cached and the "
-    "init container's artifact download included (Kubernetes' start-up SLO: 5 s at the 99th "
-    "percentile, without image pulls or init containers)",
-    "the controller takes DEFAULT_REQUEUE_TIME to start the next DAG level after a pod ends: "
-    f"{CONFIGURED_REQUEUE_SECONDS:.0f} s as infra/gke/up.sh configures it (Argo's default, "
-    f"{ARGO_DEFAULT_REQUEUE_SECONDS:.0f} s, in the last column; workflow/controller/rate_limiters.go "
-    "GetRequeueTime suggests 2 s for workflows of short steps)",
+    "a GKE node starts a pod as the local cluster's node does (its sandbox, network and disk differ; "
+    "not measured)",
     f"GCS moves {GCS_BYTES_PER_SECOND / 1e6:.0f} MB/s and costs {GCS_SECONDS_PER_OBJECT * 1000:.0f} ms "
-    f"per object; shards hold {SAMPLE_BYTES} bytes per digit, models their measured size",
+    f"per object; shards hold {SAMPLE_BYTES} bytes per digit, models their measured size (the local "
+    "cluster's GCS is an emulator on the same machine, whose speed says nothing of GCS's)",
     "each node is this machine's kind and runs one task at a time, so each task takes its time "
     "measured alone here; everything else in the cluster is idle",
     f"the first run on fresh nodes fetches each image from Artifact Registry at "
     f"{REGISTRY_BYTES_PER_SECOND / 1e6:.0f} MB/s of compressed layers (GCS's throughput above, as the "
-    "registry serves layers from Cloud Storage), then unpacks it as fast as it unpacked here "
+    "registry serves layers from Cloud Storage; the local cluster imports its images and pulls none), "
+    "then unpacks it as fast as it unpacked here "
     "(`python -m bench.images`); a streamed image (GKE image streaming, on for the trainers' image as "
     f'infra/gke/up.sh configures it) runs {STREAM_START_SECONDS:.0f} s after its pod starts ("a couple '
     "of seconds, regardless of container size\", Google's announcement of image streaming), though not "
@@ -166,8 +220,8 @@ def train_seconds(c: Calibration, workers: int) -> float:
 
 
 def critical_path(c: Calibration, workers: int, rounds: int, requeue: float) -> dict:
-    """Seconds from submitting to the published model, and how much of it is training."""
-    level = POD_START_SECONDS + requeue
+    """Seconds from submitting to the published model, and how much of it is training: each level's pod
+    starts, runs its step, and the controller waits (level_gap) before creating the next level's."""
     split = c.split + transfer((c.train_samples + TEST_SAMPLES) * SAMPLE_BYTES, workers + 2)
     init = c.init + transfer(c.model_bytes, 1)
     aggregate = (
@@ -177,10 +231,13 @@ def critical_path(c: Calibration, workers: int, rounds: int, requeue: float) -> 
     )
     evaluate = c.evaluate + transfer(c.model_bytes + TEST_SAMPLES * SAMPLE_BYTES, 6)
     publish = c.publish + transfer(3 * c.model_bytes, 8)
-    per_round = train_seconds(c, workers) + level + aggregate + level
-    total = (
-        c.submit + max(split, init) + level + rounds * per_round + evaluate + publish + 2 * level
-    )
+    steps = [max(split, init), *[train_seconds(c, workers), aggregate] * rounds, evaluate, publish]
+    # each level: the wait before its pods (none for the first), their start, its step
+    levels = [POD_START_SECONDS + steps[0]]
+    for before, step in pairwise(steps):
+        levels.append(level_gap(requeue, POD_START_SECONDS + before) + POD_START_SECONDS + step)
+    total = c.submit + FIRST_LEVEL_SECONDS + sum(levels)
+    per_round = sum(levels[1 : 1 + 2 * rounds]) / rounds
     training = rounds * (c.train_samples / workers) * c.epochs * c.train_per_sample_epoch
     return {"seconds": total, "round_seconds": per_round, "training_seconds": training}
 

@@ -307,8 +307,15 @@ def plan_section(results: Mapping[str, Any]) -> str:
         f"Warm, requeue {plan.ARGO_DEFAULT_REQUEUE_SECONDS:g} s (Argo's default)",
         "Measured here (2 cores)",
     ]
+    measured = "\n".join(f"- {text}" for text in plan.MEASURED)
     assumptions = "\n".join(f"- {text}" for text in plan.ASSUMPTIONS)
-    parts = [calibration, "Assumed:\n\n" + assumptions, table(header_row, rows)]
+    parts = [
+        calibration,
+        "Measured on the local cluster, a real Kubernetes and Argo controller (`python -m "
+        "bench.cluster_timing`, docs/local-cluster.md):\n\n" + measured,
+        "Assumed:\n\n" + assumptions,
+        table(header_row, rows),
+    ]
     if details.get("images"):
         parts.insert(1, images_paragraph(details["images"]))
     return "\n\n".join(parts)

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench import plan
-from bench.measure import Measurement, measure, measure_ok, python_module
+from bench.measure import Measurement, cpu_model, measure, measure_ok, python_module
 from bench.pipeline_run import run_pipeline
 from bench.report import pipeline_runs_at_defaults, settings_text, table, write_outputs
 from bench.targets import TARGET_ACCURACY, check_all, extra_rows
@@ -371,16 +371,6 @@ STAGE_FUNCTIONS = {
     "preprocessing": stage_preprocessing,
     "sweeps": run_sweeps,
 }
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def machine() -> dict:

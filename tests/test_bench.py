@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import plan, results_page, timeline
+from bench import cluster_report, plan, results_page, timeline
 from bench.baseline_method import build_baseline_model, unweighted_average
 from bench.data import iid_shards
 from bench.pipeline_run import PROBE_DIR, LogWatcher, settings_record, submit_command
@@ -288,9 +288,37 @@ def test_the_plan_is_calibrated_on_the_run_that_ran_alone() -> None:
     fewer = plan.critical_path(calibration, 1, 3, requeue=2.0)
     more = plan.critical_path(calibration, 8, 3, requeue=2.0)
     assert more["training_seconds"] == pytest.approx(fewer["training_seconds"] / 8)
-    slower_controller = plan.critical_path(calibration, 8, 3, requeue=10.0)
-    levels = 1 + 2 * 3 + 2
-    assert slower_controller["seconds"] - more["seconds"] == pytest.approx(8.0 * levels)
+    # a requeue above every pod's life: the controller waits it less the pod's life after each level
+    # but the first, whose pods are created as the run starts (2 per round, evaluate, publish)
+    waits = 2 * 3 + 2
+    slow = plan.critical_path(calibration, 8, 3, requeue=100.0)
+    slower = plan.critical_path(calibration, 8, 3, requeue=200.0)
+    assert slower["seconds"] - slow["seconds"] == pytest.approx(100.0 * waits)
+    assert slower["round_seconds"] - slow["round_seconds"] == pytest.approx(100.0 * 2)
+    # ... and, as it looks again a requeue after it created each pod, only the last level's pod start
+    # and step show besides
+    publish = calibration.publish + plan.transfer(3 * calibration.model_bytes, 8)
+    assert slow["seconds"] == pytest.approx(
+        calibration.submit
+        + plan.FIRST_LEVEL_SECONDS
+        + waits * (100.0 + plan.GAP_EXCESS_SHORT)
+        + plan.POD_START_SECONDS
+        + publish
+    )
+
+
+def test_the_controllers_wait_after_a_level_follows_how_long_its_pod_lived() -> None:
+    """Seen again the requeue after it was created, or after it ended if it lived longer."""
+    assert plan.level_gap(10.0, 4.0) == pytest.approx(6.0 + plan.GAP_EXCESS_SHORT)
+    assert plan.level_gap(10.0, 25.0) == pytest.approx(10.0 + plan.GAP_EXCESS_LONG[10.0])
+    assert plan.level_gap(2.0, 4.0) == pytest.approx(2.0 + plan.GAP_EXCESS_LONG[2.0])
+
+
+def test_the_plans_cluster_figures_are_those_of_the_saved_measurements() -> None:
+    saved = json.loads(plan.CLUSTER_TIMING_JSON.read_text())
+    assert cluster_report.combined(saved["measurements"])["figures"] == saved["figures"]
+    assert saved["figures"]["pod_start"]["mean"] == plan.POD_START_SECONDS
+    assert set(saved["figures"]["requeue"]) == {f"{seconds:g}s" for seconds in plan.REQUEUE_SECONDS}
 
 
 def test_the_plan_needs_a_number_of_rounds_that_reaches_the_target() -> None:

@@ -62,7 +62,8 @@ def local_run(store: Path | str, logs: Path, source: Path, *extra: str) -> list[
     ]
 
 
-SMALL_RUN = ("--workers", "2", "--epochs", "1", "--batch", "32", "--rounds", "1", "--limit", "3000")
+SMALL_RUN: tuple[str, ...] = ("--workers", "2", "--epochs", "1", "--batch", "32", "--rounds", "1")
+SMALL_RUN += ("--limit", "3000")
 SMALL_RUN += ("--seed", str(FIXTURE_SEED))
 
 
