@@ -461,7 +461,7 @@ def test_plain_http_server_spoken_to_with_tls(
         (None, "mnist", ["401", "set ARGO_TOKEN", "kubectl -n mnist create token mnist-submitter"]),
         ("Bearer stale", "mnist", ["401", "ARGO_TOKEN is not accepted"]),
         ("Bearer read-only-token", "mnist", ["403", "ARGO_TOKEN", "namespace 'mnist'"]),
-        ("good-token", "nowhere", ["namespace 'nowhere' does not exist", "ARGO_NAMESPACE"]),
+        ("good-token", "nowhere", ["403", "namespace 'nowhere'", "ARGO_NAMESPACE"]),
     ],
     ids=["no-token", "bad-token", "forbidden", "no-namespace"],
 )

@@ -11,8 +11,9 @@ What it serves, as the server would: create and get workflows, create/get/update
 submit from a template. A run submitted from a template is named `<template>-` and five characters, unless
 submitOptions.generateName or .name say otherwise (upstream workflow/common/convert.go,
 NewWorkflowFromWorkflowTemplate; SubmitOpts in the OpenAPI: "GenerateName overrides
-metadata.generateName"). Bearer tokens, namespaces and names behave as on a cluster: 401, 403, 404
-namespace, 409 name, 409 conflict for a stale resourceVersion.
+metadata.generateName"). Bearer tokens, namespaces and names behave as on a cluster: 401, 403 (also for
+a namespace that does not exist: RBAC refuses first), 404 template, 409 name, 409 conflict for a stale
+resourceVersion; worded as the real server words them (tests/cluster/test_server_refusals.py).
 
 The server reads templates from an informer's cache, not from the API server (server/apiserver/
 argoserver.go builds wftmplStore from an informer; GetWorkflowTemplate and SubmitWorkflow read it), so a
@@ -164,10 +165,8 @@ class ArgoDouble:
             self._reject(f"{handler.command} {path}: body is not JSON")
         self.requests.append((handler.command, path, body))
         operation, path_values = self._conform(handler.command, path, parse_qs(url.query), body)
-        self._authorize(handler.headers.get("Authorization", ""))
         namespace = path_values.get("namespace", "")
-        if namespace not in self.namespaces:
-            raise Refused(404, 5, f'namespaces "{namespace}" not found')
+        self._authorize(handler.command, path, handler.headers.get("Authorization", ""), namespace)
         serve = getattr(self, f"_op_{operation['operationId']}", None)
         if serve is None:
             raise Refused(501, 12, f"the double does not serve {operation['operationId']}")
@@ -214,13 +213,26 @@ class ArgoDouble:
         self._reject(f"no API path {path}")
         raise AssertionError("unreachable")
 
-    def _authorize(self, authorization: str) -> None:
+    def _authorize(self, method: str, path: str, authorization: str, namespace: str) -> None:
+        """As the real server answers (tests/cluster/test_server_refusals.py): a token it does not
+        accept, then the API server's RBAC, which refuses before it looks the namespace up."""
+        if authorization not in (self.token, self.forbidden_token):
+            raise Refused(401, 16, "token not valid: Unauthorized")
         if authorization == self.forbidden_token:
-            raise Refused(
-                403, 7, 'workflows.argoproj.io is forbidden: User "system:serviceaccount" cannot'
-            )
-        if authorization != self.token:
-            raise Refused(401, 16, "token not valid. see https://argo-workflows.readthedocs.io")
+            raise Refused(403, 7, self._forbidden(method, path, namespace, "mnist-page"))
+        if namespace not in self.namespaces:
+            raise Refused(403, 7, self._forbidden(method, path, namespace, "mnist-submitter"))
+
+    @staticmethod
+    def _forbidden(method: str, path: str, namespace: str, account: str) -> str:
+        """The API server's RBAC refusal, as the Argo Server passes it on."""
+        resource = "workflowtemplates" if "/workflow-templates/" in path else "workflows"
+        verb = {"POST": "create", "PUT": "update", "DELETE": "delete"}.get(method, "get")
+        return (
+            f'{resource}.argoproj.io is forbidden: User "system:serviceaccount:mnist:{account}" '
+            f'cannot {verb} resource "{resource}" in API group "argoproj.io" in the namespace '
+            f'"{namespace}"'
+        )
 
     # ---- workflows -----------------------------------------------------------------------------
 

@@ -195,7 +195,9 @@ def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
     if status == 403:
         return ArgoError(
             f"the token in ARGO_TOKEN may not do this in namespace {server.namespace!r} "
-            f"(403 {detail}); use a token of a ServiceAccount allowed there"
+            f"(403 {detail}); use a token of a ServiceAccount allowed there, or check the namespace "
+            "(ARGO_NAMESPACE, --namespace): in one that does not exist only an administrator's token "
+            "is told so, any other's is refused like this"
         )
     if status == 404 and "namespace" in detail.lower():
         return ArgoError(
