@@ -13,6 +13,7 @@ import datetime
 import http.server
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -233,6 +234,29 @@ def test_a_retried_node_shows_its_retries(watched_run: Callable) -> None:
     code, out, _ = watched_run("retry")
     failed = f"main: Error (exit code 1): {FIRST_TRY_LINE}"
     check_retried_trainer(code, out, trainer("0"), failed, "15 seconds", every=True)
+
+
+def test_the_docs_example_is_the_watch_of_its_recording(watched_run: Callable) -> None:
+    """docs/argo.md shows what the watch printed for the retry story: each of its lines is a line of
+    the recording's replay, its duration aside (the replay's clock may fall a second either way)."""
+    code, out, _ = watched_run("retry")
+    assert code == 0
+    section = docs.section(docs.ARGO, "Submit a run and follow it")
+    [example] = [body for _, body in docs.code_blocks(section) if "mnist-x7k2p" in body]
+    steps = [line for line in example.splitlines() if line.startswith("  ")]
+    steps = [line for line in steps if line.split()[0] != "..." and "https://" not in line]
+    assert len(steps) >= 15
+    printed = {without_duration(line) for line in out.splitlines()}
+    for line in steps:
+        assert without_duration(line) in printed, line
+    name = out.split()[1]
+    for line in example.splitlines():
+        if line.startswith(("run ", "test accuracy: ")):
+            assert line.replace("mnist-x7k2p", name) in out.splitlines(), line
+
+
+def without_duration(line: str) -> str:
+    return re.sub(r"\s+\d+s(?=\s|$)", "", line)
 
 
 def watch_polls(double: ArgoDouble, url: str) -> list[tuple[int, str]]:
