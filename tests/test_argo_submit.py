@@ -30,7 +30,7 @@ from tests.doubles.argo_server import ArgoDouble
 from tests.support import docs
 from tests.support.argo_schema import first_error, workflow_validator
 from tests.support.project import ROOT, free_port
-from tests.support.stories import FIRST_TRY_LINE, MISSING_IMAGE, OOM_LAST_LINE
+from tests.support.stories import FIRST_TRY_LINE, MISSING_IMAGE, OOM_LAST_LINE, STORIES
 from tests.support.watch_output import (
     PROGRESS,
     check_failed_trainer,
@@ -315,6 +315,16 @@ def test_a_retried_trainer_shows_its_current_tries_progress(watched_run: Callabl
     assert progress_of(out, retried) == recording.reports(first) + recording.reports(second)
     summed = {node.get("progress") for node in recording.nodes(retried)}
     assert summed.isdisjoint(recording.reports(second)), "the recording cannot tell them apart"
+
+
+@pytest.mark.parametrize("story", STORIES)
+def test_each_story_is_recorded_as_it_stands(story: str) -> None:
+    """A story changed since its run was recorded must be recorded again (tests/doubles/record_runs.py)."""
+    recording, told = recordings.load(story), STORIES[story]
+    assert recording.story == story
+    assert recording.flags == told.flags
+    fault = {"shard": told.failing_shard, "command": told.fault} if told.fault else None
+    assert (recording.fault, recording.train_image) == (fault, told.train_image or None)
 
 
 def test_the_double_replays_a_recorded_run_under_the_created_name(

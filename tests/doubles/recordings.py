@@ -115,6 +115,8 @@ class Recording:
     story: str
     run: str  # the recorded run's name
     flags: tuple[str, ...]  # submit.py's flags for the run's settings
+    fault: dict | None  # the shard whose trainer ran a command first, and the command
+    train_image: str | None  # the trainers' image, when it was not the cluster's
     read: tuple[datetime, ...]
     statuses: tuple[dict, ...]
     stopped: int | None  # the index of the first status read after StopWorkflow
@@ -211,6 +213,8 @@ def read(path: Path) -> Recording:
         story=document["story"],
         run=document["run"],
         flags=tuple(document["flags"]),
+        fault=document["fault"],
+        train_image=document["train_image"],
         read=tuple(read),
         statuses=tuple(statuses),
         stopped=document.get("stopped"),

@@ -11,7 +11,7 @@ ordinary failure the retry strategy retries.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tests.support.faults import with_failing_shard
 from workflows.pipeline.settings import PipelineSettings, defaults, from_arguments
@@ -73,6 +73,16 @@ class Story:
         return self.alter(compile_workflow(self.settings(where)))
 
 
+FAIL = Story(
+    "fail",
+    "2 workers, 2 rounds; shard 1's trainer is OOM-killed on every try, so round 1's aggregate fails "
+    "(every worker must deliver)",
+    ("--workers", "2", "--rounds", "2", "--min-workers", "0", *QUICK),
+    failing_shard="1",
+    fault=OOM,
+)
+# Long enough for the controller to take two progress reports from each try (once a minute)
+LONG = ("--epochs", "8", "--batch", "32", "--limit", "0", *SEEDED)
 STORIES = {
     story.name: story
     for story in (
@@ -81,40 +91,18 @@ STORIES = {
             "a run of 3 workers and 2 rounds that succeeds, not served (--serve never)",
             ("--workers", "3", "--rounds", "2", *QUICK),
         ),
-        Story(
-            "fail",
-            "2 workers, 2 rounds; shard 1's trainer is OOM-killed on every try, so round 1's "
-            "aggregate fails (every worker must deliver)",
-            ("--workers", "2", "--rounds", "2", "--min-workers", "0", *QUICK),
-            failing_shard="1",
-            fault=OOM,
-        ),
-        Story(
-            "min-workers",
-            "the fail story with --min-workers 1: the run goes ahead without shard 1",
-            ("--workers", "2", "--rounds", "2", "--min-workers", "1", *QUICK),
-            failing_shard="1",
-            fault=OOM,
+        FAIL,
+        replace(
+            FAIL,
+            name="min-workers",
+            about="the fail story with --min-workers 1: the run goes ahead without shard 1",
+            flags=("--workers", "2", "--rounds", "2", "--min-workers", "1", *QUICK),
         ),
         Story(
             "retry",
-            "1 worker, 1 round of a long trainer; its first try trains 150 s, then ends with exit "
-            "code 1, and its retry trains from the start; each try runs long enough for the "
-            "controller to take two of its progress reports (once a minute). One worker: the "
-            "node has room for one trainer at a time",
-            (
-                "--workers",
-                "1",
-                "--rounds",
-                "1",
-                "--epochs",
-                "8",
-                "--batch",
-                "32",
-                "--limit",
-                "0",
-                *SEEDED,
-            ),
+            "1 worker (the node has room for one trainer at a time), 1 round of a long trainer; its "
+            "first try trains 150 s, then ends with exit code 1, and its retry trains from the start",
+            ("--workers", "1", "--rounds", "1", *LONG),
             failing_shard="0",
             fault=first_try_fails(150),
         ),
