@@ -2,7 +2,8 @@
 runs in this suite).
 
 Every request the client sends is checked against the server's OpenAPI by the double; a test fails if
-any was rejected.
+any was rejected. A watched run replays a real run recorded on a cluster (tests/doubles/recordings/),
+so what the watch is tested on is what Argo's controller said.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import datetime
 import http.server
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -23,21 +25,28 @@ from pathlib import Path
 
 import pytest
 
-from tests.doubles.argo_server import (
-    ACCURACY,
-    FAILING_NODE,
-    NOT_SERVED_REASON,
-    RETRIED_NODE,
-    ArgoDouble,
-)
+from tests.doubles import recordings
+from tests.doubles.argo_server import ArgoDouble
 from tests.support import docs
 from tests.support.argo_schema import first_error, workflow_validator
 from tests.support.project import ROOT, free_port
+from tests.support.stories import FIRST_TRY_LINE, MISSING_IMAGE, OOM_LAST_LINE, STORIES
+from tests.support.watch_output import (
+    PROGRESS,
+    check_failed_trainer,
+    check_retried_trainer,
+    lines_of,
+    phase,
+    phases_of,
+    progress_of,
+    retries_in,
+    steps_in,
+)
 from workflows.lint.entry_point import check as check_with_argo_rules
 from workflows.pipeline import cluster
 from workflows.pipeline.settings import PipelineSettings
-from workflows.server.client import from_environment
-from workflows.server.watch import describe, failure, steps_of, watch
+from workflows.server.client import ArgoError, from_environment, get_workflow, stop_workflow
+from workflows.server.watch import describe, failure, one_line, steps_of, watch
 from workflows.submit import main
 
 TOKEN = "Bearer good-token"
@@ -118,35 +127,23 @@ def argo(serve: Callable, monkeypatch: pytest.MonkeyPatch) -> ArgoDouble:
 def watched_run(
     serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> Callable[..., tuple[int, str, str]]:
-    """Submit and watch a run of two workers, with the given flags, on a double of the Argo Server
-    whose run ends with the given outcome."""
+    """Submit a run with a story's flags (tests/support/stories.py) and watch it on a double of the
+    Argo Server that replays the real run recorded for that story."""
 
-    def run(outcome: str, *args: str) -> tuple[int, str, str]:
-        _, url = serve(outcome=outcome)
+    def run(story: str) -> tuple[int, str, str]:
+        _, url = serve(story=story)
         on_argo(monkeypatch, url)
-        return submit(capsys, "--workers", "2", *args, "--watch")
+        return submit(capsys, *recordings.load(story).flags, "--watch")
 
     return run
 
 
-def lines_of(out: str, node: str) -> list[str]:
-    return [line for line in out.splitlines() if line.split()[:1] == [node]]
-
-
-def phases_of(out: str, node: str) -> list[str]:
-    """The node's phases as the watch printed them, without its progress lines."""
-    return [line.split()[1] for line in lines_of(out, node) if " progress " not in line]
-
-
-def progress_of(out: str, node: str) -> list[str]:
-    return [
-        line.split(" progress ")[1].split()[0]
-        for line in lines_of(out, node)
-        if " progress " in line
-    ]
+def trainer(shard: str, train_round: int = 1) -> str:
+    return f"train-round-{train_round}({shard}:{shard})"
 
 
 def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
+    recording = recordings.load("succeed")
     double, url = serve()
     environment = {
         **os.environ,
@@ -155,10 +152,7 @@ def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
         "ARTIFACTS": STORE,
     }
     command = [sys.executable, str(ROOT / "workflows" / "submit.py")]
-    arguments = [
-        *("--workers", "3", "--epochs", "2", "--batch", "100"),
-        *("--image", IMAGE, "--train-image", TRAIN_IMAGE, "--watch"),
-    ]
+    arguments = [*recording.flags, "--image", IMAGE, "--train-image", TRAIN_IMAGE, "--watch"]
     result = subprocess.run(
         [*command, *arguments, "--poll-seconds", "0"],
         capture_output=True,
@@ -172,63 +166,97 @@ def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
     sent = body["workflow"]
     assert first_error(workflow_validator("Workflow"), sent) is None
     parameters = {p["name"]: p["value"] for p in sent["spec"]["arguments"]["parameters"]}
-    assert (parameters["workers"], parameters["epochs"], parameters["batch"]) == ("3", "2", "100")
+    flags = dict(zip(recording.flags[::2], recording.flags[1::2], strict=True))
+    for name in ("workers", "epochs", "batch", "limit", "seed", "serve"):
+        assert parameters[name] == flags[f"--{name}"], name
     assert parameters["store"] == STORE
     name = next(iter(double.runs))
     lines = result.stdout.splitlines()
     assert lines[0] == f"submitted {name} to {url} (namespace {cluster.NAMESPACE})"
     assert lines[1].strip() == f"{url}/workflows/{cluster.NAMESPACE}/{name}"
-    last = PipelineSettings().rounds
-    for node in (
-        "split",
-        f"train-round-{last}(2:2)",
-        f"aggregate-round-{last}",
-        "evaluate",
-        "publish",
-    ):
-        assert phases_of(result.stdout, node) == ["Pending", "Running", "Succeeded"], node
-    assert f"run {name} Succeeded in " in result.stdout
-    assert f"test accuracy: {ACCURACY}" in result.stdout
+    # split, init, 2 rounds of 3 trainers and an aggregate, evaluate, publish
+    steps = recording.steps()
+    assert len(steps) == 1 + 1 + 2 * (3 + 1) + 1 + 1
+    assert sorted(steps_in(result.stdout)) == sorted(steps)
+    # each step's one try: a line for every state the controller gave it, in order, with its message
+    for step in steps:
+        [one_try] = recording.tries(step)
+        states = recording.states(one_try)
+        assert (states[0][0], states[-1][0]) == ("Pending", "Succeeded"), states
+        printed = [line for line in lines_of(result.stdout, step) if PROGRESS not in line]
+        assert [phase(line) for line in printed] == [state[0] for state in states], step
+        for line, (_, message) in zip(printed, states, strict=True):
+            assert line.endswith(f"  {message}" if message else "s"), line  # else: its duration
+    trainer_waits = [
+        line for line in lines_of(result.stdout, trainer("2")) if "Unschedulable" in line
+    ]
+    assert trainer_waits, "a trainer waiting for the node's CPU says so"
+    seconds = (
+        recordings.moment(recording.final["finishedAt"])
+        - recordings.moment(recording.final["startedAt"])
+    ).total_seconds()
+    assert f"\nrun {name} Succeeded in {seconds:.0f}s\n" in result.stdout
+    assert f"test accuracy: {recording.output('evaluate', 'accuracy')}" in result.stdout
     # publish's outcome is its output parameters, not its exit code: the run Succeeded
+    reason = recording.output("publish", "reason")
     [said] = [line for line in result.stdout.splitlines() if "served" in line]
-    assert said.startswith(f"not served: {NOT_SERVED_REASON}; to serve it anyway: "), said
+    assert said.startswith(f"not served: {reason}; to serve it anyway: "), said
     assert said.endswith(f"-m steps.serve {name} --store {STORE}")
     assert result.stderr == ""
 
 
 def test_a_failed_run_names_the_failed_node(watched_run: Callable) -> None:
-    code, out, err = watched_run("fail", "--rounds", "2")
-    assert code == 1
-    assert err.splitlines() == [f"submit: {FAILING_NODE} failed: OOMKilled (exit code 137)"]
-    assert phases_of(out, FAILING_NODE)[-1] == "Failed"
-    assert "2 retries" in lines_of(out, FAILING_NODE)[-1]
-    # the other trainer delivered, so aggregate runs, and fails: every worker must deliver
-    assert phases_of(out, "aggregate-round-1")[-1] == "Failed"
-    assert "train-round-2" not in out and "test accuracy" not in out
+    """A trainer OOM-killed on every try: each wait says why, as the controller words it (operator.go,
+    the container's name first, then its log's last line: the shell's word for the kill) and for how
+    long (humanize.Duration's words, doubling), then the failure in one line."""
+    code, out, err = watched_run("fail")
+    killed = f"main: OOMKilled (exit code 137): {OOM_LAST_LINE}"
+    backoffs = ["15 seconds", "30 seconds"]
+    check_failed_trainer(code, out, err, trainer("1"), killed, backoffs, every=True)
 
 
 def test_a_run_goes_ahead_without_a_failed_trainer_when_min_workers_allow(
     watched_run: Callable,
 ) -> None:
-    code, out, err = watched_run("fail", "--rounds", "1", "--min-workers", "1")
+    recording = recordings.load("min-workers")
+    code, out, err = watched_run("min-workers")
     assert code == 0, out + err
-    assert phases_of(out, FAILING_NODE)[-1] == "Failed"
-    assert phases_of(out, "aggregate-round-1")[-1] == "Succeeded"
-    assert f"test accuracy: {ACCURACY}" in out
+    for train_round in (1, 2):
+        assert phases_of(out, trainer("1", train_round))[-1] == "Failed"
+        assert retries_in(lines_of(out, trainer("1", train_round))[-1]) == 2
+        assert phases_of(out, trainer("0", train_round))[-1] == "Succeeded"
+        assert phases_of(out, f"aggregate-round-{train_round}")[-1] == "Succeeded"
+    assert f"test accuracy: {recording.output('evaluate', 'accuracy')}" in out
+    assert err == ""
 
 
 def test_a_retried_node_shows_its_retries(watched_run: Callable) -> None:
-    code, out, _ = watched_run("retry", "--rounds", "1")
+    code, out, _ = watched_run("retry")
+    failed = f"main: Error (exit code 1): {FIRST_TRY_LINE}"
+    check_retried_trainer(code, out, trainer("0"), failed, "15 seconds", every=True)
+
+
+def test_the_docs_example_is_the_watch_of_its_recording(watched_run: Callable) -> None:
+    """docs/argo.md shows what the watch printed for the retry story: each of its lines is a line of
+    the recording's replay, its duration aside (the replay's clock may fall a second either way)."""
+    code, out, _ = watched_run("retry")
     assert code == 0
-    retried = [line for line in lines_of(out, RETRIED_NODE) if " progress " not in line]
-    first, waiting, second = retried[:2], retried[2], retried[3:]
-    assert [line.split()[1] for line in first] == ["Pending", "Running"]
-    # the failed try, and the wait before the next (the Retry node stays Running meanwhile)
-    assert waiting.split()[1] == "Running" and "Error (exit code 1)" in waiting
-    assert [line.split()[1] for line in second] == ["Pending", "Running", "Succeeded"]
-    assert all(line.rstrip().endswith("1 retry") for line in second)
-    others = [line for line in out.splitlines() if "retry" in line and RETRIED_NODE not in line]
-    assert others == []
+    section = docs.section(docs.ARGO, "Submit a run and follow it")
+    [example] = [body for _, body in docs.code_blocks(section) if "mnist-x7k2p" in body]
+    steps = [line for line in example.splitlines() if line.startswith("  ")]
+    steps = [line for line in steps if line.split()[0] != "..." and "https://" not in line]
+    assert len(steps) >= 15
+    printed = {without_duration(line) for line in out.splitlines()}
+    for line in steps:
+        assert without_duration(line) in printed, line
+    name = out.split()[1]
+    for line in example.splitlines():
+        if line.startswith(("run ", "test accuracy: ")):
+            assert line.replace("mnist-x7k2p", name) in out.splitlines(), line
+
+
+def without_duration(line: str) -> str:
+    return re.sub(r"\s+\d+s(?=\s|$)", "", line)
 
 
 def watch_polls(double: ArgoDouble, url: str) -> list[tuple[int, str]]:
@@ -244,43 +272,91 @@ def watch_polls(double: ArgoDouble, url: str) -> list[tuple[int, str]]:
     return lines
 
 
+def reported(recording: recordings.Recording, step: str) -> list[str]:
+    """The progress values each of the step's tries showed while it ran, try after try."""
+    values = []
+    for name in recording.tries(step):
+        assert len(recording.reports(name)) >= 2, f"{name}: the recording has too few reports"
+        values += recording.reports(name)
+    return values
+
+
 def test_watch_prints_each_trainers_progress_once_per_change(
     serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Trainers report batches done (ARGO_PROGRESS_FILE); the server returns it as each node's
-    `progress`. Polling twice as fast as the run changes, the watch still prints each value once,
-    at most one line per step per poll, and none for steps that report nothing."""
-    double, url = serve(reads_per_tick=2)
+    """Trainers report batches done (ARGO_PROGRESS_FILE); the controller takes a report about once
+    a minute and the server returns it as each node's `progress`. Polling twice as fast as the
+    recording changes, the watch still prints each value once, at most one line per step per poll,
+    and none for steps that report nothing."""
+    recording = recordings.load("retry")
+    double, url = serve(story="retry", reads_per_tick=2)
     on_argo(monkeypatch, url)
-    assert (
-        submit(capsys, "--workers", "3", "--rounds", "2", "--epochs", "1", "--batch", "50")[0] == 0
-    )
+    assert submit(capsys, *recording.flags)[0] == 0
     lines = watch_polls(double, url)
     out = "\n".join(line for _, line in lines)
-    batches = 1 * 20000 // 50
-    for shard in range(3):
-        for train_round in (1, 2):
-            node = f"train-round-{train_round}({shard}:{shard})"
-            assert progress_of(out, node) == [
-                f"{batches // 3}/{batches}",
-                f"{2 * batches // 3}/{batches}",
-            ]
-            assert phases_of(out, node) == ["Pending", "Running", "Succeeded"]
-    for node in ("split", "init", "aggregate-round-1", "evaluate", "publish"):
-        assert progress_of(out, node) == [], node
+    trainers = [step for step in recording.steps() if step.startswith("train-")]
+    assert trainers == [trainer("0")]
+    for step in trainers:
+        assert progress_of(out, step) == reported(recording, step), step
+    for step in set(recording.steps()) - set(trainers):
+        assert progress_of(out, step) == [], step
     steps_per_poll = [(poll, line.split()[0]) for poll, line in lines]
     assert len(steps_per_poll) == len(set(steps_per_poll)), "two lines for one step in one poll"
 
 
 def test_a_retried_trainer_shows_its_current_tries_progress(watched_run: Callable) -> None:
-    """A Retry node's own progress sums all its tries (Argo's UpdateProgress); the watch shows the
-    running try's, which starts again from the beginning."""
-    code, out, _ = watched_run("retry", "--rounds", "1")
+    """A Retry node's own progress sums all its tries' (progress/updater.go, sumProgress); the watch
+    shows the running try's own, from where that try started."""
+    recording = recordings.load("retry")
+    code, out, _ = watched_run("retry")
     assert code == 0
-    defaults = PipelineSettings()  # 2 shards of 30000 digits
-    batches = defaults.epochs * 30000 // defaults.batch
-    third, two_thirds = f"{batches // 3}/{batches}", f"{2 * batches // 3}/{batches}"
-    assert progress_of(out, RETRIED_NODE) == [third, two_thirds, third, two_thirds]
+    retried = trainer("0")
+    first, second = recording.tries(retried)
+    assert progress_of(out, retried) == recording.reports(first) + recording.reports(second)
+    summed = {node.get("progress") for node in recording.nodes(retried)}
+    assert summed.isdisjoint(recording.reports(second)), "the recording cannot tell them apart"
+
+
+@pytest.mark.parametrize("story", STORIES)
+def test_each_story_is_recorded_as_it_stands(story: str) -> None:
+    """A story changed since its run was recorded must be recorded again (tests/doubles/record_runs.py)."""
+    recording, told = recordings.load(story), STORIES[story]
+    assert recording.story == story
+    assert recording.flags == told.flags
+    fault = {"shard": told.failing_shard, "command": told.fault} if told.fault else None
+    assert (recording.fault, recording.train_image) == (fault, told.train_image or None)
+
+
+def test_the_double_replays_a_recorded_run_under_the_created_name(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each status of the recording in turn, one every `reads_per_tick` reads, then the last again;
+    the created run's name and metadata; a stop the recorded run never had is an error, not an
+    answer the double makes up."""
+    recording = recordings.load("fail")
+    double, url = serve(story="fail", reads_per_tick=2)
+    on_argo(monkeypatch, url)
+    assert submit(capsys, *recording.flags, "--name", "mnist-replayed")[0] == 0
+    server = from_environment({"ARGO_SERVER": url, "ARGO_TOKEN": TOKEN})
+    answers = [
+        get_workflow(server, "mnist-replayed") for _ in range(2 * len(recording.statuses) + 2)
+    ]
+
+    def phases(status: dict, name: str) -> dict[str, str]:
+        nodes = status["nodes"].values()
+        return {node["name"].replace(name, "RUN"): node.get("phase", "") for node in nodes}
+
+    expected = [phases(status, recording.run) for status in recording.statuses]
+    served = [phases(answer["status"], "mnist-replayed") for answer in answers]
+    assert served == [each for each in expected for _ in (1, 2)] + [expected[-1]] * 2
+    assert recording.run not in json.dumps(answers)
+    assert {answer["metadata"]["name"] for answer in answers} == {"mnist-replayed"}
+    assert (
+        answers[0]["metadata"]["labels"]
+        == double.runs["mnist-replayed"].workflow["metadata"]["labels"]
+    )
+    with pytest.raises(ArgoError, match="was not stopped"):
+        stop_workflow(server, "mnist-replayed", "stopped by the test")
 
 
 def test_the_docs_name_the_metrics_as_the_controller_exports_them() -> None:
@@ -357,17 +433,18 @@ def test_from_template_starts_a_run_with_the_given_settings(
     assert code == 1
     assert err.count("\n") == 1 and "mnist-pipeline" in err and "not found" in err
     assert "register it first" in err
-    assert submit(capsys, "--register", "--rounds", "1")[0] == 0
-    code, out, _ = submit(capsys, "--from-template", "--workers", "5", "--epochs", "3", "--watch")
+    assert submit(capsys, "--register", "--rounds", "2")[0] == 0
+    code, out, _ = submit(capsys, "--from-template", "--workers", "3", "--epochs", "3", "--watch")
     assert code == 0, out
     [(_, path, body)] = [r for r in argo.requests if r[1].endswith("/submit")][-1:]
     assert path == "/api/v1/workflows/mnist/submit"
     assert body["resourceKind"] == "WorkflowTemplate"
     assert body["resourceName"] == cluster.TEMPLATE_NAME
-    assert {"workers=5", "epochs=3", f"store={STORE}"} <= set(body["submitOptions"]["parameters"])
-    assert phases_of(out, "train-round-1(4:4)") == ["Pending", "Running", "Succeeded"]
-    assert "train-round-1(5:5)" not in out
-    assert f"test accuracy: {ACCURACY}" in out
+    assert {"workers=3", "epochs=3", f"store={STORE}"} <= set(body["submitOptions"]["parameters"])
+    # the run the double replays: the succeed story's, of 3 workers and 2 rounds
+    assert phases_of(out, "train-round-2(2:2)")[-1] == "Succeeded"
+    accuracy = recordings.load("succeed").output("evaluate", "accuracy")
+    assert f"test accuracy: {accuracy}" in out
 
 
 def test_runs_from_the_template_are_named_like_direct_runs(
@@ -736,19 +813,33 @@ def test_register_and_run_in_one_call_runs_the_spec_just_registered(
 
 
 def test_a_step_whose_image_cannot_be_pulled_stops_the_watched_run(
-    watched_run: Callable, monkeypatch: pytest.MonkeyPatch
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Argo v4.1.2 leaves such a pod Pending until the kubelet ends it at its activeDeadlineSeconds,
-    then retries it (the train step's hour, three times); the watch stops the run instead."""
+    """Argo leaves such a pod Pending until the kubelet ends it at its activeDeadlineSeconds, then
+    retries it (the train step's hour, three times); the watch stops the run instead, as the Argo UI's
+    Stop does, and the controller ends every try it had (exec_control.go:52) and fails the run."""
     monkeypatch.setattr("workflows.server.watch.STUCK_SECONDS", 0.3)
-    code, out, err = watched_run("cannot-pull")
+    recording = recordings.load("cannot-pull")
+    double, url = serve(story="cannot-pull")
+    on_argo(monkeypatch, url)
+    code, out, err = submit(capsys, *recording.flags, "--watch")
     assert code == 1
-    pending = [line for line in lines_of(out, FAILING_NODE) if "Pending" in line]
-    assert pending and "ImagePullBackOff: Back-off pulling image" in pending[0]
+    [name] = double.runs
+    stuck = trainer("0")  # the other trainer waits for the node's CPU, which the stuck pod holds
+    pending = [line for line in lines_of(out, stuck) if phase(line) == "Pending"]
+    assert f'ImagePullBackOff: Back-off pulling image "{MISSING_IMAGE}"' in pending[-1]
     [stopping] = [line for line in out.splitlines() if line.startswith("stopping ")]
-    assert f"{FAILING_NODE} cannot start: ImagePullBackOff" in stopping
-    assert "Stopped with strategy 'Stop'" in err and err.count("\n") == 1
-    assert "Succeeded" not in phases_of(out, "publish")
+    assert stopping.startswith(f"stopping {name}: {stuck} cannot start: ImagePullBackOff: ")
+    [(path, body)] = [(r[1], r[2]) for r in double.requests if r[1].endswith("/stop")]
+    assert path == f"/api/v1/workflows/mnist/{name}/stop"
+    assert stopping.startswith(f"stopping {name}: {body['message']}")
+    shutdown = "workflow shutdown with strategy:  Stop"
+    assert err.splitlines() == [f"submit: {stuck} failed: {shutdown}"]
+    for step in (trainer("0"), trainer("1")):
+        last = lines_of(out, step)[-1]
+        assert phase(last) == "Failed" and last.endswith(f"  {shutdown}"), last
+    assert f"\nrun {name} Failed in " in out
+    assert "publish" not in out and "test accuracy" not in out
 
 
 @pytest.mark.parametrize(
@@ -803,3 +894,8 @@ def test_a_failed_containers_log_tail_is_shown_by_its_last_line() -> None:
     )
     [step] = steps_of(workflow)
     assert "\n" not in describe(step)
+    # and the real one: the controller's message of the aggregate that failed in the fail story
+    recorded = recordings.load("fail").nodes("aggregate-round-1(0)")[-1]["message"]
+    assert recorded.count("\n") > 2 and "argo=true" in recorded, recorded
+    [own] = [line for line in recorded.splitlines() if line.startswith("python -m steps.aggregate")]
+    assert one_line(recorded) == f"main: Error (exit code 2): {own}"

@@ -20,10 +20,13 @@ argoserver.go builds wftmplStore from an informer; GetWorkflowTemplate and Submi
 read right after a write may still see what was there before: `informer_lag` is how many template reads
 after each write still see the previous state. Writes go to the API server and see the truth.
 
-A created run is played by the stand-in for Argo's controller and the steps in argo_controller_double.py:
-it moves on one tick (SECONDS_PER_TICK of run time) every `reads_per_tick` GETs of it, so a watcher polling
-faster than the run changes reads the same state again. `outcome` picks the story: "succeed", "fail",
-"retry" or "cannot-pull". A run can be stopped.
+A created run replays a recording of a real run (tests/doubles/recordings.py; `story` picks it, one of
+tests/support/stories.py): each GET of the run answers the recording's next status, one status every
+`reads_per_tick` GETs, so a watcher polling faster than the run changes reads the same status again; after
+the last it stays there. The recorded run's name is replaced by the created one, and its times are moved
+so that each status reads as if read now. The created spec and metadata are the run's own. StopWorkflow
+moves the run to the part of its recording that followed its stop; a recording that was not stopped has
+none, and stopping its run is an error of the test.
 """
 
 from __future__ import annotations
@@ -35,22 +38,19 @@ import ssl
 import string
 import threading
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.doubles.argo_controller import (
-    ACCURACY,
-    FAILING_NODE,
-    NOT_SERVED_REASON,
-    RETRIED_NODE,
-    START,
-    RunPlan,
-)
+from tests.doubles import recordings
+from tests.doubles.recordings import Recording
 from tests.support.argo_schema import first_error, openapi, openapi_validator
 
-__all__ = ["ACCURACY", "FAILING_NODE", "NOT_SERVED_REASON", "RETRIED_NODE", "ArgoDouble"]
+WORKFLOW = (
+    "#/definitions/io.argoproj.workflow.v1alpha1.Workflow"  # the schema of a Workflow answered
+)
 
 
 class Refused(Exception):
@@ -76,11 +76,34 @@ def _routes() -> list[tuple[re.Pattern[str], str, dict]]:
 
 @dataclass
 class Run:
-    """A created Workflow, how it will go, and how far it went."""
+    """A created Workflow, the recording it replays, and how far it went."""
 
     workflow: dict
-    plan: RunPlan
+    recording: Recording
     reads: int = 0
+    stopped_at: int | None = None  # the tick StopWorkflow came at
+
+    def tick(self, reads_per_tick: int) -> int:
+        """How many statuses the run has moved through: 1 on the first read."""
+        return -(-self.reads // reads_per_tick)
+
+    def index(self, reads_per_tick: int) -> int:
+        """The recorded status the run is at."""
+        recording, tick = self.recording, self.tick(reads_per_tick)
+        last = len(recording.statuses) - 1
+        if self.stopped_at is None:
+            before_stop = last if recording.stopped is None else recording.stopped - 1
+            return max(0, min(tick - 1, before_stop))
+        assert recording.stopped is not None
+        return min(recording.stopped + tick - self.stopped_at, last)
+
+    def answer(self, reads_per_tick: int) -> dict:
+        """The Workflow as the server answers it now."""
+        now = datetime.now(UTC)
+        status = self.recording.served(
+            self.index(reads_per_tick), self.workflow["metadata"]["name"], now
+        )
+        return {**self.workflow, "status": status}
 
 
 @dataclass
@@ -88,8 +111,11 @@ class ArgoDouble:
     token: str = "Bearer good-token"
     forbidden_token: str = "Bearer read-only-token"
     namespaces: tuple[str, ...] = ("mnist",)
-    outcome: str = "succeed"
+    story: str = "succeed"
     reads_per_tick: int = 1
+    # A run read this often is an error of the test: a watch that never stops a stuck run fails
+    # instead of reading its last status before the stop forever.
+    max_reads: int = 1000
     base_href: str = "/"
     tls: tuple[Path, Path] | None = None  # certificate and key files: serve HTTPS
     requests: list[tuple[str, str, Any]] = field(default_factory=list)
@@ -236,7 +262,7 @@ class ArgoDouble:
 
     # ---- workflows -----------------------------------------------------------------------------
 
-    def _create(self, namespace: str, workflow: dict, spec: dict, parameters: dict) -> dict:
+    def _create(self, namespace: str, workflow: dict) -> dict:
         metadata = dict(workflow["metadata"])
         name = metadata.pop("generateName", "") + "".join(
             random.choices(string.ascii_lowercase + string.digits, k=5)
@@ -252,19 +278,15 @@ class ArgoDouble:
                 "namespace": namespace,
                 "uid": f"uid-{name}",
                 "resourceVersion": "1",
-                "creationTimestamp": START.isoformat().replace("+00:00", "Z"),
+                "creationTimestamp": recordings.stamp(datetime.now(UTC)),
             },
         }
-        self.runs[name] = Run(created, RunPlan(name, spec, parameters, self.outcome))
+        self.runs[name] = Run(created, recordings.load(self.story))
         return created
 
     def _op_WorkflowService_CreateWorkflow(self, namespace: str, _: Any, body: dict) -> tuple:
-        workflow = body["workflow"]
-        parameters = {
-            p["name"]: p.get("value", "") for p in workflow["spec"]["arguments"]["parameters"]
-        }
-        created = self._create(namespace, workflow, workflow["spec"], parameters)
-        return created, "#/definitions/io.argoproj.workflow.v1alpha1.Workflow"
+        created = self._create(namespace, body["workflow"])
+        return created, WORKFLOW
 
     def _op_WorkflowService_SubmitWorkflow(self, namespace: str, _: Any, body: dict) -> tuple:
         if body.get("resourceKind", "").lower() != "workflowtemplate":
@@ -275,9 +297,6 @@ class ArgoDouble:
             raise Refused(404, 5, f'workflowtemplates.argoproj.io "{name}" not found')
         options = body.get("submitOptions", {})
         given = dict(item.split("=", 1) for item in options.get("parameters", []))
-        parameters = {
-            p["name"]: p.get("value", "") for p in template["spec"]["arguments"]["parameters"]
-        } | given
         workflow = {
             "metadata": {
                 **({"name": options["name"]} if options.get("name") else {}),
@@ -289,26 +308,29 @@ class ArgoDouble:
                 "arguments": {"parameters": [{"name": k, "value": v} for k, v in given.items()]},
             },
         }
-        created = self._create(namespace, workflow, template["spec"], parameters)
-        return created, "#/definitions/io.argoproj.workflow.v1alpha1.Workflow"
+        created = self._create(namespace, workflow)
+        return created, WORKFLOW
 
     def _op_WorkflowService_GetWorkflow(self, _: str, name: str, __: Any) -> tuple:
         run = self.runs.get(name)
         if run is None:
             raise Refused(404, 5, f'workflows.argoproj.io "{name}" not found')
         run.reads += 1
-        tick = -(-run.reads // self.reads_per_tick)
-        answer = {**run.workflow, "status": run.plan.status(tick)}
-        return answer, "#/definitions/io.argoproj.workflow.v1alpha1.Workflow"
+        if run.reads > self.max_reads:
+            raise RuntimeError(f"{name} was read {run.reads} times: the watch never ends")
+        return run.answer(self.reads_per_tick), WORKFLOW
 
     def _op_WorkflowService_StopWorkflow(self, _: str, name: str, body: Any) -> tuple:
         run = self.runs.get(name)
         if run is None:
             raise Refused(404, 5, f'workflows.argoproj.io "{name}" not found')
-        tick = -(-run.reads // self.reads_per_tick)
-        run.plan.stop(tick)
-        answer = {**run.workflow, "status": run.plan.status(tick)}
-        return answer, "#/definitions/io.argoproj.workflow.v1alpha1.Workflow"
+        if run.recording.stopped is None:
+            raise RuntimeError(
+                f"the recording of {self.story!r} was not stopped: nothing follows a stop"
+            )
+        if run.stopped_at is None:
+            run.stopped_at = run.tick(self.reads_per_tick)
+        return run.answer(self.reads_per_tick), WORKFLOW
 
     # ---- templates -----------------------------------------------------------------------------
 

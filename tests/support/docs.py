@@ -77,6 +77,11 @@ def bash_blocks(text: str) -> list[list[str]]:
     ]
 
 
+def code_blocks(text: str) -> list[tuple[str, str]]:
+    """Each ``` block of a markdown text: its language (empty for none) and its text."""
+    return re.findall(r"^```(\w*)\n(.*?)^```$", text, flags=re.M | re.S)
+
+
 def expand(word: str, variables: dict[str, str]) -> str:
     """`$NAME` and `${NAME}` in a word replaced by the variables known, others left as written."""
     return re.sub(r"\$\{?(\w+)\}?", lambda match: variables.get(match[1], match[0]), word)
