@@ -834,7 +834,9 @@ def test_a_step_whose_image_cannot_be_pulled_stops_the_watched_run(
     assert path == f"/api/v1/workflows/mnist/{name}/stop"
     assert stopping.startswith(f"stopping {name}: {body['message']}")
     shutdown = "workflow shutdown with strategy:  Stop"
-    assert err.splitlines() == [f"submit: {stuck} failed: {shutdown}"]
+    assert err.splitlines() == [
+        "submit: the run was stopped (Stopped with strategy 'Stop'); nothing after it ran"
+    ]
     for step in (trainer("0"), trainer("1")):
         last = lines_of(out, step)[-1]
         assert phase(last) == "Failed" and last.endswith(f"  {shutdown}"), last

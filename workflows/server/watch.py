@@ -28,6 +28,8 @@ DONE = {"Succeeded", "Failed", "Error"}
 FULFILLED = DONE | {"Skipped", "Omitted"}
 UNREPORTED = {"", "0/1"}  # Argo's default for a Pod that has not reported its own progress
 POLL_SECONDS = 5.0
+# A stopped run's own message (Argo v4.1.4, workflow/controller/operator.go:598).
+STOPPED = "Stopped with strategy"
 UNREACHABLE_POLLS = 6  # give a dropped port-forward half a minute before giving up
 # Why a pod's container is waiting (operator.go getPendingReason) when its image will not come: the
 # kubelet's reasons (kubelet/images), which only a new image or a fixed name change.
@@ -159,11 +161,15 @@ def describe(step: Step) -> str:
 
 
 def failure(workflow: dict) -> str:
-    """The failed step's name and message, or the run's own message."""
+    """Why the run did not succeed: it was stopped (the Argo UI's Stop, or the watch's), or its failed
+    step's name and message, or the run's own message."""
+    message = workflow.get("status", {}).get("message", "")
+    if message.startswith(STOPPED):  # every running try then ends "workflow shutdown with …"
+        return f"the run was stopped ({message}); nothing after it ran"
     failed = [s for s in steps_of(workflow) if s.phase in ("Failed", "Error")]
     if failed:
         return f"{failed[0].name} failed: {failed[0].message or failed[0].phase}"
-    return workflow.get("status", {}).get("message", "") or "the run did not succeed"
+    return message or "the run did not succeed"
 
 
 def run_seconds(workflow: dict) -> float | None:
