@@ -536,12 +536,14 @@ def argo_install(tmp_path: Path, settings: dict[str, str]) -> list[dict]:
 
 
 def test_up_configures_argos_controller_for_short_steps(tmp_path: Path) -> None:
-    """DEFAULT_REQUEUE_TIME and the executor's securityContext reach the objects kubectl applies."""
+    """DEFAULT_REQUEUE_TIME, the progress reports' tick and the executor's securityContext reach the
+    objects kubectl applies."""
     manifests = argo_install(tmp_path, {"REQUEUE_TIME": "2s"})
     controller = one_deployment(manifests, "workflow-controller")
     (container,) = controller["spec"]["template"]["spec"]["containers"]
     env = {item["name"]: item.get("value") for item in container["env"]}
     assert env["DEFAULT_REQUEUE_TIME"] == "2s"
+    assert env["ARGO_PROGRESS_PATCH_TICK_DURATION"] == "10s"
     assert "LEADER_ELECTION_IDENTITY" in env, "Argo's own variables stay"
     config = next(m for m in manifests if m["kind"] == "ConfigMap")
     executor = yaml.safe_load(config["data"]["executor"])

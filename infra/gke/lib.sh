@@ -178,12 +178,18 @@ kustomize_argo_release() {
     "${kubectl}" kustomize --load-restrictor=LoadRestrictionsNone "${source}" | sed "s/:latest/:${ARGO_VERSION}/"
 }
 
+# How often a running step's executor patches its pod with the progress the step wrote (the controller
+# passes its own ARGO_PROGRESS_PATCH_TICK_DURATION to each wait container: workflow/controller/workflowpod.go,
+# createEnvVars). Argo's default, a minute, outlasts most trainers here, whose progress would never show.
+PROGRESS_REPORT_TIME=10s
+
 # The executor image without root, and the securityContext Argo gives its init and wait containers
 # (workflow/controller/workflowpod.go, newExecContainer: the controller config's executor.securityContext);
 # with the workflow's pod securityContext (workflows/pipeline/cluster.py) each pod of a run meets Pod Security
 # `restricted` (docs/workflow-pod-security-context.md, "Non-root Executor Image").
-# Its second file: DEFAULT_REQUEUE_TIME on the controller (workflow/controller/rate_limiters.go); the
-# controller and the server tolerate the system pool's taint.
+# Its second file: DEFAULT_REQUEUE_TIME on the controller (workflow/controller/rate_limiters.go), and how
+# often a step's executor hands the controller its progress (PROGRESS_REPORT_TIME); the controller and the
+# server tolerate the system pool's taint.
 # ARGO_EXECUTOR_IMAGE replaces the released executor image; ARGO_EXTRA_ENV (NAME=VALUE) is given to the
 # executor's containers and to every step's main container (the config's executor.env and mainContainer,
 # workflowpod.go: createEnvVars and the strategic merge of mainContainer): the local cluster names its GCS
@@ -261,6 +267,8 @@ spec:
           env:
             - name: DEFAULT_REQUEUE_TIME
               value: $(json_string "${REQUEUE_TIME}")
+            - name: ARGO_PROGRESS_PATCH_TICK_DURATION
+              value: $(json_string "${PROGRESS_REPORT_TIME}")
 $(argo_resources)
       tolerations:
 $(system_pool_toleration)

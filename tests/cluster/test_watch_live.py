@@ -31,9 +31,9 @@ from tests.support.watch_output import (
 pytestmark = pytest.mark.cluster
 WARNING = "submit: warning: "
 
-# The retry story, shorter: its first try ends at once, and the retry trains long enough (a minute and
-# more) for the controller to take one progress report (the executor sends one a minute:
-# workflow/controller/controller.go, progressPatchTickDuration).
+# The retry story, shorter: its first try ends at once, and the retry trains for about a minute, long
+# enough for the controller to take several progress reports (the executor sends one every
+# PROGRESS_REPORT_TIME, infra/gke/lib.sh: 10 s).
 RETRY = Story(
     "retry-live",
     "1 worker, 1 round; the first try ends at once with exit code 1, the retry trains",

@@ -81,7 +81,7 @@ FAIL = Story(
     failing_shard="1",
     fault=OOM,
 )
-# Long enough for the controller to take two progress reports from each try (once a minute)
+# Long enough for the controller to take two progress reports from each try at Argo's default tick (a minute)
 LONG = ("--epochs", "8", "--batch", "32", "--limit", "0", *SEEDED)
 STORIES = {
     story.name: story
