@@ -601,6 +601,38 @@ def test_gke_gets_no_extra_environment_and_the_local_cluster_its_emulator(tmp_pa
     assert executor["securityContext"]["runAsNonRoot"] is True, "the rest stays as up.sh has it"
 
 
+def find_mnist(source: str) -> subprocess.CompletedProcess:
+    """The local cluster's find_mnist (infra/local-cluster/daemons.sh) with MNIST_SOURCE=SOURCE."""
+    script = (
+        "source infra/local-cluster/lib.sh && source infra/local-cluster/daemons.sh && find_mnist"
+    )
+    return subprocess.run(
+        ["bash", "-c", script],
+        cwd=ROOT,
+        env={**os.environ, "MNIST_SOURCE": source},
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_the_local_cluster_finds_its_mnist_file_or_says_in_one_line_what_to_set(
+    tmp_path: Path,
+) -> None:
+    """up.sh asks find_mnist before any daemon starts: a MNIST_SOURCE naming no file is refused in one
+    line with exit 2, and a file that is there is the one put into the bucket."""
+    missing = tmp_path / "nowhere" / "mnist.npz"
+    refused = find_mnist(str(missing))
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        "error: MNIST_SOURCE must name a local mnist.npz to put into the bucket "
+        f"(got '{missing}')\n"
+    )
+    present = tmp_path / "mnist.npz"
+    present.write_bytes(b"npz")
+    found = find_mnist(str(present))
+    assert (found.returncode, found.stdout, found.stderr) == (0, f"{present}\n", "")
+
+
 def test_the_local_cluster_applies_the_namespaces_policies_quota_and_egress(tmp_path: Path) -> None:
     """The local cluster's up.sh applies infra/k8s/base through the overlay render.sh writes
     (render_project_overlay): the admission policies and their bindings, the quota, the LimitRange and the

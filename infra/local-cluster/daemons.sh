@@ -143,18 +143,29 @@ teardown_network() {
     fi
 }
 
-# MNIST into the bucket, for the split step: MNIST_SOURCE as `make` sets it (a local mnist.npz, such as the
-# copy CI keeps), else the official Keras download, checked against its sha256 and cached as the steps do.
-upload_mnist() {
+# The local mnist.npz to put into the bucket: MNIST_SOURCE as `make` sets it (such as the copy CI keeps),
+# else the official Keras download, checked against its sha256 and cached as the steps do. up.sh asks before
+# any daemon starts, so a missing file fails first.
+find_mnist() {
     local source="${MNIST_SOURCE:-}"
     if [[ -z "${source}" ]]; then
         [[ -x "${PROJECT_ROOT}/.venv/bin/python" ]] ||
             die "no MNIST_SOURCE and no project environment to download MNIST with: run make setup-run, or set MNIST_SOURCE=/path/to/mnist.npz"
         source="$(cd "${PROJECT_ROOT}" && .venv/bin/python -c \
-            'from steps.lib.mnist import KERAS_MNIST_URL, fetch_source; print(fetch_source(KERAS_MNIST_URL))')"
+            'from steps.lib.mnist import KERAS_MNIST_URL, fetch_source; print(fetch_source(KERAS_MNIST_URL))')" ||
+            die "cannot download MNIST (above): set MNIST_SOURCE=/path/to/mnist.npz"
     fi
-    [[ -f "${source}" ]] ||
-        die "MNIST_SOURCE must name a local mnist.npz to put into the bucket (got '${source}')"
+    if [[ ! -f "${source}" ]]; then
+        printf "error: MNIST_SOURCE must name a local mnist.npz to put into the bucket (got '%s')\n" "${source}" >&2
+        exit 2
+    fi
+    printf '%s\n' "${source}"
+}
+
+# MNIST into the bucket, for the split step: the file up.sh found (MNIST_FILE), else find_mnist's.
+upload_mnist() {
+    local source="${MNIST_FILE:-}"
+    [[ -n "${source}" ]] || source="$(find_mnist)"
     curl -fsS -X POST -H 'Content-Type: application/octet-stream' --data-binary "@${source}" \
         "${GCS_URL}/upload/storage/v1/b/${BUCKET}/o?uploadType=media&name=${MNIST_KEY}" >/dev/null
 }

@@ -17,7 +17,8 @@ source "${here}/daemons.sh"
 source "${here}/render.sh"
 
 current_step="starting"
-trap 'printf "error: cluster-up failed at step \"%s\" (line %s: %s); logs in %s\n" "${current_step}" "${LINENO}" "${BASH_COMMAND}" "${STATE}/logs" >&2' ERR
+# What started stays up: once the cause is fixed, cluster-up again goes on from there; cluster-down stops it.
+trap 'printf "error: cluster-up failed at step \"%s\" (line %s: %s); logs in %s; make cluster-up again once fixed, or make cluster-down\n" "${current_step}" "${LINENO}" "${BASH_COMMAND}" "${STATE}/logs" >&2' ERR
 step() {
     current_step="$1"
     log "$1"
@@ -179,6 +180,7 @@ main() {
     local started=${SECONDS}
     step "checking this machine"
     check_machine
+    MNIST_FILE="$(find_mnist)"
     mkdir -p "${STATE}/logs" "${STATE}/pids"
     step "building the programs (cached after the first time)"
     BIN="$(bash "${here}/build.sh")"
