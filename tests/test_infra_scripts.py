@@ -7,6 +7,7 @@ command line recorded here."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -14,6 +15,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -973,16 +975,25 @@ def run_pasted(
     )
     python.chmod(0o755)
     record = work / "submit"
-    shell = subprocess.run(
+    # A session of its own, so the port-forwards it leaves in the background are stopped with it, by its PID.
+    shell = subprocess.Popen(
         ["bash", "-euo", "pipefail", "-c", "\n".join(commands)],
         cwd=work,
         env={**sandbox.env, "RECORD": str(record), "FAKE_PORT_FORWARD_SECONDS": "120"},
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=30,  # a port-forward in the foreground would hold the shell for 120 s
+        start_new_session=True,
     )
-    assert shell.returncode == 0, shell.stderr
-    assert "fake-token" not in shell.stdout + shell.stderr, "a token is never printed"
+    try:
+        # a port-forward in the foreground would hold the shell for 120 s
+        stdout, stderr = shell.communicate(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell.pid, signal.SIGTERM)
+        shell.wait()
+    assert shell.returncode == 0, stderr
+    assert "fake-token" not in stdout + stderr, "a token is never printed"
     tokens = [call for call in sandbox.log.read_text().splitlines() if " create token " in call]
     assert tokens and all(call.endswith(" --duration 1h") for call in tokens), tokens
     lines = Path(f"{record}.env").read_text().splitlines()
