@@ -285,9 +285,9 @@ def test_watch_prints_each_trainers_progress_once_per_change(
     serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Trainers report batches done (ARGO_PROGRESS_FILE); in the recording the controller takes a
-    report about once a minute (Argo's default tick) and the server returns it as each node's `progress`. Polling twice as fast as the
-    recording changes, the watch still prints each value once, at most one line per step per poll,
-    and none for steps that report nothing."""
+    report about once a minute (Argo's default tick) and the server returns it as each node's
+    `progress`. Polling twice as fast as the recording changes, the watch still prints each value
+    once, at most one line per step per poll, and none for steps that report nothing."""
     recording = recordings.load("retry")
     double, url = serve(story="retry", reads_per_tick=2)
     on_argo(monkeypatch, url)

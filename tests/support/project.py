@@ -62,9 +62,10 @@ def local_run(store: Path | str, logs: Path, source: Path, *extra: str) -> list[
     ]
 
 
-SMALL_RUN: tuple[str, ...] = ("--workers", "2", "--epochs", "1", "--batch", "32", "--rounds", "1")
-SMALL_RUN += ("--limit", "3000")
-SMALL_RUN += ("--seed", str(FIXTURE_SEED))
+SMALL_RUN: tuple[str, ...] = (
+    *("--workers", "2", "--epochs", "1", "--batch", "32", "--rounds", "1", "--limit", "3000"),
+    *("--seed", str(FIXTURE_SEED)),
+)
 
 
 def run_submit(
