@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from steps import split
+from steps.lib import mnist
 from steps.lib.entry_point import run
 from steps.lib.mnist import Digits
 from steps.lib.shards import read_shard
@@ -159,3 +160,16 @@ def test_a_gs_source_whose_copy_cannot_be_kept_is_one_line_and_exit_2(
     assert code == 2, err
     assert err.count("\n") == 1 and "MNIST_CACHE" in err and "Traceback" not in err
     assert not (tmp_path / "shards").exists()
+
+
+def test_the_keras_url_reads_the_copy_beside_the_project_as_make_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run started by hand after `make run` reads the file make's runs read (the Makefile's
+    MNIST_SOURCE), not the Keras download, which a machine without internet cannot make."""
+    copy = tmp_path / "shared" / "data" / "mnist.npz"
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(b"a copy")
+    monkeypatch.setattr(mnist, "COPY_BESIDE_THE_PROJECT", copy)
+    assert mnist.fetch_source(mnist.KERAS_MNIST_URL, tmp_path / "cache") == copy
+    assert not (tmp_path / "cache").exists(), "nothing downloaded"
