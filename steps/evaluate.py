@@ -105,6 +105,7 @@ def main(args: argparse.Namespace) -> None:
                 "accuracy": accuracy,
                 "loss": loss,
                 "test_samples": len(test),
+                "test_sha256": test.sha256(),  # scores compare only on the same digits
                 "per_class_accuracy": {str(d): float(value) for d, value in enumerate(per_class)},
                 "confusion_matrix": matrix.tolist(),
                 "missing_shards": missing,

@@ -1,5 +1,5 @@
 """Publish a model and its metrics under models/mnist/<run>/ in the store, then move LATEST to it, last, if
-the --serve policy says so (steps.lib.serving): a model that is not served is kept, and the step succeeds.
+the --serve policy says so (steps.lib.promotion): a model that is not served is kept, and the step succeeds.
 
 No TensorFlow: the model is verified with h5py against the known architecture (steps.lib.model_file), the
 same check the page's loader makes, metrics.json and run.json with the checks the page applies
@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from steps.lib import published, registry, serving
+from steps.lib import promotion, published, registry
 from steps.lib.arguments import add_pipeline_flag, fraction
 from steps.lib.bounded_json import is_number, to_json
 from steps.lib.entry_point import run
@@ -26,7 +26,7 @@ from steps.lib.input_files import read_small_file, require_file
 from steps.lib.model_file import read_weights
 from steps.lib.staged_outputs import staged_outputs
 from steps.lib.storage import ArtifactStore, open_store
-from steps.serve import command as serve_command
+from steps.promote import command as promote_command
 from ui.images.picture import check_attachment
 
 SETTING_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -50,7 +50,7 @@ def make_parser() -> argparse.ArgumentParser:
         "--serve",
         "when the run becomes the served model (LATEST): if-better, if-not-worse, always or never; "
         "it is published under its run in any case",
-        choices=serving.POLICIES,
+        choices=promotion.POLICIES,
     )
     add_pipeline_flag(
         parser,
@@ -107,21 +107,19 @@ def typed(value: str) -> object:
     return converted if is_number(converted) else value
 
 
-def contender_of(store: ArtifactStore, run: str | None) -> serving.Contender | None:
-    """The published run `run` as the policy sees it, or None: no run, or one whose card or metrics
-    cannot be read or fail the page's checks (the page could not show it either)."""
+def contender_of(store: ArtifactStore, run: str | None) -> promotion.Contender | None:
+    """The run LATEST names as the policy sees it, from what the page shows of it
+    (registry.read_published), or None: no run, or one the page cannot show (its card or metrics
+    fail the page's checks, or it has no model)."""
     if not run:
         return None
-    card = registry.card_of(store, run)
-    if card is None or "accuracy" not in card:
-        return None
     try:
-        metrics = registry.read_run_metrics(store, registry.run_prefix(run)) or {}
+        shown = registry.read_published(store, run)
+        if not registry.has_model(store, run):
+            return None
     except (ValueError, StepError):
         return None
-    return serving.Contender(
-        run, card["accuracy"], serving.partial_reason(card["settings"], metrics)
-    )
+    return promotion.contender(run, shown.accuracy, shown.card.get("settings", {}), shown.metrics)
 
 
 def main(args: argparse.Namespace) -> None:
@@ -143,7 +141,9 @@ def main(args: argparse.Namespace) -> None:
         "accuracy": metrics["accuracy"],
         "settings": settings,
     }
-    published.check_card(card, args.run)  # what the page will check
+    card = published.check_card(card, args.run)  # what the page will check
+    files = {path.name: path for path in args.attach}
+    files |= {registry.METRICS_FILE: args.metrics, registry.MODEL_FILE: args.model}
     with staged_outputs() as outputs:  # a bad output path fails here, before anything is written
         served_out = outputs.file(args.served_out) if args.served_out else None
         reason_out = outputs.file(args.reason_out) if args.reason_out else None
@@ -152,15 +152,19 @@ def main(args: argparse.Namespace) -> None:
         # that names no run is replaced
         with contextlib.suppress(published.BadRunFile):
             registry.latest_run(store)
+        there = registry.published_already(store, args.run, files, card)  # else refused
+        for key in registry.sweep_temporaries(store, files):
+            print(f"removed {key}, left by a publish cut short", file=sys.stderr)
         prefix = registry.run_prefix(args.run)
-        for path in args.attach:
-            store.upload_file(path, f"{prefix}/{path.name}")
-        store.upload_file(args.metrics, f"{prefix}/{registry.METRICS_FILE}")
-        store.write_text(f"{prefix}/{registry.RUN_FILE}", to_json(card, indent=2))
-        store.upload_file(args.model, f"{prefix}/{registry.MODEL_FILE}")
-        verdict = serve_if_chosen(
-            store, args, metrics["accuracy"], serving.partial_reason(settings, metrics)
-        )
+        for name, path in files.items():  # what is there already is this very file
+            if name not in there and name != registry.MODEL_FILE:
+                store.upload_file(path, f"{prefix}/{name}")
+        if registry.RUN_FILE not in there:
+            store.write_text(f"{prefix}/{registry.RUN_FILE}", to_json(card, indent=2))
+        if registry.MODEL_FILE not in there:  # the model last
+            store.upload_file(args.model, f"{prefix}/{registry.MODEL_FILE}")
+        ours = promotion.contender(args.run, metrics["accuracy"], settings, metrics)
+        verdict = serve_if_chosen(store, args, ours)
         if served_out:
             served_out.write_text("true" if verdict.served else "false")
         if reason_out:
@@ -171,7 +175,7 @@ def main(args: argparse.Namespace) -> None:
     else:
         outcome = (
             f"not served: {verdict.reason}; to serve it anyway: "
-            f"{serve_command(args.run, store.uri)}"
+            f"{promote_command(args.run, store.uri)}"
         )
     print(
         f"published {args.run} (accuracy {metrics['accuracy']:.4f}) → {model}; {outcome}",
@@ -180,15 +184,14 @@ def main(args: argparse.Namespace) -> None:
 
 
 def serve_if_chosen(
-    store: ArtifactStore, args: argparse.Namespace, accuracy: float, partial: str
-) -> serving.Verdict:
+    store: ArtifactStore, args: argparse.Namespace, ours: promotion.Contender
+) -> promotion.Verdict:
     """Move LATEST to the run if the --serve policy says so, judged against the run LATEST names
     at the moment the pointer is swapped."""
-    ours = serving.Contender(args.run, accuracy, partial)
-    verdicts: list[serving.Verdict] = []
+    verdicts: list[promotion.Verdict] = []
 
     def judge(current: str | None) -> str | None:
-        verdict = serving.decide(
+        verdict = promotion.decide(
             args.serve,
             ours,
             contender_of(store, current),
@@ -203,8 +206,8 @@ def serve_if_chosen(
     except RuntimeError as error:
         raise StepError(f"{error}; {args.run} is published but LATEST was not moved") from None
     if moved.refusal:
-        return serving.Verdict(False, moved.refusal)
-    return verdicts[-1] if verdicts else serving.Verdict(True, "it was served already")
+        return promotion.Verdict(False, moved.refusal)
+    return verdicts[-1] if verdicts else promotion.Verdict(True, "it was served already")
 
 
 if __name__ == "__main__":

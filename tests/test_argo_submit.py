@@ -201,7 +201,7 @@ def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
     reason = recording.output("publish", "reason")
     [said] = [line for line in result.stdout.splitlines() if "served" in line]
     assert said.startswith(f"not served: {reason}; to serve it anyway: "), said
-    assert said.endswith(f"-m steps.serve {name} --store {STORE}")
+    assert said.endswith(f"-m steps.promote {name} --store {STORE}")
     assert result.stderr == ""
 
 
@@ -569,12 +569,29 @@ def test_unreachable_server(
     assert "cannot reach the Argo Server" in err and "port-forward svc/argo-server 2746:2746" in err
 
 
-def test_a_name_already_taken(argo: ArgoDouble, capsys: pytest.CaptureFixture[str]) -> None:
-    assert submit(capsys, "--name", "mnist-nightly")[0] == 0
+def test_a_name_already_taken(
+    argo: ArgoDouble, gcs_bucket: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bucket = ("--artifacts", f"gs://{gcs_bucket}")  # one this machine reads: no warning line
+    assert submit(capsys, *bucket, "--name", "mnist-nightly")[0] == 0
     assert "mnist-nightly" in argo.runs
-    code, _, err = submit(capsys, "--name", "mnist-nightly")
+    code, _, err = submit(capsys, *bucket, "--name", "mnist-nightly")
     assert code == 1 and err.count("\n") == 1
     assert "already taken" in err and "mnist-nightly" in err and "--name" in err
+
+
+def test_a_name_published_in_the_bucket_is_refused_before_anything_is_sent(
+    argo: ArgoDouble, gcs_bucket: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Argo frees a run's name once its Workflow's TTL deletes it: a second run of that name
+    published over the first, the served one included."""
+    from steps.lib.storage import open_store
+
+    open_store(f"gs://{gcs_bucket}").write_text("models/mnist/mnist-nightly/run.json", "{}")
+    code, _, err = submit(capsys, "--artifacts", f"gs://{gcs_bucket}", "--name", "mnist-nightly")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "run mnist-nightly is published already" in err and "--name" in err
+    assert argo.requests == []
 
 
 def test_base_href_prefixes_api_and_ui_link(

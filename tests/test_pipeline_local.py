@@ -149,7 +149,7 @@ def test_a_quick_try_after_a_full_run_succeeds_is_kept_and_can_be_served(
     assert card["settings"]["limit"] == 1000 and card["settings"]["retry-backoff"] == "1s"
 
     command = line.split("to serve it anyway: ")[1]
-    assert command.endswith(f"-m steps.serve quick-try --store {store}")
+    assert command.endswith(f"-m steps.promote quick-try --store {store}")
     served = subprocess.run(shlex.split(command), capture_output=True, text=True, cwd=ROOT)
     assert served.returncode == 0, served.stderr
     assert latest_run(open_store(store)) == "quick-try"

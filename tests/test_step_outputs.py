@@ -3,6 +3,7 @@ and bad output paths are the steps' one line and exit 2; a model only counts wit
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 
 from steps import aggregate, evaluate, init, split, train
 from steps.lib.entry_point import run
+from steps.lib.mnist import Digits
 from tests.support.project import ROOT
 from tests.support.steps import call, copy_model, digits, files_in, write_json, write_npz
 
@@ -76,6 +78,13 @@ def test_evaluate_writes_all_four_files_or_none(tmp_path: Path, capsys) -> None:
     (out / "report.txt").rmdir()
     assert run(evaluate.main, evaluate.make_parser(), [str(a) for a in argv]) == 0
     assert files_in(out) == {"metrics.json", "confusion.png", "report.txt", "accuracy.txt"}
+    # the test digits it scored on: a score compares only with one on the very same digits
+    recorded = json.loads((out / "metrics.json").read_text())["test_sha256"]
+    same, relabelled = (
+        digits(20, labels=np.arange(20) % 10),
+        digits(20, labels=np.arange(20) // 2),
+    )
+    assert recorded == Digits(**same).sha256() != Digits(**relabelled).sha256()
 
 
 @pytest.mark.parametrize(

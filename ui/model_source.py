@@ -30,6 +30,7 @@ from steps.lib.registry import (
     LATEST_KEY,
     MODEL_FILE,
     latest_run,
+    read_published,
     read_run_card,
     read_run_history,
     read_run_metrics,
@@ -166,10 +167,10 @@ def fetch_file(source: ModelSource, version: str) -> LoadedModel:
 def fetch_run(store: ArtifactStore, run: str) -> LoadedModel:
     prefix = run_prefix(run)  # `run` came from latest_run: a run id
     try:
-        card = read_run_card(store, prefix, run)
-        metrics = read_run_metrics(store, prefix)
+        shown = read_published(store, run)  # what publish's --serve policy judges the run by
     except StepError as error:
         raise ModelUnavailable(f"run {run}: {error}") from None
+    card, metrics = shown.card, shown.metrics
     picture = page_picture(store.read_head(f"{prefix}/{CONFUSION_FILE}", MAX_PICTURE_BYTES))
     history, problem = read_history(store, prefix)
     data = read_model(store, run)

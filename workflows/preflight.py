@@ -13,7 +13,7 @@ from pathlib import Path
 
 from steps.lib.errors import StepError
 from steps.lib.published import RUN_ID
-from steps.lib.registry import run_prefix
+from steps.lib.registry import AlreadyPublished, check_unpublished
 from steps.lib.storage import ArtifactStore
 from workflows.errors import UsageError
 
@@ -68,7 +68,10 @@ def free_run_name(store: ArtifactStore, logs_dir: Path, name: str) -> None:
     """No run of this name is in the store or the logs: Argo refuses a second Workflow of one name
     (AlreadyExists), and a second run would write over the first one's files."""
     try:
-        taken = bool(store.list_keys(f"{name}/") or store.list_keys(f"{run_prefix(name)}/"))
+        check_unpublished(store, name)
+        taken = bool(store.list_keys(f"{name}/"))
+    except AlreadyPublished:
+        taken = True
     except StepError as error:
         raise UsageError(f"cannot read the store {store.uri}: {error}") from None
     if taken or (logs_dir / name).exists():

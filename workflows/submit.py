@@ -19,9 +19,15 @@ if not __package__:  # run as a file: make the project importable, not the workf
 
 from steps.lib.arguments import positive_int
 from steps.lib.errors import StepError
-from steps.lib.registry import LATEST_KEY, MODEL_FILE, run_prefix
+from steps.lib.registry import (
+    LATEST_KEY,
+    MODEL_FILE,
+    AlreadyPublished,
+    check_unpublished,
+    run_prefix,
+)
 from steps.lib.storage import open_store
-from steps.serve import command as serve_command
+from steps.promote import command as promote_command
 from workflows import preflight
 from workflows.errors import UsageError, WorkflowError, WorkflowRefused
 from workflows.lint.entry_point import check as check_with_argo_rules
@@ -243,7 +249,7 @@ def serving_lines(run: str, store: str, served: str | None, reason: str | None) 
         return []
     if served == "true":
         return [f"served: {LATEST_KEY} → {run} ({reason})"]
-    command = serve_command(run, "" if store == DEFAULT_STORE else store, python_command())
+    command = promote_command(run, "" if store == DEFAULT_STORE else store, python_command())
     return [f"not served: {reason}; to serve it anyway: {command}"]
 
 
@@ -366,6 +372,8 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
         )
         if not args.from_template:
             return 0
+    if args.name:  # a generated name is known once created: publish refuses it then, if published
+        check_name_unpublished(settings.store, args.name)
     if args.from_template and not args.register:  # template runs are named as direct ones
         created = submit_from_template(
             server, args.template_name, settings.parameters(), cluster.RUN_PREFIX, args.name
@@ -403,6 +411,21 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
     for line in serving_lines(name, settings.store, served, reason):
         print(line)
     return 0
+
+
+def check_name_unpublished(store: str, name: str) -> None:
+    """Refuse a run id the store has published (steps.lib.registry.check_unpublished); a store this
+    machine cannot read (no credentials for the bucket here) is only a warning."""
+    try:
+        check_unpublished(open_store(store), name)
+    except AlreadyPublished as error:
+        raise UsageError(f"--name {name}: {error}; choose another name") from None
+    except Exception as error:  # google.auth's DefaultCredentialsError, an unreachable store
+        print(
+            f"submit: warning: cannot read {store} to check that {name} is not published there "
+            f"({str(error).splitlines()[0][:120]}); publish refuses it if it is",
+            file=sys.stderr,
+        )
 
 
 def render(settings: PipelineSettings, args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ PARTITION = "iid"
 ALPHA = 0.5  # Dirichlet concentration
 RETRIES = 2  # of a failed step, but on bad input
 RETRY_BACKOFF = "15s"  # before the first retry; doubled for each further one
-# When a run becomes the served model (steps.lib.serving): only when it scores better than the one
+# When a run becomes the served model (steps.lib.promotion): only when it scores better than the one
 # served, so an experiment never replaces it unasked; a partial run never replaces a complete one.
 SERVE = "if-better"
 # if-better and if-not-worse serve no model below this test accuracy (chance is 0.10; the README's

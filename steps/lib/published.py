@@ -22,6 +22,7 @@ from steps.lib.mnist import MAX_SAMPLES, NUM_CLASSES
 # A run id is an Argo workflow name: a DNS-1123 subdomain of at most 63 characters
 # (workflow/validate/validate.go: maxCharsInObjectName)
 RUN_ID = re.compile(r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")  # metrics.json's test_sha256: the digits it was scored on
 MAX_POINTER_BYTES = 256  # LATEST holds a run id: 63 characters at most
 MAX_FILE_BYTES = 64 << 10  # run.json is ~0.5 KB, metrics.json with its 10x10 matrix ~2 KB
 MAX_TEXT = 200  # characters of a card's run or published_at, or a setting's name
@@ -172,6 +173,10 @@ def check_metrics(metrics: object, where: str = "metrics.json") -> dict:
         raise BadRunFile(f"{where}'s 'loss' must be a finite number of at least 0")
     if "test_samples" in metrics:
         count(metrics["test_samples"], f"{where}'s 'test_samples'", low=1)
+    if "test_sha256" in metrics and not (
+        isinstance(metrics["test_sha256"], str) and SHA256.match(metrics["test_sha256"])
+    ):
+        raise BadRunFile(f"{where}'s 'test_sha256' must be 64 lowercase hexadecimal digits")
     if "per_class_accuracy" in metrics:
         per_class = metrics["per_class_accuracy"]
         if not (isinstance(per_class, dict) and sorted(per_class) == list(DIGITS)):

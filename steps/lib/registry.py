@@ -3,8 +3,9 @@ how publish and the page read them there: each file up to its bound, checked by 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from steps.lib.errors import StepError
 from steps.lib.history import MAX_HISTORY_BYTES, read_history
@@ -27,6 +28,12 @@ RUN_FILE = "run.json"
 CONFUSION_FILE = "confusion.png"
 HISTORY_FILE = "history.json"  # the training history, round by round (steps.lib.history)
 HISTORY_PLOT = "history.png"  # the same, drawn (steps.lib.history_plot)
+PUBLISHED_FILES = (MODEL_FILE, METRICS_FILE, RUN_FILE, CONFUSION_FILE, HISTORY_FILE, HISTORY_PLOT)
+STALE_SECONDS = 3600.0  # a temporary unchanged this long is a killed copy's: a copy takes seconds
+
+
+class AlreadyPublished(StepError):
+    """A run id that is published already: a published run is never replaced."""
 
 
 @dataclass(frozen=True)
@@ -89,18 +96,83 @@ def read_run_history(store: ArtifactStore, folder: str) -> dict | None:
     return read_history(store.read_head(in_folder(folder, HISTORY_FILE), MAX_HISTORY_BYTES))
 
 
-def card_of(store: ArtifactStore, run: str) -> dict | None:
-    """`run`'s checked run.json (`run` alone when it has none), or None if it fails the checks."""
-    try:
-        return read_run_card(store, run_prefix(run), run)
-    except (ValueError, StepError):  # not a run id, not a valid card
-        return None
+@dataclass(frozen=True)
+class PublishedRun:
+    """A published run as the page shows it and the --serve policy judges it: its checked run.json
+    (the run alone when it has none) and metrics.json (None when it has none)."""
+
+    run: str
+    card: dict
+    metrics: dict | None
+
+    @property
+    def accuracy(self) -> float | None:
+        """Its test accuracy as the page shows it: the card's, else its metrics'; None if neither."""
+        if "accuracy" in self.card:
+            return self.card["accuracy"]
+        return None if self.metrics is None else self.metrics["accuracy"]
 
 
-def published_at(store: ArtifactStore, run: str) -> str:
-    """When `run` was published, in UTC (stamp_text: later sorts last), or '' if unknown or invalid."""
-    card = card_of(store, run)
-    return (card or {}).get("published_at", "")
+def read_published(store: ArtifactStore, run: str) -> PublishedRun:
+    """`run`'s card and metrics, each read up to its bound and checked; StepError if either fails."""
+    prefix = run_prefix(run)
+    return PublishedRun(run, read_run_card(store, prefix, run), read_run_metrics(store, prefix))
+
+
+def has_model(store: ArtifactStore, run: str) -> bool:
+    """Whether `run` has a model file (a read of one byte)."""
+    return store.read_head(f"{run_prefix(run)}/{MODEL_FILE}", 0) is not None
+
+
+def check_unpublished(store: ArtifactStore, run: str) -> None:
+    """Before a run starts: AlreadyPublished if a run of its id has any file in the store."""
+    if store.list_keys(f"{run_prefix(run)}/"):
+        raise AlreadyPublished(
+            f"run {run} is published already in {store.uri}: a published run is never replaced"
+        )
+
+
+def published_already(
+    store: ArtifactStore, run: str, files: Mapping[str, Path], card: dict
+) -> set[str]:
+    """The names of `run`'s files already in the store, when each is the very file this publish
+    would write (`files` by name, and `card` as run.json but for its stamp): a retried publish
+    completing what it started. AlreadyPublished when one differs or is not among them."""
+    prefix = run_prefix(run)
+    there = {key.removeprefix(f"{prefix}/") for key in store.list_keys(f"{prefix}/")}
+    for name in sorted(there):
+        if name == RUN_FILE:
+            try:
+                same = unstamped(read_run_card(store, prefix, run)) == unstamped(card)
+            except StepError:
+                same = False
+        elif name in files:
+            ours = files[name].read_bytes()
+            same = store.read_head(f"{prefix}/{name}", len(ours)) == ours
+        else:
+            raise AlreadyPublished(
+                f"run {run} is published already in {store.uri} with a {name} this publish does "
+                "not write: a published run is never replaced; publish under another run id"
+            )
+        if not same:
+            raise AlreadyPublished(
+                f"run {run} is published already in {store.uri} and its {name} differs: a "
+                "published run is never replaced; publish under another run id"
+            )
+    return there
+
+
+def unstamped(card: dict) -> dict:
+    """A card but for when it was published: what a retried publish writes the same."""
+    return {name: value for name, value in card.items() if name != "published_at"}
+
+
+def sweep_temporaries(store: ArtifactStore, names: Iterable[str] = ()) -> list[str]:
+    """Remove what publishes killed mid-copy left in the published tree: the temporaries of its
+    files, the pointer's and `names`' (steps.lib.staged_outputs), unchanged for STALE_SECONDS."""
+    return store.sweep_temporaries(
+        PUBLISHED, {*PUBLISHED_FILES, LATEST_KEY.rsplit("/", 1)[1], *names}, STALE_SECONDS
+    )
 
 
 def move_latest(
@@ -108,19 +180,17 @@ def move_latest(
     run: str,
     attempts: int = 10,
     judge: Callable[[str | None], str | None] | None = None,
-    force: bool = False,
 ) -> Moved:
-    """Point LATEST at `run` unless a run published later already holds it, or `judge` (given the run
-    LATEST names now, or None) says why not; return what LATEST names then, and why `run` is not it.
+    """Point LATEST at `run` unless `judge` (given the run LATEST names now, or None) says why not;
+    return what LATEST names then, and why `run` is not it.
 
-    A compare-and-swap on the pointer's generation: of two runs publishing at once, the one that finished
-    later wins, and neither can overwrite the other's pointer unseen; `judge` is asked again about
-    whatever run holds the pointer after a lost race, so its verdict is on the pointer it replaces.
-    `force` (a person's choice, steps.serve) skips both questions, not the compare-and-swap. A LATEST
-    that names no valid run (too long, not a run id) is replaced; one that is not a regular file is
-    refused.
+    Ordered by the store alone, never by a publisher's clock: a compare-and-swap on the pointer's
+    generation (GCS ifGenerationMatch, a lock in a folder store). Of two runs publishing at once,
+    neither can overwrite the other's pointer unseen; `judge` is asked again about whatever run holds
+    the pointer after a lost race, so its verdict is on the pointer it replaces. Without `judge` (a
+    person's choice, steps.promote) the run takes it. A LATEST that names no valid run (too long,
+    not a run id) is replaced; one that is not a regular file is refused.
     """
-    ours = published_at(store, run)
     for _ in range(attempts):
         text, generation = store.read_versioned(LATEST_KEY, MAX_POINTER_BYTES)
         try:
@@ -129,12 +199,9 @@ def move_latest(
             current = None
         if current == run:
             return Moved(run)
-        if not force:
-            if current and published_at(store, current) > ours:
-                return Moved(current, f"{current}, published after it, holds LATEST")
-            refusal = judge(current) if judge else None
-            if refusal:
-                return Moved(current, refusal)
+        refusal = judge(current) if judge else None
+        if refusal:
+            return Moved(current, refusal)
         if store.write_if_generation(LATEST_KEY, run, generation):
             return Moved(run)
     raise RuntimeError(f"{LATEST_KEY} changed {attempts} times while {run} tried to move it")

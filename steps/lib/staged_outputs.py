@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -48,15 +49,26 @@ def _remove_empty(folders: list[Path]) -> None:
             folder.rmdir()
 
 
+def _affixes(final: Path) -> tuple[str, str]:
+    """The prefix and suffix of `final`'s temporaries: hidden, its suffix kept."""
+    return f".{final.stem[:40]}.", final.suffix[:16]
+
+
+def temporaries_of(name: str) -> re.Pattern[str]:
+    """The names of the temporaries of a file named `name` (fullmatch): the affixes around the eight
+    characters mkstemp draws (CPython Lib/tempfile.py, _RandomNameSequence: a-z, 0-9 and _)."""
+    prefix, suffix = _affixes(Path(name))
+    return re.compile(rf"{re.escape(prefix)}[a-z0-9_]{{8}}{re.escape(suffix)}")
+
+
 def _temporary_file(final: Path) -> tuple[Path, list[Path]]:
     """An empty file beside `final`, keeping its suffix (Keras chooses a format by it), and the
     folders created for it."""
     _refuse_folder(final)
     created = _make_parent(final)
+    prefix, suffix = _affixes(final)
     try:
-        handle, name = tempfile.mkstemp(
-            prefix=f".{final.stem[:40]}.", suffix=final.suffix[:16], dir=final.parent
-        )
+        handle, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=final.parent)
     except NotADirectoryError:
         raise StepError(f"cannot create {final}: a parent is a file") from None
     os.close(handle)

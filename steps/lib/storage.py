@@ -8,12 +8,14 @@ import hashlib
 import os
 import shutil
 import stat
+import time
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from steps.lib.errors import ArtifactNotFound, StepError
 from steps.lib.input_files import open_regular
-from steps.lib.staged_outputs import atomic_path
+from steps.lib.staged_outputs import atomic_path, temporaries_of
 
 MAX_VERSIONED_BYTES = 1 << 20  # read_versioned's default bound: a pointer is a few bytes
 GENERATION_BYTES = 4096  # hashed into a folder store key's generation, whatever the bound
@@ -30,6 +32,7 @@ class ArtifactStore(Protocol):
     def write_text(self, key: str, text: str) -> None: ...
     def read_versioned(self, key: str, limit: int = ...) -> tuple[str | None, int]: ...
     def write_if_generation(self, key: str, text: str, generation: int) -> bool: ...
+    def sweep_temporaries(self, prefix: str, names: Iterable[str], age: float) -> list[str]: ...
 
 
 def check_key(key: str) -> str:
@@ -148,6 +151,26 @@ class LocalStore:
             self.write_text(key, text)
             return True
 
+    def sweep_temporaries(self, prefix: str, names: Iterable[str], age: float) -> list[str]:
+        """Remove the temporaries a writer killed mid-copy left under `prefix`: regular files named
+        as atomic_path names those of `names`, unchanged for `age` seconds (a copy under way is
+        younger); return their keys. Symlinked folders are not entered."""
+        patterns = [temporaries_of(name) for name in names]
+        base = self._path(prefix)
+        before = time.time() - age
+        removed = []
+        for folder, _, files in os.walk(base):
+            for name in files:
+                path = Path(folder) / name
+                if not any(pattern.fullmatch(name) for pattern in patterns):
+                    continue
+                with contextlib.suppress(FileNotFoundError):  # another sweep was first
+                    info = path.lstat()
+                    if stat.S_ISREG(info.st_mode) and info.st_mtime < before:
+                        path.unlink()
+                        removed.append(path.relative_to(self.root).as_posix())
+        return removed
+
 
 class GCSStore:
     """Keys are objects under gs://bucket/prefix, through google-cloud-storage (STORAGE_EMULATOR_HOST aware)."""
@@ -228,6 +251,10 @@ class GCSStore:
         except PreconditionFailed:
             return False
         return True
+
+    def sweep_temporaries(self, prefix: str, names: Iterable[str], age: float) -> list[str]:
+        """Nothing to sweep: an object exists only once its upload is complete."""
+        return []
 
 
 @contextlib.contextmanager

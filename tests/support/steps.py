@@ -234,3 +234,42 @@ def wide_directory_npz(path: Path, entries: int) -> Path:
     end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central), len(local), 0)
     path.write_bytes(local + central + end)
     return path
+
+
+MNIST_TEST_SET = {"test_samples": 10_000, "test_sha256": "5" * 64}  # as evaluate records it
+
+
+def publish_as(
+    tmp_path: Path,
+    run_id: str,
+    accuracy: float,
+    *extra: str,
+    capsys: pytest.CaptureFixture[str],
+    **metrics: object,
+) -> tuple[int, str, str, str]:
+    """Publish a model scoring `accuracy` on MNIST's test set (`metrics` adds to or replaces its
+    metrics.json) as `run_id` into tmp_path/store: exit code, stderr, and the served and reason
+    outputs."""
+    from steps import publish
+
+    folder = tmp_path / run_id
+    folder.mkdir(exist_ok=True)
+    out = folder / "out"
+    argv = [
+        *("--store", tmp_path / "store", "--run", run_id),
+        *("--model", copy_model(folder / "model.h5")),
+        *(
+            "--metrics",
+            write_json(folder / "metrics.json", MNIST_TEST_SET | metrics | {"accuracy": accuracy}),
+        ),
+        *("--served-out", out / "served.txt", "--reason-out", out / "reason.txt"),
+        *extra,
+    ]
+    for output in out.glob("*.txt"):
+        output.unlink()
+    code = run(publish.main, publish.make_parser(), [str(a) for a in argv])
+    served, reason = (
+        path.read_text() if path.exists() else ""
+        for path in (out / "served.txt", out / "reason.txt")
+    )
+    return code, capsys.readouterr().err, served, reason

@@ -18,8 +18,8 @@ from typing import Any
 from steps.lib import defaults as step_defaults
 from steps.lib.arguments import fraction, non_negative_int, positive_float, positive_int, seed
 from steps.lib.defaults import STORE as DEFAULT_STORE
+from steps.lib.promotion import GATED, POLICIES
 from steps.lib.published import MAX_SETTING_TEXT
-from steps.lib.serving import GATED, POLICIES
 from steps.lib.shards import PARTITIONS
 from workflows.common.durations import DurationError, parse_duration
 from workflows.common.tags import END as TAG_END

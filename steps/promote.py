@@ -1,8 +1,9 @@
-"""Make a published run the served model: point models/mnist/LATEST at a run kept under models/mnist/<run>/.
+"""Promote a published run to the served model: point models/mnist/LATEST at a run kept under
+models/mnist/<run>/.
 
-python -m steps.serve mnist-u05r5 [--store gs://BUCKET]
+python -m steps.promote mnist-u05r5 [--store gs://BUCKET]
 
-publish's --serve policy decides at the end of a run; this serves a kept run anyway (an experiment to
+publish's --serve policy decides at the end of a run; this promotes a kept run anyway (an experiment to
 try on the page, or the previous model back). The run's card, metrics and model are checked as the page
 checks them before the pointer moves, by the same compare-and-swap publish uses.
 """
@@ -23,15 +24,15 @@ from steps.lib.storage import open_store
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m steps.serve", description=__doc__)
-    parser.add_argument("run", help="the published run to serve, e.g. mnist-u05r5")
+    parser = argparse.ArgumentParser(prog="python -m steps.promote", description=__doc__)
+    parser.add_argument("run", help="the published run to promote, e.g. mnist-u05r5")
     add_pipeline_flag(parser, "--store", "the store: a folder or gs://bucket[/prefix]")
     return parser
 
 
 def command(run_id: str, store: str, python: str = "python") -> str:
-    """This tool's command line serving `run_id` from `store` ('' leaves out --store: the default)."""
-    return f"{python} -m steps.serve {run_id}" + (f" --store {store}" if store else "")
+    """This tool's command line promoting `run_id` from `store` ('' leaves out --store: the default)."""
+    return f"{python} -m steps.promote {run_id}" + (f" --store {store}" if store else "")
 
 
 def main(args: argparse.Namespace) -> None:
@@ -45,7 +46,7 @@ def main(args: argparse.Namespace) -> None:
         )
     registry.read_run_card(store, prefix, args.run)  # what the page will check
     registry.read_run_metrics(store, prefix)
-    with tempfile.TemporaryDirectory(prefix="mnist-serve-") as folder:
+    with tempfile.TemporaryDirectory(prefix="mnist-promote-") as folder:
         model = Path(folder) / registry.MODEL_FILE
         model.write_bytes(registry.read_model(store, args.run))
         try:
@@ -57,7 +58,7 @@ def main(args: argparse.Namespace) -> None:
     except published.BadRunFile:
         before = None
     try:
-        registry.move_latest(store, args.run, force=True)
+        registry.move_latest(store, args.run)
     except RuntimeError as error:
         raise StepError(str(error)) from None
     was = "it was already" if before == args.run else f"was {before or 'nothing'}"

@@ -8,7 +8,9 @@ models/mnist/<run>/ whatever is decided here; only the pointer follows the polic
 
 Under `if-better` and `if-not-worse` a partial run (one that trained on part of the data: `--limit`,
 or a round averaged without some workers' models) never replaces a complete one, whatever it scores:
-its test accuracy is not comparable with a model that saw every digit.
+its test accuracy is not comparable with a model that saw every digit. Nor does a run scored on other
+test digits than the served one (metrics.json's `test_sha256`), or when the served run's test set or
+accuracy is not recorded: accuracies compare only on the same digits.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ class Contender:
     """What the decision needs to know of a run: its id, test accuracy, and why it is partial."""
 
     run: str
-    accuracy: float
+    accuracy: float | None  # None: not recorded (a served run whose card and metrics say none)
     partial: str = ""  # '' for a complete run, else what it left out ("--limit 3000")
+    test_set: str = ""  # the sha256 of the test digits it was scored on ('' not recorded)
+    test_samples: int | None = None  # how many there were
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,24 @@ def partial_reason(settings: Mapping[str, object], metrics: Mapping[str, object]
     return "; ".join(reasons)
 
 
+def contender(
+    run: str,
+    accuracy: float | None,
+    settings: Mapping[str, object],
+    metrics: Mapping[str, object] | None,
+) -> Contender:
+    """What the decision needs to know of a run, from its card's settings and its metrics.json."""
+    metrics = metrics or {}
+    samples = metrics.get("test_samples")
+    return Contender(
+        run,
+        accuracy,
+        partial_reason(settings, metrics),
+        str(metrics.get("test_sha256", "")),
+        samples if isinstance(samples, int) else None,
+    )
+
+
 def decide(
     policy: str,
     ours: Contender,
@@ -68,11 +90,16 @@ def decide(
         return Verdict(True, "--serve always")
     if policy not in GATED:
         raise ValueError(f"not a serving policy: {policy!r}")
+    if ours.accuracy is None:
+        raise ValueError(f"{ours.run} has no test accuracy to judge")
     accuracy = f"its test accuracy {ours.accuracy:.4f}"
     if ours.accuracy < min_accuracy:
         return Verdict(False, f"{accuracy} is below --min-accuracy {min_accuracy}")
     if served is None:
         return Verdict(True, "no model was served")
+    if incomparable := not_comparable(ours, served):
+        return Verdict(False, f"{incomparable}; accuracies compare only on the same test digits")
+    assert served.accuracy is not None  # not_comparable said so
     theirs = f"{served.run}'s {served.accuracy:.4f}"
     if ours.partial and not served.partial:
         return Verdict(
@@ -92,3 +119,20 @@ def decide(
             "serves",
         )
     return Verdict(True, f"{accuracy} is within --max-accuracy-drop {max_drop} of {theirs}")
+
+
+def not_comparable(ours: Contender, served: Contender) -> str:
+    """Why the two runs' accuracies cannot be compared ('' when they can): the served one records no
+    accuracy or test set, or the two were scored on different test digits."""
+    if served.accuracy is None:
+        return f"{served.run} has no recorded test accuracy"
+    if not served.test_set:
+        return f"{served.run}'s test set is not recorded"
+    if not ours.test_set:
+        return "its test set is not recorded"
+    if ours.test_set != served.test_set:
+        return (
+            f"its test set ({ours.test_samples} digits) is not the one {served.run} was scored on "
+            f"({served.test_samples} digits)"
+        )
+    return ""
