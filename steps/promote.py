@@ -44,8 +44,7 @@ def main(args: argparse.Namespace) -> None:
         raise StepError(
             f"no run {args.run} is published in {store.uri} ({prefix}/ has no run.json)"
         )
-    registry.read_run_card(store, prefix, args.run)  # what the page will check
-    registry.read_run_metrics(store, prefix)
+    registry.read_published(store, args.run)  # what the page will check
     with tempfile.TemporaryDirectory(prefix="mnist-promote-") as folder:
         model = Path(folder) / registry.MODEL_FILE
         model.write_bytes(registry.read_model(store, args.run))

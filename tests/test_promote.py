@@ -22,7 +22,8 @@ def latest(tmp_path: Path) -> str:
 @pytest.fixture
 def full_run_served(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     """A store whose LATEST serves a complete run, as after `make run`."""
-    assert publish_as(tmp_path, FULL, 0.9906, capsys=capsys)[:3:2] == (0, "true")
+    code, error, served, _ = publish_as(tmp_path, FULL, 0.9906, capsys=capsys)
+    assert (code, served) == (0, "true"), error
     return tmp_path
 
 
