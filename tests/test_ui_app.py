@@ -526,12 +526,12 @@ def test_a_card_in_a_shape_no_check_expected_does_not_stop_the_page(
     monkeypatch: pytest.MonkeyPatch, own_store: Path
 ) -> None:
     """Whatever the checks of steps.lib.published let through, the page keeps its tabs."""
-    import ui.model_source
+    import steps.lib.registry
 
     def unchecked(store: object, folder: str, run: str) -> dict:
         return {"run": run, "settings": ["not", "an", "object"], "accuracy": "0.9"}
 
-    monkeypatch.setattr(ui.model_source, "read_run_card", unchecked)
+    monkeypatch.setattr(steps.lib.registry, "read_run_card", unchecked)  # read_published's reader
     page = open_page(monkeypatch, latest_uri(own_store))
     assert [tab.label for tab in page.tabs] == ["Upload images", "Take a photo", "Draw a digit"]
     assert "The model's card cannot be shown." in [warning.value for warning in page.warning]
