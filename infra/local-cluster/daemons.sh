@@ -105,7 +105,7 @@ FORWARD -s ${POD_CIDR} ! -o ${BRIDGE} -j DROP
 FORWARD -d ${POD_CIDR} ! -i ${BRIDGE} -j DROP
 ${GCS_GUARD} -i lo -j RETURN
 ${GCS_GUARD} -i ${BRIDGE} -s ${POD_CIDR} -j RETURN
-${GCS_GUARD} -j REJECT --reject-with tcp-reset
+${GCS_GUARD} -p tcp -j REJECT --reject-with tcp-reset
 INPUT -p tcp -d ${NODE_IP} --dport ${GCS_PORT} -j ${GCS_GUARD}
 OUTPUT -p tcp -d ${NODE_IP} --dport ${GCS_PORT} -m owner ! --uid-owner 0 -j REJECT --reject-with tcp-reset
 OUTPUT -p tcp -d 127.0.0.1 -m multiport --dports ${ETCD_METRICS_PORT},${KUBELET_HEALTHZ_PORT},${KUBE_PROXY_METRICS_PORT},${KUBE_PROXY_HEALTHZ_PORT} -m owner ! --uid-owner 0 -j REJECT --reject-with tcp-reset
