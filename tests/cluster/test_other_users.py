@@ -10,6 +10,7 @@ import base64
 import json
 import secrets
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -182,6 +183,52 @@ def test_nobody_cannot_reach_the_emulator(cluster: Cluster) -> None:
     assert uploaded.returncode != 0, uploaded.stdout
     assert not cluster.exists(name)
     assert cluster.exists(cluster.env["MNIST_SOURCE"].split("/", 3)[3])  # root's processes reach it
+
+
+OUTSIDE = "mnist-outside"  # a network namespace standing for another machine, or another bridge's container
+OUTSIDE_LINK = ("mnist-out0", "10.78.0.1/30", "10.78.0.2/30")
+
+
+@pytest.fixture
+def outside() -> Iterator[list[str]]:
+    """A network namespace linked to this machine by a veth pair of its own, with a route to the cluster's
+    bridge through it, as another machine on the network or a container of another bridge would have:
+    the command prefix to run in it. Removed afterwards."""
+    link, host_address, its_address = OUTSIDE_LINK
+    commands = [
+        ["ip", "netns", "add", OUTSIDE],
+        ["ip", "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", OUTSIDE],
+        ["ip", "addr", "add", host_address, "dev", link],
+        ["ip", "link", "set", link, "up"],
+        ["ip", "-n", OUTSIDE, "addr", "add", its_address, "dev", "eth0"],
+        ["ip", "-n", OUTSIDE, "link", "set", "eth0", "up"],
+        ["ip", "-n", OUTSIDE, "route", "add", "10.77.0.0/16", "via", host_address.split("/")[0]],
+    ]
+    try:
+        for command in commands:
+            subprocess.run(command, check=True, capture_output=True)
+        yield ["ip", "netns", "exec", OUTSIDE]
+    finally:
+        subprocess.run(["ip", "link", "delete", link], capture_output=True)
+        subprocess.run(["ip", "netns", "delete", OUTSIDE], capture_output=True)
+
+
+def test_no_other_machine_reaches_the_emulator(cluster: Cluster, outside: list[str]) -> None:
+    emulator = cluster.env["STORAGE_EMULATOR_HOST"]
+    api = subprocess.run(
+        [*outside, "curl", "-q", "-sk", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}",
+         f"https://{urlsplit(emulator).hostname}:6443/version"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    listed = subprocess.run(
+        [*outside, "curl", "-q", "-sS", "-m", "10", f"{emulator}/storage/v1/b"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    print(
+        f"\nfrom outside: the API server {api.stdout}; the emulator {listed.stdout or listed.stderr!r}"
+    )
+    assert api.stdout == "200", "the control: the API server answers from outside"
+    assert listed.returncode != 0 and '"kind"' not in listed.stdout, listed.stdout[:200]
 
 
 # --- every listener, in the docs ---------------------------------------------------------------------
