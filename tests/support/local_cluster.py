@@ -4,7 +4,6 @@ machine would run them."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -22,14 +21,18 @@ LISTENER = re.compile(
 PID = re.compile(r"pid=(\d+)")
 
 
+# What another user's shell has: the system's programs (root's own PATH may lead into root's home).
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
 def as_nobody(*command: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    """COMMAND as nobody, from /, with no environment but PATH."""
+    """COMMAND as nobody, from /, with the system's PATH and no other environment."""
     return subprocess.run(
         [*AS_NOBODY, *command],
         capture_output=True,
         text=True,
         cwd="/",
-        env={"PATH": os.environ["PATH"], "HOME": "/nonexistent"},
+        env={"PATH": SYSTEM_PATH, "HOME": "/nonexistent"},
         timeout=timeout,
     )
 
