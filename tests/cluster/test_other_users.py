@@ -145,8 +145,8 @@ print(json.dumps(readable))
 
 def test_every_key_token_and_kubeconfig_is_roots_alone() -> None:
     written = written_secrets()
-    assert len(written) > 20, written  # kubeadm's keys and kubeconfigs are all there
-    assert (STATE / "kubeconfigs" / "kube-proxy.conf") in written
+    for made in ("kubeconfigs/kube-proxy.conf", "pki/sa.key", "pki/apiserver-etcd-client.key"):
+        assert STATE / made in written, made
     modes = {str(path.relative_to(ROOT)): oct(path.stat().st_mode & 0o777) for path in written}
     print("\nmodes:", modes)
     assert {p: m for p, m in modes.items() if int(m, 8) & 0o077} == {}
