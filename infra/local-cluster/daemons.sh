@@ -94,8 +94,50 @@ kubernetes_service_routed() {
     iptables -t nat -S KUBE-SERVICES 2>/dev/null | grep -q -- "--comment \"default/kubernetes:https cluster IP\""
 }
 
-# The bridge the pods hang on, with the node's address; forwarding on (Services are DNAT), and a guard that
-# drops anything from the pods that would leave by another interface: no route or masquerade out.
+# The host's rules for the cluster, one a line as CHAIN and the rest of `iptables -A` (docs/local-cluster.md,
+# "Who can reach what"): anything from or to the pods that would cross another interface is dropped; the GCS
+# emulator, which asks no credentials, answers the pods on the bridge and root's own processes only; so do
+# the loopback ports that answer without credentials. The owner match sees the local sender's UID in OUTPUT.
+GCS_GUARD=MNIST-GCS-GUARD
+host_rules() {
+    cat <<RULES
+FORWARD -s ${POD_CIDR} ! -o ${BRIDGE} -j DROP
+FORWARD -d ${POD_CIDR} ! -i ${BRIDGE} -j DROP
+${GCS_GUARD} -i lo -j RETURN
+${GCS_GUARD} -i ${BRIDGE} -s ${POD_CIDR} -j RETURN
+${GCS_GUARD} -p tcp -j REJECT --reject-with tcp-reset
+INPUT -p tcp -d ${NODE_IP} --dport ${GCS_PORT} -j ${GCS_GUARD}
+OUTPUT -p tcp -d ${NODE_IP} --dport ${GCS_PORT} -m owner ! --uid-owner 0 -j REJECT --reject-with tcp-reset
+OUTPUT -p tcp -d 127.0.0.1 -m multiport --dports ${ETCD_METRICS_PORT},${KUBELET_HEALTHZ_PORT},${KUBE_PROXY_METRICS_PORT},${KUBE_PROXY_HEALTHZ_PORT} -m owner ! --uid-owner 0 -j REJECT --reject-with tcp-reset
+RULES
+}
+
+# Each of host_rules not yet there: the guard chain's in order, the others first in their built-in chain.
+add_host_rules() {
+    local chain rule
+    iptables -N "${GCS_GUARD}" 2>/dev/null || true
+    while read -r chain rule; do
+        # shellcheck disable=SC2086 # a rule as host_rules writes it is its own arguments
+        if ! iptables -C "${chain}" ${rule} 2>/dev/null; then
+            if [[ "${chain}" == "${GCS_GUARD}" ]]; then
+                iptables -A "${chain}" ${rule}
+            else
+                iptables -I "${chain}" 1 ${rule}
+            fi
+        fi
+    done < <(host_rules)
+}
+
+remove_host_rules() {
+    local chain rule
+    while read -r chain rule; do
+        # shellcheck disable=SC2086 # a rule as host_rules writes it is its own arguments
+        while iptables -D "${chain}" ${rule} 2>/dev/null; do :; done
+    done < <(host_rules)
+    iptables -X "${GCS_GUARD}" 2>/dev/null || true
+}
+
+# The bridge the pods hang on, with the node's address; forwarding on (Services are DNAT), and host_rules.
 setup_network() {
     if ! ip link show "${BRIDGE}" >/dev/null 2>&1; then
         ip link add "${BRIDGE}" type bridge
@@ -106,10 +148,7 @@ setup_network() {
     [[ -f "${STATE}/sysctl-before" ]] ||
         sysctl net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables >"${STATE}/sysctl-before"
     sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
-    iptables -C FORWARD -s "${POD_CIDR}" ! -o "${BRIDGE}" -j DROP 2>/dev/null ||
-        iptables -I FORWARD 1 -s "${POD_CIDR}" ! -o "${BRIDGE}" -j DROP
-    iptables -C FORWARD -d "${POD_CIDR}" ! -i "${BRIDGE}" -j DROP 2>/dev/null ||
-        iptables -I FORWARD 1 -d "${POD_CIDR}" ! -i "${BRIDGE}" -j DROP
+    add_host_rules
 }
 
 # The chains the kubelet makes in every table (kubelet_network_linux.go: its canary, KUBE-FIREWALL and the
@@ -133,8 +172,7 @@ remove_kubelet_chains() {
 
 teardown_network() {
     remove_kubelet_chains
-    while iptables -D FORWARD -s "${POD_CIDR}" ! -o "${BRIDGE}" -j DROP 2>/dev/null; do :; done
-    while iptables -D FORWARD -d "${POD_CIDR}" ! -i "${BRIDGE}" -j DROP 2>/dev/null; do :; done
+    remove_host_rules
     if ip link show "${BRIDGE}" >/dev/null 2>&1; then
         ip link delete "${BRIDGE}"
     fi
@@ -162,10 +200,17 @@ find_mnist() {
     printf '%s\n' "${source}"
 }
 
-# MNIST into the bucket, for the split step: the file up.sh found (MNIST_FILE), else find_mnist's.
+# Whether the emulator holds MNIST already: its filesystem backend keeps an object at ROOT/BUCKET/NAME
+# (fake-gcs-server v1.56.1, internal/backend/fs.go, CreateObject), and its restarts keep every object.
+mnist_stored() { [[ -f "${STATE}/gcs/${BUCKET}/${MNIST_KEY}" ]]; }
+
+# The local mnist.npz to put into the bucket, or nothing when the bucket holds it already: a cluster started
+# before, whose .cluster/env names that copy in MNIST_SOURCE, needs no file to start its emulator again.
+mnist_to_upload() { mnist_stored || find_mnist; }
+
+# MNIST into the bucket, for the split step: the file in MNIST_FILE (mnist_to_upload's), if any.
 upload_mnist() {
-    local source="${MNIST_FILE:-}"
-    [[ -n "${source}" ]] || source="$(find_mnist)"
-    curl -fsS -X POST -H 'Content-Type: application/octet-stream' --data-binary "@${source}" \
+    [[ -n "${MNIST_FILE:-}" ]] || return 0
+    curl -fsS -X POST -H 'Content-Type: application/octet-stream' --data-binary "@${MNIST_FILE}" \
         "${GCS_URL}/upload/storage/v1/b/${BUCKET}/o?uploadType=media&name=${MNIST_KEY}" >/dev/null
 }

@@ -32,6 +32,16 @@ POD_CIDR=10.77.0.0/24
 SERVICE_CIDR=10.77.1.0/24
 API_PORT=6443
 GCS_PORT=4443
+# etcd on the loopback only, over TLS with client certificates as kubeadm runs it; its metrics and health in
+# plain HTTP beside it (cmd/kubeadm/app/phases/etcd/local.go, getEtcdCommand).
+ETCD_CLIENT_URL=https://127.0.0.1:2379
+ETCD_PEER_URL=https://127.0.0.1:2380
+ETCD_METRICS_PORT=2381
+# The loopback ports that answer without credentials (etcd's metrics, the kubelet's and kube-proxy's health
+# and metrics): root's processes only (daemons.sh, host_rules).
+KUBELET_HEALTHZ_PORT=10248
+KUBE_PROXY_METRICS_PORT=10249
+KUBE_PROXY_HEALTHZ_PORT=10256
 BUCKET=mnist-local
 NAMESPACE=mnist
 

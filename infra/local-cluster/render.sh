@@ -128,6 +128,7 @@ authorization:
   mode: Webhook
 address: ${NODE_IP}
 healthzBindAddress: 127.0.0.1
+healthzPort: ${KUBELET_HEALTHZ_PORT}
 readOnlyPort: 0
 cgroupDriver: cgroupfs
 containerRuntimeEndpoint: unix://${CONTAINERD_SOCKET}
@@ -153,8 +154,8 @@ clientConnection:
 mode: iptables
 clusterCIDR: ${POD_CIDR}
 bindAddress: ${NODE_IP}
-healthzBindAddress: 127.0.0.1:10256
-metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: 127.0.0.1:${KUBE_PROXY_HEALTHZ_PORT}
+metricsBindAddress: 127.0.0.1:${KUBE_PROXY_METRICS_PORT}
 nodePortAddresses: ["${NODE_IP}/32"]
 conntrack:
   maxPerCore: 0

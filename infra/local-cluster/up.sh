@@ -43,31 +43,55 @@ start_network() {
     setup_network
 }
 
+# .cluster/ and what it holds (keys, tokens, kubeconfigs, etcd's data, the bucket) are root's alone.
+make_state() {
+    mkdir -p "${STATE}/logs" "${STATE}/pids"
+    chmod 700 "${STATE}"
+}
+
+# Every certificate `init phase certs all` makes for a local etcd too: etcd's own CA, its server and peer
+# certificates, and the API server's client certificate for it (cmd/kubeadm/app/phases/certs/certlist.go).
+# Written with umask 077, so that each kubeconfig and key is its owner's (root's) only.
 make_certificates() {
     mkdir -p "${STATE}/pki" "${STATE}/kubeconfigs"
     render_kubeadm_config | write_if_changed "${STATE}/kubeadm.yaml"
-    if [[ ! -f "${STATE}/pki/ca.crt" ]]; then
-        "${BIN}/kubeadm" init phase certs all --config "${STATE}/kubeadm.yaml" >>"${STATE}/logs/kubeadm.log" 2>&1
-    fi
-    if [[ ! -f "${STATE}/kubeconfigs/kubelet.conf" ]]; then
-        "${BIN}/kubeadm" init phase kubeconfig all --config "${STATE}/kubeadm.yaml" \
-            --kubeconfig-dir "${STATE}/kubeconfigs" >>"${STATE}/logs/kubeadm.log" 2>&1
-        "${BIN}/kubeadm" kubeconfig user --config "${STATE}/kubeadm.yaml" --client-name system:kube-proxy \
-            >"${STATE}/kubeconfigs/kube-proxy.conf" 2>>"${STATE}/logs/kubeadm.log"
-    fi
+    (
+        umask 077
+        if [[ ! -f "${STATE}/pki/ca.crt" ]]; then
+            "${BIN}/kubeadm" init phase certs all --config "${STATE}/kubeadm.yaml" >>"${STATE}/logs/kubeadm.log" 2>&1
+        fi
+        if [[ ! -f "${STATE}/kubeconfigs/kubelet.conf" ]]; then
+            "${BIN}/kubeadm" init phase kubeconfig all --config "${STATE}/kubeadm.yaml" \
+                --kubeconfig-dir "${STATE}/kubeconfigs" >>"${STATE}/logs/kubeadm.log" 2>&1
+            "${BIN}/kubeadm" kubeconfig user --config "${STATE}/kubeadm.yaml" --client-name system:kube-proxy \
+                >"${STATE}/kubeconfigs/kube-proxy.conf.partial" 2>>"${STATE}/logs/kubeadm.log"
+            mv "${STATE}/kubeconfigs/kube-proxy.conf.partial" "${STATE}/kubeconfigs/kube-proxy.conf"
+        fi
+    )
 }
 
+# etcd as kubeadm runs it (cmd/kubeadm/app/phases/etcd/local.go, getEtcdCommand): clients and peers over
+# TLS, each with a certificate of etcd's CA; only its health and metrics in plain HTTP, on the loopback.
 start_etcd() {
+    local pki="${STATE}/pki/etcd"
     start_daemon etcd "${BIN}/etcd" --name "${NODE_NAME}" --data-dir "${STATE}/etcd" \
-        --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
-        --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-        --initial-cluster "${NODE_NAME}=http://127.0.0.1:2380" --listen-metrics-urls http://127.0.0.1:2381
-    wait_for "etcd to answer" 60 curl -fsS http://127.0.0.1:2381/health
+        --listen-client-urls "${ETCD_CLIENT_URL}" --advertise-client-urls "${ETCD_CLIENT_URL}" \
+        --cert-file "${pki}/server.crt" --key-file "${pki}/server.key" \
+        --trusted-ca-file "${pki}/ca.crt" --client-cert-auth=true \
+        --listen-peer-urls "${ETCD_PEER_URL}" --initial-advertise-peer-urls "${ETCD_PEER_URL}" \
+        --initial-cluster "${NODE_NAME}=${ETCD_PEER_URL}" \
+        --peer-cert-file "${pki}/peer.crt" --peer-key-file "${pki}/peer.key" \
+        --peer-trusted-ca-file "${pki}/ca.crt" --peer-client-cert-auth=true \
+        --listen-metrics-urls "http://127.0.0.1:${ETCD_METRICS_PORT}"
+    wait_for "etcd to answer" 60 curl -fsS "http://127.0.0.1:${ETCD_METRICS_PORT}/health"
 }
 
 start_api_server() {
     local pki="${STATE}/pki"
-    start_daemon kube-apiserver "${BIN}/kube-apiserver" --etcd-servers http://127.0.0.1:2379 \
+    # etcd with the API server's client certificate, as kubeadm configures it (phases/controlplane/manifests.go)
+    start_daemon kube-apiserver "${BIN}/kube-apiserver" --etcd-servers "${ETCD_CLIENT_URL}" \
+        --etcd-cafile "${pki}/etcd/ca.crt" --etcd-certfile "${pki}/apiserver-etcd-client.crt" \
+        --etcd-keyfile "${pki}/apiserver-etcd-client.key" \
         --bind-address "${NODE_IP}" --advertise-address "${NODE_IP}" --secure-port "${API_PORT}" \
         --service-cluster-ip-range "${SERVICE_CIDR}" --authorization-mode Node,RBAC \
         --enable-admission-plugins NodeRestriction --allow-privileged=false --profiling=false \
@@ -180,8 +204,8 @@ main() {
     local started=${SECONDS}
     step "checking this machine"
     check_machine
-    MNIST_FILE="$(find_mnist)"
-    mkdir -p "${STATE}/logs" "${STATE}/pids"
+    MNIST_FILE="$(mnist_to_upload)"
+    make_state
     step "building the programs (cached after the first time)"
     BIN="$(bash "${here}/build.sh")"
     printf '%s\n' "${BIN}" >"${STATE}/bin"
@@ -230,7 +254,10 @@ start_only() {
         containerd) start_containerd ;;
         kubelet) start_kubelet ;;
         kube-proxy) start_kube_proxy ;;
-        gcs-emulator) start_gcs_emulator ;;
+        gcs-emulator)
+            MNIST_FILE="$(mnist_to_upload)"
+            start_gcs_emulator
+            ;;
         *) die "not a daemon of the local cluster: ${name}" ;;
         esac
     done
