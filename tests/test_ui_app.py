@@ -10,6 +10,7 @@ import shutil
 import tempfile
 import tomllib
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -539,15 +540,52 @@ def test_a_card_in_a_shape_no_check_expected_does_not_stop_the_page(
     assert metric(page, "Prediction") == "7"
 
 
-@pytest.mark.parametrize(
-    ("text", "markdown"),
-    [
-        ("ui-test-1", "`ui-test-1`"),
-        ("a `b` c", "``a `b` c``"),
-        ("``x", "``` ``x ```"),  # padded: a fence must not touch a backtick of the text
-        ("two\nlines", "`two lines`"),
-        ("", ""),
-    ],
-)
-def test_verbatim_fences_text_with_more_backticks_than_it_holds(text: str, markdown: str) -> None:
-    assert verbatim(text) == markdown
+def test_what_the_page_says_of_a_model_is_built_once_per_model(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path
+) -> None:
+    """The card, the curves and the report do not change between runs for one served model: two
+    visitors' three runs each build them once, and the elements are sent every time."""
+    import steps.lib.confusion_plot
+    import steps.lib.published
+    import ui.report
+
+    built: Counter[str] = Counter()
+
+    def counted(module: object, name: str) -> None:
+        function = getattr(module, name)
+
+        def counting(*args: object, **kwargs: object) -> object:
+            built[name] += 1
+            return function(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counting)
+
+    counted(training, "curve_chart")  # the curves, one chart a metric
+    counted(steps.lib.confusion_plot, "draw_confusion")  # the report's picture
+    counted(ui.report, "errors_per_digit")  # the report's chart
+    counted(steps.lib.published, "differing")  # the card's settings
+    for _ in range(2):
+        page = open_page(monkeypatch, latest_uri(own_store))
+        for _ in range(2):
+            page.run()
+            assert metric(page, "Run") == verbatim(FIRST_RUN)
+            assert len(chart_specs(page.sidebar)) == 2
+            assert "Confusion matrix on the test set" in image_captions(page)
+    assert built == {"curve_chart": 2, "draw_confusion": 1, "errors_per_digit": 1, "differing": 1}
+
+
+def test_the_served_page_spends_nothing_per_run_on_reloading_or_collecting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each script run walked every imported module's path for the file watcher and the whole heap
+    for the garbage collector: two thirds of a visitor's server CPU (docs/how-it-works.md#the-page)."""
+    from streamlit import config
+
+    monkeypatch.chdir(ROOT)
+    config.get_config_options(force_reparse=True)
+    try:
+        assert config.get_option("server.fileWatcherType") == "none"
+        assert config.get_option("runner.postScriptGC") is False
+    finally:
+        monkeypatch.undo()
+        config.get_config_options(force_reparse=True)

@@ -34,6 +34,7 @@ from ui.verbatim import verbatim
 
 PROBABILITIES_SIZE = (240, 130)  # a result's chart of the ten probabilities, in screen pixels
 MISTAKES_SHOWN = 3
+MODEL_PARTS_KEPT = 12  # the card, curves and report of the last four models served
 
 log = logging.getLogger("mnist-page")
 
@@ -137,10 +138,21 @@ def serving_line(loaded: LoadedModel) -> str:
     return f"Serving {run_name(loaded)}{scored}: its card is in the sidebar."
 
 
+@st.cache_resource(show_spinner=False, max_entries=MODEL_PARTS_KEPT)
+def drawn_once(
+    name: str, uri: str, version: str, _show: Callable[[LoadedModel], None], _loaded: LoadedModel
+) -> None:
+    """Draw one part for one model, once for the whole server: later runs, every visitor's, replay
+    the elements it made (streamlit/runtime/caching/cached_message_replay.py,
+    replay_cached_messages) instead of building its charts and pictures again."""
+    _show(_loaded)
+
+
 def show_part(show: Callable[[LoadedModel], None], loaded: LoadedModel, name: str) -> None:
-    """Show one part of what the page says about the model; what the store holds cannot stop the page."""
+    """Show one part of what the page says about the model, built once per model (drawn_once); what
+    the store holds cannot stop the page."""
     try:
-        show(loaded)
+        drawn_once(name, uri, loaded.version, show, loaded)
     except Exception:  # a file the checks let through in a shape the page did not expect
         log.exception("the model's %s cannot be shown", name)
         st.warning(f"The model's {name} cannot be shown.")
