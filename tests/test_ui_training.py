@@ -67,3 +67,22 @@ def test_a_thinned_worker_keeps_its_first_and_last_epoch_of_a_round() -> None:
     points = training.curve_points(kept, "loss")
     first = points[(points["line"] == "worker 0") & (points["round"] == 1)]
     assert {1, 1000} <= set(first["epoch"]) and len(first) < 1000
+
+
+def test_with_fewer_points_than_rounds_the_average_keeps_every_round() -> None:
+    """1000 rounds of 10 workers: a worker draws its last epoch in some rounds, the average all."""
+    kept = history_of(1000, 10, 2)
+    points = training.curve_points(kept, "loss")
+    assert len(points) <= training.MAX_POINTS
+    average = points[points["line"] == training.AVERAGE]
+    assert list(average["round"]) == list(range(1, 1001))
+    for shard in range(10):
+        drawn = points[points["line"] == f"worker {shard}"]
+        assert 250 <= len(drawn) and set(drawn["epoch"] % 2) == {0}  # each a round's last epoch
+
+
+@pytest.mark.parametrize(("epochs", "quota"), [(30, 3), (30, 1), (30, 0), (2, 5), (1000, 19)])
+def test_kept_epochs_are_within_the_quota_and_end_the_round(epochs: int, quota: int) -> None:
+    kept = training.kept_epochs(epochs, quota)
+    assert len(kept) == min(epochs, quota) and kept == sorted(set(kept))
+    assert not kept or kept[-1] == epochs

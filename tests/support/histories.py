@@ -30,7 +30,7 @@ def history_of(rounds: int, workers: int, epochs: int, value: float | None = Non
                         1 / (number + epoch) if value is None else value for epoch in range(epochs)
                     ],
                     "accuracy": [
-                        0.5 + (epoch + shard) / (4 * epochs) if value is None else value
+                        0.5 + (epoch + shard) / (4 * (epochs + workers)) if value is None else value
                         for epoch in range(epochs)
                     ],
                 }
