@@ -20,10 +20,12 @@ from streamlit.testing.v1 import AppTest
 
 from steps.lib.model_file import read_weights
 from steps.lib.registry import LATEST_KEY, run_prefix
+from tests.conftest import new_bucket
+from tests.support.gcs_emulator import own_emulator
 from tests.support.page import BATCH, EPOCHS, FIRST_RUN, SAMPLES, TRAINING_HISTORY, publish_run
 from tests.support.project import ROOT
 from tests.support.steps import write_model_weights
-from ui import training
+from ui import model_source, training
 from ui.images.decode import MAX_PIXELS, MB
 from ui.pictures import CAPTION as PAIR_CAPTION
 from ui.predict import LOW_CONFIDENCE
@@ -73,6 +75,24 @@ def upload(page: AppTest, name: str, data: bytes, mime: str = "image/png") -> Ap
 
 def latest_uri(store: Path) -> str:
     return str(store / LATEST_KEY)
+
+
+@pytest.fixture(autouse=True)
+def look_at_every_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each run starts a look for a new model in the background, none skipped for being recent."""
+    monkeypatch.setattr(model_source, "CHECK_SECONDS", 0)
+
+
+def look_again(page: AppTest) -> None:
+    """Run the page once a look for a new model, started after the store changed, has ended: a
+    visitor's run serves what is in memory, and the look runs beside it (ui/model_source.py)."""
+    for keeper in list(model_source.KEEPERS.values()):
+        keeper.wait()
+    page.run()  # starts the look
+    for keeper in list(model_source.KEEPERS.values()):
+        keeper.wait()
+    page.run()
+    assert not page.exception, page.exception
 
 
 @pytest.fixture
@@ -329,26 +349,26 @@ def test_a_new_latest_is_picked_up_and_a_broken_one_keeps_the_old_model(
     assert metric(page, "Run") == verbatim(FIRST_RUN)
 
     publish_run(own_store, "ui-test-2", digit_model, model_evaluation)
-    page.run()
+    look_again(page)
     assert metric(page, "Run") == verbatim("ui-test-2") and not page.warning
 
     # LATEST names a run whose model never arrived: keep serving, and say so
     (own_store / run_prefix("ui-test-3")).mkdir(parents=True)
     (own_store / LATEST_KEY).write_text("ui-test-3")
-    page.run()
+    look_again(page)
     assert metric(page, "Run") == verbatim("ui-test-2")
     assert f"Still serving {verbatim('ui-test-2')}" in page.warning[0].value
     assert "ui-test-3" in page.text[0].value  # the store's words, as plain text
 
     # a model file that is not a model of this architecture: same
     (own_store / run_prefix("ui-test-3") / "model.h5").write_bytes(b"not hdf5 at all")
-    page.run()
+    look_again(page)
     assert metric(page, "Run") == verbatim("ui-test-2")
     assert "not a model of this project's architecture" in page.text[0].value
 
     # once it is whole, the page switches without a restart
     shutil.copyfile(digit_model, own_store / run_prefix("ui-test-3") / "model.h5")
-    page.run()
+    look_again(page)
     assert metric(page, "Run") == verbatim("ui-test-3") and not page.warning
     upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
     assert metric(page, "Prediction") == "7"
@@ -436,7 +456,7 @@ def test_a_new_run_with_malformed_metrics_keeps_the_old_model(
     (bad / "metrics.json").write_text('{"accuracy": 0.9, "confusion_matrix": [[1, 2], [3]]}')
     (bad / "confusion.png").unlink()
     (own_store / LATEST_KEY).write_text("ui-test-bad")
-    page.run()
+    look_again(page)
     assert not page.exception, page.exception
     assert metric(page, "Run") == verbatim(FIRST_RUN)
     assert "confusion_matrix" in page.text[0].value
@@ -494,12 +514,12 @@ def test_store_text_is_shown_as_text_not_markdown(
 ) -> None:
     page = open_page(monkeypatch, latest_uri(own_store))
     publish_copy(own_store, "ui-test-md", published_at=HOSTILE, settings={"workers": HOSTILE})
-    page.run()
+    look_again(page)
     assert not page.exception, page.exception
     assert_no_store_markdown(page)
 
     (own_store / LATEST_KEY).write_text(HOSTILE)  # quoted by the warning that it is no run id
-    page.run()
+    look_again(page)
     assert not page.exception, page.exception
     assert any("!" in text.value and "not a run id" in text.value for text in page.text)
     assert_no_store_markdown(page)
@@ -511,7 +531,7 @@ def test_a_date_out_of_range_in_utc_does_not_stop_the_page(
     """`0001-01-01T00:00:00+14:00` is ISO 8601, but a year before 1 in UTC: astimezone overflows."""
     page = open_page(monkeypatch, latest_uri(own_store))
     publish_copy(own_store, "ui-test-date", published_at="0001-01-01T00:00:00+14:00")
-    page.run()
+    look_again(page)
     assert not page.exception, page.exception
     assert [tab.label for tab in page.tabs] == ["Upload images", "Take a photo", "Draw a digit"]
     # The shared checks of the published files refuse the date (steps/lib/published.py): the new run is
@@ -589,3 +609,39 @@ def test_the_served_page_spends_nothing_per_run_on_reloading_or_collecting(
     finally:
         monkeypatch.undo()
         config.get_config_options(force_reparse=True)
+
+
+def test_a_store_that_cannot_be_reached_leaves_the_model_served_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, digit_model: Path, model_evaluation: Path
+) -> None:
+    """The store's emulator stopped (its port closed): the page keeps serving the model in memory
+    and says the store cannot be reached."""
+    with own_emulator() as emulator:
+        bucket = new_bucket(emulator.host, monkeypatch)
+        publish_run(f"gs://{bucket}", "gcs-run-1", digit_model, model_evaluation)
+        page = open_page(monkeypatch, f"gs://{bucket}/{LATEST_KEY}")
+        assert metric(page, "Run") == verbatim("gcs-run-1") and not page.warning
+        emulator.stop()
+        look_again(page)
+    assert metric(page, "Run") == verbatim("gcs-run-1")
+    assert [w.value for w in page.warning] == [
+        f"Still serving {verbatim('gcs-run-1')}: {model_source.UNREACHABLE}, "
+        "a newer model may be there."
+    ]
+    upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
+    assert metric(page, "Prediction") == "7"
+
+
+def test_a_guess_of_a_weak_model_blames_the_model_not_the_image(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path, undecided_model: Path
+) -> None:
+    """A partial run of 79.5% served: "Try a clearer image" sent visitors after the wrong cause."""
+    settings = {"workers": 1, "rounds": 1, "epochs": EPOCHS, "batch": BATCH, "limit": 3000}
+    publish_copy(own_store, "ui-weak", accuracy=0.795, settings=settings)
+    shutil.copyfile(undecided_model, own_store / run_prefix("ui-weak") / "model.h5")
+    page = open_page(monkeypatch, latest_uri(own_store))
+    upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
+    assert confidence_of(page) == 0.1
+    (said,) = [warning.value for warning in page.warning if "Low confidence" in warning.value]
+    assert "Try a clearer image" not in said
+    assert "79.50% on the test set" in said and "--limit 3000" in said

@@ -24,10 +24,11 @@ from steps.lib.confusion_plot import draw_confusion
 from steps.lib.published import differing
 from ui import report, training
 from ui.drawing import MAX_PNG_BYTES, drawn_image
+from ui.guess import guess_text
 from ui.images.decode import EXTENSIONS, MB
-from ui.model_source import LoadedModel, ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
+from ui.model_source import UNREACHABLE, LoadedModel, ModelUnavailable, keeper_for, model_uri
 from ui.pictures import CAPTION
-from ui.predict import LOW_CONFIDENCE, NoAnswer, classify
+from ui.predict import NoAnswer, classify
 from ui.readings import UNEXPECTED, Ledger, Upload, distinct, read
 from ui.uploads import MAX_FILES
 from ui.verbatim import verbatim
@@ -41,12 +42,6 @@ log = logging.getLogger("mnist-page")
 # The model card is in the sidebar: beside the page on a wide screen, folded behind its button on a
 # phone's ("auto": Streamlit collapses the sidebar on narrow screens), so the upload comes first.
 st.set_page_config(page_title="Handwritten digits", page_icon="✍️", initial_sidebar_state="auto")
-
-
-@st.cache_resource(show_spinner=False)
-def keeper_for(uri: str) -> ModelKeeper:
-    """One keeper per MODEL_URI for the whole server: the model loads once, not per visitor."""
-    return ModelKeeper(parse_model_uri(uri))
 
 
 def warn(summary: str, detail: str | None) -> None:
@@ -92,10 +87,16 @@ def run_name(loaded: LoadedModel) -> str:
     return verbatim(str(loaded.card.get("run") or loaded.label))
 
 
+def accuracy_of(loaded: LoadedModel) -> float | None:
+    """The model's test accuracy, when its card or metrics say it."""
+    accuracy = loaded.card.get("accuracy") or (loaded.metrics or {}).get("accuracy")
+    return accuracy if isinstance(accuracy, float) else None
+
+
 def accuracy_text(loaded: LoadedModel) -> str | None:
     """The model's test accuracy as a percentage, when its card or metrics say it."""
-    accuracy = loaded.card.get("accuracy") or (loaded.metrics or {}).get("accuracy")
-    return f"{accuracy:.2%}" if isinstance(accuracy, float) else None
+    accuracy = accuracy_of(loaded)
+    return f"{accuracy:.2%}" if accuracy is not None else None
 
 
 def show_card(loaded: LoadedModel) -> None:
@@ -242,10 +243,8 @@ def show_prediction(loaded: LoadedModel, data: bytes, limit: int | None = None) 
         )
         st.bar_chart(probabilities, x_label="digit", y_label="", width=width, height=height)
     if prediction.is_low_confidence:
-        st.warning(
-            f"Low confidence (under {LOW_CONFIDENCE:.0%}): this is a guess. "
-            "Try a clearer image, one digit filling most of it."
-        )
+        settings = loaded.card.get("settings") or {}
+        st.warning(guess_text(accuracy_of(loaded), settings, loaded.metrics or {}))
 
 
 def show_uploads(loaded: LoadedModel, uploads: Sequence[Upload]) -> None:
@@ -269,7 +268,7 @@ st.write(
 )
 uri = model_uri()
 try:
-    status = keeper_for(uri).refresh()
+    status = keeper_for(uri).serving()  # what is in memory; a new model is looked for elsewhere
 except ModelUnavailable as error:  # MODEL_URI itself is unusable
     show_how_to(uri, str(error))
     st.stop()
@@ -277,7 +276,12 @@ loaded = status.model
 if loaded is None:
     show_how_to(uri, status.problem)
     st.stop()
-if status.problem:
+if status.unreachable:
+    warn(
+        f"Still serving {verbatim(loaded.label)}: {UNREACHABLE}, a newer model may be there.",
+        status.problem,
+    )
+elif status.problem:
     warn(
         f"Still serving {verbatim(loaded.label)}. The newest model cannot be used:", status.problem
     )
