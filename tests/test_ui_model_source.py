@@ -358,3 +358,16 @@ def test_the_stores_reads_give_up_within_their_deadline(
     emulator.stop()
     status = keeper.refresh()
     assert status.unreachable and status.model.label == "gcs-run-1"
+
+
+def test_with_nothing_to_serve_a_visitor_waits_for_the_look(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path, tmp_path: Path
+) -> None:
+    """With no model in memory there is nothing to serve meanwhile: a run waits for the look it
+    started, and a model published since the last one is shown at once."""
+    monkeypatch.setattr(model_source, "CHECK_SECONDS", 0)
+    store = tmp_path / "store"
+    keeper = ModelKeeper(parse_model_uri(str(store / LATEST_KEY)))
+    assert keeper.serving() == model_source.Status(None)
+    shutil.copytree(published_store, store)
+    assert keeper.serving().model.label == FIRST_RUN

@@ -252,15 +252,15 @@ class ModelKeeper:
 
     def serving(self) -> Status:
         """What a visitor's run shows, at once: the model in memory and why it may not be the newest.
-        A look for a new one starts in the background when one is due (CHECK_SECONDS); only before
-        the first model has loaded does a visitor wait for it, up to FIRST_LOAD_SECONDS."""
+        A look for a new one starts in the background when one is due (CHECK_SECONDS); only while
+        no model is in memory does a visitor wait for a look under way, up to FIRST_LOAD_SECONDS."""
         with self._state:  # held to read and set these fields, never across a store read
             if not self._checking and monotonic() - self._checked_at >= CHECK_SECONDS:
                 self._checking, self._checked_at = True, monotonic()
                 self._checked.clear()
                 threading.Thread(target=self._check, name="model-check", daemon=True).start()
             status = self._status
-        if status is None:
+        if status is None or status.model is None:  # nothing to serve meanwhile
             self._checked.wait(FIRST_LOAD_SECONDS)
             with self._state:
                 status = self._status
