@@ -645,3 +645,18 @@ def test_a_guess_of_a_weak_model_blames_the_model_not_the_image(
     (said,) = [warning.value for warning in page.warning if "Low confidence" in warning.value]
     assert "Try a clearer image" not in said
     assert "79.50% on the test set" in said and "--limit 3000" in said
+
+
+def test_a_store_that_cannot_be_reached_from_the_start_is_said_so(
+    monkeypatch: pytest.MonkeyPatch, digit_model: Path, model_evaluation: Path
+) -> None:
+    """Nothing in memory and the store's emulator stopped: not "no model is published"."""
+    with own_emulator() as emulator:
+        bucket = new_bucket(emulator.host, monkeypatch)
+        publish_run(f"gs://{bucket}", "gcs-run-1", digit_model, model_evaluation)
+        emulator.stop()
+        page = open_page(monkeypatch, f"gs://{bucket}/{LATEST_KEY}")
+    assert [w.value for w in page.warning] == [
+        f"No model yet: {model_source.UNREACHABLE}. Reload this page in a moment."
+    ]
+    assert not page.info and not page.file_uploader

@@ -26,7 +26,15 @@ from ui import report, training
 from ui.drawing import MAX_PNG_BYTES, drawn_image
 from ui.guess import guess_text
 from ui.images.decode import EXTENSIONS, MB
-from ui.model_source import UNREACHABLE, LoadedModel, ModelUnavailable, keeper_for, model_uri
+from ui.model_source import (
+    LOADING,
+    UNREACHABLE,
+    LoadedModel,
+    ModelUnavailable,
+    Status,
+    keeper_for,
+    model_uri,
+)
 from ui.pictures import CAPTION
 from ui.predict import NoAnswer, classify
 from ui.readings import UNEXPECTED, Ledger, Upload, distinct, read
@@ -61,6 +69,14 @@ def show_how_to(uri: str, problem: str | None) -> None:
     )
     if problem:
         warn("The model cannot be loaded:", problem)
+
+
+def show_no_model_yet(status: Status) -> None:
+    """No model in memory: the first is still loading, or the store did not answer."""
+    if status.problem == LOADING:
+        st.info(f"No model yet: {LOADING}. Reload this page in a moment.")
+    else:
+        warn(f"No model yet: {UNREACHABLE}. Reload this page in a moment.", status.problem)
 
 
 def published_text(stamp: object) -> str | None:
@@ -273,6 +289,9 @@ except ModelUnavailable as error:  # MODEL_URI itself is unusable
     show_how_to(uri, str(error))
     st.stop()
 loaded = status.model
+if loaded is None and (status.unreachable or status.problem == LOADING):
+    show_no_model_yet(status)
+    st.stop()
 if loaded is None:
     show_how_to(uri, status.problem)
     st.stop()
