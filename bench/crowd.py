@@ -126,7 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-crowd-{os.getpid()}.log"
     with page_server(args.model_uri, args.port or free_port(), log) as (url, pid):
         with PageClient(url) as first:  # the model loads once, before the crowd
-            first.rerun()
+            if not first.rerun().of("file_uploader"):
+                print(
+                    f"python -m bench.crowd: error: no model served from {args.model_uri}",
+                    file=sys.stderr,
+                )
+                return 2
         visit(url, photo, threading.Barrier(1))  # and the photo's reading is made once
         for number in range(1, args.rounds + 1):
             rss = proc_kilobytes(pid, "VmRSS") / 1024
