@@ -10,6 +10,7 @@ import shutil
 import tempfile
 import tomllib
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +20,12 @@ from streamlit.testing.v1 import AppTest
 
 from steps.lib.model_file import read_weights
 from steps.lib.registry import LATEST_KEY, run_prefix
+from tests.conftest import new_bucket
+from tests.support.gcs_emulator import own_emulator
 from tests.support.page import BATCH, EPOCHS, FIRST_RUN, SAMPLES, TRAINING_HISTORY, publish_run
 from tests.support.project import ROOT
 from tests.support.steps import write_model_weights
-from ui import training
+from ui import model_source, training
 from ui.images.decode import MAX_PIXELS, MB
 from ui.pictures import CAPTION as PAIR_CAPTION
 from ui.predict import LOW_CONFIDENCE
@@ -72,6 +75,24 @@ def upload(page: AppTest, name: str, data: bytes, mime: str = "image/png") -> Ap
 
 def latest_uri(store: Path) -> str:
     return str(store / LATEST_KEY)
+
+
+@pytest.fixture(autouse=True)
+def look_at_every_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each run starts a look for a new model in the background, none skipped for being recent."""
+    monkeypatch.setattr(model_source, "CHECK_SECONDS", 0)
+
+
+def look_again(page: AppTest) -> None:
+    """Run the page once a look for a new model, started after the store changed, has ended: a
+    visitor's run serves what is in memory, and the look runs beside it (ui/model_source.py)."""
+    for keeper in list(model_source.KEEPERS.values()):
+        keeper.wait()
+    page.run()  # starts the look
+    for keeper in list(model_source.KEEPERS.values()):
+        keeper.wait()
+    page.run()
+    assert not page.exception, page.exception
 
 
 @pytest.fixture
@@ -328,26 +349,26 @@ def test_a_new_latest_is_picked_up_and_a_broken_one_keeps_the_old_model(
     assert metric(page, "Run") == verbatim(FIRST_RUN)
 
     publish_run(own_store, "ui-test-2", digit_model, model_evaluation)
-    page.run()
+    look_again(page)
     assert metric(page, "Run") == verbatim("ui-test-2") and not page.warning
 
     # LATEST names a run whose model never arrived: keep serving, and say so
     (own_store / run_prefix("ui-test-3")).mkdir(parents=True)
     (own_store / LATEST_KEY).write_text("ui-test-3")
-    page.run()
+    look_again(page)
     assert metric(page, "Run") == verbatim("ui-test-2")
     assert f"Still serving {verbatim('ui-test-2')}" in page.warning[0].value
     assert "ui-test-3" in page.text[0].value  # the store's words, as plain text
 
     # a model file that is not a model of this architecture: same
     (own_store / run_prefix("ui-test-3") / "model.h5").write_bytes(b"not hdf5 at all")
-    page.run()
+    look_again(page)
     assert metric(page, "Run") == verbatim("ui-test-2")
     assert "not a model of this project's architecture" in page.text[0].value
 
     # once it is whole, the page switches without a restart
     shutil.copyfile(digit_model, own_store / run_prefix("ui-test-3") / "model.h5")
-    page.run()
+    look_again(page)
     assert metric(page, "Run") == verbatim("ui-test-3") and not page.warning
     upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
     assert metric(page, "Prediction") == "7"
@@ -435,7 +456,7 @@ def test_a_new_run_with_malformed_metrics_keeps_the_old_model(
     (bad / "metrics.json").write_text('{"accuracy": 0.9, "confusion_matrix": [[1, 2], [3]]}')
     (bad / "confusion.png").unlink()
     (own_store / LATEST_KEY).write_text("ui-test-bad")
-    page.run()
+    look_again(page)
     assert not page.exception, page.exception
     assert metric(page, "Run") == verbatim(FIRST_RUN)
     assert "confusion_matrix" in page.text[0].value
@@ -493,12 +514,12 @@ def test_store_text_is_shown_as_text_not_markdown(
 ) -> None:
     page = open_page(monkeypatch, latest_uri(own_store))
     publish_copy(own_store, "ui-test-md", published_at=HOSTILE, settings={"workers": HOSTILE})
-    page.run()
+    look_again(page)
     assert not page.exception, page.exception
     assert_no_store_markdown(page)
 
     (own_store / LATEST_KEY).write_text(HOSTILE)  # quoted by the warning that it is no run id
-    page.run()
+    look_again(page)
     assert not page.exception, page.exception
     assert any("!" in text.value and "not a run id" in text.value for text in page.text)
     assert_no_store_markdown(page)
@@ -510,7 +531,7 @@ def test_a_date_out_of_range_in_utc_does_not_stop_the_page(
     """`0001-01-01T00:00:00+14:00` is ISO 8601, but a year before 1 in UTC: astimezone overflows."""
     page = open_page(monkeypatch, latest_uri(own_store))
     publish_copy(own_store, "ui-test-date", published_at="0001-01-01T00:00:00+14:00")
-    page.run()
+    look_again(page)
     assert not page.exception, page.exception
     assert [tab.label for tab in page.tabs] == ["Upload images", "Take a photo", "Draw a digit"]
     # The shared checks of the published files refuse the date (steps/lib/published.py): the new run is
@@ -539,15 +560,103 @@ def test_a_card_in_a_shape_no_check_expected_does_not_stop_the_page(
     assert metric(page, "Prediction") == "7"
 
 
-@pytest.mark.parametrize(
-    ("text", "markdown"),
-    [
-        ("ui-test-1", "`ui-test-1`"),
-        ("a `b` c", "``a `b` c``"),
-        ("``x", "``` ``x ```"),  # padded: a fence must not touch a backtick of the text
-        ("two\nlines", "`two lines`"),
-        ("", ""),
-    ],
-)
-def test_verbatim_fences_text_with_more_backticks_than_it_holds(text: str, markdown: str) -> None:
-    assert verbatim(text) == markdown
+def test_what_the_page_says_of_a_model_is_built_once_per_model(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path
+) -> None:
+    """The card, the curves and the report do not change between runs for one served model: two
+    visitors' three runs each build them once, and the elements are sent every time."""
+    import steps.lib.confusion_plot
+    import steps.lib.published
+    import ui.report
+
+    built: Counter[str] = Counter()
+
+    def counted(module: object, name: str) -> None:
+        function = getattr(module, name)
+
+        def counting(*args: object, **kwargs: object) -> object:
+            built[name] += 1
+            return function(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counting)
+
+    counted(training, "curve_chart")  # the curves, one chart a metric
+    counted(steps.lib.confusion_plot, "draw_confusion")  # the report's picture
+    counted(ui.report, "errors_per_digit")  # the report's chart
+    counted(steps.lib.published, "differing")  # the card's settings
+    for _ in range(2):
+        page = open_page(monkeypatch, latest_uri(own_store))
+        for _ in range(2):
+            page.run()
+            assert metric(page, "Run") == verbatim(FIRST_RUN)
+            assert len(chart_specs(page.sidebar)) == 2
+            assert "Confusion matrix on the test set" in image_captions(page)
+    assert built == {"curve_chart": 2, "draw_confusion": 1, "errors_per_digit": 1, "differing": 1}
+
+
+def test_the_served_page_spends_nothing_per_run_on_reloading_or_collecting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each script run walked every imported module's path for the file watcher and the whole heap
+    for the garbage collector: two thirds of a visitor's server CPU (docs/how-it-works.md#the-page)."""
+    from streamlit import config
+
+    monkeypatch.chdir(ROOT)
+    config.get_config_options(force_reparse=True)
+    try:
+        assert config.get_option("server.fileWatcherType") == "none"
+        assert config.get_option("runner.postScriptGC") is False
+    finally:
+        monkeypatch.undo()
+        config.get_config_options(force_reparse=True)
+
+
+def test_a_store_that_cannot_be_reached_leaves_the_model_served_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, digit_model: Path, model_evaluation: Path
+) -> None:
+    """The store's emulator stopped (its port closed): the page keeps serving the model in memory
+    and says the store cannot be reached."""
+    with own_emulator() as emulator:
+        bucket = new_bucket(emulator.host, monkeypatch)
+        publish_run(f"gs://{bucket}", "gcs-run-1", digit_model, model_evaluation)
+        page = open_page(monkeypatch, f"gs://{bucket}/{LATEST_KEY}")
+        assert metric(page, "Run") == verbatim("gcs-run-1") and not page.warning
+        emulator.stop()
+        look_again(page)
+    assert metric(page, "Run") == verbatim("gcs-run-1")
+    assert [w.value for w in page.warning] == [
+        f"Still serving {verbatim('gcs-run-1')}: {model_source.UNREACHABLE}, "
+        "a newer model may be there."
+    ]
+    upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
+    assert metric(page, "Prediction") == "7"
+
+
+def test_a_guess_of_a_weak_model_blames_the_model_not_the_image(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path, undecided_model: Path
+) -> None:
+    """A partial run of 79.5% served: "Try a clearer image" sent visitors after the wrong cause."""
+    settings = {"workers": 1, "rounds": 1, "epochs": EPOCHS, "batch": BATCH, "limit": 3000}
+    publish_copy(own_store, "ui-weak", accuracy=0.795, settings=settings)
+    shutil.copyfile(undecided_model, own_store / run_prefix("ui-weak") / "model.h5")
+    page = open_page(monkeypatch, latest_uri(own_store))
+    upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
+    assert confidence_of(page) == 0.1
+    (said,) = [warning.value for warning in page.warning if "Low confidence" in warning.value]
+    assert "Try a clearer image" not in said
+    assert "79.50% on the test set" in said and "--limit 3000" in said
+
+
+def test_a_store_that_cannot_be_reached_from_the_start_is_said_so(
+    monkeypatch: pytest.MonkeyPatch, digit_model: Path, model_evaluation: Path
+) -> None:
+    """Nothing in memory and the store's emulator stopped: not "no model is published"."""
+    with own_emulator() as emulator:
+        bucket = new_bucket(emulator.host, monkeypatch)
+        publish_run(f"gs://{bucket}", "gcs-run-1", digit_model, model_evaluation)
+        emulator.stop()
+        page = open_page(monkeypatch, f"gs://{bucket}/{LATEST_KEY}")
+    assert [w.value for w in page.warning] == [
+        f"No model yet: {model_source.UNREACHABLE}. Reload this page in a moment."
+    ]
+    assert not page.info and not page.file_uploader

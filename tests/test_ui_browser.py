@@ -288,7 +288,8 @@ def test_store_text_reaches_the_browser_as_text(
     shutil.copytree(store / run_prefix(FIRST_RUN), folder)
     card = json.loads((folder / "run.json").read_text())
     # published_at must be a date (steps/lib/published.py refuses other text); run and settings are text
-    card.update(run=HOSTILE, settings={"workers": HOSTILE})
+    # a line end Markdown knows besides \n (\r\r: a blank line) must not end the code span either
+    card.update(run=HOSTILE, settings={"workers": HOSTILE, "note": f"x\r\r{HOSTILE} **bold**"})
     (folder / "run.json").write_text(json.dumps(card))
     (store / LATEST_KEY).write_text("ui-test-md")
     with serving(store, tmp_path / "server.log") as hostile:
@@ -302,8 +303,11 @@ def test_store_text_reaches_the_browser_as_text(
         page.get_by_text(
             "www.evil.example"
         ).first.wait_for()  # shown, as text, once the card is drawn
+        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
         assert page.locator(f'img[src="{BEACON}"]').count() == 0
         assert page.locator('a[href*="evil.example"]').count() == 0
+        assert page.locator("strong", has_text="bold").count() == 0
+        assert page.get_by_text("**bold**").count() == 1  # the setting's Markdown, shown as text
         assert not [url for url in fetched if url.startswith(BEACON)]
         page.close()
 

@@ -6,6 +6,8 @@ import io
 import json
 import os
 import shutil
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,9 @@ from PIL import Image
 
 from steps.lib.model_file import MAX_MODEL_BYTES
 from steps.lib.registry import CONFUSION_FILE, LATEST_KEY, MODEL_FILE, run_prefix
+from steps.lib.storage import GCSStore
+from tests.conftest import new_bucket
+from tests.support.gcs_emulator import Emulator, own_emulator
 from tests.support.page import EPOCHS, EVAL_DIGITS, FIRST_RUN, png_of_empty_chunks, publish_run
 from tests.support.project import ROOT
 from ui import model_source
@@ -22,6 +27,7 @@ from ui.images.decode import MAX_BLOCKS
 from ui.images.picture import MAX_PICTURE_BYTES
 from ui.model_source import (
     REFUSED_RETRY_SECONDS,
+    STORE_SECONDS,
     ModelKeeper,
     ModelSource,
     ModelUnavailable,
@@ -296,3 +302,72 @@ def test_a_refused_version_is_tried_again_after_a_while(
     assert "not a model" in keeper.refresh().problem  # remembered
     now[0] += REFUSED_RETRY_SECONDS
     assert keeper.refresh().model.label == "ui-test-later"
+
+
+@pytest.fixture
+def stopped_gcs_store(
+    monkeypatch: pytest.MonkeyPatch, digit_model: Path, model_evaluation: Path
+) -> Iterator[tuple[str, Emulator]]:
+    """A gs:// store on an emulator of its own, with one run published, and that emulator."""
+    with own_emulator() as emulator:
+        bucket = new_bucket(emulator.host, monkeypatch)
+        publish_run(f"gs://{bucket}", "gcs-run-1", digit_model, model_evaluation)
+        yield f"gs://{bucket}/{LATEST_KEY}", emulator
+
+
+def test_a_visitors_run_never_reads_the_store(
+    monkeypatch: pytest.MonkeyPatch, stopped_gcs_store: tuple[str, Emulator]
+) -> None:
+    """Every visitor's run asked the store for LATEST inside one lock shared by all: a store that
+    did not answer held every visitor for the client's 120 s of retries. Now a run is served what
+    is in memory, the store is read in the keeper's thread alone, within STORE_SECONDS a look."""
+    uri, emulator = stopped_gcs_store
+    readers: list[str] = []
+    reading = model_source.current_version
+
+    def recorded(*args: object) -> object:
+        readers.append(threading.current_thread().name)
+        return reading(*args)
+
+    monkeypatch.setattr(model_source, "current_version", recorded)
+    monkeypatch.setattr(model_source, "CHECK_SECONDS", 0)
+    keeper = ModelKeeper(parse_model_uri(uri))
+    first = keeper.serving()  # the first model: this visitor waits for it
+    assert first.model.label == "gcs-run-1" and first.problem is None
+    emulator.stop()
+    for _ in range(3):  # each starts a look if none is under way, and answers at once
+        status = keeper.serving()
+        assert status.model is first.model
+        keeper.wait()
+    status = keeper.serving()
+    assert status.model is first.model and status.unreachable
+    assert readers and set(readers) == {"model-check"}  # never the visitor's thread
+    assert isinstance(keeper.store(), GCSStore) and keeper.store().deadline == STORE_SECONDS
+
+
+def test_the_stores_reads_give_up_within_their_deadline(
+    stopped_gcs_store: tuple[str, Emulator],
+) -> None:
+    """The page's reads of a gs:// store, retries included, end within STORE_SECONDS (the client's
+    default retried for 120 s), and a closed port ends a look with the model kept."""
+    uri, emulator = stopped_gcs_store
+    keeper = ModelKeeper(parse_model_uri(uri))
+    assert keeper.refresh().model.label == "gcs-run-1"
+    bounds = keeper.store().read_bounds()
+    assert bounds["timeout"] == bounds["retry"].timeout == STORE_SECONDS
+    emulator.stop()
+    status = keeper.refresh()
+    assert status.unreachable and status.model.label == "gcs-run-1"
+
+
+def test_with_nothing_to_serve_a_visitor_waits_for_the_look(
+    monkeypatch: pytest.MonkeyPatch, published_store: Path, tmp_path: Path
+) -> None:
+    """With no model in memory there is nothing to serve meanwhile: a run waits for the look it
+    started, and a model published since the last one is shown at once."""
+    monkeypatch.setattr(model_source, "CHECK_SECONDS", 0)
+    store = tmp_path / "store"
+    keeper = ModelKeeper(parse_model_uri(str(store / LATEST_KEY)))
+    assert keeper.serving() == model_source.Status(None)
+    shutil.copytree(published_store, store)
+    assert keeper.serving().model.label == FIRST_RUN

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from steps.lib.registry import CONFUSION_FILE, run_prefix
+from steps.lib.registry import CONFUSION_FILE, HISTORY_FILE, run_prefix
+from tests.support.histories import compact, fullest_history, largest_run
 from tests.support.page import FIRST_RUN, png_of_empty_chunks, progressive_jpeg
 from tests.support.page_client import (
     Closed,
@@ -223,3 +224,25 @@ def test_a_confusion_picture_of_many_chunks_costs_the_page_nothing_per_rerun(
     assert spent < 0.6
     for run in runs:  # refused: the page draws the matrix from metrics.json instead
         assert captions(run) == ["Confusion matrix on the test set"], captions(run)
+
+
+@pytest.mark.parametrize("which", ["largest run", "full history"])
+def test_the_curves_of_the_largest_histories_fit_the_pages_messages(
+    published_store: Path, tmp_path: Path, which: str
+) -> None:
+    """98 rounds of 10 workers' 30 epochs (the largest run the docs allow), and a history.json of
+    1 MiB of points: every point a chart row, the curves were over the page's 1 MB message bound
+    and Streamlit sent an error in their place."""
+    kept = largest_run() if which == "largest run" else fullest_history()
+    store = Path(shutil.copytree(published_store, tmp_path / "store"))
+    (store / run_prefix(FIRST_RUN) / HISTORY_FILE).write_bytes(compact(kept))
+    with serving(store, tmp_path / "server.log") as page, PageClient(page.url) as visitor:
+        first = visitor.rerun()
+        before = proc_cpu_seconds(page.pid)
+        runs = [visitor.rerun() for _ in range(3)]
+        spent = (proc_cpu_seconds(page.pid) - before) / len(runs)
+    print(f"\n{which}: {spent:.2f} s of server CPU per rerun, largest message {visitor.largest} B")
+    for run in (first, *runs):
+        assert not run.of("exception"), [e.exception.message for e in run.of("exception")]
+        assert len(run.of("vega_lite_chart")) == 2 + 1  # the curves, and the report's chart
+    assert visitor.largest < MAX_MESSAGE_MB * 1_000_000 / 4

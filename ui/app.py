@@ -24,28 +24,32 @@ from steps.lib.confusion_plot import draw_confusion
 from steps.lib.published import differing
 from ui import report, training
 from ui.drawing import MAX_PNG_BYTES, drawn_image
+from ui.guess import guess_text
 from ui.images.decode import EXTENSIONS, MB
-from ui.model_source import LoadedModel, ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
+from ui.model_source import (
+    LOADING,
+    UNREACHABLE,
+    LoadedModel,
+    ModelUnavailable,
+    Status,
+    keeper_for,
+    model_uri,
+)
 from ui.pictures import CAPTION
-from ui.predict import LOW_CONFIDENCE, NoAnswer, classify
+from ui.predict import NoAnswer, classify
 from ui.readings import UNEXPECTED, Ledger, Upload, distinct, read
 from ui.uploads import MAX_FILES
 from ui.verbatim import verbatim
 
 PROBABILITIES_SIZE = (240, 130)  # a result's chart of the ten probabilities, in screen pixels
 MISTAKES_SHOWN = 3
+MODEL_PARTS_KEPT = 12  # the card, curves and report of the last four models served
 
 log = logging.getLogger("mnist-page")
 
 # The model card is in the sidebar: beside the page on a wide screen, folded behind its button on a
 # phone's ("auto": Streamlit collapses the sidebar on narrow screens), so the upload comes first.
 st.set_page_config(page_title="Handwritten digits", page_icon="✍️", initial_sidebar_state="auto")
-
-
-@st.cache_resource(show_spinner=False)
-def keeper_for(uri: str) -> ModelKeeper:
-    """One keeper per MODEL_URI for the whole server: the model loads once, not per visitor."""
-    return ModelKeeper(parse_model_uri(uri))
 
 
 def warn(summary: str, detail: str | None) -> None:
@@ -65,6 +69,14 @@ def show_how_to(uri: str, problem: str | None) -> None:
     )
     if problem:
         warn("The model cannot be loaded:", problem)
+
+
+def show_no_model_yet(status: Status) -> None:
+    """No model in memory: the first is still loading, or the store did not answer."""
+    if status.problem == LOADING:
+        st.info(f"No model yet: {LOADING}. Reload this page in a moment.")
+    else:
+        warn(f"No model yet: {UNREACHABLE}. Reload this page in a moment.", status.problem)
 
 
 def published_text(stamp: object) -> str | None:
@@ -91,10 +103,16 @@ def run_name(loaded: LoadedModel) -> str:
     return verbatim(str(loaded.card.get("run") or loaded.label))
 
 
+def accuracy_of(loaded: LoadedModel) -> float | None:
+    """The model's test accuracy, when its card or metrics say it."""
+    accuracy = loaded.card.get("accuracy") or (loaded.metrics or {}).get("accuracy")
+    return accuracy if isinstance(accuracy, float) else None
+
+
 def accuracy_text(loaded: LoadedModel) -> str | None:
     """The model's test accuracy as a percentage, when its card or metrics say it."""
-    accuracy = loaded.card.get("accuracy") or (loaded.metrics or {}).get("accuracy")
-    return f"{accuracy:.2%}" if isinstance(accuracy, float) else None
+    accuracy = accuracy_of(loaded)
+    return f"{accuracy:.2%}" if accuracy is not None else None
 
 
 def show_card(loaded: LoadedModel) -> None:
@@ -137,10 +155,21 @@ def serving_line(loaded: LoadedModel) -> str:
     return f"Serving {run_name(loaded)}{scored}: its card is in the sidebar."
 
 
+@st.cache_resource(show_spinner=False, max_entries=MODEL_PARTS_KEPT)
+def drawn_once(
+    name: str, uri: str, version: str, _show: Callable[[LoadedModel], None], _loaded: LoadedModel
+) -> None:
+    """Draw one part for one model, once for the whole server: later runs, every visitor's, replay
+    the elements it made (streamlit/runtime/caching/cached_message_replay.py,
+    replay_cached_messages) instead of building its charts and pictures again."""
+    _show(_loaded)
+
+
 def show_part(show: Callable[[LoadedModel], None], loaded: LoadedModel, name: str) -> None:
-    """Show one part of what the page says about the model; what the store holds cannot stop the page."""
+    """Show one part of what the page says about the model, built once per model (drawn_once); what
+    the store holds cannot stop the page."""
     try:
-        show(loaded)
+        drawn_once(name, uri, loaded.version, show, loaded)
     except Exception:  # a file the checks let through in a shape the page did not expect
         log.exception("the model's %s cannot be shown", name)
         st.warning(f"The model's {name} cannot be shown.")
@@ -230,10 +259,8 @@ def show_prediction(loaded: LoadedModel, data: bytes, limit: int | None = None) 
         )
         st.bar_chart(probabilities, x_label="digit", y_label="", width=width, height=height)
     if prediction.is_low_confidence:
-        st.warning(
-            f"Low confidence (under {LOW_CONFIDENCE:.0%}): this is a guess. "
-            "Try a clearer image, one digit filling most of it."
-        )
+        settings = loaded.card.get("settings") or {}
+        st.warning(guess_text(accuracy_of(loaded), settings, loaded.metrics or {}))
 
 
 def show_uploads(loaded: LoadedModel, uploads: Sequence[Upload]) -> None:
@@ -257,15 +284,23 @@ st.write(
 )
 uri = model_uri()
 try:
-    status = keeper_for(uri).refresh()
+    status = keeper_for(uri).serving()  # what is in memory; a new model is looked for elsewhere
 except ModelUnavailable as error:  # MODEL_URI itself is unusable
     show_how_to(uri, str(error))
     st.stop()
 loaded = status.model
+if loaded is None and (status.unreachable or status.problem == LOADING):
+    show_no_model_yet(status)
+    st.stop()
 if loaded is None:
     show_how_to(uri, status.problem)
     st.stop()
-if status.problem:
+if status.unreachable:
+    warn(
+        f"Still serving {verbatim(loaded.label)}: {UNREACHABLE}, a newer model may be there.",
+        status.problem,
+    )
+elif status.problem:
     warn(
         f"Still serving {verbatim(loaded.label)}. The newest model cannot be used:", status.problem
     )

@@ -13,6 +13,8 @@ and the page runs that network in numpy (steps.lib.inference): no TensorFlow on 
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import tempfile
 import threading
@@ -43,6 +45,17 @@ from ui.images.picture import MAX_PICTURE_BYTES, page_picture
 # A version refused (too big, malformed) is not fetched again on every rerun; after this long it is
 # tried again, in case its files were fixed in place.
 REFUSED_RETRY_SECONDS = 60.0
+# A visitor's run never reads the store: it starts a look for a new model in the background when
+# the last began this long ago, and is served what is in memory meanwhile.
+CHECK_SECONDS = 5.0
+# A gs:// store's reads give up after this long, retries included (the client's default is 120 s).
+STORE_SECONDS = 10.0
+# How long a visitor waits for the first model to load before the page says it is still loading.
+FIRST_LOAD_SECONDS = 60.0
+UNREACHABLE = "the store cannot be reached"
+LOADING = "the model is still loading"
+
+log = logging.getLogger("mnist-page")
 
 
 class ModelUnavailable(ProjectError):
@@ -79,6 +92,7 @@ class Status:
     model: LoadedModel | None
     # Set when the newest version exists but is unusable, or the source cannot be read.
     problem: str | None = None
+    unreachable: bool = False  # the store did not answer: a newer model may be there
 
 
 def default_model_uri(environ: Mapping[str, str] = os.environ) -> str:
@@ -214,7 +228,8 @@ def fetch(source: ModelSource, store: ArtifactStore | None, version: str) -> Loa
 class ModelKeeper:
     """Follows a source: loads each new version once, and keeps the last good model while a new one fails.
 
-    One per MODEL_URI per process; every visitor's page asks it on every rerun (a cheap read of LATEST).
+    One per MODEL_URI per process (keeper_for); every visitor's page asks it on every rerun
+    (serving: no store read), and it looks for a new version in a thread of its own.
     """
 
     def __init__(self, source: ModelSource) -> None:
@@ -223,22 +238,61 @@ class ModelKeeper:
         self._store: ArtifactStore | None = None
         self._lock = threading.Lock()
         self._refused: tuple[str, str, float] | None = None  # version, why, when
+        self._state = threading.Lock()
+        self._status: Status | None = None  # what the last look found
+        self._checking = False
+        self._checked_at = -math.inf
+        self._checked = threading.Event()  # set while no look is under way
+        self._checked.set()
 
     def store(self) -> ArtifactStore | None:
         """The store behind the source, opened once (a GCS client is not free); None for a file."""
         if self.source.store is not None and self._store is None:
-            self._store = open_store(self.source.store)
+            self._store = open_store(self.source.store, deadline=STORE_SECONDS)
         return self._store
 
+    def serving(self) -> Status:
+        """What a visitor's run shows, at once: the model in memory and why it may not be the newest.
+        A look for a new one starts in the background when one is due (CHECK_SECONDS); only while
+        no model is in memory does a visitor wait for a look under way, up to FIRST_LOAD_SECONDS."""
+        with self._state:  # held to read and set these fields, never across a store read
+            if not self._checking and monotonic() - self._checked_at >= CHECK_SECONDS:
+                self._checking, self._checked_at = True, monotonic()
+                self._checked.clear()
+                threading.Thread(target=self._check, name="model-check", daemon=True).start()
+            status = self._status
+        if status is None or status.model is None:  # nothing to serve meanwhile
+            self._checked.wait(FIRST_LOAD_SECONDS)
+            with self._state:
+                status = self._status
+        return status or Status(None, LOADING)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until no look for a new model is under way; False if one still is after `timeout`."""
+        return self._checked.wait(timeout)
+
+    def _check(self) -> None:
+        try:
+            status = self.refresh()
+        except Exception:  # refresh answers for the store; a bug must not leave visitors waiting
+            log.exception("looking for a new model failed")
+            status = Status(self.current, "the newest model cannot be loaded")
+        with self._state:
+            self._status, self._checking = status, False
+        self._checked.set()
+
     def refresh(self) -> Status:
-        with self._lock:
+        """Look for a new version now, and load it: the store is read here (the page's background
+        look, ui.predict, the benchmarks)."""
+        with self._lock:  # one look at a time; visitors never wait on it
             try:
                 store = self.store()
                 version = current_version(self.source, store)
             except ModelUnavailable as error:
                 return Status(self.current, f"the newest model cannot be loaded: {error}")
             except Exception as error:  # a store can fail in many ways (network, permissions)
-                return Status(self.current, f"cannot read {self.source.uri}: {error}")
+                said = " ".join(str(error).split())[:300]
+                return Status(self.current, f"{self.source.uri}: {said}", unreachable=True)
             if version is None:
                 if self.current is None:
                     return Status(None)
@@ -259,3 +313,15 @@ class ModelKeeper:
                 return Status(self.current, f"the newest model cannot be fetched: {error}")
             self.current = loaded
             return Status(loaded)
+
+
+KEEPERS: dict[str, ModelKeeper] = {}
+KEEPERS_LOCK = threading.Lock()
+
+
+def keeper_for(uri: str) -> ModelKeeper:
+    """One keeper per MODEL_URI for the whole server: the model loads once, not per visitor."""
+    with KEEPERS_LOCK:
+        if uri not in KEEPERS:
+            KEEPERS[uri] = ModelKeeper(parse_model_uri(uri))
+        return KEEPERS[uri]

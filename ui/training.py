@@ -4,12 +4,18 @@ held-out digits at each round's end (pure data and charts; ui/app.py shows them)
 
 from __future__ import annotations
 
+from collections import Counter
+
 import altair as alt
 import pandas as pd
 
 from steps.lib.history_plot import AVERAGE_COLOUR, WORKER_COLOURS
 
 AVERAGE = "average, held out"
+# Points a chart draws, in all: the largest run the docs allow (98 rounds of 10 workers of 30 epochs)
+# has 29,400 a metric, and a full history.json (1 MiB) 130,000; as chart rows each over the page's
+# 1 MB message bound. Every round's average is kept; each worker's epochs are thinned.
+MAX_POINTS = 4000
 SHOWN_ROUNDS = 8  # rounds named in the card's line; more are elided in the middle
 CHART_HEIGHT = 190  # pixels, its axes' titles included
 # the charts' key, said once under them (a legend of the charts' own takes the sidebar's width)
@@ -19,18 +25,52 @@ KEY = (
 
 
 def curve_points(history: dict, metric: str) -> pd.DataFrame:
-    """Long-form points (round, epoch over the run, line, value) of `metric`: every worker's epochs and
-    the average's held-out value at its round's last epoch."""
-    rows, start = [], 0
-    for each in history["rounds"]:
+    """Long-form points (round, epoch over the run, line, value) of `metric`: the average's held-out
+    value at every round's last epoch, and each worker's epochs, thinned so that the chart holds at
+    most MAX_POINTS (worker_quotas, kept_epochs)."""
+    rounds = history["rounds"]
+    quotas = worker_quotas(rounds)
+    rows, start, seen = [], 0, Counter[str]()
+    for each in rounds:
         for shard, worker in each["workers"].items():
-            for offset, value in enumerate(worker.get(metric, []), start=1):
-                rows.append((each["round"], start + offset, f"worker {shard}", value))
+            values = worker.get(metric, [])
+            for epoch in kept_epochs(len(values), quotas[shard][seen[shard]]):
+                rows.append((each["round"], start + epoch, f"worker {shard}", values[epoch - 1]))
+            seen[shard] += 1
         end = start + max(each["epochs"], 1)
         if "held_out" in each:
             rows.append((each["round"], end, AVERAGE, each["held_out"][metric]))
         start = end
     return pd.DataFrame(rows, columns=["round", "epoch", "line", "value"])
+
+
+def worker_quotas(rounds: list[dict]) -> dict[str, list[int]]:
+    """For each worker, how many of its epochs each of its rounds may draw: an even share of what
+    MAX_POINTS leaves after every round's average; with fewer points than rounds, one in some
+    rounds (evenly spaced) and none in the others."""
+    takes = Counter(shard for each in rounds for shard in each["workers"])
+    budget = max(0, MAX_POINTS - len(rounds)) // max(1, len(takes))
+    quotas = {}
+    for shard, count in takes.items():
+        if budget >= count:
+            quotas[shard] = [budget // count] * count
+        else:
+            chosen = {round(index * count / budget) for index in range(budget)}
+            quotas[shard] = [int(index in chosen) for index in range(count)]
+    return quotas
+
+
+def kept_epochs(epochs: int, quota: int) -> list[int]:
+    """Which of a worker's `epochs` in one round are drawn (1-based): all within `quota`, else
+    `quota` of them evenly spaced, the first and last among them (the last alone for a quota of
+    one: where the round ended)."""
+    if quota <= 0:
+        return []
+    if epochs <= quota:
+        return list(range(1, epochs + 1))
+    if quota == 1:
+        return [epochs]
+    return sorted({1 + round(index * (epochs - 1) / (quota - 1)) for index in range(quota)})
 
 
 def curve_chart(history: dict, metric: str) -> alt.Chart:

@@ -175,12 +175,15 @@ class LocalStore:
 class GCSStore:
     """Keys are objects under gs://bucket/prefix, through google-cloud-storage (STORAGE_EMULATOR_HOST aware)."""
 
-    def __init__(self, bucket: str, prefix: str = "") -> None:
+    def __init__(self, bucket: str, prefix: str = "", deadline: float | None = None) -> None:
         from google.cloud import storage
 
         self.bucket = storage.Client().bucket(bucket)
         self.prefix = prefix.strip("/")
         self.uri = f"gs://{bucket}/{self.prefix}".rstrip("/")
+        # read_head's bound on each request and on its retries, in seconds: the client's default
+        # retries for 120 s (google/cloud/storage/retry.py, DEFAULT_RETRY); None keeps it
+        self.deadline = deadline
 
     def _name(self, key: str) -> str:
         check_key(key)
@@ -213,12 +216,22 @@ class GCSStore:
         blob = self.bucket.blob(self._name(key))
         return _decode(blob.download_as_bytes(), key) if blob.exists() else None
 
+    def read_bounds(self) -> dict:
+        """The timeout and retry of read_head's requests: within `deadline`, when it is set."""
+        from google.cloud.storage.retry import DEFAULT_RETRY
+
+        if self.deadline is None:
+            return {}
+        return {"timeout": self.deadline, "retry": DEFAULT_RETRY.with_timeout(self.deadline)}
+
     def read_head(self, key: str, limit: int) -> bytes | None:
         """Up to `limit` + 1 bytes of `key` (None when absent), a ranged read whatever its size."""
         from google.api_core.exceptions import NotFound
 
         try:
-            return self.bucket.blob(self._name(key)).download_as_bytes(start=0, end=limit)
+            return self.bucket.blob(self._name(key)).download_as_bytes(
+                start=0, end=limit, **self.read_bounds()
+            )
         except NotFound:
             return None
 
@@ -286,12 +299,12 @@ def split_gs_uri(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
-def open_store(uri: str | os.PathLike[str]) -> ArtifactStore:
-    """A store from 'gs://bucket[/prefix]' or a folder path."""
+def open_store(uri: str | os.PathLike[str], deadline: float | None = None) -> ArtifactStore:
+    """A store from 'gs://bucket[/prefix]' or a folder path; `deadline`: GCSStore's."""
     text = str(uri)
     if text.startswith("gs://"):
         bucket, prefix = split_gs_uri(text)
-        return GCSStore(bucket, prefix)
+        return GCSStore(bucket, prefix, deadline)
     return LocalStore(Path(text))
 
 
