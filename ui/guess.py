@@ -3,7 +3,7 @@ served (a partial run, or one that scores low on the test set, guesses whatever 
 
 from __future__ import annotations
 
-from steps.lib.serving import partial_reason
+from steps.lib.promotion import partial_reason
 from ui.predict import LOW_CONFIDENCE
 
 # A run with the defaults scores about 99% on the test set (docs/results.md): under this, the model
