@@ -95,8 +95,12 @@ def test_the_page_shows_the_published_model(
 
 
 def chart_specs(block) -> list[dict]:
-    """The Vega-Lite specs of the charts in `block` (Streamlit's charts, altair's included)."""
-    return [json.loads(chart.proto.spec) for chart in block.get("vega_lite_chart")]
+    """The Vega-Lite specs of the charts in `block` (Streamlit's charts, altair's included); none takes
+    the mouse wheel (a selection bound to its scales zooms the chart instead of scrolling the page)."""
+    specs = [json.loads(chart.proto.spec) for chart in block.get("vega_lite_chart")]
+    for spec in specs:
+        assert not [p for p in spec.get("params", []) if p.get("bind") == "scales"], spec["params"]
+    return specs
 
 
 def encoded_fields(spec: dict) -> set[str]:
@@ -120,6 +124,10 @@ def test_the_card_is_in_the_sidebar_with_the_runs_training_curves(
     assert not [item for item in page.main.metric if item.label == "Run"]
     curves = chart_specs(card)
     assert len(curves) == 2 and all({"epoch", "value", "line"} <= encoded_fields(c) for c in curves)
+    # whole epochs on the axis, even for a run of one epoch ("1.000000" before)
+    assert {layer["encoding"]["x"]["axis"]["format"] for c in curves for layer in c["layer"]} == {
+        "d"
+    }
     said = [caption.value for caption in card.caption]
     assert training.rounds_line(TRAINING_HISTORY) in said
     assert any(f"Serving {verbatim(FIRST_RUN)}" in caption.value for caption in page.main.caption)
@@ -181,6 +189,7 @@ def test_an_uploaded_sample_gets_its_digit(
     assert metric(page, "Prediction") == sample[0]
     assert not page.error
     assert PAIR_CAPTION in image_captions(page)
+    assert len(chart_specs(page.main)) == 2  # the ten probabilities, each digit's errors
 
 
 def test_an_upload_is_never_written_to_disk_under_its_name(

@@ -28,7 +28,7 @@ from ui.images.decode import EXTENSIONS, MB
 from ui.model_source import LoadedModel, ModelKeeper, ModelUnavailable, model_uri, parse_model_uri
 from ui.pictures import CAPTION
 from ui.predict import LOW_CONFIDENCE, NoAnswer, classify
-from ui.readings import UNEXPECTED, Ledger, Upload, distinct, read
+from ui.readings import UNEXPECTED, Ledger, Upload, distinct, percent, read
 from ui.uploads import MAX_FILES
 from ui.verbatim import verbatim
 
@@ -169,7 +169,9 @@ def show_report(loaded: LoadedModel) -> None:
 def show_errors(matrix: np.ndarray) -> None:
     """How many test digits of each digit were misread, and the commonest mistakes."""
     errors = report.errors_per_digit(matrix)
-    st.bar_chart(errors[["misread"]], x_label="digit", y_label="test digits misread", height=260)
+    st.altair_chart(
+        training.bar_chart(errors[["misread"]], "test digits misread", 260), width="stretch"
+    )
     worst = str(errors["share"].idxmax())  # the index is the digits as text
     st.caption(
         f"Weakest digit: {worst} ({1 - errors['share'][worst]:.1%} right, "
@@ -187,7 +189,7 @@ def show_accuracies(per_class: dict) -> None:
         {"misread (%)": [100 * (1 - float(value)) for value in per_class.values()]},
         index=pd.Index(list(per_class), name="digit"),
     )
-    st.bar_chart(table, x_label="digit", y_label="test digits misread (%)", height=260)
+    st.altair_chart(training.bar_chart(table, "test digits misread (%)", 260), width="stretch")
 
 
 def ledger() -> Ledger:
@@ -223,12 +225,12 @@ def show_prediction(loaded: LoadedModel, data: bytes, limit: int | None = None) 
         st.metric(
             "Prediction",
             prediction.digit,
-            delta=f"{prediction.confidence:.1%} confident",
+            delta=f"{percent(prediction.confidence)} confident",
             delta_color="off",
             delta_arrow="off",
             width="content",
         )
-        st.bar_chart(probabilities, x_label="digit", y_label="", width=width, height=height)
+        st.altair_chart(training.bar_chart(probabilities, "", height, width), width="content")
     if prediction.is_low_confidence:
         st.warning(
             f"Low confidence (under {LOW_CONFIDENCE:.0%}): this is a guess. "
