@@ -77,6 +77,13 @@ def published_text(stamp: object) -> str | None:
         return None
 
 
+def source_shown(source: object) -> str:
+    """A card's --source as visitors see it: a URL, a gs:// URI or a file's sha256 as recorded; a path
+    (in cards published before sources were recorded by content) never: the server's disk is its own."""
+    text = str(source)
+    return text if text.startswith(("http://", "https://", "gs://", "sha256:")) else "a local file"
+
+
 def setting_text(value: object) -> str:
     """A setting as the card shows it: a number as written, anything else verbatim."""
     if value is None:
@@ -108,6 +115,7 @@ def show_card(loaded: LoadedModel) -> None:
             st.metric(name.capitalize(), setting_text(settings.get(name)), width="content")
     changed = differing(settings)
     if changed:
+        changed |= {"source": source_shown(changed["source"])} if "source" in changed else {}
         flags = " ".join(verbatim(f"--{name} {value}") for name, value in changed.items())
         st.caption(f"Not the defaults: {flags}")
     published = published_text(card.get("published_at"))

@@ -3,6 +3,7 @@ sha256, cached) and its layout. No TensorFlow here: splitting stays fast."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,20 @@ def fetch_source(source: str, cache_dir: Path | None = None) -> Path:
     if not path.is_file():
         raise StepError(f"dataset not found: {source}")
     return path
+
+
+def source_identity(source: str) -> str:
+    """What a run's card records of its --source: URLs and gs:// URIs as given; a local file by its
+    content, never its path (a path of one machine, which visitors must not see): the official MNIST,
+    known by its sha256, as the Keras URL it is a copy of, any other file as `sha256:HEX`."""
+    if source.startswith(("http://", "https://", "gs://")):
+        return source
+    path = Path(source)
+    if not path.is_file():
+        return "a local file"
+    with path.open("rb") as stream:
+        digest = hashlib.file_digest(stream, "sha256").hexdigest()
+    return KERAS_MNIST_URL if digest == KERAS_MNIST_SHA256 else f"sha256:{digest}"
 
 
 def _download(url: str, cache_dir: Path) -> Path:
