@@ -584,7 +584,7 @@ def published_card(store: Path, run: str = "mnist-abc12") -> dict:
 
 @pytest.mark.parametrize(
     "source",
-    ['/data/a"b/mnist.npz', '/data", "epochs": 400, "x": "/mnist.npz'],
+    ['gs://data/a"b/mnist.npz', 'gs://data", "epochs": 400, "x": "/mnist.npz'],
     ids=["a quote", "a crafted folder name"],
 )
 def test_no_workflow_parameter_can_rewrite_the_card(
@@ -641,7 +641,7 @@ def test_publish_publishes_only_what_the_page_accepts(tmp_path: Path, capsys) ->
     from ui.model_source import ModelKeeper, parse_model_uri
 
     metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9, "test_samples": 10})
-    source = "/" + "d" * 252
+    source = "gs://bucket/" + "d" * 241
     argv = publish_argv(
         tmp_path, metrics, "--setting", f"source={source}", "--setting", "flag=true"
     )
