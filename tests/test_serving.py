@@ -4,7 +4,6 @@ succeeds and says why as data (--served-out, --reason-out)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -246,23 +245,3 @@ def test_the_end_of_a_run_says_what_publish_decided_in_one_line() -> None:
     [line] = serving_lines("mnist-a", STORE, "false", "--serve never")
     assert line.endswith("-m steps.serve mnist-a"), "the default store goes without saying"
     assert serving_lines("mnist-a", STORE, None, None) == [], "a publish without these outputs"
-
-
-def test_the_card_records_a_local_source_by_its_content_never_its_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """make's runs gave the copy beside the project, runs by hand the Keras URL: the same data, shown as
-    two sources, one of them a path of the server's disk."""
-    from steps.lib import mnist
-
-    official, other = tmp_path / "mnist.npz", tmp_path / "other.npz"
-    official.write_bytes(b"the official file")
-    other.write_bytes(b"another file")
-    monkeypatch.setattr(
-        mnist, "KERAS_MNIST_SHA256", hashlib.sha256(b"the official file").hexdigest()
-    )
-    recorded = lambda source: publish.settings_from([f"source={source}"])["source"]  # noqa: E731
-    assert recorded(official) == recorded(mnist.KERAS_MNIST_URL) == mnist.KERAS_MNIST_URL
-    assert recorded(other) == f"sha256:{hashlib.sha256(b'another file').hexdigest()}"
-    assert recorded("gs://bucket/mnist.npz") == "gs://bucket/mnist.npz"
-    assert recorded(tmp_path / "gone.npz") == "a local file"

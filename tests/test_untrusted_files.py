@@ -4,6 +4,7 @@ exit 2, before it can cost memory, and nothing it names outside the step's own p
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import io
 import json
 import os
@@ -649,6 +650,26 @@ def test_publish_publishes_only_what_the_page_accepts(tmp_path: Path, capsys) ->
     assert published_card(tmp_path / "store")["settings"] == {"source": source, "flag": "true"}
     status = ModelKeeper(parse_model_uri(str(tmp_path / "store"))).refresh()
     assert status.problem is None and status.model.card["settings"]["source"] == source
+
+
+def test_the_card_records_a_local_source_by_its_content_never_its_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """make's runs gave the copy beside the project, runs by hand the Keras URL: the same data, shown as
+    two sources, one of them a path of the server's disk."""
+    from steps.lib import mnist
+
+    official, other = tmp_path / "mnist.npz", tmp_path / "other.npz"
+    official.write_bytes(b"the official file")
+    other.write_bytes(b"another file")
+    monkeypatch.setattr(
+        mnist, "KERAS_MNIST_SHA256", hashlib.sha256(b"the official file").hexdigest()
+    )
+    recorded = lambda source: publish.settings_from([f"source={source}"])["source"]  # noqa: E731
+    assert recorded(official) == recorded(mnist.KERAS_MNIST_URL) == mnist.KERAS_MNIST_URL
+    assert recorded(other) == f"sha256:{hashlib.sha256(b'another file').hexdigest()}"
+    assert recorded("gs://bucket/mnist.npz") == "gs://bucket/mnist.npz"
+    assert recorded(tmp_path / "gone.npz") == "a local file"
 
 
 @pytest.mark.parametrize(
