@@ -31,7 +31,6 @@ from tests.support.page import (
 )
 from ui.images import decode as decoding
 from ui.images.decode import (
-    DECODE_SIDE,
     MAX_BLOCKS,
     MAX_CONCURRENT_DECODES,
     MAX_DECODED_BYTES,
@@ -241,17 +240,6 @@ def test_the_costliest_uploads_within_the_limits_stay_within_the_pods_share(
     cost = cost_of_prepare(data, tmp_path)
     assert TOO_COSTLY not in cost.outcome and cost.opened == 1, cost  # decoded, not refused
     assert 0 < cost.decoded_pixels <= MAX_PIXELS and cost.megabytes < MAX_MEGABYTES, cost
-
-
-def test_a_big_jpeg_is_decoded_reduced() -> None:
-    image = decode(encode(Image.new("RGB", (4000, 3000), "white"), "JPEG"))
-    assert image.size == (500, 375)
-    assert DECODE_SIDE <= max(image.size) < 2 * DECODE_SIDE
-
-
-def test_a_big_png_is_reduced_once_decoded() -> None:
-    image = decode(encode(Image.new("L", (3000, 2000), 255), "PNG"))
-    assert image.size == (500, 334)  # reduce() rounds up
 
 
 def test_only_a_few_decodes_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
