@@ -42,7 +42,8 @@ UV_VERSION := $(shell sed -n 's/^required-version = "==\(.*\)"$$/\1/p' pyproject
 UV := $(VENV)/uv/bin/uv
 # A venv made when the project required the full `tensorflow` holds both builds in one folder: reinstall
 # tensorflow-cpu's files after uv removes the full one.
-OLD_TENSORFLOW = $(wildcard $(VENV)/lib/python*/site-packages/tensorflow-*.dist-info)
+SITE = $(VENV)/lib/python*/site-packages
+OLD_TENSORFLOW = $(and $(wildcard $(SITE)/tensorflow-*.dist-info),$(wildcard $(SITE)/tensorflow_cpu-*.dist-info))
 SYNC = UV_PROJECT_ENVIRONMENT=$(VENV) UV_PYTHON_DOWNLOADS=never UV_LINK_MODE=copy $(UV) sync --locked --quiet \
 	$(if $(OLD_TENSORFLOW),--reinstall-package tensorflow-cpu)
 
