@@ -35,23 +35,31 @@ setup: $(DEV_STAMP)  ## the runtime and the test tools (pytest, ruff, Playwright
 
 setup-run: $(RUN_STAMP)  ## what running needs: the pipeline, submit.py and the page
 
-$(RUN_STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[run]'
-	@# A venv made when the project required the full `tensorflow` now holds both builds in one folder:
-	@# drop the full one and put tensorflow-cpu's files back.
-	if $(BIN)/python -m pip show --quiet tensorflow tensorflow-cpu 2>/dev/null \
-		&& [ "$$($(BIN)/python -m pip show tensorflow tensorflow-cpu 2>/dev/null | grep -c '^Name:')" = 2 ]; then \
-		$(BIN)/python -m pip uninstall --quiet --yes tensorflow \
-		&& $(BIN)/python -m pip install --quiet --force-reinstall --no-deps \
-			"tensorflow-cpu==$$($(BIN)/python -m pip show tensorflow-cpu | sed -n 's/^Version: //p')"; \
-	fi
-	touch $(RUN_STAMP)
+# uv installs the locked versions (uv.lock, made from pyproject.toml by `uv lock`; --locked refuses a lock that
+# no longer matches it), in parallel: the runtime alone for running, the test tools added for testing. uv itself,
+# at the version pyproject.toml requires, sits in its own folder inside the venv, outside what it syncs.
+UV_VERSION := $(shell sed -n 's/^required-version = "==\(.*\)"$$/\1/p' pyproject.toml)
+UV := $(VENV)/uv/bin/uv
+# A venv made when the project required the full `tensorflow` holds both builds in one folder: reinstall
+# tensorflow-cpu's files after uv removes the full one.
+SITE = $(VENV)/lib/python*/site-packages
+OLD_TENSORFLOW = $(and $(wildcard $(SITE)/tensorflow-*.dist-info),$(wildcard $(SITE)/tensorflow_cpu-*.dist-info))
+SYNC = UV_PROJECT_ENVIRONMENT=$(VENV) UV_PYTHON_DOWNLOADS=never UV_LINK_MODE=copy $(UV) sync --locked --quiet \
+	$(if $(OLD_TENSORFLOW),--reinstall-package tensorflow-cpu)
+
+$(UV): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade --target $(VENV)/uv "uv==$(UV_VERSION)"
+	@touch $(UV)
+
+# The run stamp keeps the test tools when `make setup` installed them.
+$(RUN_STAMP): $(UV) uv.lock
+	$(SYNC) --extra run $(if $(wildcard $(DEV_STAMP)),--extra dev)
+	@touch $(RUN_STAMP)
 
 $(DEV_STAMP): $(RUN_STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(DEV_STAMP)
+	$(SYNC) --extra dev
+	@touch $(DEV_STAMP)
 
 run: pipeline page  ## train with the defaults on this machine, then serve the page (PORT=8501)
 

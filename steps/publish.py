@@ -23,6 +23,7 @@ from steps.lib.bounded_json import is_number, to_json
 from steps.lib.entry_point import run
 from steps.lib.errors import StepError
 from steps.lib.input_files import read_small_file, require_file
+from steps.lib.mnist import source_identity
 from steps.lib.model_file import read_weights
 from steps.lib.staged_outputs import staged_outputs
 from steps.lib.storage import ArtifactStore, open_store
@@ -92,6 +93,8 @@ def settings_from(pairs: list[str]) -> dict:
         if name in settings:
             raise StepError(f"--setting {name} is given twice")
         settings[name] = typed(value)
+    if isinstance(settings.get("source"), str):  # the same data, the same record, wherever it was
+        settings["source"] = source_identity(settings["source"])
     return settings
 
 

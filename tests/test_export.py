@@ -4,7 +4,9 @@ line and exit 2; a format that picks another digit exit 1, with nothing written.
 
 from __future__ import annotations
 
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +15,19 @@ import pytest
 from steps import export
 from steps.lib.mnist import load_mnist
 from steps.lib.registry import LATEST_KEY, MODEL_FILE, run_prefix
+from tests.support.project import ROOT
 from tests.support.steps import call
 
 FORMATS = ["model.keras", "model.tflite", "saved_model"]
+README = (ROOT / "README.md").read_text()
+EXPORT_SECTION = README[README.index("## Export the model") :]
+README_OUT_DIR = re.search(r"python -m steps\.export .*--out-dir (\S+)", EXPORT_SECTION)[1]
+README_SNIPPET = re.search(r"```python\n(.*?)```", EXPORT_SECTION, flags=re.S)[1]
+
+
+def test_the_readmes_export_folder_is_ignored_by_git() -> None:
+    ignored = subprocess.run(["git", "check-ignore", f"{README_OUT_DIR}model.keras"], cwd=ROOT)
+    assert ignored.returncode == 0, f"git would offer to commit {README_OUT_DIR}"
 
 
 @pytest.fixture(scope="module")
@@ -39,17 +51,21 @@ def exported(model: str, out: Path, source: Path) -> int:
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:.*tf.lite.Interpreter is deprecated:UserWarning")
 def test_each_format_loaded_on_its_own_picks_the_digits_the_h5_picks(
-    trained: Path, small_mnist: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    trained: Path,
+    small_mnist: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import tensorflow as tf
 
-    from steps.lib.keras_model import keras, load_model, to_inputs
+    from steps.lib.keras_model import load_model, to_inputs
 
     store = tmp_path / "store"  # the model as publish leaves it, named by the store's LATEST
     (store / run_prefix("mnist-abc12")).mkdir(parents=True)
     shutil.copyfile(trained, store / run_prefix("mnist-abc12") / MODEL_FILE)
     (store / LATEST_KEY).write_text("mnist-abc12")
-    out = tmp_path / "exported"
+    out = tmp_path / README_OUT_DIR  # where the README exports, and its snippet loads from
     assert exported(str(store / LATEST_KEY), out, small_mnist) == 0
     said = capsys.readouterr()
     assert said.err == "" and said.out.count("\n") == 1
@@ -60,9 +76,16 @@ def test_each_format_loaded_on_its_own_picks_the_digits_the_h5_picks(
     images = to_inputs(test.x)
     expected = load_model(trained).predict(images, verbose=0).argmax(axis=1)
     assert np.mean(expected == test.y) > 0.7  # a model that decides, not one of near-ties
-    as_keras = keras.models.load_model(out / "model.keras").predict(images, verbose=0)
-    saved = tf.saved_model.load(str(out / "saved_model"))  # kept: its functions need it alive
-    as_saved = saved.serve(images).numpy()
+    monkeypatch.chdir(
+        tmp_path
+    )  # the README's snippet, run as written, each expression's value kept
+    values: list[object] = []
+    namespace = {"x": images, "keep": values.append}
+    for line in README_SNIPPET.splitlines():
+        code = line.split("  #")[0]
+        if code and not code.startswith("#"):
+            exec(code if " = " in code or code.startswith("import") else f"keep({code})", namespace)
+    as_keras, as_saved = values[0], values[1].numpy()
     interpreter = tf.lite.Interpreter(model_path=str(out / "model.tflite"))
     (given,), (answer,) = interpreter.get_input_details(), interpreter.get_output_details()
     interpreter.resize_tensor_input(given["index"], list(images.shape))

@@ -8,7 +8,6 @@ import faulthandler
 import json
 import random
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from tests.support.steps import copy_model, digits, files_in
 
 SEED = 20240516
 CASES_PER_KIND = 60
-MAX_SECONDS_PER_CASE = 5.0  # each takes milliseconds; the margin is for a loaded machine
+HANG_SECONDS = 60  # each case takes milliseconds: one still running after this is stuck, not slow
 
 
 def mutate(data: bytes, rng: random.Random) -> bytes:
@@ -62,8 +61,7 @@ def fuzz(
     for case in range(cases):
         target = tmp_path / f"case-{case}{seed_file.suffix}"
         target.write_bytes(mutate(original, rng))
-        faulthandler.dump_traceback_later(30, exit=True, file=sys.__stderr__)  # a hang: loud exit
-        started = time.monotonic()
+        faulthandler.dump_traceback_later(HANG_SECONDS, exit=True, file=sys.__stderr__)  # loud exit
         try:
             reader(target)
             outcomes["read"] += 1
@@ -71,8 +69,6 @@ def fuzz(
             outcomes["refused"] += 1
         finally:
             faulthandler.cancel_dump_traceback_later()
-        elapsed = time.monotonic() - started
-        assert elapsed < MAX_SECONDS_PER_CASE, f"case {case} took {elapsed:.1f} s"
         target.unlink()
     assert outcomes["refused"] > 0
     return outcomes

@@ -40,7 +40,8 @@ def dry_run(tmp_path: Path, *arguments: str) -> str:
 
 
 def installed_extras(commands: str) -> list[str]:
-    return re.findall(r"pip install --quiet -e '\.\[(\w+)\]'", commands)
+    """The extras each `uv sync` installs from the lock, in order: ['run', 'dev']."""
+    return re.findall(r"uv sync --locked .*--extra (\w+)", commands)
 
 
 def extra_closure(extras: list[str]) -> set[str]:
@@ -68,6 +69,8 @@ def test_make_run_installs_the_runtime_only(tmp_path: Path) -> None:
     assert not TEST_TOOLS & extra_closure(["run"])
     assert {"tensorflow-cpu", "streamlit", "hera"} <= extra_closure(["run"])
     assert "workflows/submit.py --local" in commands and "-m ui.serve" in commands
+    # What make echoes while setting up is one line a command: no shell `if` spread over lines.
+    assert not re.search(r"^\s*(if|then|fi)\b", commands, flags=re.M), commands
 
 
 def test_make_test_adds_the_test_tools_in_one_command(tmp_path: Path) -> None:

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.support.project import run_submit
-
-QUICK = 20  # seconds: far less than a run's first retry backoff (15 s) and start-up together
 
 
 def refused(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> str:
@@ -22,7 +19,6 @@ def refused(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> st
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     before = sorted(work.rglob("*"))
-    started = time.monotonic()
     result = run_submit(
         "--local",
         "--logs-dir",
@@ -32,7 +28,6 @@ def refused(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> st
         timeout=120,
     )
     assert result.returncode == 2, result.stdout + result.stderr
-    assert time.monotonic() - started < QUICK
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
     assert result.stdout == ""

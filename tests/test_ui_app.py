@@ -116,8 +116,12 @@ def test_the_page_shows_the_published_model(
 
 
 def chart_specs(block) -> list[dict]:
-    """The Vega-Lite specs of the charts in `block` (Streamlit's charts, altair's included)."""
-    return [json.loads(chart.proto.spec) for chart in block.get("vega_lite_chart")]
+    """The Vega-Lite specs of the charts in `block` (Streamlit's charts, altair's included); none takes
+    the mouse wheel (a selection bound to its scales zooms the chart instead of scrolling the page)."""
+    specs = [json.loads(chart.proto.spec) for chart in block.get("vega_lite_chart")]
+    for spec in specs:
+        assert not [p for p in spec.get("params", []) if p.get("bind") == "scales"], spec["params"]
+    return specs
 
 
 def encoded_fields(spec: dict) -> set[str]:
@@ -141,6 +145,10 @@ def test_the_card_is_in_the_sidebar_with_the_runs_training_curves(
     assert not [item for item in page.main.metric if item.label == "Run"]
     curves = chart_specs(card)
     assert len(curves) == 2 and all({"epoch", "value", "line"} <= encoded_fields(c) for c in curves)
+    # whole epochs on the axis, even for a run of one epoch ("1.000000" before)
+    assert {layer["encoding"]["x"]["axis"]["format"] for c in curves for layer in c["layer"]} == {
+        "d"
+    }
     said = [caption.value for caption in card.caption]
     assert training.rounds_line(TRAINING_HISTORY) in said
     assert any(f"Serving {verbatim(FIRST_RUN)}" in caption.value for caption in page.main.caption)
@@ -202,6 +210,7 @@ def test_an_uploaded_sample_gets_its_digit(
     assert metric(page, "Prediction") == sample[0]
     assert not page.error
     assert PAIR_CAPTION in image_captions(page)
+    assert len(chart_specs(page.main)) == 2  # the ten probabilities, each digit's errors
 
 
 def test_an_upload_is_never_written_to_disk_under_its_name(
@@ -380,11 +389,12 @@ def test_the_card_shows_every_setting_that_is_not_the_default(
     """A --limit 3000 run's card showed the workers, rounds, epochs and batch of a full run: it
     left the limit out, and everything else the four do not cover."""
     settings = {"workers": 2, "rounds": 1, "epochs": 1, "batch": 100, "limit": 3000, "seed": 0}
-    publish_copy(own_store, "ui-quick", settings=settings | {"source": "/data/mnist.npz"})
+    publish_copy(own_store, "ui-quick", settings=settings | {"source": "/srv/data/mnist.npz"})
     page = open_page(monkeypatch, latest_uri(own_store))
     [caption] = [c.value for c in page.caption if c.value.startswith("Not the defaults:")]
-    shown = ["--workers 2", "--rounds 1", "--epochs 1", "--limit 3000", "--source /data/mnist.npz"]
+    shown = ["--workers 2", "--rounds 1", "--epochs 1", "--limit 3000", "--source a local file"]
     assert caption == "Not the defaults: " + " ".join(verbatim(flag) for flag in shown)
+    assert "/srv" not in str(page)  # the server's disk is not the visitors' business
 
 
 def test_the_canvas_is_offered(monkeypatch: pytest.MonkeyPatch, published_store: Path) -> None:

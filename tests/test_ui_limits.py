@@ -1,8 +1,10 @@
 """What one upload may cost the page: refused from its header when too costly, bounded when not.
 
 The page's pod has 1 CPU and 2 GiB (infra/k8s/base/page.yaml): no upload within the limits may take more
-than 2 s of CPU or 300 MB of memory, and only MAX_CONCURRENT_DECODES decode at once. The crafted files
-are made here (tests/support/page.py) and are small on disk; their cost is measured in a fresh process.
+than 300 MB of memory, its decoding work is bounded by what ui.images counts (pixels, scans, blocks, bytes)
+and only MAX_CONCURRENT_DECODES decode at once. The crafted files are made here (tests/support/page.py) and
+are small on disk; their memory and Pillow's work are counted in a fresh process (the CPU they take is in
+docs/page.md: it depends on the machine and its load).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,10 +31,10 @@ from tests.support.page import (
 )
 from ui.images import decode as decoding
 from ui.images.decode import (
-    DECODE_SIDE,
     MAX_BLOCKS,
     MAX_CONCURRENT_DECODES,
     MAX_DECODED_BYTES,
+    MAX_PIXELS,
     MAX_RLE_BYTES,
     MAX_RLE_PIXELS,
     MAX_SCANS,
@@ -42,7 +45,6 @@ from ui.images.decode import (
 )
 from ui.images.jpeg_layout import read_layout
 
-MAX_CPU_SECONDS = 2.0
 MAX_MEGABYTES = 300
 
 
@@ -52,32 +54,52 @@ def encode(image: Image.Image, format: str, **options: object) -> bytes:
     return buffer.getvalue()
 
 
-def test_a_jpeg_repeating_its_scans_is_refused_before_decoding() -> None:
+@pytest.fixture
+def pillow_unused(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fails the test if Pillow is asked to parse the file: it must be refused from its markers."""
+
+    def opened(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Pillow opened the file")
+
+    monkeypatch.setattr(Image, "open", opened)
+    yield
+
+
+@pytest.fixture
+def nothing_decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fails the test if Pillow is asked to decode the file: it must be refused from its header."""
+
+    def loaded(self: ImageFile.ImageFile) -> None:
+        raise AssertionError(f"Pillow decoded {self.width}x{self.height} pixels")
+
+    monkeypatch.setattr(ImageFile.ImageFile, "load", loaded)
+    yield
+
+
+def test_a_jpeg_repeating_its_scans_is_refused_before_decoding(pillow_unused: None) -> None:
     data = progressive_jpeg(1024, 1024, scans=2000)
     assert read_layout(data, MAX_BLOCKS).scans == 2000
-    started = time.thread_time()
     with pytest.raises(ImageRejected, match=f"2000 scans \\(up to {MAX_SCANS}\\)"):
         decode(data)
-    assert time.thread_time() - started < 0.2
 
 
-@pytest.mark.slow  # measures the upload in a fresh process
-def test_a_small_png_that_decodes_to_gigabytes_is_refused_from_its_header(tmp_path: Path) -> None:
+def test_a_small_png_that_decodes_to_gigabytes_is_refused_from_its_header(
+    nothing_decoded: None,
+) -> None:
     data = png_16bit_rgba(5000, 4000)  # 20 MP, under the pixel limit; 0.2 MB on disk
     assert len(data) < 1_000_000
-    cpu, megabytes, outcome = cost_of_prepare(data, tmp_path)
-    assert outcome.startswith("refused: The image would take too much memory"), outcome
-    assert megabytes < 50 and cpu < 0.5, (cpu, megabytes)
+    with pytest.raises(ImageRejected, match="The image would take too much memory"):
+        decode(data)
 
 
-def test_an_mpo_index_does_not_lift_the_jpeg_limits() -> None:
+def test_an_mpo_index_does_not_lift_the_jpeg_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     """An MPF segment makes Pillow call a JPEG "MPO"; libjpeg decodes its first image all the same."""
     data = with_mpf(progressive_jpeg(1024, 1024, scans=2000))
     assert Image.open(io.BytesIO(data)).format == "MPO"
-    started = time.thread_time()
-    with pytest.raises(ImageRejected, match=f"2000 scans \\(up to {MAX_SCANS}\\)"):
-        decode(data)
-    assert time.thread_time() - started < 0.2
+    with monkeypatch.context() as patched:
+        patched.setattr(Image, "open", None)  # refused from its markers: Pillow never parses it
+        with pytest.raises(ImageRejected, match=f"2000 scans \\(up to {MAX_SCANS}\\)"):
+            decode(data)
 
 
 def test_an_mpo_photo_is_decoded_reduced_like_a_jpeg() -> None:
@@ -91,7 +113,6 @@ def test_an_mpo_photo_is_decoded_reduced_like_a_jpeg() -> None:
 TEN_MB = 10 * 1024 * 1024 - 4096
 
 
-@pytest.mark.slow  # measures the uploads in a fresh process
 @pytest.mark.parametrize(
     "make",
     [
@@ -102,36 +123,33 @@ TEN_MB = 10 * 1024 * 1024 - 4096
     ids=["gif comment sub-blocks", "jpeg empty segments", "png empty chunks"],
 )
 def test_files_of_millions_of_blocks_are_refused_before_pillow_walks_them(
-    make: object, tmp_path: Path
+    make: object, pillow_unused: None
 ) -> None:
     """Pillow's GIF, JPEG and PNG readers walk a file's blocks one by one in Python, in Image.open
     (outside the decode slots): ten megabytes of tiny blocks cost seconds and hundreds of MB there."""
     data = make()
     assert len(data) <= 10 * 1024 * 1024
-    cpu, megabytes, outcome = cost_of_prepare(data, tmp_path)
-    assert outcome.startswith(f"refused: {TOO_COSTLY}"), outcome
-    assert cpu < 0.5 and megabytes < 50, (cpu, megabytes)
+    with pytest.raises(ImageRejected, match=TOO_COSTLY):
+        decode(data)
 
 
 def test_a_run_length_bmp_beyond_what_its_python_decoder_does_quickly_is_refused(
-    tmp_path: Path,
+    nothing_decoded: None,
 ) -> None:
     """Pillow decodes RLE BMPs in Python (BmpImagePlugin.BmpRleDecoder), a pixel at a time when a
     row ends early: 26 KB asking for 40 megapixels cost 4 s of CPU."""
     data = rle8_bmp(6000, 6600)
     assert len(data) < 30_000
-    cpu, megabytes, outcome = cost_of_prepare(data, tmp_path)
-    assert outcome.startswith(f"refused: {TOO_COSTLY}"), outcome
-    assert cpu < 0.5 and megabytes < 50, (cpu, megabytes)
+    with pytest.raises(ImageRejected, match=TOO_COSTLY):
+        decode(data)
 
 
-def test_a_tiny_webp_of_a_huge_canvas_is_refused(tmp_path: Path) -> None:
+def test_a_tiny_webp_of_a_huge_canvas_is_refused(nothing_decoded: None) -> None:
     """libwebp's animation decoder, which Pillow uses for every WebP, holds several canvases."""
     data = lossless_webp(4096)
     assert len(data) < 1000
-    cpu, megabytes, outcome = cost_of_prepare(data, tmp_path)
-    assert outcome.startswith(f"refused: {TOO_COSTLY}"), outcome
-    assert cpu < 0.5 and megabytes < 50, (cpu, megabytes)
+    with pytest.raises(ImageRejected, match=TOO_COSTLY):
+        decode(data)
 
 
 def transparent_palette(width: int, height: int, format: str) -> bytes:
@@ -143,15 +161,14 @@ def transparent_palette(width: int, height: int, format: str) -> bytes:
 
 @pytest.mark.parametrize("format", ["PNG", "GIF"])
 def test_a_palette_image_with_a_transparent_colour_counts_the_rgba_it_becomes(
-    format: str, tmp_path: Path
+    format: str, nothing_decoded: None
 ) -> None:
     """Shrunk, it is first converted to RGBA at full size: 33 KB took 345 MB while it was counted as
     the one byte a pixel its decoder holds."""
     data = transparent_palette(7300, 5470, format)
     assert len(data) < 50_000
-    cpu, megabytes, outcome = cost_of_prepare(data, tmp_path)
-    assert outcome.startswith(f"refused: {TOO_COSTLY}"), outcome
-    assert cpu < 0.5 and megabytes < 50, (cpu, megabytes)
+    with pytest.raises(ImageRejected, match=TOO_COSTLY):
+        decode(data)
 
 
 def largest_progressive_jpeg() -> bytes:
@@ -220,23 +237,9 @@ def test_the_costliest_uploads_within_the_limits_stay_within_the_pods_share(
 ) -> None:
     data = make()
     assert len(data) <= 10 * 1024 * 1024
-    cpu, megabytes, outcome = cost_of_prepare(data, tmp_path)
-    print(
-        f"\n{make.__name__}: {len(data) / 1e6:.1f} MB, {cpu:.2f} s CPU, {megabytes:.0f} MB, {outcome}"
-    )
-    assert "too much memory or time" not in outcome  # decoded, not refused
-    assert cpu < MAX_CPU_SECONDS and megabytes < MAX_MEGABYTES, (cpu, megabytes)
-
-
-def test_a_big_jpeg_is_decoded_reduced() -> None:
-    image = decode(encode(Image.new("RGB", (4000, 3000), "white"), "JPEG"))
-    assert image.size == (500, 375)
-    assert DECODE_SIDE <= max(image.size) < 2 * DECODE_SIDE
-
-
-def test_a_big_png_is_reduced_once_decoded() -> None:
-    image = decode(encode(Image.new("L", (3000, 2000), 255), "PNG"))
-    assert image.size == (500, 334)  # reduce() rounds up
+    cost = cost_of_prepare(data, tmp_path)
+    assert TOO_COSTLY not in cost.outcome and cost.opened == 1, cost  # decoded, not refused
+    assert 0 < cost.decoded_pixels <= MAX_PIXELS and cost.megabytes < MAX_MEGABYTES, cost
 
 
 def test_only_a_few_decodes_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:

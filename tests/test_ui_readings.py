@@ -158,3 +158,11 @@ def test_a_refused_image_is_kept_refused(monkeypatch: pytest.MonkeyPatch) -> Non
     spent = ledger.spent
     assert read(blank.getvalue(), ledger, LIMIT) is first
     assert ledger.spent == spent
+
+
+@pytest.mark.parametrize(
+    ("share", "shown"),
+    [(0.9997, "99.9%"), (0.99999, "99.9%"), (1.0, "100.0%"), (0.7, "70.0%"), (0.12345, "12.3%")],
+)
+def test_a_confidence_is_never_rounded_up_to_certainty(share: float, shown: str) -> None:
+    assert readings.percent(share) == shown

@@ -37,7 +37,7 @@ from ui.model_source import (
 )
 from ui.pictures import CAPTION
 from ui.predict import NoAnswer, classify
-from ui.readings import UNEXPECTED, Ledger, Upload, distinct, read
+from ui.readings import UNEXPECTED, Ledger, Upload, distinct, percent, read
 from ui.uploads import MAX_FILES
 from ui.verbatim import verbatim
 
@@ -89,6 +89,13 @@ def published_text(stamp: object) -> str | None:
         return None
 
 
+def source_shown(source: object) -> str:
+    """A card's --source as visitors see it: a URL, a gs:// URI or a file's sha256 as recorded; a path
+    (in cards published before sources were recorded by content) never: the server's disk is its own."""
+    text = str(source)
+    return text if text.startswith(("http://", "https://", "gs://", "sha256:")) else "a local file"
+
+
 def setting_text(value: object) -> str:
     """A setting as the card shows it: a number as written, anything else verbatim."""
     if value is None:
@@ -126,6 +133,7 @@ def show_card(loaded: LoadedModel) -> None:
             st.metric(name.capitalize(), setting_text(settings.get(name)), width="content")
     changed = differing(settings)
     if changed:
+        changed |= {"source": source_shown(changed["source"])} if "source" in changed else {}
         flags = " ".join(verbatim(f"--{name} {value}") for name, value in changed.items())
         st.caption(f"Not the defaults: {flags}")
     published = published_text(card.get("published_at"))
@@ -198,7 +206,9 @@ def show_report(loaded: LoadedModel) -> None:
 def show_errors(matrix: np.ndarray) -> None:
     """How many test digits of each digit were misread, and the commonest mistakes."""
     errors = report.errors_per_digit(matrix)
-    st.bar_chart(errors[["misread"]], x_label="digit", y_label="test digits misread", height=260)
+    st.altair_chart(
+        training.bar_chart(errors[["misread"]], "test digits misread", 260), width="stretch"
+    )
     worst = str(errors["share"].idxmax())  # the index is the digits as text
     st.caption(
         f"Weakest digit: {worst} ({1 - errors['share'][worst]:.1%} right, "
@@ -216,7 +226,7 @@ def show_accuracies(per_class: dict) -> None:
         {"misread (%)": [100 * (1 - float(value)) for value in per_class.values()]},
         index=pd.Index(list(per_class), name="digit"),
     )
-    st.bar_chart(table, x_label="digit", y_label="test digits misread (%)", height=260)
+    st.altair_chart(training.bar_chart(table, "test digits misread (%)", 260), width="stretch")
 
 
 def ledger() -> Ledger:
@@ -252,12 +262,12 @@ def show_prediction(loaded: LoadedModel, data: bytes, limit: int | None = None) 
         st.metric(
             "Prediction",
             prediction.digit,
-            delta=f"{prediction.confidence:.1%} confident",
+            delta=f"{percent(prediction.confidence)} confident",
             delta_color="off",
             delta_arrow="off",
             width="content",
         )
-        st.bar_chart(probabilities, x_label="digit", y_label="", width=width, height=height)
+        st.altair_chart(training.bar_chart(probabilities, "", height, width), width="content")
     if prediction.is_low_confidence:
         settings = loaded.card.get("settings") or {}
         st.warning(guess_text(accuracy_of(loaded), settings, loaded.metrics or {}))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -141,3 +142,9 @@ def distinct(uploads: Sequence[Upload]) -> tuple[list[Upload], int]:
             seen.add(key)
             once.append(upload)
     return once, len(uploads) - len(once)
+
+
+def percent(share: float) -> str:
+    """`share` as a percentage with one decimal, rounded down: 0.9997 is "99.9%", never a "100.0%" that
+    only certainty earns (rounded to 6 places first, so 0.7 stays 70.0 despite its binary error)."""
+    return f"{math.floor(round(share * 1000, 6)) / 10:.1f}%"

@@ -81,7 +81,8 @@ def curve_chart(history: dict, metric: str) -> alt.Chart:
     palette = [WORKER_COLOURS[index % len(WORKER_COLOURS)] for index in range(len(lines))]
     colours = alt.Scale(domain=[AVERAGE, *lines], range=[AVERAGE_COLOUR, *palette])
     base = alt.Chart(points).encode(
-        x=alt.X("epoch:Q", title="epoch over the run", axis=alt.Axis(tickMinStep=1)),
+        # whole epochs: one epoch alone is a domain of one value, which Vega labels "1.000000"
+        x=alt.X("epoch:Q", title="epoch over the run", axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("value:Q", title=metric, scale=alt.Scale(zero=False)),
         color=alt.Color("line:N", scale=colours, legend=None),  # said in the caption
         tooltip=["round:Q", "epoch:Q", "line:N", alt.Tooltip("value:Q", format=".4f")],
@@ -92,6 +93,26 @@ def curve_chart(history: dict, metric: str) -> alt.Chart:
         workers.mark_line(point=True, strokeWidth=1).encode(detail="round:N")
         + average.mark_line(point=True, strokeWidth=3)
     ).properties(height=CHART_HEIGHT)
+
+
+def bar_chart(
+    table: pd.DataFrame, y_label: str, height: int, width: int | None = None
+) -> alt.Chart:
+    """A bar per digit (the table's index) of its one column. Unlike st.bar_chart's, whose interval
+    selection is bound to the scales (zoom and pan), the mouse wheel over it scrolls the page."""
+    ((column, values),) = table.items()
+    data = pd.DataFrame({"digit": table.index.astype(str), str(column): values.to_numpy()})
+    value = alt.Y(field=str(column), type="quantitative", title=y_label)
+    chart = (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X("digit:O", title="digit", axis=alt.Axis(labelAngle=0)),
+            y=value,
+            tooltip=["digit:O", alt.Tooltip(field=str(column), type="quantitative", format=".4g")],
+        )
+    )
+    return chart.properties(height=height, **({"width": width} if width else {}))
 
 
 def rounds_line(history: dict) -> str:

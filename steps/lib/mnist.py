@@ -83,6 +83,22 @@ def fetch_source(source: str, cache_dir: Path | None = None) -> Path:
     return path
 
 
+def source_identity(source: str) -> str:
+    """What a run's card records of its --source: a local file by its content, not its path (a path of
+    one machine, which visitors must not see): the official MNIST, known by its sha256, as the Keras URL
+    it is a copy of, any other file as `sha256:HEX`; anything else (a URL, a gs:// URI) as given."""
+    path = Path(source)
+    try:
+        is_file = not source.startswith(("http://", "https://", "gs://")) and path.is_file()
+    except OSError:  # a name too long to be a file's
+        is_file = False
+    if not is_file:
+        return source
+    with path.open("rb") as stream:
+        digest = hashlib.file_digest(stream, "sha256").hexdigest()
+    return KERAS_MNIST_URL if digest == KERAS_MNIST_SHA256 else f"sha256:{digest}"
+
+
 def _download(url: str, cache_dir: Path) -> Path:
     in_a_clone = (_ROOT / "pyproject.toml").is_file()
     if url == KERAS_MNIST_URL and in_a_clone and COPY_BESIDE_THE_PROJECT.is_file():

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from PIL import Image
@@ -199,28 +200,47 @@ def png_16bit_rgba(width: int, height: int) -> bytes:
 
 
 MEASURE = """
-import sys, time
+import sys
 sys.path.insert(0, {root!r})
+from PIL import Image, ImageFile
 import ui.preprocess
 from ui.preprocess import ImageRejected
+opened, loaded = [], []  # what Pillow was asked to do: the files it parsed, the pixels it decoded
+open_image, load = Image.open, ImageFile.ImageFile.load
+def counted_open(*args, **kwargs):
+    opened.append(1)
+    return open_image(*args, **kwargs)
+def counted_load(self):
+    loaded.append(self.width * self.height)
+    return load(self)
+Image.open, ImageFile.ImageFile.load = counted_open, counted_load
 data = open({path!r}, "rb").read()
 def status(field):  # VmHWM: this process's peak (ru_maxrss would carry the parent's over exec)
     with open("/proc/self/status") as lines:
         return next(int(line.split()[1]) for line in lines if line.startswith(field + ":"))
-before, started = status("VmRSS"), time.process_time()
+before = status("VmRSS")
 try:
     ui.preprocess.prepare(data)
     outcome = "read"
 except ImageRejected as error:
     outcome = "refused: " + str(error)
-cpu = time.process_time() - started
-print(cpu, (status("VmHWM") - before) / 1024, outcome, sep="\\t")
+print((status("VmHWM") - before) / 1024, len(opened), sum(loaded), outcome, sep="\\t")
 """
 
 
-def cost_of_prepare(data: bytes, folder: Path) -> tuple[float, float, str]:
-    """CPU seconds and peak memory (MB above the imported baseline) of prepare(data) in a fresh process,
-    and what came of it ("read" or "refused: ...")."""
+class Cost(NamedTuple):
+    """What prepare(data) took in a fresh process: peak memory (MB above the imported baseline), the
+    files Pillow opened, the pixels it decoded, and what came of it ("read" or "refused: ...")."""
+
+    megabytes: float
+    opened: int
+    decoded_pixels: int
+    outcome: str
+
+
+def cost_of_prepare(data: bytes, folder: Path) -> Cost:
+    """The Cost of prepare(data), counted in a fresh process (its CPU time is bench material: it says
+    more about the machine's load than about the code)."""
     path = folder / "upload.bin"
     path.write_bytes(data)
     root = str(Path(__file__).resolve().parents[2])
@@ -231,8 +251,8 @@ def cost_of_prepare(data: bytes, folder: Path) -> tuple[float, float, str]:
         timeout=600,
         check=True,
     )
-    cpu, megabytes, outcome = result.stdout.strip().split("\t", 2)
-    return float(cpu), float(megabytes), outcome
+    megabytes, opened, pixels, outcome = result.stdout.strip().split("\t", 3)
+    return Cost(float(megabytes), int(opened), int(pixels), outcome)
 
 
 def mpf_segment() -> bytes:

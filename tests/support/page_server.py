@@ -16,19 +16,32 @@ import pytest
 from steps.lib.registry import LATEST_KEY
 from tests.support.project import ROOT, free_port, wait_for_port
 
+PILLOW_COUNTER = Path(__file__).resolve().parent / "pillow_counter"  # its sitecustomize.py
+
 
 @dataclass(frozen=True)
 class Server:
     url: str
     pid: int
+    pillow_log: Path  # what Pillow did in the server: "open" and "decode WxH" lines
+
+    def pillow_calls(self) -> list[str]:
+        return self.pillow_log.read_text().splitlines() if self.pillow_log.exists() else []
 
 
 @contextlib.contextmanager
 def serving(store: Path, log: Path) -> Iterator[Server]:
     """The page as it is served (`python -m ui.serve`: `streamlit run ui/app.py` with bounded uploads)
-    on 127.0.0.1, serving `store`'s LATEST, with the project's .streamlit/config.toml."""
+    on 127.0.0.1, serving `store`'s LATEST, with the project's .streamlit/config.toml; what Pillow does
+    in it is counted (PILLOW_COUNTER)."""
     port = free_port()
-    env = {**os.environ, "MODEL_URI": str(store / LATEST_KEY), "PYTHONPATH": str(ROOT)}
+    pillow_log = log.with_suffix(".pillow")
+    env = {
+        **os.environ,
+        "MODEL_URI": str(store / LATEST_KEY),
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{PILLOW_COUNTER}",
+        "PILLOW_COUNT_LOG": str(pillow_log),
+    }
     with log.open("wb") as output:
         server = subprocess.Popen(
             [
@@ -57,7 +70,7 @@ def serving(store: Path, log: Path) -> Iterator[Server]:
             url = f"http://127.0.0.1:{port}"
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=30) as response:
                 assert response.read() == b"ok"
-            yield Server(url, server.pid)
+            yield Server(url, server.pid, pillow_log)
         finally:
             server.terminate()
             server.wait(timeout=20)
