@@ -235,10 +235,7 @@ def test_the_curves_of_the_largest_histories_fit_the_pages_messages(
     (store / run_prefix(FIRST_RUN) / HISTORY_FILE).write_bytes(compact(kept))
     with serving(store, tmp_path / "server.log") as page, PageClient(page.url) as visitor:
         first = visitor.rerun()
-        before = proc_cpu_seconds(page.pid)
         runs = [visitor.rerun() for _ in range(3)]
-        spent = (proc_cpu_seconds(page.pid) - before) / len(runs)
-    print(f"\n{which}: {spent:.2f} s of server CPU per rerun, largest message {visitor.largest} B")
     for run in (first, *runs):
         assert not run.of("exception"), [e.exception.message for e in run.of("exception")]
         assert len(run.of("vega_lite_chart")) == 2 + 1  # the curves, and the report's chart
