@@ -22,7 +22,7 @@ from steps.lib.errors import StepError
 from steps.lib.registry import LATEST_KEY, MODEL_FILE, run_prefix
 from steps.lib.storage import open_store
 from steps.serve import command as serve_command
-from workflows import preflight
+from workflows import preflight, runs
 from workflows.errors import UsageError, WorkflowError, WorkflowRefused
 from workflows.lint.entry_point import check as check_with_argo_rules
 from workflows.local.engines import Engine, EngineError, ProcessEngine
@@ -119,6 +119,15 @@ def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
         local.add_argument(flag, help=f"{meaning} (default: {shown.strip('`')})", **options)
     add_argo_options(
         p.add_argument_group("argo", "on an Argo Server; flags and variables as Argo's own CLI")
+    )
+    kept = p.add_argument_group("runs", "the runs of the store (--artifacts) or of the Argo Server")
+    what = kept.add_mutually_exclusive_group()
+    what.add_argument("--list", action="store_true", help="list the runs, the newest first")
+    what.add_argument(
+        "--compare", nargs=2, metavar="RUN", help="two runs' settings and rounds side by side"
+    )
+    what.add_argument(
+        "--retry", metavar="RUN", help="take up a failed run, keeping the tasks that succeeded"
     )
     add_arguments(p.add_argument_group("settings"), start)
     return p
@@ -441,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser(start).parse_args(argv)
     settings = from_arguments(args)
     try:
+        if args.list or args.compare or args.retry:
+            return runs.main(args, argo_server(args))
         if problem := inconsistency(settings):
             raise UsageError(problem)
         if args.name:
