@@ -25,6 +25,8 @@ from tests.support.page import FIRST_RUN, SURE, progressive_jpeg, uneven_light_p
 from tests.support.page_client import proc_kilobytes
 from tests.support.page_server import Server, serving
 from tests.support.project import ROOT
+from tests.support.runs import OLD, beside_the_page_run
+from ui.compare import PICKER
 from ui.images.decode import MAX_CONCURRENT_DECODES, MAX_SCANS, MB
 from ui.uploads import MAX_SESSION_BYTES
 
@@ -305,6 +307,22 @@ def test_store_text_reaches_the_browser_as_text(
         assert page.locator(f'img[src="{BEACON}"]').count() == 0
         assert page.locator('a[href*="evil.example"]').count() == 0
         assert not [url for url in fetched if url.startswith(BEACON)]
+        page.close()
+
+
+def test_the_served_model_is_compared_with_another_run(
+    browser: object, published_store: Path, tmp_path: Path
+) -> None:
+    store = beside_the_page_run(published_store, tmp_path / "store")
+    with serving(store, tmp_path / "server.log") as page_server:
+        page = open_at(browser, page_server.url, DESKTOP)
+        page.locator(CARD).get_by_role("combobox", name=PICKER).click()
+        page.get_by_role("option", name=OLD).click()
+        page.get_by_text(f"Served beside {OLD}").wait_for()
+        assert shown(page, OLD) == "96.12%"
+        for run in (FIRST_RUN, OLD):
+            page.get_by_text(f"Confusion matrix of {run}").wait_for()
+        assert page.locator('[data-testid="stDataFrame"]').count() == 1  # the settings that differ
         page.close()
 
 

@@ -4,12 +4,14 @@ published runs (the newer served) and one cut short in its second round, before 
 from __future__ import annotations
 
 import datetime as dt
+import shutil
+from pathlib import Path
 
 from steps.lib import history
 from steps.lib.bounded_json import to_json
 from steps.lib.published import stamp_text
 from steps.lib.registry import LATEST_KEY, run_prefix
-from steps.lib.storage import ArtifactStore
+from steps.lib.storage import ArtifactStore, open_store
 
 START = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC)
 OLD, SERVED, CUT = "mnist-old01", "mnist-srv02", "mnist-cut03"  # started in this order
@@ -81,4 +83,13 @@ def fill(store: ArtifactStore) -> ArtifactStore:
     publish_files(store, SERVED)
     cut_short(store, CUT)
     store.write_text(LATEST_KEY, SERVED)
+    return store
+
+
+def beside_the_page_run(published_store: Path, folder: Path) -> Path:
+    """A copy of the page's test store (tests/support/page.py) in `folder`, with OLD published before
+    its run and CUT cut short; LATEST still names the page's run."""
+    store = Path(shutil.copytree(published_store, folder))
+    publish_files(open_store(store), OLD)
+    cut_short(open_store(store), CUT)
     return store
