@@ -83,7 +83,7 @@ def show_beside(loaded: LoadedModel, other: RunRecord) -> None:
         delta = f"{100 * (other.accuracy - served_accuracy):+.2f} points"
     other_column.metric(other.run, accuracy_of(other.accuracy), delta=delta)
     if other.problem:
-        st.caption(f"Some of its files fail the page's checks: {other.problem}")
+        st.caption(f"Some of its files fail the page's checks: {verbatim(other.problem)}")
     elif not other.published:
         st.caption(f"{verbatim(other.run)} was not published: {other.phase}.")
     changed = differences(loaded.card.get("settings") or {}, other.settings)
