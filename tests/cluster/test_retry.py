@@ -28,7 +28,7 @@ def failing_publish(workflow: dict, bucket: str) -> dict:
     script = f'python -c "{ask}" || {{ echo "publish: not allowed yet" >&2; exit 1; }}; '
     container = publish["container"]
     container["args"] = ["publish", *container["command"], *container["args"]]
-    container["command"] = ["sh", "-c", script + 'shift; exec "$@"']
+    container["command"] = ["sh", "-c", script + 'exec "$@"']
     return altered
 
 
