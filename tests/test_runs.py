@@ -73,7 +73,7 @@ def test_compare_two_runs_side_by_side(
     assert code == 0 and lines[0].split() == [OLD, CUT]
     assert rows["test accuracy"][2:] == ["96.12%", "—"]
     assert rows["workers"][1:] == ["3", "2", "*"]
-    assert rows["batch"][1:] == ["100", "—", "*"]
+    assert rows["batch"][1:] == ["100", "—"]  # not said by a run that was not published
     assert rows["round 1 held out"][4:] == ["90.00%", "in", "30", "s", "93.00%", "in", "30", "s"]
     assert rows["round 2 held out"][4:] == ["95.00%", "in", "30", "s", "—"]
 

@@ -40,12 +40,12 @@ def run_in(uri: str, run: str) -> RunRecord | None:
 
 
 def differences(served: dict, other: dict) -> pd.DataFrame:
-    """The settings the two runs' cards give different values, in the served card's order."""
-    names = [*served, *(name for name in other if name not in served)]
+    """The settings both runs state and give different values, in the served card's order (a run
+    that was not published states only what its files show)."""
     rows = [
-        (name, str(served.get(name, "—")), str(other.get(name, "—")))
-        for name in names
-        if served.get(name) != other.get(name)
+        (name, str(value), str(other[name]))
+        for name, value in served.items()
+        if name in other and other[name] != value
     ]
     return pd.DataFrame(rows, columns=["setting", "served", "other"]).set_index("setting")
 

@@ -112,8 +112,8 @@ def round_text(score: float | None, seconds: float | None) -> str:
 
 
 def compare_lines(first: RunRecord, second: RunRecord, latest: str | None) -> list[str]:
-    """The two runs side by side: phase, accuracy, every setting (* where they differ), each round's
-    score on the held-out digits."""
+    """The two runs side by side: phase, accuracy, every setting (* where both say it and differ),
+    each round's score on the held-out digits."""
     rows = [["", first.run, second.run, ""]]
     rows.append(["started (UTC)", when_text(first.started), when_text(second.started), ""])
     rows.append(["phase", first.phase, second.phase, ""])
@@ -124,7 +124,8 @@ def compare_lines(first: RunRecord, second: RunRecord, latest: str | None) -> li
         if name in NOT_ON_THE_CARD:
             continue
         values = [str(r.settings.get(name, ABSENT)) for r in (first, second)]
-        rows.append([name, *values, "*" if values[0] != values[1] else ""])
+        differ = ABSENT not in values and values[0] != values[1]
+        rows.append([name, *values, "*" if differ else ""])
     scores = [{number: (a, s) for number, a, s in r.round_scores()} for r in (first, second)]
     for number in sorted(set(scores[0]) | set(scores[1])):
         said = [round_text(*each[number]) if number in each else ABSENT for each in scores]
