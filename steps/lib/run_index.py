@@ -5,7 +5,7 @@ steps.lib.published and steps.lib.history: the store is untrusted).
 A published run is read from models/mnist/<run>/ (steps.lib.registry). A run that failed or was cut
 short has only its own folder, <run>/ at the store's top, where the workflow keeps its artifacts
 (workflows/pipeline/workflow.py names their keys): its phase is the last step whose files are there, its
-settings what those files show.
+settings what its history shows. Listings are of folders only, at most MAX_RUNS of them.
 """
 
 from __future__ import annotations
@@ -117,18 +117,25 @@ def unfinished_run(store: ArtifactStore, run: str) -> RunRecord | None:
         phase = f"round {rounds[-1]} training"
     else:
         phase = "started"
-    settings = {"workers": len(store.list_keys(f"{run}/{SHARDS}")) or None}
-    if history and history["rounds"]:
-        settings["epochs"] = history["rounds"][-1]["epochs"]
     return RunRecord(
         run,
         f"unfinished: {phase}",
         (history or {}).get("started_at", ""),
         (metrics or {}).get("accuracy"),
-        {name: value for name, value in settings.items() if value is not None},
+        stated_settings(history),
         metrics,
         history,
     )
+
+
+def stated_settings(history: dict | None) -> dict:
+    """The settings a history shows: its last round's epochs, and its workers (those that delivered
+    and those missing) unless the history left them out to keep within its bound."""
+    if not history or not history["rounds"]:
+        return {}
+    last = history["rounds"][-1]
+    workers = len(last["workers"]) + len(last["missing"]) if last["workers"] else None
+    return ({"workers": workers} if workers else {}) | {"epochs": last["epochs"]}
 
 
 def last_history(store: ArtifactStore, run: str, rounds: list[int]) -> tuple[dict | None, int]:
