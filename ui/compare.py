@@ -64,6 +64,8 @@ def show(loaded: LoadedModel, store: str | None) -> None:
         return
     with st.sidebar:
         chosen = st.selectbox(PICKER, others, index=None, placeholder="another run of the store")
+        if chosen is not None:
+            st.caption("Side by side with the served model at the foot of the page.")
     if chosen is None:
         return
     other = run_in(store, chosen)
