@@ -1,7 +1,8 @@
 """The served model beside another run of its store: the card's "Compare with…" picker lists the
 store's runs (steps.lib.run_index, each file read up to its bound and checked), and the page shows the
 chosen run's test accuracy, the settings in which the two differ, their training curves and confusion
-matrices side by side. Read-only: which run is served stays the operator's command (steps.serve)."""
+matrices side by side. Read-only: which run is served stays the operator's command (docs/steps.md,
+"Which run is served")."""
 
 from __future__ import annotations
 
