@@ -60,7 +60,7 @@ def when_text(stamp: str) -> str:
     """'2026-12-05T06:10:42.1+00:00' → '2026-12-05 06:10'; unknown → '—'."""
     try:
         return dt.datetime.fromisoformat(stamp).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M")
-    except ValueError:
+    except (ValueError, OverflowError):
         return ABSENT
 
 
@@ -69,7 +69,9 @@ def accuracy_text(accuracy: float | None) -> str:
 
 
 def settings_text(settings: dict) -> str:
-    """The settings that are not the defaults, as flags."""
+    """The settings that are not the defaults, as flags ('—' when the run states none)."""
+    if not settings:
+        return ABSENT
     changed = differing({k: v for k, v in settings.items() if k not in NOT_ON_THE_CARD})
     return " ".join(f"--{name} {value}" for name, value in changed.items()) or "defaults"
 
