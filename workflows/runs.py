@@ -262,8 +262,9 @@ def retry_cluster(server: ArgoServer, run: str, follow: bool, interval: float) -
     return 0
 
 
-def retry_locally(uri: str, run: str) -> int:
-    """A local run is checked as a cluster's is; taking it up from its folder is not there yet."""
+def retry_local_run(uri: str, run: str) -> int:
+    """A local run is checked as a cluster's is: one the store does not hold, or that succeeded, is
+    refused; taking one up from its folder is refused too, as not supported yet."""
     record = read_store(uri, lambda store: store_run(store, run))
     if record.published:
         raise UsageError(f"run {run} succeeded (it is published): there is nothing to retry")
@@ -283,4 +284,4 @@ def main(args: argparse.Namespace, server: ArgoServer | None) -> int:
         return compare_store(args.store, *args.compare)
     if server:
         return retry_cluster(server, args.retry, args.watch, args.poll_seconds)
-    return retry_locally(args.store, args.retry)
+    return retry_local_run(args.store, args.retry)
