@@ -22,7 +22,7 @@ from steps.lib.errors import StepError
 from steps.lib.registry import LATEST_KEY, MODEL_FILE, run_prefix
 from steps.lib.storage import open_store
 from steps.serve import command as serve_command
-from workflows import preflight, runs
+from workflows import preflight
 from workflows.errors import UsageError, WorkflowError, WorkflowRefused
 from workflows.lint.entry_point import check as check_with_argo_rules
 from workflows.local.engines import Engine, EngineError, ProcessEngine
@@ -40,6 +40,7 @@ from workflows.pipeline.settings import (
     inconsistency,
 )
 from workflows.pipeline.workflow import compile_template, compile_workflow
+from workflows.runs import main as runs_main
 from workflows.server.client import (
     ArgoError,
     ArgoServer,
@@ -451,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = from_arguments(args)
     try:
         if args.list or args.compare or args.retry:
-            return runs.main(args, argo_server(args))
+            return runs_main(args, argo_server(args))
         if problem := inconsistency(settings):
             raise UsageError(problem)
         if args.name:
