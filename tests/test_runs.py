@@ -127,9 +127,9 @@ def test_on_a_cluster_the_servers_runs(
     argo: ArgoDouble, gcs_bucket: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bucket = f"gs://{gcs_bucket}"
-    fill(open_store(bucket))  # LATEST and the rounds' history are the bucket's
     run_story(argo, "succeed", SERVED, bucket)
     run_story(argo, "fail", CUT, bucket)
+    fill(open_store(bucket))  # what the runs left there: LATEST and the rounds' history
     capsys.readouterr()
     code, lines, _ = submit(capsys, "--artifacts", bucket, "--list")
     rows = {line.split()[0]: line.split() for line in lines[1:]}
