@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from steps.lib.errors import StepError
-from steps.lib.storage import ArtifactStore, download_dir, open_store, upload_dir
+from steps.lib.storage import ArtifactStore, LocalStore, download_dir, open_store, upload_dir
 
 
 @pytest.fixture(params=["folder", pytest.param("gcs", marks=pytest.mark.slow)])  # gcs: the emulator
@@ -64,3 +64,15 @@ def test_a_folder_read_as_a_file_is_refused_with_nothing_left_open(tmp_path: Pat
     with pytest.raises(StepError, match="metrics is not a regular file"):
         read_small_file(tmp_path, "metrics", 1024)
     assert len(os.listdir("/proc/self/fd")) == open_before
+
+
+def test_the_folders_right_under_a_prefix(store: ArtifactStore, tmp_path: Path) -> None:
+    for key in ("run-b/shards/0.npz", "run-a/init/model.h5", "run-a/test.npz", "top.txt"):
+        store.write_text(key, "x")
+    assert store.list_folders("", 10) == ["run-a", "run-b"]
+    assert store.list_folders("run-a", 10) == ["init"]
+    assert store.list_folders("", 1) == ["run-a"] and store.list_folders("none", 10) == []
+    if isinstance(store, LocalStore):  # a folder store lists no symlinked folder
+        (tmp_path / "elsewhere").mkdir()
+        (store.root / "run-c").symlink_to(tmp_path / "elsewhere")
+        assert store.list_folders("", 10) == ["run-a", "run-b"]

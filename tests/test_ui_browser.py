@@ -25,6 +25,8 @@ from tests.support.page import FIRST_RUN, SURE, progressive_jpeg, uneven_light_p
 from tests.support.page_client import proc_kilobytes
 from tests.support.page_server import Server, serving
 from tests.support.project import ROOT
+from tests.support.runs import OLD, beside_the_page_run
+from ui.compare import PICKER
 from ui.images.decode import MAX_CONCURRENT_DECODES, MAX_SCANS, MB
 from ui.uploads import MAX_SESSION_BYTES
 
@@ -309,6 +311,36 @@ def test_store_text_reaches_the_browser_as_text(
         assert page.locator("strong", has_text="bold").count() == 0
         assert page.get_by_text("**bold**").count() == 1  # the setting's Markdown, shown as text
         assert not [url for url in fetched if url.startswith(BEACON)]
+        page.close()
+
+
+def pick(page: object, label: str, option: str) -> None:
+    """Choose `option` in the card's selectbox `label`: its list is opened again until it shows, as a
+    rerun of the page's script (a component's first value) may close it as it opens."""
+    box = page.locator(CARD).get_by_role("combobox", name=label)
+    choice = page.get_by_role("option", name=option)
+    for _ in range(PAGE_TIMEOUT_MS // 500):
+        if choice.is_visible():
+            choice.click()
+            return
+        if box.get_attribute("aria-expanded") != "true":
+            box.click()
+        page.wait_for_timeout(500)
+    pytest.fail(f"the list of {label!r} never showed {option!r}", pytrace=False)
+
+
+def test_the_served_model_is_compared_with_another_run(
+    browser: object, published_store: Path, tmp_path: Path
+) -> None:
+    store = beside_the_page_run(published_store, tmp_path / "store")
+    with serving(store, tmp_path / "server.log") as page_server:
+        page = open_at(browser, page_server.url, DESKTOP)
+        pick(page, PICKER, OLD)
+        page.get_by_text(f"Served beside {OLD}").wait_for()
+        assert shown(page, OLD) == "96.12%"
+        for run in (FIRST_RUN, OLD):
+            page.get_by_text(f"Confusion matrix of {run}").wait_for()
+        assert page.locator('[data-testid="stDataFrame"]').count() == 1  # the settings that differ
         page.close()
 
 

@@ -22,7 +22,7 @@ import streamlit as st
 
 from steps.lib.confusion_plot import draw_confusion
 from steps.lib.published import differing
-from ui import report, training
+from ui import compare, report, training
 from ui.drawing import MAX_PNG_BYTES, drawn_image
 from ui.guess import guess_text
 from ui.images.decode import EXTENSIONS, MB
@@ -341,3 +341,4 @@ with draw_tab:
     if drawing:
         show_prediction(loaded, drawing, MAX_PNG_BYTES)
 show_part(show_report, loaded, "report")
+show_part(lambda model: compare.show(model, keeper_for(uri).source.store), loaded, "comparison")

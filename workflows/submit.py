@@ -46,6 +46,7 @@ from workflows.pipeline.settings import (
     inconsistency,
 )
 from workflows.pipeline.workflow import compile_template, compile_workflow
+from workflows.runs import main as runs_main
 from workflows.server.client import (
     ArgoError,
     ArgoServer,
@@ -125,6 +126,15 @@ def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
         local.add_argument(flag, help=f"{meaning} (default: {shown.strip('`')})", **options)
     add_argo_options(
         p.add_argument_group("argo", "on an Argo Server; flags and variables as Argo's own CLI")
+    )
+    kept = p.add_argument_group("runs", "the runs of the store (--artifacts) or of the Argo Server")
+    what = kept.add_mutually_exclusive_group()
+    what.add_argument("--list", action="store_true", help="list the runs, the newest first")
+    what.add_argument(
+        "--compare", nargs=2, metavar="RUN", help="two runs' settings and rounds side by side"
+    )
+    what.add_argument(
+        "--retry", metavar="RUN", help="take up a failed run, keeping the tasks that succeeded"
     )
     add_arguments(p.add_argument_group("settings"), start)
     return p
@@ -464,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser(start).parse_args(argv)
     settings = from_arguments(args)
     try:
+        if args.list or args.compare or args.retry:
+            return runs_main(args, argo_server(args))
         if problem := inconsistency(settings):
             raise UsageError(problem)
         if args.name:

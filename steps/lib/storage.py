@@ -27,6 +27,7 @@ class ArtifactStore(Protocol):
     def upload_file(self, local: Path, key: str) -> None: ...
     def download_file(self, key: str, local: Path) -> None: ...
     def list_keys(self, prefix: str) -> list[str]: ...
+    def list_folders(self, prefix: str, limit: int) -> list[str]: ...
     def read_text(self, key: str) -> str | None: ...
     def read_head(self, key: str, limit: int) -> bytes | None: ...
     def write_text(self, key: str, text: str) -> None: ...
@@ -109,6 +110,20 @@ class LocalStore:
                 if not name.startswith(".") and path.is_file() and not path.is_symlink():
                     keys.append(path.relative_to(self.root).as_posix())
         return sorted(keys)
+
+    def list_folders(self, prefix: str, limit: int) -> list[str]:
+        """The names of the folders right under `prefix` ('': the root), not symlinked, not hidden;
+        at most `limit` of them, in name order."""
+        base = self._path(prefix.rstrip("/")) if prefix.rstrip("/") else self.root
+        if not base.is_dir():
+            return []
+        with os.scandir(base) as entries:
+            names = [
+                entry.name
+                for entry in entries
+                if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".")
+            ]
+        return sorted(names)[:limit]
 
     def read_text(self, key: str) -> str | None:
         path = self._path(key)
@@ -211,6 +226,19 @@ class GCSStore:
                 self.bucket, prefix=self._name(prefix.rstrip("/")) + ("/" if prefix else "")
             )
         )
+
+    def list_folders(self, prefix: str, limit: int) -> list[str]:
+        """The names of the "folders" right under `prefix` ('': the top): the prefixes a listing with
+        the delimiter '/' returns (GCS objects.list), at most `limit` of them, in name order."""
+        folder = prefix.rstrip("/")
+        under = f"{self._name(folder)}/" if folder else (f"{self.prefix}/" if self.prefix else "")
+        found: list[str] = []
+        listing = self.bucket.client.list_blobs(self.bucket, prefix=under, delimiter="/")
+        for page in listing.pages:
+            found.extend(name[len(under) :].rstrip("/") for name in page.prefixes)
+            if len(found) >= limit:
+                break
+        return sorted(found)[:limit]
 
     def read_text(self, key: str) -> str | None:
         blob = self.bucket.blob(self._name(key))

@@ -7,8 +7,8 @@ operations, every query parameter declared, and the JSON body valid for the oper
 resolved into `definitions`, unknown fields refused). A request that does not conform gets 400 and is kept
 in `rejected`. Its answers are validated against the same document before they are sent.
 
-What it serves, as the server would: create and get workflows, create/get/update WorkflowTemplates, and
-submit from a template. A run submitted from a template is named `<template>-` and five characters, unless
+What it serves, as the server would: create, get, list and retry workflows, create/get/update
+WorkflowTemplates, and submit from a template. A run submitted from a template is named `<template>-` and five characters, unless
 submitOptions.generateName or .name say otherwise (upstream workflow/common/convert.go,
 NewWorkflowFromWorkflowTemplate; SubmitOpts in the OpenAPI: "GenerateName overrides
 metadata.generateName"). Bearer tokens, namespaces and names behave as on a cluster: 401, 403 (also for
@@ -82,6 +82,7 @@ class Run:
     recording: Recording
     reads: int = 0
     stopped_at: int | None = None  # the tick StopWorkflow came at
+    retried: bool = False  # RetryWorkflow came: its failed nodes are gone, and it runs
 
     def tick(self, reads_per_tick: int) -> int:
         """How many statuses the run has moved through: 1 on the first read."""
@@ -103,6 +104,11 @@ class Run:
         status = self.recording.served(
             self.index(reads_per_tick), self.workflow["metadata"]["name"], now
         )
+        if self.retried:  # as workflow/util/util.go: FormulateRetryWorkflow leaves it
+            nodes = status.get("nodes", {})
+            kept = {key: node for key, node in nodes.items() if node["phase"] == "Succeeded"}
+            status = {**status, "phase": "Running", "nodes": kept}
+            status.pop("finishedAt", None)
         return {**self.workflow, "status": status}
 
 
@@ -318,6 +324,29 @@ class ArgoDouble:
         run.reads += 1
         if run.reads > self.max_reads:
             raise RuntimeError(f"{name} was read {run.reads} times: the watch never ends")
+        return run.answer(self.reads_per_tick), WORKFLOW
+
+    def _op_WorkflowService_ListWorkflows(self, namespace: str, _: Any, __: Any) -> tuple:
+        items = [run.answer(self.reads_per_tick) for run in self.runs.values()]
+        listed = {"metadata": {"resourceVersion": "1"}, "items": items}
+        return listed, "#/definitions/io.argoproj.workflow.v1alpha1.WorkflowList"
+
+    def _op_WorkflowService_RetryWorkflow(self, _: str, name: str, __: Any) -> tuple:
+        """As workflow/util/util.go: FormulateRetryWorkflow, without its options."""
+        run = self.runs.get(name)
+        if run is None:
+            raise Refused(404, 5, f'workflows.argoproj.io "{name}" not found')
+        phase = run.answer(self.reads_per_tick)["status"].get("phase")
+        if phase == "Succeeded":
+            raise Refused(
+                400,
+                3,
+                "To retry a succeeded workflow, set the options restartSuccessful and "
+                "nodeFieldSelector",
+            )
+        if phase not in ("Failed", "Error"):
+            raise Refused(400, 3, f"Cannot retry a workflow in phase {phase}")
+        run.retried = True
         return run.answer(self.reads_per_tick), WORKFLOW
 
     def _op_WorkflowService_StopWorkflow(self, _: str, name: str, body: Any) -> tuple:

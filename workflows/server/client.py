@@ -26,6 +26,7 @@ from hera.workflows.models import (
     SubmitOpts,
     Workflow,
     WorkflowCreateRequest,
+    WorkflowRetryRequest,
     WorkflowStopRequest,
     WorkflowSubmitRequest,
     WorkflowTemplate,
@@ -52,6 +53,10 @@ class ArgoError(ProjectError):
 
 class NameTaken(ArgoError):
     """A resource of that name already exists (409)."""
+
+
+class NoSuchRun(ArgoError):
+    """The namespace holds no Workflow of that name (404): never run there, or deleted since."""
 
 
 class ChangedMeanwhile(ArgoError):
@@ -209,6 +214,11 @@ def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
             f"no such WorkflowTemplate in namespace {server.namespace!r} ({detail}); register it "
             "first: python workflows/submit.py --register"
         )
+    if status == 404 and detail.startswith("workflows"):
+        return NoSuchRun(
+            f"the Argo Server holds no such run in namespace {server.namespace!r} ({detail}); "
+            "it may have ended longer ago than its TTL: python workflows/submit.py --list"
+        )
     if status == 409 and "already exists" not in detail:
         return ChangedMeanwhile(
             f"someone else changed it while this was sent (409 {detail}); run the command again"
@@ -265,6 +275,19 @@ def create_workflow(server: ArgoServer, workflow: dict) -> dict:
 def get_workflow(server: ArgoServer, name: str) -> dict:
     """The Workflow with its current status and nodes."""
     return _as_dict(_call(server, lambda argo: argo.get_workflow(name)))
+
+
+def list_workflows(server: ArgoServer) -> list[dict]:
+    """Every Workflow of the namespace the server still holds, with its spec and status."""
+    listed = _call(server, lambda argo: argo.list_workflows())
+    return [_as_dict(workflow) for workflow in listed.items or []]
+
+
+def retry_workflow(server: ArgoServer, name: str) -> dict:
+    """Run a failed Workflow's failed tasks again, keeping those that succeeded, as the Argo UI's
+    Retry does (server/workflow/workflow_server.go: RetryWorkflow)."""
+    request = WorkflowRetryRequest(name=name, namespace=server.namespace)
+    return _as_dict(_call(server, lambda argo: argo.retry_workflow(name, request)))
 
 
 def stop_workflow(server: ArgoServer, name: str, message: str) -> dict:

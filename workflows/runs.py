@@ -1,0 +1,287 @@
+"""submit.py's --list, --compare and --retry: the runs of a store (steps.lib.run_index) or of an Argo
+Server, one line each or two side by side, and taking up a run that failed.
+
+On a cluster the runs are those the Argo Server still holds (each is deleted after its TTL); the
+store's LATEST says which one the page serves, and the store's history gives a run's rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import TypeVar
+
+from steps.lib.errors import StepError
+from steps.lib.published import differing
+from steps.lib.registry import latest_run
+from steps.lib.run_index import RunRecord, read_run, run_index
+from steps.lib.storage import ArtifactStore, open_store
+from workflows.errors import UsageError
+from workflows.server.client import (
+    ArgoServer,
+    NoSuchRun,
+    get_workflow,
+    list_workflows,
+    retry_workflow,
+)
+from workflows.server.watch import failure, output, watch
+
+RETRYABLE = ("Failed", "Error")  # the phases Argo's retry takes up (workflow/util/util.go)
+NOT_ON_THE_CARD = ("store",)  # a parameter the card leaves out: where the run is kept
+ABSENT = "—"
+Read = TypeVar("Read")
+
+
+def opened_store(uri: str) -> ArtifactStore:
+    """The store at `uri`, refused in one line when there is none."""
+    if "://" not in uri and not Path(uri).is_dir():
+        raise UsageError(f"no store at {uri}: --artifacts names a folder or gs://BUCKET")
+    return open_store(uri)
+
+
+def read_store(uri: str, read: Callable[[ArtifactStore], Read]) -> Read:
+    """What `read` finds in the store at `uri`; a store that cannot be read is one line."""
+    from google.api_core import exceptions as google
+
+    store = opened_store(uri)
+    try:
+        return read(store)
+    except google.NotFound:
+        raise UsageError(f"no store at {uri}: the bucket does not exist") from None
+    except google.GoogleAPIError as error:
+        raise StepError(f"cannot read the store {uri}: {str(error).splitlines()[0]}") from None
+
+
+def when_text(stamp: str) -> str:
+    """'2026-12-05T06:10:42.1+00:00' → '2026-12-05 06:10'; unknown → '—'."""
+    try:
+        return dt.datetime.fromisoformat(stamp).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M")
+    except (ValueError, OverflowError):
+        return ABSENT
+
+
+def accuracy_text(accuracy: float | None) -> str:
+    return ABSENT if accuracy is None else f"{accuracy:.2%}"
+
+
+def settings_text(settings: dict) -> str:
+    """The settings that are not the defaults, as flags ('—' when the run states none)."""
+    if not settings:
+        return ABSENT
+    changed = differing({k: v for k, v in settings.items() if k not in NOT_ON_THE_CARD})
+    return " ".join(f"--{name} {value}" for name, value in changed.items()) or "defaults"
+
+
+def table(rows: list[list[str]]) -> list[str]:
+    """Rows as aligned columns (the last one as it is)."""
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    return [
+        "  ".join(
+            [*(cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)), row[-1]]
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def list_lines(records: Iterable[RunRecord], latest: str | None) -> list[str]:
+    """One line a run: name, start, phase, test accuracy, what LATEST serves, non-default settings."""
+    rows = [["run", "started (UTC)", "phase", "accuracy", "served", "settings"]]
+    for record in records:
+        phase = record.phase + (f" ({record.problem})" if record.problem else "")
+        served = "LATEST" if record.run == latest else ""
+        rows.append(
+            [
+                record.run,
+                when_text(record.started),
+                phase,
+                accuracy_text(record.accuracy),
+                served,
+                settings_text(record.settings),
+            ]
+        )
+    if len(rows) == 1:
+        return ["no runs"]
+    return table(rows)
+
+
+def round_text(score: float | None, seconds: float | None) -> str:
+    took = f" in {seconds:.0f} s" if seconds is not None else ""
+    return f"{accuracy_text(score)}{took}"
+
+
+def compare_lines(first: RunRecord, second: RunRecord, latest: str | None) -> list[str]:
+    """The two runs side by side: phase, accuracy, every setting (* where both say it and differ),
+    each round's score on the held-out digits."""
+    rows = [["", first.run, second.run, ""]]
+    rows.append(["started (UTC)", when_text(first.started), when_text(second.started), ""])
+    rows.append(["phase", first.phase, second.phase, ""])
+    rows.append(["test accuracy", *(accuracy_text(r.accuracy) for r in (first, second)), ""])
+    rows.append(["served", *("LATEST" if r.run == latest else "" for r in (first, second)), ""])
+    names = [*first.settings, *(name for name in second.settings if name not in first.settings)]
+    for name in names:
+        if name in NOT_ON_THE_CARD:
+            continue
+        values = [str(r.settings.get(name, ABSENT)) for r in (first, second)]
+        differ = ABSENT not in values and values[0] != values[1]
+        rows.append([name, *values, "*" if differ else ""])
+    scores = [{number: (a, s) for number, a, s in r.round_scores()} for r in (first, second)]
+    for number in sorted(set(scores[0]) | set(scores[1])):
+        said = [round_text(*each[number]) if number in each else ABSENT for each in scores]
+        rows.append([f"round {number} held out", *said, ""])
+    return table(rows)
+
+
+def store_run(store: ArtifactStore, run: str) -> RunRecord:
+    record = read_run(store, run)
+    if record is None:
+        raise UsageError(f"{store.uri} holds no run {run!r} (python workflows/submit.py --list)")
+    return record
+
+
+def served(store: ArtifactStore) -> str | None:
+    """The run LATEST names, or None (none, or one that is not a run id)."""
+    try:
+        return latest_run(store)
+    except StepError:
+        return None
+
+
+def list_store(uri: str) -> int:
+    def read(store: ArtifactStore) -> list[str]:
+        return list_lines(run_index(store), served(store))
+
+    print("\n".join(read_store(uri, read)))
+    return 0
+
+
+def compare_store(uri: str, first: str, second: str) -> int:
+    def read(store: ArtifactStore) -> list[str]:
+        return compare_lines(store_run(store, first), store_run(store, second), served(store))
+
+    print("\n".join(read_store(uri, read)))
+    return 0
+
+
+def cluster_record(workflow: dict) -> RunRecord:
+    """A run as the Argo Server holds it: its phase, start, accuracy (evaluate's output) and settings
+    (the workflow's parameters, and its rounds: one train task a round)."""
+    spec, status = workflow.get("spec", {}), workflow.get("status", {})
+    parameters = {
+        each["name"]: number(each.get("value", ""))
+        for each in spec.get("arguments", {}).get("parameters", [])
+    }
+    dag = [t for t in spec.get("templates", []) if "dag" in t]
+    tasks = [task["name"] for t in dag for task in t["dag"].get("tasks", [])]
+    rounds = sum(1 for name in tasks if name.startswith("train-round-"))
+    settings = parameters | ({"rounds": rounds} if rounds else {})
+    accuracy = output(workflow, "evaluate", "accuracy")
+    started = status.get("startedAt") or workflow["metadata"].get("creationTimestamp", "")
+    return RunRecord(
+        workflow["metadata"]["name"],
+        status.get("phase") or "Pending",
+        started,
+        float(accuracy) if accuracy else None,
+        settings,
+    )
+
+
+def number(text: str) -> object:
+    """A parameter's text as the card keeps it: an int or a float when it is one."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def cluster_latest(store: str) -> str | None:
+    """What the cluster's bucket serves; None when the store is not a bucket or cannot be read."""
+    if not store.startswith("gs://"):
+        return None
+    try:
+        return served(open_store(store))
+    except Exception:  # the list stands without it
+        return None
+
+
+def list_cluster(server: ArgoServer, store: str) -> int:
+    workflows = list_workflows(server)
+    records = sorted(map(cluster_record, workflows), key=lambda r: r.started, reverse=True)
+    print("\n".join(list_lines(records, cluster_latest(store))))
+    return 0
+
+
+def cluster_run(server: ArgoServer, store: str, run: str) -> RunRecord:
+    """The run as the server holds it, with its rounds from the bucket's history when there."""
+    try:
+        record = cluster_record(get_workflow(server, run))
+    except NoSuchRun as error:
+        raise UsageError(str(error)) from None
+    if store.startswith("gs://"):
+        stored = read_store(store, lambda s: read_run(s, run))
+        if stored is not None:
+            record = replace(record, history=stored.history)
+    return record
+
+
+def compare_cluster(server: ArgoServer, store: str, first: str, second: str) -> int:
+    records = cluster_run(server, store, first), cluster_run(server, store, second)
+    print("\n".join(compare_lines(*records, cluster_latest(store))))
+    return 0
+
+
+def retry_cluster(server: ArgoServer, run: str, follow: bool, interval: float) -> int:
+    """Take up a failed run through the Argo Server's retry: its failed tasks run again, those that
+    succeeded keep their outputs. Refused first, in one line: an unknown run, one that succeeded or
+    one still running."""
+    try:
+        phase = get_workflow(server, run).get("status", {}).get("phase") or "Pending"
+    except NoSuchRun as error:
+        raise UsageError(str(error)) from None
+    if phase == "Succeeded":
+        raise UsageError(f"run {run} succeeded: there is nothing to retry")
+    if phase not in RETRYABLE:
+        raise UsageError(f"run {run} is {phase}: only a run that failed or was stopped is retried")
+    retry_workflow(server, run)
+    print(f"retrying {run}: its failed tasks run again, those that succeeded are kept")
+    print(f"  {server.ui_link(run)}", flush=True)
+    if not follow:
+        return 0
+    final = watch(server, run, echo=lambda line: print(line, flush=True), interval=interval)
+    status = final.get("status", {})
+    print(f"\nrun {run} {status.get('phase')}")
+    if status.get("phase") != "Succeeded":
+        print(f"submit: {failure(final)}", file=sys.stderr)
+        return 1
+    print(f"test accuracy: {output(final, 'evaluate', 'accuracy')}")
+    return 0
+
+
+def retry_local_run(uri: str, run: str) -> int:
+    """A local run is checked as a cluster's is: one the store does not hold, or that succeeded, is
+    refused; taking one up from its folder is refused too, as not supported yet."""
+    record = read_store(uri, lambda store: store_run(store, run))
+    if record.published:
+        raise UsageError(f"run {run} succeeded (it is published): there is nothing to retry")
+    raise UsageError(
+        f"taking up a run from its folder is not supported locally yet: start {run}'s settings "
+        "again as a new run, or retry a cluster's run with --argo-server"
+    )
+
+
+def main(args: argparse.Namespace, server: ArgoServer | None) -> int:
+    """--list, --compare or --retry, on the Argo Server when one is named, else on the store."""
+    if args.list:
+        return list_cluster(server, args.store) if server else list_store(args.store)
+    if args.compare:
+        if server:
+            return compare_cluster(server, args.store, *args.compare)
+        return compare_store(args.store, *args.compare)
+    if server:
+        return retry_cluster(server, args.retry, args.watch, args.poll_seconds)
+    return retry_local_run(args.store, args.retry)
