@@ -341,4 +341,8 @@ with draw_tab:
     if drawing:
         show_prediction(loaded, drawing, MAX_PNG_BYTES)
 show_part(show_report, loaded, "report")
-show_part(lambda model: compare.show(model, keeper_for(uri).source.store), loaded, "comparison")
+try:  # a picker, so never drawn once for every visitor (drawn_once replays elements, not widgets)
+    compare.show(loaded, keeper_for(uri).source.store)
+except Exception:  # a run the checks let through in a shape the page did not expect
+    log.exception("the comparison cannot be shown")
+    st.warning("The comparison cannot be shown.")
