@@ -8,7 +8,6 @@ so what the watch is tested on is what Argo's controller said.
 
 from __future__ import annotations
 
-import copy
 import datetime
 import http.server
 import json
@@ -26,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.doubles import recordings
-from tests.doubles.argo_server import ArgoDouble
+from tests.doubles.argo_server import REFUSED_CONTINUE_ON, ArgoDouble
 from tests.support import docs
 from tests.support.argo_schema import first_error, workflow_validator
 from tests.support.project import ROOT, free_port
@@ -42,8 +41,7 @@ from tests.support.watch_output import (
     retries_in,
     steps_in,
 )
-from workflows.lint.entry_point import check as check_with_argo_rules
-from workflows.pipeline import cluster
+from workflows.pipeline import resources as cluster
 from workflows.pipeline.settings import PipelineSettings
 from workflows.server.client import ArgoError, from_environment, get_workflow, stop_workflow
 from workflows.server.watch import describe, failure, one_line, steps_of, watch
@@ -161,9 +159,11 @@ def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    [(method, path, body)] = [r for r in double.requests if r[0] == "POST"]
-    assert (method, path) == ("POST", f"/api/v1/workflows/{cluster.NAMESPACE}")
-    sent = body["workflow"]
+    linted, created = [r for r in double.requests if r[0] == "POST"]
+    assert linted[:2] == ("POST", f"/api/v1/workflows/{cluster.NAMESPACE}/lint")
+    assert created[:2] == ("POST", f"/api/v1/workflows/{cluster.NAMESPACE}")
+    sent = created[2]["workflow"]
+    assert linted[2]["workflow"] == sent, "the server's lint judged the very spec created"
     assert first_error(workflow_validator("Workflow"), sent) is None
     parameters = {p["name"]: p["value"] for p in sent["spec"]["arguments"]["parameters"]}
     flags = dict(zip(recording.flags[::2], recording.flags[1::2], strict=True))
@@ -399,11 +399,15 @@ def test_register_creates_then_updates_the_template(
     )
     assert code == 0 and out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
     read = ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}")
-    # as Hera's WorkflowTemplate.update(), then a read until the server's cache shows the write
+    linted = ("POST", "/api/v1/workflow-templates/mnist/lint")
+    # the server's lint, then as Hera's WorkflowTemplate.update(), then a read until the server's
+    # cache shows the write
     assert [(m, p) for m, p, _ in argo.requests] == [
+        linted,
         read,
         ("POST", "/api/v1/workflow-templates/mnist"),
         read,
+        linted,
         read,
         ("PUT", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
         read,
@@ -649,18 +653,42 @@ def test_a_cluster_store_is_the_artifact_repositorys_bucket_itself(
 def test_the_submit_form_cannot_move_the_store(
     argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The store is fixed when registering (an enum of its one value): a run with another store
-    would be refused by Argo's validation (validate.go: validateArguments), as the lint shows."""
+    """The store is fixed when registering, an enum of its one value: the server refuses a run with
+    another store (validate.go: validateArguments), as the artifacts' bucket cannot follow it."""
     assert submit(capsys, "--register")[0] == 0
     template = argo.templates[cluster.TEMPLATE_NAME]
     [store] = [p for p in template["spec"]["arguments"]["parameters"] if p["name"] == "store"]
     assert store["enum"] == [STORE] and store["value"] == STORE
-    moved = copy.deepcopy(template)
-    moved["metadata"] = {"name": cluster.TEMPLATE_NAME}
-    for parameter in moved["spec"]["arguments"]["parameters"]:
-        if parameter["name"] == "store":
-            parameter["value"] = "gs://mnist-models/elsewhere"
-    assert "store.value should be present in" in check_with_argo_rules(moved).line()
+
+
+@pytest.mark.parametrize(
+    ("flags", "kind"),
+    [
+        ([], "Workflow"),
+        (["--register"], "WorkflowTemplate"),
+        (["--from-template", "--register"], "WorkflowTemplate"),
+    ],
+    ids=["run", "register", "register-and-run"],
+)
+def test_a_spec_the_servers_lint_refuses_is_one_line_exit_2_and_nothing_made(
+    serve: Callable,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    kind: str,
+) -> None:
+    """The Argo Server's own validation judges the spec before anything is created or registered."""
+    double, url = serve(lint_refusal=REFUSED_CONTINUE_ON)
+    on_argo(monkeypatch, url)
+    code, out, err = submit(capsys, *flags, "--watch")
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        f"submit: error: the Argo Server refuses the {kind}: {REFUSED_CONTINUE_ON}"
+    ]
+    assert [path for _, path, _ in double.requests] == [
+        f"/api/v1/{'workflows' if kind == 'Workflow' else 'workflow-templates'}/mnist/lint"
+    ]
+    assert double.runs == {} and double.templates == {}
 
 
 def test_argo_only_flags_without_a_server(capsys: pytest.CaptureFixture[str]) -> None:

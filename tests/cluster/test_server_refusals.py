@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.cluster import Cluster
 from tests.support.project import run_submit
-from workflows.pipeline import cluster as names
+from workflows.pipeline import resources as names
 from workflows.server.client import stop_workflow
 
 pytestmark = pytest.mark.cluster
