@@ -42,9 +42,8 @@ from tests.support.watch_output import (
     steps_in,
 )
 from workflows.pipeline import resources as cluster
-from workflows.pipeline.settings import PipelineSettings
 from workflows.server.client import ArgoError, from_environment, get_workflow, stop_workflow
-from workflows.server.watch import describe, failure, one_line, steps_of, watch
+from workflows.server.watch import watch
 from workflows.submit import main
 
 TOKEN = "Bearer good-token"
@@ -230,17 +229,13 @@ def test_a_run_goes_ahead_without_a_failed_trainer_when_min_workers_allow(
     assert err == ""
 
 
-def test_a_retried_node_shows_its_retries(watched_run: Callable) -> None:
+def test_a_retried_trainer_is_watched_as_docs_argo_md_shows_it(watched_run: Callable) -> None:
+    """The retry story: the failed try's reason and its backoff, then the retry. docs/argo.md shows
+    what the watch printed for it: each of its lines is a line of the recording's replay, its duration
+    aside (the replay's clock may fall a second either way)."""
     code, out, _ = watched_run("retry")
     failed = f"main: Error (exit code 1): {FIRST_TRY_LINE}"
     check_retried_trainer(code, out, trainer("0"), failed, "15 seconds", every=True)
-
-
-def test_the_docs_example_is_the_watch_of_its_recording(watched_run: Callable) -> None:
-    """docs/argo.md shows what the watch printed for the retry story: each of its lines is a line of
-    the recording's replay, its duration aside (the replay's clock may fall a second either way)."""
-    code, out, _ = watched_run("retry")
-    assert code == 0
     section = docs.section(docs.ARGO, "Submit a run and follow it")
     [example] = [body for _, body in docs.code_blocks(section) if "mnist-x7k2p" in body]
     steps = [line for line in example.splitlines() if line.startswith("  ")]
@@ -287,7 +282,9 @@ def test_watch_prints_each_trainers_progress_once_per_change(
     """Trainers report batches done (ARGO_PROGRESS_FILE); in the recording the controller takes a
     report about once a minute (Argo's default tick) and the server returns it as each node's
     `progress`. Polling twice as fast as the recording changes, the watch still prints each value
-    once, at most one line per step per poll, and none for steps that report nothing."""
+    once, at most one line per step per poll, and none for steps that report nothing. A Retry node's
+    own progress sums all its tries' (progress/updater.go, sumProgress); the watch shows the running
+    try's own, from where that try started."""
     recording = recordings.load("retry")
     double, url = serve(story="retry", reads_per_tick=2)
     on_argo(monkeypatch, url)
@@ -302,18 +299,8 @@ def test_watch_prints_each_trainers_progress_once_per_change(
         assert progress_of(out, step) == [], step
     steps_per_poll = [(poll, line.split()[0]) for poll, line in lines]
     assert len(steps_per_poll) == len(set(steps_per_poll)), "two lines for one step in one poll"
-
-
-def test_a_retried_trainer_shows_its_current_tries_progress(watched_run: Callable) -> None:
-    """A Retry node's own progress sums all its tries' (progress/updater.go, sumProgress); the watch
-    shows the running try's own, from where that try started."""
-    recording = recordings.load("retry")
-    code, out, _ = watched_run("retry")
-    assert code == 0
-    retried = trainer("0")
-    first, second = recording.tries(retried)
-    assert progress_of(out, retried) == recording.reports(first) + recording.reports(second)
-    summed = {node.get("progress") for node in recording.nodes(retried)}
+    summed = {node.get("progress") for node in recording.nodes(trainer("0"))}
+    second = recording.tries(trainer("0"))[1]
     assert summed.isdisjoint(recording.reports(second)), "the recording cannot tell them apart"
 
 
@@ -357,28 +344,6 @@ def test_the_double_replays_a_recorded_run_under_the_created_name(
     )
     with pytest.raises(ArgoError, match="was not stopped"):
         stop_workflow(server, "mnist-replayed", "stopped by the test")
-
-
-def test_the_docs_name_the_metrics_as_the_controller_exports_them() -> None:
-    """Argo's controller exports a custom metric `name` as `argo_workflows_name`
-    (../shared/argo/upstream/docs/metrics.md)."""
-    import re
-
-    from workflows.pipeline.workflow import compile_workflow
-
-    workflow = compile_workflow(PipelineSettings())
-    owners = [workflow["spec"], *workflow["spec"]["templates"]]
-    metrics = {
-        metric["name"]
-        for owner in owners
-        for metric in owner.get("metrics", {}).get("prometheus", [])
-    }
-    assert metrics
-    section = docs.section(docs.ARGO, "The Argo UI and the controller's metrics")
-    named = set(re.findall(r"`([a-z_]+)(?:\{[^`]*\})?`", section))
-    for metric in metrics:
-        assert f"argo_workflows_{metric}" in named, metric
-        assert metric not in named, f"{metric} named without the controller's prefix"
 
 
 def test_register_creates_then_updates_the_template(
@@ -617,23 +582,16 @@ def test_a_cluster_run_warns_of_an_image_no_registry_serves(
 ) -> None:
     """A local cluster runs the images loaded into its nodes under their local names (the local
     cluster's containerd, kind load, k3d image import), so such a name is not refused; on GKE it is a
-    mistake, so it is said in one line, with the pushed image's form, before the run is sent."""
+    mistake, so it is said in one line, with the pushed image's form, before the run is sent. A run
+    from the registered template takes the template's images: none is asked for."""
     for flags in ([], ["--register"], ["--register", "--from-template"]):
         code, _, err = submit(capsys, *flags, flag, image)
         assert code == 0, err
         (warning,) = [line for line in err.splitlines() if "warning" in line]
         assert why in warning and f"{flag} REGION-docker.pkg.dev/" in warning
+    code, _, err = submit(capsys, "--from-template", flag, image)
+    assert code == 0 and "warning" not in err
     assert argo.requests
-
-
-def test_a_run_from_a_registered_template_needs_no_image(
-    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A template's runs use the images it was registered with: the local defaults are no reason to
-    refuse one."""
-    assert submit(capsys, "--register")[0] == 0
-    code = main(["--artifacts", STORE, "--poll-seconds", "0", "--from-template"])
-    assert code == 0, capsys.readouterr().err
 
 
 def test_a_cluster_store_is_the_artifact_repositorys_bucket_itself(
@@ -870,62 +828,3 @@ def test_a_step_whose_image_cannot_be_pulled_stops_the_watched_run(
         assert phase(last) == "Failed" and last.endswith(f"  {shutdown}"), last
     assert f"\nrun {name} Failed in " in out
     assert "publish" not in out and "test accuracy" not in out
-
-
-@pytest.mark.parametrize(
-    ("detail", "expected"),
-    [
-        (
-            'workflows.argoproj.io "mnist-x" is forbidden: exceeded quota: mnist, requested: '
-            "count/workflows.argoproj.io=1, used: count/workflows.argoproj.io=200",
-            "the namespace's quota refused the run",
-        ),
-        (
-            'workflows.argoproj.io "mnist-x" is forbidden: ValidatingAdmissionPolicy '
-            "'mnist-workflows' with binding 'mnist-workflows' denied request",
-            "the cluster's admission policy refused the Workflow",
-        ),
-        (
-            'workflows.argoproj.io is forbidden: User "x" cannot create',
-            "ARGO_TOKEN may not do this",
-        ),
-    ],
-    ids=["quota", "admission-policy", "rbac"],
-)
-def test_a_forbidden_answer_says_who_refused(detail: str, expected: str) -> None:
-    """403 is RBAC's answer, but the quota's and an admission policy's too: the line names which."""
-    from hera.exceptions import HeraException
-
-    from workflows.server import client
-
-    error = HeraException(f"Server returned status code 403 with message: `{detail}`")
-    line = str(client._refusal(client.ArgoServer("https://argo:2746"), error))
-    assert line.startswith(expected) or expected in line, line
-    assert "\n" not in line
-
-
-def test_a_failed_containers_log_tail_is_shown_by_its_last_line() -> None:
-    """The kubelet makes a failed step's log tail its termination message (FallbackToLogsOnError), which
-    the controller appends to the node's message: the watch and the failure show its last line, where a
-    step says what went wrong, as the local runner does."""
-    tail = (  # as the real cluster gave it: the emissary's own lines around the step's
-        'time=2026-12-03T13:30:59.954Z level=INFO msg="capturing logs" argo=true\n'
-        "training on in/shard.npz (1500 samples)\nepoch 1/1: accuracy 0.41\ntrain: error: bad shard\n"
-        'time=2026-12-03T13:31:00.957Z level=INFO msg="sub-process exited" argo=true error="exit status 2"\n'
-        "Error: exit status 2\n"
-    )
-    retry = {"id": "r", "displayName": "train-round-1(1:1)", "type": "Retry", "phase": "Failed"}
-    retry |= {"templateName": "train", "children": ["p"], "message": "No more retries left"}
-    pod = {"id": "p", "displayName": "train-round-1(1:1)(0)", "type": "Pod", "phase": "Failed"}
-    pod |= {"templateName": "train", "message": f"main: Error (exit code 2): {tail}"}
-    workflow = {"status": {"phase": "Failed", "nodes": {"r": retry, "p": pod}}}
-    assert failure(workflow) == (
-        "train-round-1(1:1) failed: main: Error (exit code 2): train: error: bad shard"
-    )
-    [step] = steps_of(workflow)
-    assert "\n" not in describe(step)
-    # and the real one: the controller's message of the aggregate that failed in the fail story
-    recorded = recordings.load("fail").nodes("aggregate-round-1(0)")[-1]["message"]
-    assert recorded.count("\n") > 2 and "argo=true" in recorded, recorded
-    [own] = [line for line in recorded.splitlines() if line.startswith("python -m steps.aggregate")]
-    assert one_line(recorded) == f"main: Error (exit code 2): {own}"

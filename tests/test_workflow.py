@@ -22,6 +22,7 @@ from hera.workflows.models import Workflow as HeraWorkflow
 from hera.workflows.models import WorkflowCreateRequest, WorkflowTemplateCreateRequest
 from hera.workflows.models import WorkflowTemplate as HeraWorkflowTemplate
 
+from tests.support import docs
 from tests.support.argo_schema import first_error, workflow_validator
 from tests.support.project import ROOT, run_submit
 from workflows.local.supported import check_supported, templates_by_name
@@ -32,7 +33,7 @@ from workflows.pipeline.workflow import compile_template, compile_workflow, labe
 SHAPES = [(1, 1), (3, 2), (5, 3), (8, 1)]
 # Measured in scratch environments: hera 5.16.0 to 5.25.1 drop retryStrategy.backoff.cap; 5.26 and 5.27
 # carry it but their models are pydantic v1 ones, which argo_client does not speak (model_dump); from 6.0.0
-# (to 7.1.0) this file and test_argo_submit.py pass.
+# (to 7.1.0) this file and test_submit.py pass.
 LOWEST_HERA = "6.0"
 
 
@@ -333,3 +334,21 @@ def test_no_setting_typed_in_the_submit_form_makes_an_invalid_label(typed: str) 
         assert len(label) <= 63 and LABEL_VALUE.fullmatch(label), (name, typed, label)
         if typed.strip().isdigit() and len(typed.strip()) < 10:
             assert label == typed.strip()
+
+
+def test_the_docs_name_the_metrics_as_the_controller_exports_them() -> None:
+    """Argo's controller exports a custom metric `name` as `argo_workflows_name`
+    (../shared/argo/upstream/docs/metrics.md)."""
+    workflow = compile_workflow(PipelineSettings())
+    owners = [workflow["spec"], *workflow["spec"]["templates"]]
+    metrics = {
+        metric["name"]
+        for owner in owners
+        for metric in owner.get("metrics", {}).get("prometheus", [])
+    }
+    assert metrics
+    section = docs.section(docs.ARGO, "The Argo UI and the controller's metrics")
+    named = set(re.findall(r"`([a-z_]+)(?:\{[^`]*\})?`", section))
+    for metric in metrics:
+        assert f"argo_workflows_{metric}" in named, metric
+        assert metric not in named, f"{metric} named without the controller's prefix"
