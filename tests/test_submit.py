@@ -643,6 +643,8 @@ def test_a_spec_the_servers_lint_refuses_is_one_line_exit_2_and_nothing_made(
     assert err.splitlines() == [
         f"submit: error: the Argo Server refuses the {kind}: {REFUSED_CONTINUE_ON}"
     ]
+    if kind == "Workflow":
+        assert err.strip() in docs.ARGO.read_text(), "docs/argo.md shows the refusal"
     assert [path for _, path, _ in double.requests] == [
         f"/api/v1/{'workflows' if kind == 'Workflow' else 'workflow-templates'}/mnist/lint"
     ]
