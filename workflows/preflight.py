@@ -157,60 +157,58 @@ def check_local(
     ready([settings.image, settings.train_image])
 
 
-def check_cluster(settings: PipelineSettings, images_used: bool) -> None:
-    """What a cluster run is refused for: a cluster cannot read this machine's files, so the store and
-    the data source are URLs, and the store is the artifact repository's bucket itself (Argo puts every
-    keyed artifact at its key in that bucket, workflow_types.go: ArtifactLocation.Relocate, so under a
-    prefix the checkpoints and the published model would land apart from the run's artifacts). An image
-    no registry serves is only warned of (`images_used`: the run takes the images of these settings): a
-    local cluster's nodes hold the images loaded into them under such names."""
+def cluster_refusal(settings: PipelineSettings) -> str | None:
+    """Why a cluster could not run these settings, or None. A cluster cannot read this machine's files,
+    so the store and the data source are URLs; and the store is the artifact repository's bucket itself:
+    Argo puts every keyed artifact at its key in that bucket (workflow_types.go:
+    ArtifactLocation.Relocate), so under a prefix the checkpoints and the published model would land
+    apart from the run's artifacts."""
     if not settings.store.startswith("gs://"):
-        raise UsageError(
+        return (
             "on Argo the model is published to a bucket: pass --artifacts gs://BUCKET, the bucket "
             "of the cluster's artifact repository (env ARTIFACTS)"
         )
     if has_prefix(settings.store):
-        raise UsageError(
+        return (
             f"on Argo the store is the artifact repository's bucket itself, without a prefix: "
             f"Argo keeps the run's artifacts at the bucket's top, so {settings.store} would split the "
             "run's files from its checkpoints and published model; pass --artifacts gs://BUCKET"
         )
     if "://" not in settings.source:
-        raise UsageError(
-            f"on Argo the data must come from a URL or gs:// URI, not the local path {settings.source}"
-        )
-    if not images_used:
-        return
+        return f"on Argo the data must come from a URL or gs:// URI, not the local path {settings.source}"
+    return None
+
+
+def image_warnings(settings: PipelineSettings) -> list[str]:
+    """An image no registry serves: a local cluster's nodes hold the images loaded into them under such
+    names, so it is only pointed out."""
+    warnings = []
     for flag, image, name in (
         ("--image", settings.image, "mnist-argo-steps"),
         ("--train-image", settings.train_image, "mnist-argo-train"),
     ):
         if problem := unpullable_image(image):
-            print(
-                f"submit: warning: {flag} {image!r} {problem}: the nodes run it only if it was loaded "
-                "into them (the local cluster's make cluster-up, kind load, k3d image import); on GKE "
-                f"pass the pushed image, e.g. {flag} REGION-docker.pkg.dev/PROJECT/mnist/{name}:TAG",
-                file=sys.stderr,
+            warnings.append(
+                f"{flag} {image!r} {problem}: the nodes run it only if it was loaded into them (the "
+                "local cluster's make cluster-up, kind load, k3d image import); on GKE pass the pushed "
+                f"image, e.g. {flag} REGION-docker.pkg.dev/PROJECT/mnist/{name}:TAG"
             )
+    return warnings
+
+
+def check_cluster(settings: PipelineSettings, images_used: bool) -> None:
+    """What a cluster run is refused for (cluster_refusal), then its images warned of when the run takes
+    them (`images_used`: a run from the registered template takes the template's)."""
+    if problem := cluster_refusal(settings):
+        raise UsageError(problem)
+    for warning in image_warnings(settings) if images_used else []:
+        print(f"submit: warning: {warning}", file=sys.stderr)
 
 
 def render_notes(settings: PipelineSettings) -> list[str]:
-    """What --render points out of a cluster's needs, which check_cluster would refuse or warn of."""
-    notes = []
-    if "://" not in settings.store or "://" not in settings.source:
-        notes.append(
-            "the store or the data source is a path on this machine; a cluster needs "
-            "--artifacts gs://BUCKET and a URL or gs:// --source"
-        )
-    elif has_prefix(settings.store):
-        notes.append(
-            "a cluster keeps a run's artifacts at the top of the artifact repository's bucket; its "
-            "store must be that bucket, --artifacts gs://BUCKET"
-        )
-    for image in (settings.image, settings.train_image):
-        if problem := unpullable_image(image):
-            notes.append(f"a cluster's nodes could not pull the image: {image!r} {problem}")
-    return [f"submit: note: {note}" for note in notes]
+    """What a cluster run of the rendered spec would be refused for or warned of, as notes."""
+    notes = [problem] if (problem := cluster_refusal(settings)) else []
+    return [f"submit: note: {note}" for note in notes + image_warnings(settings)]
 
 
 def has_prefix(store: str) -> bool:
