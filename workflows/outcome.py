@@ -51,8 +51,9 @@ def serving_lines(run: str, store: str, served: str | None, reason: str | None) 
 
 def report(outcome: Outcome, store: str) -> int:
     """Print the run's end; its exit code: 0 when it succeeded, else 1."""
-    seconds = f"{outcome.seconds:.1f}".removesuffix(".0")  # a cluster's times are whole seconds
-    took = f" in {seconds}s" if outcome.seconds is not None else ""
+    took = ""
+    if outcome.seconds is not None:  # a cluster's times are whole seconds: said whole
+        took = f" in {outcome.seconds:.1f}".removesuffix(".0") + "s"
     print(f"\nrun {outcome.run} {outcome.phase}{took}")
     if outcome.phase != "Succeeded":
         print(f"submit: {outcome.failure or 'the run did not succeed'}", file=sys.stderr)

@@ -58,19 +58,6 @@ class ArgoError(ProjectError):
     """The Argo Server could not do what was asked; the message is one line for the user."""
 
 
-class NameTaken(ArgoError):
-    """A resource of that name already exists (409)."""
-
-
-class ChangedMeanwhile(ArgoError):
-    """The resource changed between our read and our write, every time we tried (409 Conflict)."""
-
-
-def _is_conflict(error: hera_errors.HeraException) -> bool:
-    """409 for a stale resourceVersion (Kubernetes' Conflict, gRPC Aborted), not for a taken name."""
-    return isinstance(error, hera_errors.AlreadyExists) and "already exists" not in str(error)
-
-
 @dataclass(frozen=True)
 class ArgoServer:
     """Where the server is and how to talk to it."""
@@ -218,11 +205,11 @@ def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
             "first: python workflows/submit.py --register"
         )
     if status == 409 and "already exists" not in detail:
-        return ChangedMeanwhile(
+        return ArgoError(
             f"someone else changed it while this was sent (409 {detail}); run the command again"
         )
     if status == 409:
-        return NameTaken(
+        return ArgoError(
             f"the name is already taken in namespace {server.namespace!r} ({detail}); "
             "choose another --name"
         )
