@@ -25,7 +25,6 @@ from workflows import preflight
 from workflows.errors import UsageError, WorkflowError
 from workflows.local.engines import Engine, EngineError, ProcessEngine
 from workflows.local.runner import LocalRunner
-from workflows.outcome import EXIT_RUN_FAILED, Outcome, report
 from workflows.pipeline import resources
 from workflows.pipeline.manifests import to_yaml
 from workflows.pipeline.settings import (
@@ -38,6 +37,7 @@ from workflows.pipeline.settings import (
     from_arguments,
 )
 from workflows.pipeline.workflow import compile_template, compile_workflow
+from workflows.run_end import EXIT_RUN_FAILED, RunEnd, report
 from workflows.server.client import (
     ArgoError,
     ArgoServer,
@@ -217,7 +217,7 @@ def run_locally(workflow: dict, settings: PipelineSettings, args: argparse.Names
     started = time.monotonic()
     result = runner.run(workflow)
     went_ahead = [f"went ahead without {n.name}: {n.message}" for n in result.tolerated_failures]
-    ended = Outcome(
+    ended = RunEnd(
         run=result.name,
         phase=result.phase,
         seconds=time.monotonic() - started,
@@ -299,7 +299,7 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
     except KeyboardInterrupt:
         print(f"submit: stopped watching; {name} goes on: {server.ui_link(name)}", file=sys.stderr)
         return 130
-    ended = Outcome(
+    ended = RunEnd(
         run=name,
         phase=final.get("status", {}).get("phase", ""),
         seconds=run_seconds(final),

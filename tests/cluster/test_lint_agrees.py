@@ -122,7 +122,7 @@ def test_submit_sends_nothing_the_server_refuses(
     }
     monkeypatch.setattr(submit, "compile_workflow", lambda *a: broken(compile_workflow(*a)))
     monkeypatch.setattr(submit, "compile_template", lambda *a: broken(compile_template(*a)))
-    for variable, value in cluster.process_env().items():
+    for variable, value in cluster.env.items():
         monkeypatch.setenv(variable, value)
     assert submit.main([*cluster.submit_arguments(), *flags]) == 2
     out, err = capsys.readouterr()

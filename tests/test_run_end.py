@@ -1,4 +1,4 @@
-"""workflows/outcome.py: the lines that end a run, the same for a local run and a watched cluster run
+"""workflows/run_end.py: the lines that end a run, the same for a local run and a watched cluster run
 (publish's `served` and `reason` lines: tests/test_serving.py)."""
 
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from steps.lib.defaults import STORE
-from workflows.outcome import Outcome, report
+from workflows.run_end import RunEnd, report
 
 
 def test_a_run_that_succeeded_ends_with_its_accuracy_and_what_publish_decided(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    ended = Outcome("mnist-a", "Succeeded", 30.25, accuracy="0.9912", served="true", reason="first")
+    ended = RunEnd("mnist-a", "Succeeded", 30.25, accuracy="0.9912", served="true", reason="first")
     assert report(ended, STORE) == 0
     out, err = capsys.readouterr()
     assert out.splitlines()[1:] == [
@@ -27,7 +27,7 @@ def test_a_run_that_succeeded_ends_with_its_accuracy_and_what_publish_decided(
 def test_a_cluster_runs_whole_seconds_are_said_whole(
     seconds: float | None, said: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    report(Outcome("mnist-b", "Failed", seconds, failure="train failed: exit code 2"), STORE)
+    report(RunEnd("mnist-b", "Failed", seconds, failure="train failed: exit code 2"), STORE)
     out, err = capsys.readouterr()
     assert out.splitlines()[1] == f"run mnist-b Failed{said}"
     assert err == "submit: train failed: exit code 2\n"
@@ -36,7 +36,7 @@ def test_a_cluster_runs_whole_seconds_are_said_whole(
 def test_a_run_that_failed_exits_1_and_says_nothing_of_accuracy(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert report(Outcome("mnist-c", "Error", 5.0, notes=("logs: x",)), STORE) == 1
+    assert report(RunEnd("mnist-c", "Error", 5.0, notes=("logs: x",)), STORE) == 1
     out, err = capsys.readouterr()
     assert "accuracy" not in out and "logs" not in out
     assert err == "submit: the run did not succeed\n"

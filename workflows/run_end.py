@@ -16,7 +16,7 @@ EXIT_RUN_FAILED = 1  # it was tried and failed: the run, or the Argo Server
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RunEnd:
     """How a run ended, as either engine tells it."""
 
     run: str
@@ -49,19 +49,19 @@ def serving_lines(run: str, store: str, served: str | None, reason: str | None) 
     return [f"not served: {reason}; to serve it anyway: {command}"]
 
 
-def report(outcome: Outcome, store: str) -> int:
+def report(ended: RunEnd, store: str) -> int:
     """Print the run's end; its exit code: 0 when it succeeded, else 1."""
     took = ""
-    if outcome.seconds is not None:  # a cluster's times are whole seconds: said whole
-        took = f" in {outcome.seconds:.1f}".removesuffix(".0") + "s"
-    print(f"\nrun {outcome.run} {outcome.phase}{took}")
-    if outcome.phase != "Succeeded":
-        print(f"submit: {outcome.failure or 'the run did not succeed'}", file=sys.stderr)
+    if ended.seconds is not None:  # a cluster's times are whole seconds: said whole
+        took = f" in {ended.seconds:.1f}".removesuffix(".0") + "s"
+    print(f"\nrun {ended.run} {ended.phase}{took}")
+    if ended.phase != "Succeeded":
+        print(f"submit: {ended.failure or 'the run did not succeed'}", file=sys.stderr)
         return EXIT_RUN_FAILED
-    print(f"test accuracy: {outcome.accuracy}")
+    print(f"test accuracy: {ended.accuracy}")
     for line in (
-        *serving_lines(outcome.run, store, outcome.served, outcome.reason),
-        *outcome.notes,
+        *serving_lines(ended.run, store, ended.served, ended.reason),
+        *ended.notes,
     ):
         print(line)
     return 0
