@@ -58,23 +58,20 @@ def broken(document: dict) -> dict:
     return document
 
 
-def argo_lint(
-    cluster: Cluster, folder: Path, documents: dict[str, dict]
-) -> subprocess.CompletedProcess:
-    """`argo lint --offline` of the documents, each written to a file of its own in `folder`."""
-    folder.mkdir()
-    for name, document in documents.items():
-        (folder / f"{name.removesuffix('.yaml')}.yaml").write_text(yaml.safe_dump(document))
+def argo_lint(cluster: Cluster, file: Path, document: dict) -> subprocess.CompletedProcess:
+    """`argo lint --offline` of one document, written to `file` (one at a time: offline, the CLI takes the
+    WorkflowTemplates it is given as the ones references resolve to, and refuses two of one name)."""
+    file.write_text(yaml.safe_dump(document))
     argo = shutil.which("argo", path=cluster.process_env()["PATH"])
     assert argo, (
         "no argo CLI on the cluster's PATH (make cluster-up builds it; .cluster/env adds it)"
     )
     return subprocess.run(
-        [argo, "lint", "--offline", "--no-color", str(folder)],
+        [argo, "lint", "--offline", "--no-color", str(file)],
         capture_output=True,
         text=True,
         env=cluster.process_env(),
-        timeout=300,
+        timeout=120,
     )
 
 
@@ -89,9 +86,12 @@ def test_the_argo_server_passes_every_rendered_manifest(cluster: Cluster) -> Non
 
 
 def test_argo_lint_offline_passes_every_rendered_manifest(cluster: Cluster, tmp_path: Path) -> None:
-    done = argo_lint(cluster, tmp_path / "rendered", rendered(cluster))
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "no linting errors found" in done.stdout.lower(), done.stdout
+    refused = {}
+    for name, document in rendered(cluster).items():
+        done = argo_lint(cluster, tmp_path / f"{name.removesuffix('.yaml')}.yaml", document)
+        if done.returncode != 0 or "no linting errors found" not in done.stdout:
+            refused[name] = done.stdout + done.stderr
+    assert refused == {}
 
 
 @pytest.mark.parametrize("kind", ["Workflow", "WorkflowTemplate"])
@@ -105,9 +105,9 @@ def test_both_refuse_a_broken_manifest_in_the_words_the_double_answers(
     with pytest.raises(WorkflowRefused) as refusal:
         lint(cluster.argo_server, document)
     assert str(refusal.value) == f"the Argo Server refuses the {kind}: {REFUSED_CONTINUE_ON}"
-    done = argo_lint(cluster, tmp_path / "broken", {kind: document})
+    done = argo_lint(cluster, tmp_path / "broken.yaml", document)
     assert done.returncode != 0, done.stdout
-    assert "cannot use 'continueOn' when using 'depends'" in done.stdout + done.stderr
+    assert f"({kind}): {REFUSED_CONTINUE_ON}" in done.stdout, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("flags", [[], ["--register", "--template-name", UNIQUE_TEMPLATE]])
