@@ -21,10 +21,11 @@ from tests.support.project import free_port, wait_for_port
 
 # A test that uses one of these fixtures (or one built on them) trains a model or starts a server or
 # a browser, or builds the wheel: it is marked `slow` here, so `make test-fast` leaves it out
-# (docs/contributing.md). `serve` starts the Argo Server double (tests/test_argo_submit.py), `wheel`
+# (docs/contributing.md). `serve` starts the Argo Server double (tests/support/argo_double.py), `wheel`
 # builds the project's wheel (tests/test_infra_image.py).
 SLOW_FIXTURES = {"digit_model", "gcs_emulator", "browser", "server", "serve", "wheel"}
 CLUSTER_TESTS = Path(__file__).parent / "cluster"  # every test under tests/cluster/ is `cluster`
+pytest_plugins = ["tests.support.argo_double"]  # the Argo Server double's fixtures
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -137,7 +137,7 @@ def test_a_running_task_keeps_the_dag_running() -> None:
 
 
 def test_a_graph_argo_would_refuse_is_refused_in_its_words() -> None:
-    """The lint's util/sorting port (workflows/lint/dag.py sort_tasks), one rule for both: a cycle, an
+    """util/sorting (workflows/local/spec_rules.py sort_tasks): a cycle, an
     unknown dependency and a task named twice (which the runner once ran as one)."""
     cases = [
         ([{"name": "a", "depends": "b"}, {"name": "b", "depends": "a"}], "graph with cycle"),

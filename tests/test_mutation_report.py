@@ -55,9 +55,9 @@ def test_mutmut_names_map_to_functions_and_back() -> None:
     assert (
         mutation.function_of("workflows.local.retries.xǁ_Parserǁ_peek__mutmut_8") == "_Parser._peek"
     )
-    assert mutation.mutant_patterns("workflows/lint/dag.py", ["sort_tasks", "DagGraph.*"]) == [
-        "workflows.lint.dag.x_sort_tasks__mutmut_*",
-        "workflows.lint.dag.xǁDagGraphǁ*__mutmut_*",
+    assert mutation.mutant_patterns("steps/lib/npz.py", ["load", "Reader.*"]) == [
+        "steps.lib.npz.x_load__mutmut_*",
+        "steps.lib.npz.xǁReaderǁ*__mutmut_*",
     ]
 
 

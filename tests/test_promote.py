@@ -61,7 +61,7 @@ def test_promoting_a_run_that_is_not_published_is_refused(
 
 def test_the_end_of_a_run_says_what_publish_decided_in_one_line() -> None:
     from steps.lib.defaults import STORE
-    from workflows.submit import serving_lines
+    from workflows.run_end import serving_lines
 
     assert serving_lines("mnist-a", STORE, "true", "no model was served") == [
         "served: models/mnist/LATEST → mnist-a (no model was served)"

@@ -1,6 +1,6 @@
 """tests/reference: the reference files from their pinned URLs, through a real HTTP server on 127.0.0.1
 standing in for them (REFERENCE_MIRROR), into a cache: a good download lands, a bad sum or a cut-short
-download is refused in one line and leaves nothing, and the project's own cases file is remade exactly."""
+download is refused in one line and leaves nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import http.server
 import threading
 import urllib.parse
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ import pytest
 import tests.reference as reference
 from steps.lib.mnist import KERAS_MNIST_SHA256, KERAS_MNIST_URL
 from tests.reference import Pin, ReferenceUnavailable, mirrored, pins, reference_file
-from tests.reference.argo_dag_cases import render
 from tests.support.project import free_port
 
 # The pinned host: a port of this machine that nothing listens on, so only a mirror can answer.
@@ -183,7 +181,7 @@ def test_every_pinned_file_comes_whole_through_a_mirror(
     mirror: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The real pins: each downloaded file (MNIST aside: its Keras bytes are not here) served at its
-    URL's path is fetched into a fresh cache with its pinned sum, and the cases are remade from it."""
+    URL's path is fetched into a fresh cache with its pinned sum."""
     url, folder = mirror
     downloaded = [pin for pin in pins().values() if pin.url and pin.name != "mnist"]
     for pin in downloaded:
@@ -195,31 +193,6 @@ def test_every_pinned_file_comes_whole_through_a_mirror(
     monkeypatch.setenv(reference.MIRROR_ENV, url)
     for pin in downloaded:
         assert sha256(reference_file(pin.name).read_bytes()) == pin.sha256
-    assert sha256(reference_file("argo-dag-cases").read_bytes()) == pins()["argo-dag-cases"].sha256
-
-
-def test_the_cases_script_remakes_the_pinned_cases_from_the_pinned_go_test() -> None:
-    made = render(reference_file("argo-validate-dag-test").read_text())
-    assert sha256(made.encode()) == pins()["argo-dag-cases"].sha256
-    assert reference_file("argo-dag-cases").read_text() == made
-
-
-def test_a_made_file_whose_sum_differs_is_refused(
-    nothing_shared: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    source = tmp_path / "validate_dag_test.go"
-    source.write_text("package validate\n")  # no cases at all
-    go = Pin(name="go", what="Go tests", shared="go/x.go", sha256=sha256(source.read_bytes()))
-    cases = replace(pins()["argo-dag-cases"], name="cases", made_from="go")
-    monkeypatch.setattr(reference, "pins", lambda: {"go": go, "cases": cases})
-    monkeypatch.setattr(reference, "SHARED", tmp_path)
-    (tmp_path / "go").mkdir()
-    source.rename(tmp_path / "go" / "x.go")
-    with pytest.raises(
-        ReferenceUnavailable, match=r"made a file of sha256 \w+ from .* not the pinned"
-    ):
-        reference_file("cases")
-    assert files_in(nothing_shared) == []
 
 
 def test_mnist_is_pinned_by_the_steps_own_download() -> None:

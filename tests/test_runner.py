@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from steps.lib.storage import open_store
-from workflows.errors import UnresolvedReference, WorkflowError, WorkflowRefused
+from workflows.errors import UnresolvedReference, WorkflowError
 from workflows.local.runner import POD_DEADLINE_MESSAGE, LocalRunner, substitute
 
 RUN = "{{workflow.name}}"
@@ -347,21 +347,6 @@ def test_the_run_summary_is_written_as_data(tmp_path: Path) -> None:
     assert stat.S_ISREG(Path(by_name["b"]["log"]).stat().st_mode)
 
 
-def test_a_spec_argo_would_refuse_does_not_run_here_either(tmp_path: Path) -> None:
-    manifest = workflow(
-        [
-            {"name": "a", "template": "ok", "continueOn": {"failed": True}},
-            {"name": "b", "template": "ok", "depends": "a"},
-        ],
-        [step("ok", "raise SystemExit('must not run')")],
-    )
-    with pytest.raises(WorkflowRefused, match="cannot use 'continueOn' when using 'depends'"):
-        run(tmp_path, manifest)
-    assert not (tmp_path / "logs").exists()
-    result, _, _ = run(tmp_path, manifest, lint=False)
-    assert result.phase == "Failed"
-
-
 def most_at_once(result) -> int:
     """The most nodes that ran at the same time."""
     events = sorted(
@@ -430,8 +415,8 @@ def test_a_parameter_given_at_submit_must_be_one_of_its_enum(tmp_path: Path) -> 
     assert runner.run(manifest, {"store": "gs://a"}).phase == "Succeeded"
 
 
-def test_a_given_value_is_held_against_its_enum_as_the_lint_holds_it(tmp_path: Path) -> None:
-    """One rule, the lint's (workflows/lint/fields.py validate_arguments): an enum written as YAML
+def test_a_given_value_is_held_against_its_enum_as_argo_holds_it(tmp_path: Path) -> None:
+    """validate.go:validateArguments (workflows/local/spec_rules.py): an enum written as YAML
     booleans or numbers holds the strings Argo makes of them (wfv1.AnyString: "true", "2")."""
     parameters = [
         {"name": "flag", "value": "false", "enum": [True, False]},
@@ -449,7 +434,7 @@ def test_a_given_value_is_held_against_its_enum_as_the_lint_holds_it(tmp_path: P
 
 
 def test_workflow_parameters_are_the_strings_argo_makes_of_them(tmp_path: Path) -> None:
-    """wfv1.AnyString, as the lint reads them too: a YAML boolean is "true", a whole float "2"."""
+    """wfv1.AnyString: a YAML boolean is "true", a whole float "2"."""
     check = "import sys; raise SystemExit(0 if sys.argv[1:] == ['true', '2'] else 1)"
     template = step("ok", check)
     template["container"]["args"] = ["{{workflow.parameters.flag}}", "{{workflow.parameters.n}}"]
@@ -462,7 +447,7 @@ def test_workflow_parameters_are_the_strings_argo_makes_of_them(tmp_path: Path) 
 
 
 def test_a_run_substitutes_tags_as_the_controller_does() -> None:
-    """SubstituteParams at run time (workflows/common/tags.py, the lint's substitution too): values go in as
+    """SubstituteParams at run time (workflows/common/tags.py): values go in as
     written, whitespace inside a tag is ignored, and every tag must resolve: an unknown one, an expression
     (never evaluated here) and an unclosed `{{` (fasttemplate refuses the text) stop the try."""
     values = {"inputs.parameters.q": 'say "hi" {{not.a.tag}} <b>', "workflow.name": "run-1"}

@@ -1,6 +1,6 @@
 """Errors of compiling, checking, submitting and running the workflow (beside the steps' own, steps/lib/errors.py).
 
-submit.py exits 2 when it refuses what it was asked (UsageError, WorkflowError: nothing ran) and 1 when what
+submit.py exits 2 when it refuses what it was asked (UsageError, WorkflowError: nothing ran or was created) and 1 when what
 it tried failed (an Argo Server that refuses or cannot be reached, a run that failed).
 """
 
@@ -18,7 +18,7 @@ class WorkflowError(ProjectError):
 
 
 class WorkflowRefused(WorkflowError):
-    """Argo would refuse the spec (workflows.lint.entry_point): it does not run here either."""
+    """The Argo Server's lint refuses the spec: nothing was created or registered."""
 
 
 class UnsupportedFeature(WorkflowError):

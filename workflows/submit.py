@@ -19,21 +19,13 @@ if not __package__:  # run as a file: make the project importable, not the workf
 
 from steps.lib.arguments import positive_int
 from steps.lib.errors import StepError
-from steps.lib.registry import (
-    LATEST_KEY,
-    MODEL_FILE,
-    AlreadyPublished,
-    check_unpublished,
-    run_prefix,
-)
+from steps.lib.registry import MODEL_FILE, run_prefix
 from steps.lib.storage import open_store
-from steps.promote import command as promote_command
 from workflows import preflight
-from workflows.errors import UsageError, WorkflowError, WorkflowRefused
-from workflows.lint.entry_point import check as check_with_argo_rules
+from workflows.errors import UsageError, WorkflowError
 from workflows.local.engines import Engine, EngineError, ProcessEngine
 from workflows.local.runner import LocalRunner
-from workflows.pipeline import cluster
+from workflows.pipeline import resources
 from workflows.pipeline.manifests import to_yaml
 from workflows.pipeline.settings import (
     DEFAULT_STORE,
@@ -43,22 +35,22 @@ from workflows.pipeline.settings import (
     defaults,
     flag_of,
     from_arguments,
-    inconsistency,
 )
 from workflows.pipeline.workflow import compile_template, compile_workflow
+from workflows.run_end import EXIT_RUN_FAILED, RunEnd, report
 from workflows.runs import main as runs_main
 from workflows.server.client import (
     ArgoError,
     ArgoServer,
     create_workflow,
     from_environment,
+    lint,
     register_template,
     submit_from_template,
 )
 from workflows.server.watch import POLL_SECONDS, failure, output, run_seconds, watch
 
-EXIT_RUN_FAILED = 1  # it was tried and failed: the run, or the Argo Server
-EXIT_USAGE = 2  # refused before anything ran: bad flags or settings, a spec Argo would refuse
+EXIT_USAGE = 2  # refused before anything ran: bad flags or settings, a spec the Argo Server refuses
 ENGINES = ("process", "podman", "docker")
 TEMPLATE_LABEL = "workflows.argoproj.io/workflow-template"  # what marks a run as a template's
 # The local runner's own options (the pipeline's settings are declared in workflows/pipeline/settings.py):
@@ -116,12 +108,6 @@ def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
         action="store_true",
         help="print the compiled Workflow (with --register: the WorkflowTemplate) as YAML and exit",
     )
-    local.add_argument(
-        "--no-lint",
-        dest="lint",
-        action="store_false",
-        help="skip the offline check of Argo's validation rules before running, submitting or printing",
-    )
     for flag, (meaning, shown, options) in LOCAL_OPTIONS.items():
         local.add_argument(flag, help=f"{meaning} (default: {shown.strip('`')})", **options)
     add_argo_options(
@@ -151,7 +137,7 @@ def add_argo_options(argo: argparse._ArgumentGroup) -> None:
         "-n",
         "--namespace",
         default=None,
-        help=f"namespace of the runs (env ARGO_NAMESPACE; default: {cluster.NAMESPACE})",
+        help=f"namespace of the runs (env ARGO_NAMESPACE; default: {resources.NAMESPACE})",
     )
     argo.add_argument(
         "-k",
@@ -187,8 +173,8 @@ def add_argo_options(argo: argparse._ArgumentGroup) -> None:
     )
     argo.add_argument(
         "--template-name",
-        default=cluster.TEMPLATE_NAME,
-        help=f"the WorkflowTemplate's name (default: {cluster.TEMPLATE_NAME})",
+        default=resources.TEMPLATE_NAME,
+        help=f"the WorkflowTemplate's name (default: {resources.TEMPLATE_NAME})",
     )
 
 
@@ -222,68 +208,40 @@ def logs_folder(args: argparse.Namespace) -> Path:
     return Path(args.store if "://" not in args.store else DEFAULT_STORE) / "logs"
 
 
-def check_local_inputs(
-    settings: PipelineSettings, args: argparse.Namespace, engine: Engine
-) -> None:
-    """What a local run can be refused for before anything is created (workflows/preflight.py)."""
-    folder_store = Path(settings.store) if "://" not in settings.store else None
-    if folder_store is not None:
-        preflight.writable_folder(folder_store, "--artifacts")
-    # the logs may go in the store, made first, or by default in the project's .runs
-    made_first = folder_store or (Path(DEFAULT_STORE) if args.logs_dir is None else None)
-    preflight.writable_folder(logs_folder(args), "--logs-dir", inside=made_first)
-    preflight.local_source(settings.source)
-    if args.name:
-        preflight.free_run_name(open_store(settings.store), logs_folder(args), args.name)
+def run_locally(workflow: dict, settings: PipelineSettings, args: argparse.Namespace) -> int:
+    engine, logs = local_engine(args.engine), logs_folder(args)
     check_ready = getattr(engine, "check_ready", None)
-    if check_ready is not None:
+
+    def ready(images: list[str]) -> None:
+        """The container engine answers and holds the images (a process engine needs nothing)."""
+        if check_ready is None:
+            return
         try:
-            check_ready([settings.image, settings.train_image])
+            check_ready(images)
         except EngineError as error:
             raise UsageError(f"--engine {args.engine}: {error}") from None
 
-
-def python_command() -> str:
-    """This Python as the user can type it here: relative to the current folder when inside it."""
-    executable = Path(sys.executable)
-    try:
-        return str(executable.relative_to(Path.cwd()))
-    except ValueError:
-        return str(executable)
-
-
-def serving_lines(run: str, store: str, served: str | None, reason: str | None) -> list[str]:
-    """publish's outcome, as the end of a run says it: LATEST moved and why, or why not and how to
-    serve the run anyway (the exact command; --store only when it is not the default one)."""
-    if served is None:  # a template registered before publish had these outputs
-        return []
-    if served == "true":
-        return [f"served: {LATEST_KEY} → {run} ({reason})"]
-    command = promote_command(run, "" if store == DEFAULT_STORE else store, python_command())
-    return [f"not served: {reason}; to serve it anyway: {command}"]
-
-
-def run_locally(workflow: dict, settings: PipelineSettings, args: argparse.Namespace) -> int:
-    engine = local_engine(args.engine)
-    check_local_inputs(settings, args, engine)
-    store, logs = open_store(settings.store), logs_folder(args)
-    runner = LocalRunner(store, logs, args.parallelism, engine=engine, lint=args.lint)
+    preflight.check_local(settings, logs, args.logs_dir is not None, args.name, ready)
+    store = open_store(settings.store)
+    runner = LocalRunner(store, logs, args.parallelism, engine=engine)
     started = time.monotonic()
     result = runner.run(workflow)
-    elapsed = time.monotonic() - started
-    print(f"\nrun {result.name} {result.phase} in {elapsed:.1f}s")
-    if result.phase != "Succeeded":
-        print(result.message, file=sys.stderr)
-        return EXIT_RUN_FAILED
-    for node in result.tolerated_failures:
-        print(f"went ahead without {node.name}: {node.message}")
-    print(f"test accuracy: {result.output('evaluate', 'accuracy')}")
-    print(f"model: {store.uri}/{run_prefix(result.name)}/{MODEL_FILE}")
-    served, reason = result.output("publish", "served"), result.output("publish", "reason")
-    for line in serving_lines(result.name, settings.store, served, reason):
-        print(line)
-    print(f"logs: {logs / result.name}")
-    return 0
+    went_ahead = [f"went ahead without {n.name}: {n.message}" for n in result.tolerated_failures]
+    ended = RunEnd(
+        run=result.name,
+        phase=result.phase,
+        seconds=time.monotonic() - started,
+        failure=result.message,
+        accuracy=result.output("evaluate", "accuracy"),
+        served=result.output("publish", "served"),
+        reason=result.output("publish", "reason"),
+        notes=(
+            *went_ahead,
+            f"model: {store.uri}/{run_prefix(result.name)}/{MODEL_FILE}",
+            f"logs: {logs / result.name}",
+        ),
+    )
+    return report(ended, settings.store)
 
 
 def named(workflow: dict, name: str | None) -> dict:
@@ -306,75 +264,18 @@ def argo_server(args: argparse.Namespace) -> ArgoServer | None:
     )
 
 
-def check_cluster_inputs(args: argparse.Namespace) -> None:
-    """A cluster cannot read this machine's files: the store and the data source must be URLs. The
-    store is the artifact repository's bucket itself: Argo puts every keyed artifact in that bucket with
-    its key as written (workflow_types.go: ArtifactLocation.Relocate), so under a prefix the steps'
-    checkpoints and the published model would land apart from the run's artifacts. An image no registry
-    serves is only a warning: a local cluster's nodes hold the images loaded into them (kind, k3d, the
-    local cluster's containerd), which a registry-less name names rightly."""
-    if not args.store.startswith("gs://"):
-        raise UsageError(
-            "on Argo the model is published to a bucket: pass --artifacts gs://BUCKET, the bucket "
-            "of the cluster's artifact repository (env ARTIFACTS)"
-        )
-    if has_prefix(args.store):
-        raise UsageError(
-            f"on Argo the store is the artifact repository's bucket itself, without a prefix: "
-            f"Argo keeps the run's artifacts at the bucket's top, so {args.store} would split the "
-            "run's files from its checkpoints and published model; pass --artifacts gs://BUCKET"
-        )
-    if "://" not in args.source:
-        raise UsageError(
-            f"on Argo the data must come from a URL or gs:// URI, not the local path {args.source}"
-        )
-    if args.from_template and not args.register:
-        return  # the template's run uses the images it was registered with
-    for flag, image, name in (
-        ("--image", args.image, "mnist-argo-steps"),
-        ("--train-image", args.train_image, "mnist-argo-train"),
-    ):
-        if problem := unpullable_image(image):
-            print(
-                f"submit: warning: {flag} {image!r} {problem}: the nodes run it only if it was loaded "
-                "into them (the local cluster's make cluster-up, kind load, k3d image import); on GKE "
-                f"pass the pushed image, e.g. {flag} REGION-docker.pkg.dev/PROJECT/mnist/{name}:TAG",
-                file=sys.stderr,
-            )
-
-
-def has_prefix(store: str) -> bool:
-    """Whether a gs:// store names a folder inside its bucket."""
-    return "/" in store.removeprefix("gs://").strip("/")
-
-
-def unpullable_image(image: str) -> str | None:
-    """Why a cluster's nodes could not pull `image`, or None. As the image reference grammar reads a
-    name (distribution/reference), a first part with a `.` or `:` is a registry; without one the
-    kubelet pulls from Docker Hub, where the steps' image is not; `localhost` is the node itself."""
-    registry, slash, _ = image.partition("/")
-    if not slash or not ("." in registry or ":" in registry or registry == "localhost"):
-        return "names no registry (it is the local build's name)"
-    if registry.split(":")[0] in ("localhost", "127.0.0.1"):
-        return "names this machine's images or registry"
-    return None
-
-
-def checked(document: dict, args: argparse.Namespace) -> dict:
-    """`document`, once Argo's validation rules pass it offline (skipped with --no-lint)."""
-    if args.lint:
-        report = check_with_argo_rules(document)
-        if not report.ok:
-            raise WorkflowRefused(f"Argo would refuse the {document['kind']}: {report.line()}")
+def linted(server: ArgoServer, document: dict) -> dict:
+    """`document`, once the Argo Server's lint passes it: nothing is created or registered before."""
+    lint(server, document)
     return document
 
 
 def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.Namespace) -> int:
     """Register, submit (directly or from the template), then optionally watch to the end."""
-    check_cluster_inputs(args)
+    preflight.check_cluster(settings, images_used=args.register or not args.from_template)
     if args.register:
         template = compile_template(settings, args.template_name)
-        _, is_new = register_template(server, checked(template, args))
+        _, is_new = register_template(server, linted(server, template))
         print(
             f"{'created' if is_new else 'updated'} WorkflowTemplate {args.template_name} in "
             f"namespace {server.namespace}; start runs from {server.root}workflow-templates/"
@@ -383,10 +284,10 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
         if not args.from_template:
             return 0
     if args.name:  # a generated name is known once created: publish refuses it then, if published
-        check_name_unpublished(settings.store, args.name)
+        preflight.check_name_unpublished(settings.store, args.name)
     if args.from_template and not args.register:  # template runs are named as direct ones
         created = submit_from_template(
-            server, args.template_name, settings.parameters(), cluster.RUN_PREFIX, args.name
+            server, args.template_name, settings.parameters(), resources.RUN_PREFIX, args.name
         )
     else:
         workflow = compile_workflow(settings)
@@ -397,7 +298,7 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
             # them (workflow/common/convert.go: NewWorkflowFromWorkflowTemplate).
             labels = workflow["metadata"].get("labels", {})
             workflow["metadata"]["labels"] = labels | {TEMPLATE_LABEL: args.template_name}
-        created = create_workflow(server, checked(named(workflow, args.name), args))
+        created = create_workflow(server, linted(server, named(workflow, args.name)))
     name = created["metadata"]["name"]
     print(f"submitted {name} to {server.url} (namespace {server.namespace})")
     print(f"  {server.ui_link(name)}", flush=True)
@@ -410,32 +311,16 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
     except KeyboardInterrupt:
         print(f"submit: stopped watching; {name} goes on: {server.ui_link(name)}", file=sys.stderr)
         return 130
-    status = final.get("status", {})
-    seconds = run_seconds(final)
-    print(f"\nrun {name} {status.get('phase')}" + (f" in {seconds:.0f}s" if seconds else ""))
-    if status.get("phase") != "Succeeded":
-        print(f"submit: {failure(final)}", file=sys.stderr)
-        return EXIT_RUN_FAILED
-    print(f"test accuracy: {output(final, 'evaluate', 'accuracy')}")
-    served, reason = output(final, "publish", "served"), output(final, "publish", "reason")
-    for line in serving_lines(name, settings.store, served, reason):
-        print(line)
-    return 0
-
-
-def check_name_unpublished(store: str, name: str) -> None:
-    """Refuse a run id the store has published (steps.lib.registry.check_unpublished); a store this
-    machine cannot read (no credentials for the bucket here) is only a warning."""
-    try:
-        check_unpublished(open_store(store), name)
-    except AlreadyPublished as error:
-        raise UsageError(f"--name {name}: {error}; choose another name") from None
-    except Exception as error:  # google.auth's DefaultCredentialsError, an unreachable store
-        print(
-            f"submit: warning: cannot read {store} to check that {name} is not published there "
-            f"({str(error).splitlines()[0][:120]}); publish refuses it if it is",
-            file=sys.stderr,
-        )
+    ended = RunEnd(
+        run=name,
+        phase=final.get("status", {}).get("phase", ""),
+        seconds=run_seconds(final),
+        failure=failure(final),
+        accuracy=output(final, "evaluate", "accuracy"),
+        served=output(final, "publish", "served"),
+        reason=output(final, "publish", "reason"),
+    )
+    return report(ended, settings.store)
 
 
 def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
@@ -443,25 +328,9 @@ def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
         document = compile_template(settings, args.template_name)
     else:
         document = named(compile_workflow(settings), args.name)
-    print(to_yaml(checked(document, args)), end="")
-    if "://" not in settings.store or "://" not in settings.source:
-        print(
-            "submit: note: the store or the data source is a path on this machine; a cluster "
-            "needs --artifacts gs://BUCKET and a URL or gs:// --source",
-            file=sys.stderr,
-        )
-    elif has_prefix(settings.store):
-        print(
-            "submit: note: a cluster keeps a run's artifacts at the top of the artifact "
-            "repository's bucket; its store must be that bucket, --artifacts gs://BUCKET",
-            file=sys.stderr,
-        )
-    for image in (settings.image, settings.train_image):
-        if problem := unpullable_image(image):
-            print(
-                f"submit: note: a cluster's nodes could not pull the image: {image!r} {problem}",
-                file=sys.stderr,
-            )
+    print(to_yaml(document), end="")
+    for note in preflight.render_notes(settings):
+        print(note, file=sys.stderr)
     return 0
 
 
@@ -476,10 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.list or args.compare or args.retry:
             return runs_main(args, argo_server(args))
-        if problem := inconsistency(settings):
-            raise UsageError(problem)
-        if args.name:
-            preflight.check_run_name(args.name)
+        preflight.check_settings(settings, args.name)
         if args.render:
             return render(settings, args)
         server = argo_server(args)
@@ -490,8 +356,7 @@ def main(argv: list[str] | None = None) -> int:
                 "--watch, --register and --from-template need an Argo Server: "
                 "set ARGO_SERVER or --argo-server"
             )
-        workflow = named(compile_workflow(settings), args.name)
-        return run_locally(checked(workflow, args), settings, args)
+        return run_locally(named(compile_workflow(settings), args.name), settings, args)
     except (UsageError, WorkflowError, StepError) as error:  # refused: nothing ran
         print(f"submit: error: {error}", file=sys.stderr)
         return EXIT_USAGE

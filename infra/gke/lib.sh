@@ -185,7 +185,7 @@ PROGRESS_REPORT_TIME=10s
 
 # The executor image without root, and the securityContext Argo gives its init and wait containers
 # (workflow/controller/workflowpod.go, newExecContainer: the controller config's executor.securityContext);
-# with the workflow's pod securityContext (workflows/pipeline/cluster.py) each pod of a run meets Pod Security
+# with the workflow's pod securityContext (workflows/pipeline/resources.py) each pod of a run meets Pod Security
 # `restricted` (docs/workflow-pod-security-context.md, "Non-root Executor Image").
 # Its second file: DEFAULT_REQUEUE_TIME on the controller (workflow/controller/rate_limiters.go), and how
 # often a step's executor hands the controller its progress (PROGRESS_REPORT_TIME); the controller and the

@@ -67,7 +67,7 @@ ensure_node_account() {
 }
 
 # The workers pool: Spot VMs, none while no step runs (the cluster autoscaler adds one for a pending step and
-# removes it once idle), tainted so that only the steps (which tolerate it, workflows/pipeline/cluster.py) land there.
+# removes it once idle), tainted so that only the steps (which tolerate it, workflows/pipeline/resources.py) land there.
 # Image streaming lets a trainer start on a fresh node before its 1.2 GB TensorFlow image is whole.
 ensure_worker_pool() {
     if gcloud container node-pools describe "${WORKER_POOL}" --cluster "${CLUSTER}" --zone "${ZONE}" \

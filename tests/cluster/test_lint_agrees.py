@@ -1,91 +1,139 @@
-"""The lint (workflows/lint/) against the real Argo Server and Kubernetes API server: every manifest the
-lint's tests use, the project's own specs and Argo's examples, each put to the Argo Server's validation
-and to the API server's dry-run create (tests/support/lint_on_cluster.py), each answer compared with the
-lint's (tests/support/lint_agreement.py). A disagreement must be a named upstream quirk or a case outside
-the lint; the numbers are those docs/lint.md gives (Against the real servers). Costly expression tags are
-never sent (tests/support/lint_guard.py)."""
+"""Argo's own judges on every manifest the project renders: the real Argo Server's lint (through submit.py's
+client) and the real `argo lint --offline` (the argo CLI the local cluster builds, on its PATH from
+.cluster/env). Workers 1 to 8, rounds 1 and the most the settings allow, the WorkflowTemplate, and the
+committed workflow.yaml and workflow-template.yaml pass both; the pipeline with continueOn beside depends is
+refused by both, the server in the words the Argo Server double answers with, and submit.py sends nothing
+else of it: one line, exit 2, no Workflow or WorkflowTemplate made."""
 
 from __future__ import annotations
 
-import pytest
-import urllib3  # noqa: F401  (its warning is filtered by name)
+import copy
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
+import pytest
+import yaml
+
+from tests.doubles.argo_server import REFUSED_CONTINUE_ON
 from tests.support.cluster import Cluster
-from tests.support.lint_agreement import OUTSIDE, QUIRKS, Judged, table
-from tests.support.lint_cases import Case, CasesUnavailable
-from tests.support.lint_on_cluster import collect, on_cluster
-from tests.support.project import ROOT
+from workflows import submit
+from workflows.errors import WorkflowRefused
+from workflows.pipeline import manifests
+from workflows.pipeline.settings import MAX_ROUNDS, PipelineSettings
+from workflows.pipeline.workflow import compile_template, compile_workflow
+from workflows.server.client import lint
 
 # The Argo Server's certificate is self-signed; ARGO_INSECURE_SKIP_VERIFY accepts it on purpose.
 pytestmark = [
     pytest.mark.cluster,
     pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning"),
 ]
-# The API server's last cause when a schema error stopped its CEL rules: not a fault of its own.
-ONLY_IF_VALID = "<nil>: Invalid value: null: some validation rules were not checked"
-COSTLY = (
-    "tests/test_lint.py::test_an_expression_tag_in_a_workflow_argument_is_flagged_as_not_checked"
-)
+UNIQUE_TEMPLATE = "mnist-lint-agrees"  # never registered: a refused --register must make nothing
 
 
-@pytest.fixture(scope="module")
-def cases() -> list[Case]:
-    """The cases; without Go or Argo's module (for its examples) this fails in one line."""
-    missing = ""
-    try:
-        return collect()
-    except CasesUnavailable as problem:
-        missing = str(problem)
-    pytest.fail(missing, pytrace=False)
+def rendered(cluster: Cluster) -> dict[str, dict]:
+    """Every manifest the project renders, by a name for each."""
+    documents = {}
+    for rounds in (1, MAX_ROUNDS):
+        for workers in range(1, 9):
+            settings = replace(cluster.settings(), workers=workers, rounds=rounds)
+            documents[f"workflow-{workers}w-{rounds}r"] = compile_workflow(settings)
+        documents[f"template-{rounds}r"] = compile_template(
+            replace(cluster.settings(), rounds=rounds)
+        )
+    for path in (manifests.WORKFLOW_FILE, manifests.TEMPLATE_FILE):
+        documents[path.name] = yaml.safe_load(path.read_text())
+    return documents
 
 
-@pytest.fixture(scope="module")
-def judged(cluster: Cluster, cases: list[Case]) -> list[Judged]:
-    return on_cluster(cluster, cases)
+def broken(document: dict) -> dict:
+    """The pipeline as it once was: continueOn beside depends on its first trainers."""
+    document = copy.deepcopy(document)
+    [dag] = [t for t in document["spec"]["templates"] if "dag" in t]
+    [trainers] = [t for t in dag["dag"]["tasks"] if t["name"] == "train-round-1"]
+    trainers["continueOn"] = {"failed": True}
+    return document
 
 
-def test_every_disagreement_is_an_upstream_quirk_or_outside_the_lint(judged: list[Judged]) -> None:
-    disagreements = [item for item in judged if item.outcome == "disagree"]
-    assert not disagreements, "\n".join(item.describe() for item in disagreements)
-
-
-def test_every_named_quirk_and_case_outside_the_lint_still_disagrees(judged: list[Judged]) -> None:
-    outcomes = {item.case.name: item.outcome for item in judged}
-    stale = sorted(name for name in {*QUIRKS, *OUTSIDE} if outcomes.get(name) in (None, "agree"))
-    assert not stale, f"named as disagreeing, but agree now or are no longer cases: {stale}"
-
-
-def test_the_lint_names_every_cause_the_api_server_gives(judged: list[Judged]) -> None:
-    """Stricter than agreeing on the first fault: each of the API server's causes is one of the lint's
-    faults, but for those of a case outside the lint and the name the server generates from a
-    generateName (metadata.py cannot know it)."""
-    unnamed = {}
-    for item in judged:
-        if item.api is None or item.api.ok or item.offline_api is None:
-            continue
-        if item.case.name in OUTSIDE:
-            continue
-        generated = "generateName" in item.case.document.get("metadata", {})
-        missed = [
-            cause
-            for cause in item.api.messages
-            if cause not in item.offline_api.messages
-            and not cause.startswith(ONLY_IF_VALID)
-            and not (generated and cause.startswith("metadata.name: "))
-        ]
-        if missed:
-            unnamed[item.case.name] = missed
-    assert unnamed == {}
-
-
-def test_the_costly_expression_is_not_sent(judged: list[Judged]) -> None:
-    [costly] = [item for item in judged if item.case.name == COSTLY]
-    assert costly.outcome == "not sent" and "sprig.repeat" in costly.withheld
-
-
-def test_docs_give_the_measured_numbers(judged: list[Judged]) -> None:
-    """docs/lint.md's table is this run's: the cases are the lint tests', which change with them."""
-    measured = table(judged)
-    assert measured in (ROOT / "docs" / "lint.md").read_text(), (
-        f"docs/lint.md, Against the real servers, should give:\n{measured}"
+def argo_lint(cluster: Cluster, file: Path, document: dict) -> subprocess.CompletedProcess:
+    """`argo lint --offline` of one document, written to `file` (one at a time: offline, the CLI takes the
+    WorkflowTemplates it is given as the ones references resolve to, and refuses two of one name)."""
+    file.write_text(yaml.safe_dump(document))
+    argo = shutil.which("argo", path=cluster.process_env()["PATH"])
+    assert argo, (
+        "no argo CLI on the cluster's PATH (make cluster-up builds it; .cluster/env adds it)"
     )
+    return subprocess.run(
+        [argo, "lint", "--offline", "--no-color", str(file)],
+        capture_output=True,
+        text=True,
+        env=cluster.process_env(),
+        timeout=120,
+    )
+
+
+def test_the_argo_server_passes_every_rendered_manifest(cluster: Cluster) -> None:
+    refused = {}
+    for name, document in rendered(cluster).items():
+        try:
+            lint(cluster.argo_server, document)
+        except WorkflowRefused as refusal:
+            refused[name] = str(refusal)
+    assert refused == {}
+
+
+def test_argo_lint_offline_passes_every_rendered_manifest(cluster: Cluster, tmp_path: Path) -> None:
+    refused = {}
+    for name, document in rendered(cluster).items():
+        done = argo_lint(cluster, tmp_path / f"{name.removesuffix('.yaml')}.yaml", document)
+        if done.returncode != 0 or "no linting errors found" not in done.stdout:
+            refused[name] = done.stdout + done.stderr
+    assert refused == {}
+
+
+@pytest.mark.parametrize("kind", ["Workflow", "WorkflowTemplate"])
+def test_both_refuse_a_broken_manifest_in_the_words_the_double_answers(
+    cluster: Cluster, tmp_path: Path, kind: str
+) -> None:
+    compile: Callable[[PipelineSettings], dict] = (
+        compile_workflow if kind == "Workflow" else compile_template
+    )
+    document = broken(compile(cluster.settings()))
+    with pytest.raises(WorkflowRefused) as refusal:
+        lint(cluster.argo_server, document)
+    assert str(refusal.value) == f"the Argo Server refuses the {kind}: {REFUSED_CONTINUE_ON}"
+    done = argo_lint(cluster, tmp_path / "broken.yaml", document)
+    assert done.returncode != 0, done.stdout
+    assert f"({kind}): {REFUSED_CONTINUE_ON}" in done.stdout, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("flags", [[], ["--register", "--template-name", UNIQUE_TEMPLATE]])
+def test_submit_sends_nothing_the_server_refuses(
+    cluster: Cluster,
+    flags: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    before = {
+        w["metadata"]["name"] for w in cluster.get("workflows", "-n", cluster.namespace)["items"]
+    }
+    monkeypatch.setattr(submit, "compile_workflow", lambda *a: broken(compile_workflow(*a)))
+    monkeypatch.setattr(submit, "compile_template", lambda *a: broken(compile_template(*a)))
+    for variable, value in cluster.env.items():
+        monkeypatch.setenv(variable, value)
+    assert submit.main([*cluster.submit_arguments(), *flags]) == 2
+    out, err = capsys.readouterr()
+    said = [line for line in err.splitlines() if not line.startswith("submit: warning: ")]
+    assert out == "" and said == [
+        f"submit: error: the Argo Server refuses the "
+        f"{'WorkflowTemplate' if flags else 'Workflow'}: {REFUSED_CONTINUE_ON}"
+    ]
+    after = {
+        w["metadata"]["name"] for w in cluster.get("workflows", "-n", cluster.namespace)["items"]
+    }
+    assert after == before
+    templates = cluster.get("workflowtemplates", "-n", cluster.namespace)["items"]
+    assert UNIQUE_TEMPLATE not in {t["metadata"]["name"] for t in templates}

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.cluster import Cluster, port_forward
 from tests.support.project import ROOT, run_python
-from workflows.pipeline import cluster as names
+from workflows.pipeline import resources as names
 
 pytestmark = pytest.mark.cluster
 

@@ -25,7 +25,7 @@ import urllib3  # noqa: F401  (its warning is filtered by name)
 from tests.support.cluster import Cluster, ClusterError, wait_until
 from tests.support.project import ROOT
 from tests.support.rights import Rights, beyond, documented, parse_can_i
-from workflows.pipeline import cluster as names
+from workflows.pipeline import resources as names
 
 # The Argo Server's certificate is self-signed; ARGO_INSECURE_SKIP_VERIFY accepts it on purpose.
 pytestmark = [

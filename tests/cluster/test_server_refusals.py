@@ -1,5 +1,5 @@
 """The real Argo Server's refusals, as `submit.py` words them: the same one line, naming what to do, that
-tests/test_argo_submit.py expects of the server double (a missing, stale or powerless token, a namespace
+tests/test_server_client.py expects of the server double (a missing, stale or powerless token, a namespace
 that does not exist, a name already taken, a certificate not accepted), so the double's answers are the
 real server's."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.cluster import Cluster
 from tests.support.project import run_submit
-from workflows.pipeline import cluster as names
+from workflows.pipeline import resources as names
 from workflows.server.client import stop_workflow
 
 pytestmark = pytest.mark.cluster

@@ -7,8 +7,11 @@ operations, every query parameter declared, and the JSON body valid for the oper
 resolved into `definitions`, unknown fields refused). A request that does not conform gets 400 and is kept
 in `rejected`. Its answers are validated against the same document before they are sent.
 
-What it serves, as the server would: create, get, list and retry workflows, create/get/update
-WorkflowTemplates, and submit from a template. A run submitted from a template is named `<template>-` and five characters, unless
+What it serves, as the server would: lint, create, get, list and retry workflows, lint, create, get and
+update WorkflowTemplates, and submit from a template. The double judges no spec: its lint passes every one,
+answering the spec as the server does, unless a test sets `lint_refusal`, the words the real server refuses a
+spec with (REFUSED_CONTINUE_ON, which tests/cluster/test_lint_agrees.py checks against the real server),
+answered with the real server's status for each kind. A run submitted from a template is named `<template>-` and five characters, unless
 submitOptions.generateName or .name say otherwise (upstream workflow/common/convert.go,
 NewWorkflowFromWorkflowTemplate; SubmitOpts in the OpenAPI: "GenerateName overrides
 metadata.generateName"). Bearer tokens, namespaces and names behave as on a cluster: 401, 403 (also for
@@ -50,6 +53,12 @@ from tests.support.argo_schema import first_error, openapi, openapi_validator
 
 WORKFLOW = (
     "#/definitions/io.argoproj.workflow.v1alpha1.Workflow"  # the schema of a Workflow answered
+)
+TEMPLATE = "#/definitions/io.argoproj.workflow.v1alpha1.WorkflowTemplate"
+# The real server's lint of the pipeline with continueOn beside depends on a task of its DAG (validate.go:1477).
+REFUSED_CONTINUE_ON = (
+    "templates.pipeline cannot use 'continueOn' when using 'depends'. Instead use "
+    "'dep-task.Failed'/'dep-task.Errored'"
 )
 
 
@@ -129,6 +138,7 @@ class ArgoDouble:
     runs: dict[str, Run] = field(default_factory=dict)
     templates: dict[str, dict] = field(default_factory=dict)
     informer_lag: int = 0
+    lint_refusal: str | None = None  # the real server's words for the spec a test makes it refuse
     stale: dict[str, list] = field(
         default_factory=dict
     )  # name → [what the cache shows, reads left]
@@ -290,6 +300,21 @@ class ArgoDouble:
         self.runs[name] = Run(created, recordings.load(self.story))
         return created
 
+    def _op_WorkflowService_LintWorkflow(self, _: str, __: Any, body: dict) -> tuple:
+        """validate.go's error as LintWorkflow returns it: gRPC Unknown, HTTP 500
+        (server/workflow/workflow_server.go:716)."""
+        if self.lint_refusal:
+            raise Refused(500, 2, self.lint_refusal)
+        return body["workflow"], WORKFLOW
+
+    def _op_WorkflowTemplateService_LintWorkflowTemplate(
+        self, _: str, __: Any, body: dict
+    ) -> tuple:
+        """InvalidArgument, HTTP 400 (server/workflowtemplate/workflow_template_server.go:192)."""
+        if self.lint_refusal:
+            raise Refused(400, 3, self.lint_refusal)
+        return body["template"], TEMPLATE
+
     def _op_WorkflowService_CreateWorkflow(self, namespace: str, _: Any, body: dict) -> tuple:
         created = self._create(namespace, body["workflow"])
         return created, WORKFLOW
@@ -373,13 +398,13 @@ class ArgoDouble:
         stored = {**template, "metadata": {**template["metadata"], "namespace": namespace}}
         stored["metadata"]["resourceVersion"] = "1"
         self._store(name, stored)
-        return stored, "#/definitions/io.argoproj.workflow.v1alpha1.WorkflowTemplate"
+        return stored, TEMPLATE
 
     def _op_WorkflowTemplateService_GetWorkflowTemplate(self, _: str, name: str, __: Any) -> tuple:
         template = self._cached(name)
         if template is None:
             raise Refused(404, 5, f'workflowtemplates.argoproj.io "{name}" not found')
-        return template, "#/definitions/io.argoproj.workflow.v1alpha1.WorkflowTemplate"
+        return template, TEMPLATE
 
     def _cached(self, name: str) -> dict | None:
         """The template as the server's informer shows it: for a while after a write, as before."""
@@ -412,4 +437,4 @@ class ArgoDouble:
         stored = {**template, "metadata": {**template["metadata"], "namespace": namespace}}
         stored["metadata"]["resourceVersion"] = str(int(version) + 1)
         self._store(name, stored)
-        return stored, "#/definitions/io.argoproj.workflow.v1alpha1.WorkflowTemplate"
+        return stored, TEMPLATE

@@ -1,6 +1,6 @@
 """The reference files the tests read (files.toml): the CI copy under ../shared when there is one, else
 the pinned file, downloaded once into a cache and checked by its sha256 (steps.lib.downloads, the steps'
-own download), or made by the project's script from a pinned file.
+own download).
 
 REFERENCE_MIRROR=http://host:port[/prefix] fetches every pinned URL's path from there instead;
 REFERENCE_CACHE names the cache (default ~/.cache/mnist-argo/reference).
@@ -8,8 +8,6 @@ REFERENCE_CACHE names the cache (default ~/.cache/mnist-argo/reference).
 
 from __future__ import annotations
 
-import hashlib
-import importlib
 import os
 import tomllib
 import urllib.parse
@@ -19,7 +17,6 @@ from pathlib import Path
 
 from steps.lib.downloads import fetch_pinned
 from steps.lib.errors import StepError
-from steps.lib.staged_outputs import atomic_path
 
 PINS = Path(__file__).with_name("files.toml")
 SHARED = (
@@ -40,8 +37,6 @@ class Pin:
     shared: str  # the CI copy's path under ../shared
     sha256: str
     url: str | None = None
-    made_by: str | None = None  # a module whose render(text) makes the file from `made_from`'s text
-    made_from: str | None = None
 
     @property
     def file_name(self) -> str:
@@ -85,36 +80,11 @@ def reference_file(name: str) -> Path:
     shared = SHARED / pin.shared
     if shared.is_file():
         return shared
-    if pin.made_by:
-        return _made(pin)
-    assert pin.url is not None, f"{PINS.name}: {name} has neither url nor made_by"
+    assert pin.url is not None, f"{PINS.name}: {name} has no url"
     try:
         return fetch_pinned(mirrored(pin.url), pin.sha256, cache_dir(), pin.file_name)
     except StepError as error:
         raise ReferenceUnavailable(f"{name} ({pin.what}): {error}") from None
-
-
-def _made(pin: Pin) -> Path:
-    """`pin`'s file made by its script from its source, checked against its sha256, kept in the cache."""
-    target = cache_dir() / pin.file_name
-    if target.is_file() and _sha256(target.read_bytes()) == pin.sha256:
-        return target
-    source = reference_file(pin.made_from)
-    text = importlib.import_module(pin.made_by).render(source.read_text())
-    made = _sha256(text.encode())
-    if made != pin.sha256:
-        raise ReferenceUnavailable(
-            f"{pin.name}: {pin.made_by} made a file of sha256 {made} from {source}, "
-            f"not the pinned {pin.sha256}"
-        )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(target) as temporary:
-        temporary.write_text(text)
-    return target
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def required(name: str) -> Path:

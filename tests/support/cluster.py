@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from tests.support.project import ROOT, SUBMIT, free_port, run_submit, wait_for_port
-from workflows.pipeline import cluster as names
+from workflows.pipeline import resources as names
 from workflows.pipeline.settings import PipelineSettings
 from workflows.server.client import ArgoServer, create_workflow
 from workflows.server.client import from_environment as argo_server_from

@@ -18,8 +18,7 @@ from graphlib import TopologicalSorter
 from typing import Any
 
 from workflows.common import depends as dep
-from workflows.lint.dag import DagGraph, sort_tasks
-from workflows.lint.fields import Invalid
+from workflows.local.spec_rules import DagGraph, Invalid, sort_tasks
 
 COMPLETED = ("Succeeded", "Failed", "Error")
 FAILED = ("Failed", "Error")
@@ -69,7 +68,7 @@ class Dag:
 
 def read_dag(template: Mapping[str, Any]) -> Dag:
     """Read a dag template; DagError where Argo's validation would refuse its graph (a duplicated task, an
-    unknown dependency, a cycle: the lint's own sort_tasks) or its `depends` cannot be evaluated."""
+    unknown dependency, a cycle: spec_rules.sort_tasks) or its `depends` cannot be evaluated."""
     dag = template["dag"]
     task_list = dag.get("tasks", [])
     # the tasks each one waits for, as ancestry.go's GetTaskDependencies reads them

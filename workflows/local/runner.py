@@ -13,7 +13,6 @@ from Argo"):
   stdout is shown as it comes, after the task's name (on a cluster: its pod's log, `argo logs`);
 - ready tries start in order while they fit, as the scheduler places pods by their requests: at most
   `parallelism` at once and their memory requests within the memory free at the start;
-- a spec Argo would refuse (workflows/lint/entry_point.py) does not run here either.
 Each try runs through an engine (workflows/local/engines.py): a process here, or the steps' container image.
 """
 
@@ -43,10 +42,7 @@ from workflows.errors import (
     UnresolvedReference,
     UnsupportedFeature,
     WorkflowError,
-    WorkflowRefused,
 )
-from workflows.lint.entry_point import check as check_with_argo_rules
-from workflows.lint.fields import Invalid, any_string, validate_arguments
 from workflows.local import artifacts, retries
 from workflows.local.containers import memory_bytes
 from workflows.local.dag import Dag, TaskOutcome, assess, read_dag, should_run
@@ -59,6 +55,7 @@ from workflows.local.engines import (
     exit_description,
 )
 from workflows.local.progress import ProgressReport, read_progress
+from workflows.local.spec_rules import Invalid, any_string, validate_arguments
 from workflows.local.supported import check_supported, emptydir_mounts, templates_by_name
 
 LOG_TAIL_LINES = 15
@@ -143,7 +140,6 @@ class LocalRunner:
         engine: Engine | None = None,
         image: str | None = None,
         live_progress: bool | None = None,
-        lint: bool = True,
         cores: int | None = None,
         memory: int | None = None,
     ) -> None:
@@ -160,7 +156,6 @@ class LocalRunner:
         self.echo = echo
         self.engine = engine or ProcessEngine()
         self.image = image
-        self.lint = lint
         live = sys.stdout.isatty() and echo is print if live_progress is None else live_progress
         self.progress = ProgressReport(echo, live)
         self._lock = threading.Lock()
@@ -174,10 +169,6 @@ class LocalRunner:
         self, workflow: Mapping[str, Any], parameters: Mapping[str, str] | None = None
     ) -> RunResult:
         """Run `workflow` to the end; returns its result (phase Succeeded, Failed or Error)."""
-        if self.lint:
-            report = check_with_argo_rules(workflow)
-            if not report.ok:
-                raise WorkflowRefused(f"Argo would refuse this workflow: {report.line()}")
         check_supported(workflow)
         self.workflow = workflow
         metadata = workflow.get("metadata", {})

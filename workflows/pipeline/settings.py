@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -18,18 +19,22 @@ from typing import Any
 from steps.lib import defaults as step_defaults
 from steps.lib.arguments import fraction, non_negative_int, positive_float, positive_int, seed
 from steps.lib.defaults import STORE as DEFAULT_STORE
-from steps.lib.promotion import GATED, POLICIES
+from steps.lib.promotion import POLICIES
 from steps.lib.published import MAX_SETTING_TEXT
 from steps.lib.shards import PARTITIONS
-from workflows.common.durations import DurationError, parse_duration
-from workflows.common.tags import END as TAG_END
-from workflows.common.tags import START as TAG_START
-from workflows.lint.schema import DAG_TASKS_MAX
 
 SETTING = "setting"
+# The most tasks one DAG may hold: Argo v4.1.4's CRD, DAGTemplate.Tasks +kubebuilder:validation:MaxItems=200
+# (pkg/apis/workflow/v1alpha1/workflow_types.go:3595); the API server refuses a Workflow with more.
+DAG_TASKS_MAX = 200
 # The pipeline's DAG: split, init, evaluate and publish, and a train and an aggregate task per round.
 RUN_TASKS, ROUND_TASKS = 4, 2
 MAX_ROUNDS = (DAG_TASKS_MAX - RUN_TASKS) // ROUND_TASKS
+# Argo's template tags: in a setting's text Argo would substitute them, and evaluate `{{=…}}`.
+TAG_START, TAG_END = "{{", "}}"
+# The wait before a retry, as the README gives it: whole seconds, or Go's h, m and s units in that order
+# (a subset of what Argo reads, wfv1.ParseStringToDuration; the server's lint judges the rest).
+DURATION = re.compile(r"[0-9]+|(?=[0-9])([0-9]+h)?([0-9]+m)?([0-9]+s)?")
 
 
 @dataclass(frozen=True)
@@ -71,11 +76,11 @@ def untagged(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 def duration(text: str) -> str:
-    """argparse type: a duration Argo reads (15s, 1m30s, or seconds)."""
-    try:
-        parse_duration(text)
-    except DurationError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+    """argparse type: a wait such as 15s, 1m30s, 2h or 30 (seconds)."""
+    if not DURATION.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: whole seconds (30) or h, m and s (15s, 1m30s)"
+        )
     return text
 
 
@@ -278,42 +283,3 @@ def add_arguments(parser: argparse.ArgumentParser | Any, start: PipelineSettings
 
 def from_arguments(args: argparse.Namespace) -> PipelineSettings:
     return PipelineSettings(**{name: getattr(args, name) for name, _ in declared()})
-
-
-def inconsistency(settings: PipelineSettings) -> str | None:
-    """Why these settings cannot make the run they describe, or would do less than they say (a setting
-    another one makes inert), in one line; None when they agree. Known before anything runs."""
-    start = PipelineSettings()
-    if settings.min_workers > settings.workers:
-        return (
-            f"--min-workers {settings.min_workers} is more than --workers {settings.workers}: "
-            "no round could ever average enough models"
-        )
-    if settings.limit and settings.workers > settings.limit:
-        return (
-            f"--workers {settings.workers} is more than the {settings.limit} training samples "
-            "--limit keeps: some shards would be empty"
-        )
-    if settings.partition != "dirichlet" and settings.alpha != start.alpha:
-        return (
-            f"--alpha {settings.alpha} shapes only --partition dirichlet shards; with "
-            f"{settings.partition} shards it does nothing (add --partition dirichlet)"
-        )
-    if settings.final_learning_rate > settings.learning_rate:
-        return (
-            f"--final-learning-rate {settings.final_learning_rate} is above --learning-rate "
-            f"{settings.learning_rate}: the rate decays from the first to the final one"
-        )
-    if settings.serve != "if-not-worse" and settings.max_accuracy_drop != start.max_accuracy_drop:
-        return (
-            f"--max-accuracy-drop is the gate of --serve if-not-worse; with --serve "
-            f"{settings.serve} it does nothing"
-        )
-    if settings.serve not in GATED and settings.min_accuracy != start.min_accuracy:
-        return (
-            f"--min-accuracy gates --serve if-better and if-not-worse; with --serve "
-            f"{settings.serve} it does nothing"
-        )
-    if not settings.retries and settings.retry_backoff != start.retry_backoff:
-        return "--retry-backoff waits before a retry; with --retries 0 it does nothing"
-    return None

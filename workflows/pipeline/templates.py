@@ -3,7 +3,7 @@ that names it on the step's command line, its path in the container and its arti
 
 Every step runs `python -m steps.<name>` in the steps' image, in /work, on a read-only root: it reads its
 inputs under in/ and writes only under out/ (an emptyDir) and /tmp. Sizes, deadlines and labels come from
-cluster.py; every step retries the same way.
+resources.py; every step retries the same way.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from hera.workflows import models as m
 from hera.workflows.task import TaskResult
 
 from steps.lib.errors import EXIT_BAD_INPUT
-from workflows.pipeline import cluster
+from workflows.pipeline import resources
 
 WORKDIR = "/work"
 # A task that depends on a fan-out with this runs once every item has ended, whatever way.
@@ -63,7 +63,7 @@ class Read:
             path=f"{WORKDIR}/{self.path}",
             key=self.key,
             optional=True,
-            mode=cluster.READABLE_FOLDER_MODE,
+            mode=resources.READABLE_FOLDER_MODE,
             recurse_mode=True,
         )
 
@@ -118,7 +118,7 @@ def step_template(
         for part in (flag, item)
     ]
     args += [part for f in [*reads, *writes] if f.flag for part in (f.flag, f.path)]
-    size = cluster.STEP_SIZES[name]
+    size = resources.STEP_SIZES[name]
     return Container(
         name=name,
         image=image,
@@ -131,14 +131,14 @@ def step_template(
         active_deadline_seconds=str(
             size.deadline_seconds
         ),  # an IntOrString: a string in the schema
-        labels={f"{cluster.APP_LABEL}/step": name},
+        labels={f"{resources.APP_LABEL}/step": name},
         retry_strategy=retry,
         metrics=metrics,
         volumes=[
             EmptyDirVolume(name="out", mount_path=f"{WORKDIR}/out"),
             EmptyDirVolume(name="tmp", mount_path="/tmp"),
         ],
-        security_context=cluster.container_security_context(),
+        security_context=resources.container_security_context(),
         # A step that fails says why in its last line; the kubelet makes the log's tail the container's
         # termination message, which the controller appends to the node's message (Argo v4.1.4,
         # workflow/controller/operator.go:1893-1897): "main: Error (exit code 2): split: error: …".
@@ -163,7 +163,7 @@ def retry_strategy(retries: int, backoff: str) -> m.RetryStrategy | None:
         expression=f"asInt(lastRetry.exitCode) != {EXIT_BAD_INPUT}",
         backoff=m.Backoff(
             duration=backoff,
-            factor=m.IntOrString(cluster.RETRY_BACKOFF["factor"]),
-            cap=cluster.RETRY_BACKOFF["cap"],
+            factor=m.IntOrString(resources.RETRY_BACKOFF["factor"]),
+            cap=resources.RETRY_BACKOFF["cap"],
         ),
     )

@@ -7,7 +7,7 @@ every key starts with the run's name, so runs never collide. The fan-out takes i
 (`withParam`), so `workers` stays a runtime parameter; Argo shows shard i of round r as
 `train-round-r(i:i)`. Each round's aggregate adds the round to the run's training history (the one init
 starts, the previous round's after that), which the Argo UI shows as that node's artifacts and publish
-carries with the model. What only matters on a cluster (sizes, deadlines, names) comes from cluster.py.
+carries with the model. What only matters on a cluster (sizes, deadlines, names) comes from resources.py.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from hera.workflows import DAG, Container, Gauge, Label, Parameter, Task, Workfl
 from hera.workflows import models as m
 
 from steps.lib.registry import CONFUSION_FILE, HISTORY_FILE, HISTORY_PLOT, METRICS_FILE
-from workflows.pipeline import cluster
+from workflows.pipeline import resources
 from workflows.pipeline.settings import PipelineSettings, declared, option_name
 from workflows.pipeline.templates import (
     ENDED,
@@ -263,7 +263,7 @@ def evaluate_step(step: StepFactory) -> Container:
         ],
         metrics=[
             Gauge(
-                name=cluster.ACCURACY_METRIC,
+                name=resources.ACCURACY_METRIC,
                 help="Test accuracy of the averaged MNIST model",
                 when="{{status}} == Succeeded",
                 realtime=False,
@@ -332,37 +332,37 @@ def empty_workflow(settings: PipelineSettings) -> Workflow:
     """The Workflow before its templates: its parameters, labels, service account, deadlines, clean-up and
     metric."""
     labels = {
-        "app.kubernetes.io/name": cluster.APP_LABEL,
+        "app.kubernetes.io/name": resources.APP_LABEL,
         "app.kubernetes.io/component": "training",
-        f"{cluster.APP_LABEL}/rounds": str(settings.rounds),
+        f"{resources.APP_LABEL}/rounds": str(settings.rounds),
     }
     knobs = {
-        f"{cluster.APP_LABEL}/{name}": m.LabelValueFrom(expression=label_expression(name))
+        f"{resources.APP_LABEL}/{name}": m.LabelValueFrom(expression=label_expression(name))
         for name in ("workers", "epochs", "batch")
     }
     return Workflow(
-        generate_name=cluster.RUN_PREFIX,
+        generate_name=resources.RUN_PREFIX,
         entrypoint="pipeline",
         arguments=workflow_parameters(settings),
         labels=labels,
         # workflowMetadata labels every run, also those started from the WorkflowTemplate
         workflow_metadata=m.WorkflowMetadata(labels=labels, labels_from=knobs),
-        pod_metadata=m.Metadata(labels={"app.kubernetes.io/name": cluster.APP_LABEL}),
-        **cluster.workflow_pod_fields(),
-        active_deadline_seconds=cluster.RUN_DEADLINE_SECONDS,
+        pod_metadata=m.Metadata(labels={"app.kubernetes.io/name": resources.APP_LABEL}),
+        **resources.workflow_pod_fields(),
+        active_deadline_seconds=resources.RUN_DEADLINE_SECONDS,
         # A finished run's pods go with it (they are owned by the Workflow); podGC deletes them at once
         # after a success. gccontroller/gc_controller.go:ttl() reads secondsAfterFailure only for phase
         # Failed; a run that ends in Error (a branch's last try errored, "pod deleted" with a Spot node)
         # reaches secondsAfterCompletion: without it, such a run and its pods would stay for ever.
         pod_gc=m.PodGC(strategy="OnWorkflowSuccess"),
         ttl_strategy=m.TTLStrategy(
-            seconds_after_success=cluster.SUCCEEDED_RUN_TTL_SECONDS,
-            seconds_after_failure=cluster.FAILED_RUN_TTL_SECONDS,
-            seconds_after_completion=cluster.FAILED_RUN_TTL_SECONDS,
+            seconds_after_success=resources.SUCCEEDED_RUN_TTL_SECONDS,
+            seconds_after_failure=resources.FAILED_RUN_TTL_SECONDS,
+            seconds_after_completion=resources.FAILED_RUN_TTL_SECONDS,
         ),
         metrics=[
             Gauge(
-                name=cluster.DURATION_METRIC,
+                name=resources.DURATION_METRIC,
                 help="Duration of an MNIST training run, in seconds",
                 labels=[Label(key="status", value="{{workflow.status}}")],
                 realtime=False,
@@ -409,7 +409,7 @@ def compile_workflow(settings: PipelineSettings) -> dict:
     return build_workflow(settings).to_dict()
 
 
-def compile_template(settings: PipelineSettings, name: str = cluster.TEMPLATE_NAME) -> dict:
+def compile_template(settings: PipelineSettings, name: str = resources.TEMPLATE_NAME) -> dict:
     """The same pipeline as a WorkflowTemplate: registered once, started from the Argo UI's Submit form.
 
     Every workflow parameter (workers, epochs, batch, ...) is a field of that form; `rounds` shapes the DAG,

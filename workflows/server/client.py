@@ -1,8 +1,9 @@
-"""The Argo Server, reached through Hera's client (`hera.workflows.WorkflowsService`): create and get
-workflows, register a WorkflowTemplate, start a run from it. Settings follow Argo's own CLI (ARGO_SERVER,
-ARGO_TOKEN, ARGO_NAMESPACE, ...).
+"""The Argo Server, reached through Hera's client (`hera.workflows.WorkflowsService`): lint a spec, create
+and get workflows, register a WorkflowTemplate, start a run from it. Settings follow Argo's own CLI
+(ARGO_SERVER, ARGO_TOKEN, ARGO_NAMESPACE, ...).
 
-Every failure becomes one ArgoError whose message is a single line saying what to do about it.
+Every failure becomes one ArgoError whose message is a single line saying what to do about it; a spec the
+server's lint refuses, one WorkflowRefused naming the server's reason.
 """
 
 from __future__ import annotations
@@ -26,16 +27,19 @@ from hera.workflows.models import (
     SubmitOpts,
     Workflow,
     WorkflowCreateRequest,
+    WorkflowLintRequest,
     WorkflowRetryRequest,
     WorkflowStopRequest,
     WorkflowSubmitRequest,
     WorkflowTemplate,
     WorkflowTemplateCreateRequest,
+    WorkflowTemplateLintRequest,
     WorkflowTemplateUpdateRequest,
 )
 
 from steps.lib.errors import ProjectError
-from workflows.pipeline import cluster
+from workflows.errors import WorkflowRefused
+from workflows.pipeline import resources
 
 TIMEOUT_SECONDS = 30
 # The Argo Server answers template reads from an informer's cache (server/apiserver/argoserver.go:
@@ -44,6 +48,10 @@ CACHE_WAITS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # seconds between tries: 15.75 s 
 TRUE = {"1", "true", "yes", "on"}
 # How hera.exceptions word an answer other than 2xx: "Server returned status code 401 with message: `...`"
 HERA_MESSAGE = re.compile(r"status code (\d+) with message: `(.*)`\s*$", re.DOTALL)
+# How the server answers a spec its validation refuses at lint: LintWorkflow returns validate.go's error as
+# it is, which gRPC makes Unknown, HTTP 500 (server/workflow/workflow_server.go:716); LintWorkflowTemplate
+# makes it InvalidArgument, HTTP 400 (server/workflowtemplate/workflow_template_server.go:191-193).
+LINT_REFUSALS = (400, 500)
 Answer = TypeVar("Answer")
 
 
@@ -51,21 +59,8 @@ class ArgoError(ProjectError):
     """The Argo Server could not do what was asked; the message is one line for the user."""
 
 
-class NameTaken(ArgoError):
-    """A resource of that name already exists (409)."""
-
-
 class NoSuchRun(ArgoError):
     """The namespace holds no Workflow of that name (404): never run there, or deleted since."""
-
-
-class ChangedMeanwhile(ArgoError):
-    """The resource changed between our read and our write, every time we tried (409 Conflict)."""
-
-
-def _is_conflict(error: hera_errors.HeraException) -> bool:
-    """409 for a stale resourceVersion (Kubernetes' Conflict, gRPC Aborted), not for a taken name."""
-    return isinstance(error, hera_errors.AlreadyExists) and "already exists" not in str(error)
 
 
 @dataclass(frozen=True)
@@ -73,7 +68,7 @@ class ArgoServer:
     """Where the server is and how to talk to it."""
 
     url: str  # scheme://host:port, without the base href
-    namespace: str = cluster.NAMESPACE
+    namespace: str = resources.NAMESPACE
     token: str = ""
     insecure_skip_verify: bool = False
     base_href: str = "/"
@@ -113,7 +108,7 @@ def from_environment(
         insecure_skip_verify = environ.get("ARGO_INSECURE_SKIP_VERIFY", "").lower() in TRUE
     return ArgoServer(
         url=server_url(address, secure),
-        namespace=namespace or environ.get("ARGO_NAMESPACE") or cluster.NAMESPACE,
+        namespace=namespace or environ.get("ARGO_NAMESPACE") or resources.NAMESPACE,
         token=environ.get("ARGO_TOKEN", ""),
         insecure_skip_verify=insecure_skip_verify,
         base_href=base_href or environ.get("ARGO_BASE_HREF") or "/",
@@ -185,7 +180,7 @@ def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
         hint = "set ARGO_TOKEN" if not server.token else "ARGO_TOKEN is not accepted; renew it"
         return ArgoError(
             f"the Argo Server wants a valid token (401 {detail}): {hint}, e.g. "
-            f'ARGO_TOKEN="Bearer $(kubectl -n {server.namespace} create token {cluster.SUBMITTER_ACCOUNT})"'
+            f'ARGO_TOKEN="Bearer $(kubectl -n {server.namespace} create token {resources.SUBMITTER_ACCOUNT})"'
         )
     if status == 403 and "quota" in detail:
         return ArgoError(
@@ -220,11 +215,11 @@ def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
             "it may have ended longer ago than its TTL: python workflows/submit.py --list"
         )
     if status == 409 and "already exists" not in detail:
-        return ChangedMeanwhile(
+        return ArgoError(
             f"someone else changed it while this was sent (409 {detail}); run the command again"
         )
     if status == 409:
-        return NameTaken(
+        return ArgoError(
             f"the name is already taken in namespace {server.namespace!r} ({detail}); "
             "choose another --name"
         )
@@ -264,6 +259,33 @@ def _call(server: ArgoServer, operation: Callable[[WorkflowsService], Answer]) -
 def _as_dict(resource: pydantic.BaseModel) -> dict:
     """A Hera model as the JSON document the server sent."""
     return resource.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def lint(server: ArgoServer, document: dict) -> None:
+    """The Argo Server's own validation of a Workflow or WorkflowTemplate (validate.go, as at create),
+    which creates nothing; WorkflowRefused with the server's reason when it refuses the spec."""
+    kind = document["kind"]
+
+    def check(argo: WorkflowsService) -> None:
+        try:
+            if kind == "WorkflowTemplate":
+                template = WorkflowTemplate(**document)
+                argo.lint_workflow_template(
+                    WorkflowTemplateLintRequest(namespace=server.namespace, template=template)
+                )
+            else:
+                workflow = Workflow(**document)
+                argo.lint_workflow(
+                    WorkflowLintRequest(namespace=server.namespace, workflow=workflow)
+                )
+        except hera_errors.HeraException as error:
+            match = HERA_MESSAGE.search(str(error))
+            if match is None or int(match.group(1)) not in LINT_REFUSALS:
+                raise
+            reason = " ".join(match.group(2).split())
+            raise WorkflowRefused(f"the Argo Server refuses the {kind}: {reason}") from None
+
+    _call(server, check)
 
 
 def create_workflow(server: ArgoServer, workflow: dict) -> dict:

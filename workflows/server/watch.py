@@ -8,7 +8,7 @@ which the trainers do (batches done of all batches); a Retry node holds the sum 
 the current try's own is shown instead.
 
 A try whose image cannot be pulled stays Pending until the kubelet ends it at its activeDeadlineSeconds,
-and is then retried: Argo v4.1.2 fails no pod for that sooner (its pendingTimeout is checked on the
+and is then retried: Argo v4.1.4 fails no pod for that sooner (its pendingTimeout is checked on the
 node a DAG task names, for a retried step the Retry node, which is Running from its creation:
 controller/operator.go executeTemplate). While watching, a step pending for that reason longer than
 STUCK_SECONDS stops the run, as the Argo UI's Stop does, instead of waiting out every try's deadline.

@@ -1,6 +1,6 @@
-"""What submit.py can know before a local run, it refuses at once: one line, exit code 2, nothing
-created. Each case here started a run that failed 15 to 48 s later with exit code 1 and many lines
-(or, for a bad flag, printed argparse's whole usage block)."""
+"""What submit.py can know before a local run (workflows/preflight.py), it refuses before the run starts:
+one line, exit code 2, nothing created, no task's line printed. Each case here started a run that failed
+later with exit code 1 and many lines (or, for a bad flag, printed argparse's whole usage block)."""
 
 from __future__ import annotations
 
@@ -97,7 +97,8 @@ def test_settings_that_contradict_each_other(
 
 
 def test_settings_that_agree_are_not_refused() -> None:
-    from workflows.pipeline.settings import PipelineSettings, inconsistency
+    from workflows.pipeline.settings import PipelineSettings
+    from workflows.preflight import inconsistency
 
     for agreeing in (
         PipelineSettings(),

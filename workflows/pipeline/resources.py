@@ -1,7 +1,6 @@
-"""What the pipeline needs from a Kubernetes cluster, in one place: names the manifests share, step sizing.
-
-The names here are the contract with the cluster's manifests (namespace, ServiceAccount, WorkflowTemplate);
-change them together. Step sizes come from the peak memory each step used on the full MNIST data (3 shards
+"""The Kubernetes resources the pipeline names and asks for: the namespace, accounts and template it shares
+with infra/k8s's manifests (change them together), each step's requests, limits and deadline, the run's
+deadline and lifetime, and its pods' security. Step sizes come from the peak memory each step used on the full MNIST data (3 shards
 of 20000 digits, 1 epoch, batch 100), with headroom for larger shards and batches.
 """
 
@@ -43,7 +42,7 @@ def pod_security_context() -> m.PodSecurityContext:
     """Every container of a step's pod, Argo's init and wait included, runs as the steps' user under the
     runtime's seccomp profile, so the pod meets Pod Security `restricted` (infra/k8s/base/namespace.yaml).
 
-    Argo v4.1.2 puts the workflow's securityContext on the pod (workflow/controller/workflowpod.go,
+    Argo v4.1.4 puts the workflow's securityContext on the pod (workflow/controller/workflowpod.go,
     addSchedulingConstraints); the executor's containers take the controller's `executor.securityContext`
     (newExecContainer), which sets no user, so init, wait and main share one: the wait container reads the
     step's outputs whatever modes the step gave them, as it did when it ran as root.

@@ -1,0 +1,107 @@
+"""submit.py against the Argo Server double (tests/doubles/argo_server.py: no cluster runs in `make test`),
+shared by the tests of submit.py and of the Argo Server's client and watch: the fixtures `serve`, `argo` and
+`watched_run` (a pytest plugin: tests/conftest.py loads it) and `clean_environment` (no ARGO_* variable nor
+setting from this machine's environment), and submit.py called as a user calls it. Every double
+started is checked, after its test, for requests the Argo Server's OpenAPI does not allow."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.doubles import recordings
+from tests.doubles.argo_server import ArgoDouble
+from workflows.submit import main
+
+TOKEN = "Bearer good-token"
+STORE = "gs://mnist-models"
+IMAGE = "us-central1-docker.pkg.dev/project/mnist/mnist-argo-steps:1"
+TRAIN_IMAGE = "registry.example/mnist-argo-train:1"
+ARGO_VARIABLES = (
+    "ARGO_SERVER",
+    "ARGO_TOKEN",
+    "ARGO_NAMESPACE",
+    "ARGO_INSECURE_SKIP_VERIFY",
+    "ARGO_BASE_HREF",
+    "ARGO_SECURE",
+)
+
+
+@pytest.fixture
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in (*ARGO_VARIABLES, "ARTIFACTS", "MNIST_SOURCE", "WORKER_NUMBER"):
+        monkeypatch.delenv(variable, raising=False)
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., tuple[ArgoDouble, str]]]:
+    """Start doubles of the Argo Server; each is checked for rejected requests and stopped after."""
+    started: list[ArgoDouble] = []
+
+    def start(**options: object) -> tuple[ArgoDouble, str]:
+        double = ArgoDouble(**options)
+        url = double.start()
+        started.append(double)
+        return double, url
+
+    yield start
+    for double in started:
+        double.stop()
+    for double in started:
+        assert double.rejected == [], "the client sent requests the Argo Server API does not allow"
+
+
+def on_argo(
+    monkeypatch: pytest.MonkeyPatch, url: str, token: str | None = TOKEN, **variables: str
+) -> None:
+    monkeypatch.setenv("ARGO_SERVER", url)
+    if token is not None:
+        monkeypatch.setenv("ARGO_TOKEN", token)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+
+
+def submit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(
+        [
+            "--artifacts",
+            STORE,
+            "--image",
+            IMAGE,
+            "--train-image",
+            TRAIN_IMAGE,
+            "--poll-seconds",
+            "0",
+            *args,
+        ]
+    )
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def argo(serve: Callable, monkeypatch: pytest.MonkeyPatch) -> ArgoDouble:
+    """A double of the Argo Server, the one submit.py is told to use."""
+    double, url = serve()
+    on_argo(monkeypatch, url)
+    return double
+
+
+@pytest.fixture
+def watched_run(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., tuple[int, str, str]]:
+    """Submit a run with a story's flags (tests/support/stories.py) and watch it on a double of the
+    Argo Server that replays the real run recorded for that story."""
+
+    def run(story: str) -> tuple[int, str, str]:
+        _, url = serve(story=story)
+        on_argo(monkeypatch, url)
+        return submit(capsys, *recordings.load(story).flags, "--watch")
+
+    return run
+
+
+def trainer(shard: str, train_round: int = 1) -> str:
+    return f"train-round-{train_round}({shard}:{shard})"

@@ -1,0 +1,189 @@
+"""workflows/server/watch.py: the watch of runs recorded on a real cluster (tests/doubles/recordings/),
+replayed by the Argo Server double and submitted as a user does (`--watch`): each step's phases, retries,
+progress and reasons as the controller gave them, the failure in one line, a run stopped when an image
+cannot be pulled; and a failed step's own last line, from the controller's message."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+
+from tests.doubles import recordings
+from tests.doubles.argo_server import ArgoDouble
+from tests.support import docs
+from tests.support.argo_double import TOKEN, on_argo, submit, trainer
+from tests.support.stories import FIRST_TRY_LINE, MISSING_IMAGE, OOM_LAST_LINE
+from tests.support.watch_output import (
+    check_failed_trainer,
+    check_retried_trainer,
+    lines_of,
+    phase,
+    phases_of,
+    progress_of,
+    retries_in,
+)
+from workflows.server.client import from_environment
+from workflows.server.watch import describe, failure, one_line, steps_of, watch
+
+pytestmark = pytest.mark.usefixtures("clean_environment")
+
+
+def test_a_failed_containers_log_tail_is_shown_by_its_last_line() -> None:
+    """The kubelet makes a failed step's log tail its termination message (FallbackToLogsOnError), which
+    the controller appends to the node's message: the watch and the failure show its last line, where a
+    step says what went wrong, as the local runner does."""
+    tail = (  # as the real cluster gave it: the emissary's own lines around the step's
+        'time=2026-12-03T13:30:59.954Z level=INFO msg="capturing logs" argo=true\n'
+        "training on in/shard.npz (1500 samples)\nepoch 1/1: accuracy 0.41\ntrain: error: bad shard\n"
+        'time=2026-12-03T13:31:00.957Z level=INFO msg="sub-process exited" argo=true error="exit status 2"\n'
+        "Error: exit status 2\n"
+    )
+    retry = {"id": "r", "displayName": "train-round-1(1:1)", "type": "Retry", "phase": "Failed"}
+    retry |= {"templateName": "train", "children": ["p"], "message": "No more retries left"}
+    pod = {"id": "p", "displayName": "train-round-1(1:1)(0)", "type": "Pod", "phase": "Failed"}
+    pod |= {"templateName": "train", "message": f"main: Error (exit code 2): {tail}"}
+    workflow = {"status": {"phase": "Failed", "nodes": {"r": retry, "p": pod}}}
+    assert failure(workflow) == (
+        "train-round-1(1:1) failed: main: Error (exit code 2): train: error: bad shard"
+    )
+    [step] = steps_of(workflow)
+    assert "\n" not in describe(step)
+    # and the real one: the controller's message of the aggregate that failed in the fail story
+    recorded = recordings.load("fail").nodes("aggregate-round-1(0)")[-1]["message"]
+    assert recorded.count("\n") > 2 and "argo=true" in recorded, recorded
+    [own] = [line for line in recorded.splitlines() if line.startswith("python -m steps.aggregate")]
+    assert one_line(recorded) == f"main: Error (exit code 2): {own}"
+
+
+def test_a_failed_run_names_the_failed_node(watched_run: Callable) -> None:
+    """A trainer OOM-killed on every try: each wait says why, as the controller words it (operator.go,
+    the container's name first, then its log's last line: the shell's word for the kill) and for how
+    long (humanize.Duration's words, doubling), then the failure in one line."""
+    code, out, err = watched_run("fail")
+    killed = f"main: OOMKilled (exit code 137): {OOM_LAST_LINE}"
+    backoffs = ["15 seconds", "30 seconds"]
+    check_failed_trainer(code, out, err, trainer("1"), killed, backoffs, every=True)
+
+
+def test_a_run_goes_ahead_without_a_failed_trainer_when_min_workers_allow(
+    watched_run: Callable,
+) -> None:
+    recording = recordings.load("min-workers")
+    code, out, err = watched_run("min-workers")
+    assert code == 0, out + err
+    for train_round in (1, 2):
+        assert phases_of(out, trainer("1", train_round))[-1] == "Failed"
+        assert retries_in(lines_of(out, trainer("1", train_round))[-1]) == 2
+        assert phases_of(out, trainer("0", train_round))[-1] == "Succeeded"
+        assert phases_of(out, f"aggregate-round-{train_round}")[-1] == "Succeeded"
+    assert f"test accuracy: {recording.output('evaluate', 'accuracy')}" in out
+    assert err == ""
+
+
+def test_a_retried_trainer_is_watched_as_docs_argo_md_shows_it(watched_run: Callable) -> None:
+    """The retry story: the failed try's reason and its backoff, then the retry. docs/argo.md shows
+    what the watch printed for it: each of its lines is a line of the recording's replay, its duration
+    aside (the replay's clock may fall a second either way)."""
+    code, out, _ = watched_run("retry")
+    failed = f"main: Error (exit code 1): {FIRST_TRY_LINE}"
+    check_retried_trainer(code, out, trainer("0"), failed, "15 seconds", every=True)
+    section = docs.section(docs.ARGO, "Submit a run and follow it")
+    [example] = [body for _, body in docs.code_blocks(section) if "mnist-x7k2p" in body]
+    steps = [line for line in example.splitlines() if line.startswith("  ")]
+    steps = [line for line in steps if line.split()[0] != "..." and "https://" not in line]
+    assert len(steps) >= 15
+    printed = {without_duration(line) for line in out.splitlines()}
+    for line in steps:
+        assert without_duration(line) in printed, line
+    name = out.split()[1]
+    for line in example.splitlines():
+        if line.startswith(("run ", "test accuracy: ")):
+            assert line.replace("mnist-x7k2p", name) in out.splitlines(), line
+
+
+def without_duration(line: str) -> str:
+    return re.sub(r"\s+\d+s(?=\s|$)", "", line)
+
+
+def watch_polls(double: ArgoDouble, url: str) -> list[tuple[int, str]]:
+    """Watch the double's only run with watch() itself: (poll number, line) for every line echoed."""
+    [name] = double.runs
+    server = from_environment({"ARGO_SERVER": url, "ARGO_TOKEN": TOKEN})
+    polls, lines = [0], []
+
+    def next_poll(_: float) -> None:
+        polls[0] += 1
+
+    watch(server, name, echo=lambda line: lines.append((polls[0], line)), sleep=next_poll)
+    return lines
+
+
+def reported(recording: recordings.Recording, step: str) -> list[str]:
+    """The progress values each of the step's tries showed while it ran, try after try."""
+    values = []
+    for name in recording.tries(step):
+        assert len(recording.reports(name)) >= 2, f"{name}: the recording has too few reports"
+        values += recording.reports(name)
+    return values
+
+
+def test_watch_prints_each_trainers_progress_once_per_change(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trainers report batches done (ARGO_PROGRESS_FILE); in the recording the controller takes a
+    report about once a minute (Argo's default tick) and the server returns it as each node's
+    `progress`. Polling twice as fast as the recording changes, the watch still prints each value
+    once, at most one line per step per poll, and none for steps that report nothing. A Retry node's
+    own progress sums all its tries' (progress/updater.go, sumProgress); the watch shows the running
+    try's own, from where that try started."""
+    recording = recordings.load("retry")
+    double, url = serve(story="retry", reads_per_tick=2)
+    on_argo(monkeypatch, url)
+    assert submit(capsys, *recording.flags)[0] == 0
+    lines = watch_polls(double, url)
+    out = "\n".join(line for _, line in lines)
+    trainers = [step for step in recording.steps() if step.startswith("train-")]
+    assert trainers == [trainer("0")]
+    for step in trainers:
+        assert progress_of(out, step) == reported(recording, step), step
+    for step in set(recording.steps()) - set(trainers):
+        assert progress_of(out, step) == [], step
+    steps_per_poll = [(poll, line.split()[0]) for poll, line in lines]
+    assert len(steps_per_poll) == len(set(steps_per_poll)), "two lines for one step in one poll"
+    summed = {node.get("progress") for node in recording.nodes(trainer("0"))}
+    second = recording.tries(trainer("0"))[1]
+    assert summed.isdisjoint(recording.reports(second)), "the recording cannot tell them apart"
+
+
+def test_a_step_whose_image_cannot_be_pulled_stops_the_watched_run(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Argo leaves such a pod Pending until the kubelet ends it at its activeDeadlineSeconds, then
+    retries it (the train step's hour, three times); the watch stops the run instead, as the Argo UI's
+    Stop does, and the controller ends every try it had (exec_control.go:52) and fails the run."""
+    monkeypatch.setattr("workflows.server.watch.STUCK_SECONDS", 0.3)
+    recording = recordings.load("cannot-pull")
+    double, url = serve(story="cannot-pull")
+    on_argo(monkeypatch, url)
+    code, out, err = submit(capsys, *recording.flags, "--watch")
+    assert code == 1
+    [name] = double.runs
+    stuck = trainer("0")  # the other trainer waits for the node's CPU, which the stuck pod holds
+    pending = [line for line in lines_of(out, stuck) if phase(line) == "Pending"]
+    assert f'ImagePullBackOff: Back-off pulling image "{MISSING_IMAGE}"' in pending[-1]
+    [stopping] = [line for line in out.splitlines() if line.startswith("stopping ")]
+    assert stopping.startswith(f"stopping {name}: {stuck} cannot start: ImagePullBackOff: ")
+    [(path, body)] = [(r[1], r[2]) for r in double.requests if r[1].endswith("/stop")]
+    assert path == f"/api/v1/workflows/mnist/{name}/stop"
+    assert stopping.startswith(f"stopping {name}: {body['message']}")
+    shutdown = "workflow shutdown with strategy:  Stop"
+    assert err.splitlines() == [
+        "submit: the run was stopped (Stopped with strategy 'Stop'); nothing after it ran"
+    ]
+    for step in (trainer("0"), trainer("1")):
+        last = lines_of(out, step)[-1]
+        assert phase(last) == "Failed" and last.endswith(f"  {shutdown}"), last
+    assert f"\nrun {name} Failed in " in out
+    assert "publish" not in out and "test accuracy" not in out

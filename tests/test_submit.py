@@ -1,0 +1,356 @@
+"""submit.py (workflows/submit.py) as a user runs it against the Argo Server double (tests/support/argo_double.py):
+what it sends and prints for a run, a registration and a run from the template, what it refuses before
+anything is sent, and the double itself (it checks every request against the server's OpenAPI and replays
+runs recorded on a cluster, tests/doubles/recordings/). The client's own answers: tests/test_server_client.py;
+the watch: tests/test_server_watch.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+
+import pytest
+
+from tests.doubles import recordings
+from tests.doubles.argo_server import REFUSED_CONTINUE_ON, ArgoDouble
+from tests.support import docs
+from tests.support.argo_double import IMAGE, STORE, TOKEN, TRAIN_IMAGE, on_argo, submit, trainer
+from tests.support.argo_schema import first_error, workflow_validator
+from tests.support.project import ROOT
+from tests.support.stories import STORIES
+from tests.support.watch_output import PROGRESS, lines_of, phase, phases_of, steps_in
+from workflows.pipeline import resources as cluster
+from workflows.server.client import ArgoError, from_environment, get_workflow, stop_workflow
+from workflows.submit import main
+
+pytestmark = pytest.mark.usefixtures("clean_environment")
+
+
+def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
+    recording = recordings.load("succeed")
+    double, url = serve()
+    environment = {
+        **os.environ,
+        "ARGO_SERVER": url,
+        "ARGO_TOKEN": TOKEN,
+        "ARTIFACTS": STORE,
+    }
+    command = [sys.executable, str(ROOT / "workflows" / "submit.py")]
+    arguments = [*recording.flags, "--image", IMAGE, "--train-image", TRAIN_IMAGE, "--watch"]
+    result = subprocess.run(
+        [*command, *arguments, "--poll-seconds", "0"],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    linted, created = [r for r in double.requests if r[0] == "POST"]
+    assert linted[:2] == ("POST", f"/api/v1/workflows/{cluster.NAMESPACE}/lint")
+    assert created[:2] == ("POST", f"/api/v1/workflows/{cluster.NAMESPACE}")
+    sent = created[2]["workflow"]
+    assert linted[2]["workflow"] == sent, "the server's lint judged the very spec created"
+    assert first_error(workflow_validator("Workflow"), sent) is None
+    parameters = {p["name"]: p["value"] for p in sent["spec"]["arguments"]["parameters"]}
+    flags = dict(zip(recording.flags[::2], recording.flags[1::2], strict=True))
+    for name in ("workers", "epochs", "batch", "limit", "seed", "serve"):
+        assert parameters[name] == flags[f"--{name}"], name
+    assert parameters["store"] == STORE
+    name = next(iter(double.runs))
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"submitted {name} to {url} (namespace {cluster.NAMESPACE})"
+    assert lines[1].strip() == f"{url}/workflows/{cluster.NAMESPACE}/{name}"
+    # split, init, 2 rounds of 3 trainers and an aggregate, evaluate, publish
+    steps = recording.steps()
+    assert len(steps) == 1 + 1 + 2 * (3 + 1) + 1 + 1
+    assert sorted(steps_in(result.stdout)) == sorted(steps)
+    # each step's one try: a line for every state the controller gave it, in order, with its message
+    for step in steps:
+        [one_try] = recording.tries(step)
+        states = recording.states(one_try)
+        assert (states[0][0], states[-1][0]) == ("Pending", "Succeeded"), states
+        printed = [line for line in lines_of(result.stdout, step) if PROGRESS not in line]
+        assert [phase(line) for line in printed] == [state[0] for state in states], step
+        for line, (_, message) in zip(printed, states, strict=True):
+            assert line.endswith(f"  {message}" if message else "s"), line  # else: its duration
+    trainer_waits = [
+        line for line in lines_of(result.stdout, trainer("2")) if "Unschedulable" in line
+    ]
+    assert trainer_waits, "a trainer waiting for the node's CPU says so"
+    seconds = (
+        recordings.moment(recording.final["finishedAt"])
+        - recordings.moment(recording.final["startedAt"])
+    ).total_seconds()
+    assert f"\nrun {name} Succeeded in {seconds:.0f}s\n" in result.stdout
+    assert f"test accuracy: {recording.output('evaluate', 'accuracy')}" in result.stdout
+    # publish's outcome is its output parameters, not its exit code: the run Succeeded
+    reason = recording.output("publish", "reason")
+    [said] = [line for line in result.stdout.splitlines() if "served" in line]
+    assert said.startswith(f"not served: {reason}; to serve it anyway: "), said
+    assert said.endswith(f"-m steps.promote {name} --store {STORE}")
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("story", STORIES)
+def test_each_story_is_recorded_as_it_stands(story: str) -> None:
+    """A story changed since its run was recorded must be recorded again (tests/doubles/record_runs.py)."""
+    recording, told = recordings.load(story), STORIES[story]
+    assert recording.story == story
+    assert recording.flags == told.flags
+    fault = {"shard": told.failing_shard, "command": told.fault} if told.fault else None
+    assert (recording.fault, recording.train_image) == (fault, told.train_image or None)
+
+
+def test_the_double_replays_a_recorded_run_under_the_created_name(
+    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each status of the recording in turn, one every `reads_per_tick` reads, then the last again;
+    the created run's name and metadata; a stop the recorded run never had is an error, not an
+    answer the double makes up."""
+    recording = recordings.load("fail")
+    double, url = serve(story="fail", reads_per_tick=2)
+    on_argo(monkeypatch, url)
+    assert submit(capsys, *recording.flags, "--name", "mnist-replayed")[0] == 0
+    server = from_environment({"ARGO_SERVER": url, "ARGO_TOKEN": TOKEN})
+    answers = [
+        get_workflow(server, "mnist-replayed") for _ in range(2 * len(recording.statuses) + 2)
+    ]
+
+    def phases(status: dict, name: str) -> dict[str, str]:
+        nodes = status["nodes"].values()
+        return {node["name"].replace(name, "RUN"): node.get("phase", "") for node in nodes}
+
+    expected = [phases(status, recording.run) for status in recording.statuses]
+    served = [phases(answer["status"], "mnist-replayed") for answer in answers]
+    assert served == [each for each in expected for _ in (1, 2)] + [expected[-1]] * 2
+    assert recording.run not in json.dumps(answers)
+    assert {answer["metadata"]["name"] for answer in answers} == {"mnist-replayed"}
+    assert (
+        answers[0]["metadata"]["labels"]
+        == double.runs["mnist-replayed"].workflow["metadata"]["labels"]
+    )
+    with pytest.raises(ArgoError, match="was not stopped"):
+        stop_workflow(server, "mnist-replayed", "stopped by the test")
+
+
+def test_register_creates_then_updates_the_template(
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = submit(capsys, "--register", "--rounds", "2")
+    assert code == 0
+    assert out.startswith(f"created WorkflowTemplate {cluster.TEMPLATE_NAME} in namespace mnist")
+    code, out, _ = submit(
+        capsys,
+        "--register",
+        "--rounds",
+        "4",
+        "--image",
+        "registry.example/steps:2",
+        "--train-image",
+        "registry.example/train:2",
+    )
+    assert code == 0 and out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
+    read = ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}")
+    linted = ("POST", "/api/v1/workflow-templates/mnist/lint")
+    # the server's lint, then as Hera's WorkflowTemplate.update(), then a read until the server's
+    # cache shows the write
+    assert [(m, p) for m, p, _ in argo.requests] == [
+        linted,
+        read,
+        ("POST", "/api/v1/workflow-templates/mnist"),
+        read,
+        linted,
+        read,
+        ("PUT", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}"),
+        read,
+    ]
+    template = argo.templates[cluster.TEMPLATE_NAME]
+    assert template["metadata"]["resourceVersion"] == "2"
+    stored = {k: v for k, v in template.items() if k != "metadata"}
+    stored["metadata"] = {"name": cluster.TEMPLATE_NAME}
+    assert first_error(workflow_validator("WorkflowTemplate"), stored) is None
+    trains = [t for t in template["spec"]["templates"][-1]["dag"]["tasks"] if "withParam" in t]
+    assert len(trains) == 4
+    images = {
+        t["name"]: t["container"]["image"]
+        for t in template["spec"]["templates"]
+        if "container" in t
+    }
+    assert images.pop("train") == "registry.example/train:2"
+    assert set(images.values()) == {"registry.example/steps:2"}
+    form = {p["name"] for p in template["spec"]["arguments"]["parameters"]}
+    assert {"workers", "epochs", "batch", "store"} <= form
+
+
+def test_from_template_starts_a_run_with_the_given_settings(
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = submit(capsys, "--from-template", "--workers", "5")
+    assert code == 1
+    assert err.count("\n") == 1 and "mnist-pipeline" in err and "not found" in err
+    assert "register it first" in err
+    assert submit(capsys, "--register", "--rounds", "2")[0] == 0
+    code, out, _ = submit(capsys, "--from-template", "--workers", "3", "--epochs", "3", "--watch")
+    assert code == 0, out
+    [(_, path, body)] = [r for r in argo.requests if r[1].endswith("/submit")][-1:]
+    assert path == "/api/v1/workflows/mnist/submit"
+    assert body["resourceKind"] == "WorkflowTemplate"
+    assert body["resourceName"] == cluster.TEMPLATE_NAME
+    assert {"workers=3", "epochs=3", f"store={STORE}"} <= set(body["submitOptions"]["parameters"])
+    # the run the double replays: the succeed story's, of 3 workers and 2 rounds
+    assert phases_of(out, "train-round-2(2:2)")[-1] == "Succeeded"
+    accuracy = recordings.load("succeed").output("evaluate", "accuracy")
+    assert f"test accuracy: {accuracy}" in out
+
+
+def test_runs_from_the_template_are_named_like_direct_runs(
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server names a template's run `<template>-xxxxx` unless submitOptions.generateName is
+    sent (a field of SubmitOpts in the server's OpenAPI, checked by the double)."""
+    assert submit(capsys, "--register")[0] == 0
+    code, out, _ = submit(capsys)
+    assert code == 0
+    [direct] = argo.runs
+    code, out, _ = submit(capsys, "--from-template")
+    assert code == 0
+    [from_template] = set(argo.runs) - {direct}
+    prefix = direct[:-5]
+    assert prefix == "mnist-" and from_template.startswith(prefix), from_template
+    assert len(from_template) == len(direct)
+    assert out.startswith(f"submitted {from_template} ")
+    code, out, _ = submit(capsys, "--from-template", "--name", "mnist-nightly")
+    assert code == 0 and "mnist-nightly" in argo.runs
+
+
+def test_cluster_runs_need_a_bucket_and_a_url_source(
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--artifacts", ".runs"]) == 2
+    assert "--artifacts gs://BUCKET" in capsys.readouterr().err
+    code, _, err = submit(capsys, "--source", "data/mnist.npz")
+    assert code == 2 and "URL or gs:// URI" in err
+    assert argo.requests == []
+
+
+@pytest.mark.parametrize(
+    ("image", "why"),
+    [
+        ("mnist-argo-steps:0.1.0", "names no registry"),  # the default: the local build
+        ("someone/mnist-argo-steps:1", "names no registry"),
+        ("localhost/mnist-argo-steps:0.1.0", "this machine's"),  # podman's local name
+        ("localhost:5000/mnist-argo-steps:1", "this machine's"),
+    ],
+)
+@pytest.mark.parametrize("flag", ["--image", "--train-image"])
+def test_a_cluster_run_warns_of_an_image_no_registry_serves(
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str], image: str, why: str, flag: str
+) -> None:
+    """A local cluster runs the images loaded into its nodes under their local names (the local
+    cluster's containerd, kind load, k3d image import), so such a name is not refused; on GKE it is a
+    mistake, so it is said in one line, with the pushed image's form, before the run is sent. A run
+    from the registered template takes the template's images: none is asked for."""
+    for flags in ([], ["--register"], ["--register", "--from-template"]):
+        code, _, err = submit(capsys, *flags, flag, image)
+        assert code == 0, err
+        (warning,) = [line for line in err.splitlines() if "warning" in line]
+        assert why in warning and f"{flag} REGION-docker.pkg.dev/" in warning
+    code, _, err = submit(capsys, "--from-template", flag, image)
+    assert code == 0 and "warning" not in err
+    assert argo.requests
+
+
+def test_a_cluster_store_is_the_artifact_repositorys_bucket_itself(
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Keyed artifacts go to the repository's bucket with their key as written (workflow_types.go:
+    ArtifactLocation.Relocate): under gs://bucket/prefix the checkpoints and the published model
+    landed apart from the run's files, out of the lifecycle rule's and the page's reach."""
+    for flags in ([], ["--register"], ["--from-template"]):
+        code, _, err = submit(capsys, *flags, "--artifacts", "gs://mnist-models/team-a")
+        assert code == 2 and err.count("\n") == 1
+        assert "without a prefix" in err and "--artifacts gs://BUCKET" in err
+    assert argo.requests == []
+    assert submit(capsys, "--artifacts", "gs://mnist-models/")[0] == 0
+
+
+def test_the_submit_form_cannot_move_the_store(
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The store is fixed when registering, an enum of its one value: the server refuses a run with
+    another store (validate.go: validateArguments), as the artifacts' bucket cannot follow it."""
+    assert submit(capsys, "--register")[0] == 0
+    template = argo.templates[cluster.TEMPLATE_NAME]
+    [store] = [p for p in template["spec"]["arguments"]["parameters"] if p["name"] == "store"]
+    assert store["enum"] == [STORE] and store["value"] == STORE
+
+
+@pytest.mark.parametrize(
+    ("flags", "kind"),
+    [
+        ([], "Workflow"),
+        (["--register"], "WorkflowTemplate"),
+        (["--from-template", "--register"], "WorkflowTemplate"),
+    ],
+    ids=["run", "register", "register-and-run"],
+)
+def test_a_spec_the_servers_lint_refuses_is_one_line_exit_2_and_nothing_made(
+    serve: Callable,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    kind: str,
+) -> None:
+    """The Argo Server's own validation judges the spec before anything is created or registered."""
+    double, url = serve(lint_refusal=REFUSED_CONTINUE_ON)
+    on_argo(monkeypatch, url)
+    code, out, err = submit(capsys, *flags, "--watch")
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        f"submit: error: the Argo Server refuses the {kind}: {REFUSED_CONTINUE_ON}"
+    ]
+    if kind == "Workflow":
+        assert err.strip() in docs.ARGO.read_text(), "docs/argo.md shows the refusal"
+    assert [path for _, path, _ in double.requests] == [
+        f"/api/v1/{'workflows' if kind == 'Workflow' else 'workflow-templates'}/mnist/lint"
+    ]
+    assert double.runs == {} and double.templates == {}
+
+
+def test_argo_only_flags_without_a_server(capsys: pytest.CaptureFixture[str]) -> None:
+    for flag in ("--watch", "--register", "--from-template"):
+        assert main([flag]) == 2
+        assert "need an Argo Server: set ARGO_SERVER" in capsys.readouterr().err
+
+
+def test_the_double_rejects_what_the_api_does_not_allow(serve: Callable) -> None:
+    double, url = serve()
+
+    def send(method: str, path: str, body: object = None) -> int:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            url + path, data=data, method=method, headers={"Authorization": TOKEN}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    workflow = {"metadata": {"generateName": "x-"}, "spec": {"entrypoint": "main"}}
+    assert send("POST", "/api/v1/workflows/mnist", {"workflow": {"spec": "nope"}}) == 400
+    assert send("POST", "/api/v1/workflows/mnist", {"workflow": workflow, "wokflow": {}}) == 400
+    assert send("POST", "/api/v1/workflows/mnist", {"workflow": {"spec": {}}}) == 400
+    assert send("PATCH", "/api/v1/workflows/mnist/x") == 400
+    assert send("GET", "/api/v1/workflows/mnist/x?watch=true") == 400
+    assert send("GET", "/api/v2/workflows/mnist") == 400
+    assert send("POST", "/api/v1/workflows/mnist") == 400
+    assert len(double.rejected) == 7
+    double.rejected.clear()  # those were this test's own doing
+    assert send("GET", "/api/v1/workflows/mnist/absent") == 404
