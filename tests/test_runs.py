@@ -13,7 +13,7 @@ from steps.lib.storage import open_store
 from tests.doubles import recordings
 from tests.doubles.argo_server import ArgoDouble
 from tests.support.runs import CUT, OLD, SERVED, fill
-from workflows.pipeline import cluster
+from workflows.pipeline import resources
 from workflows.submit import main
 
 TOKEN = "Bearer good-token"
@@ -152,5 +152,5 @@ def test_on_a_cluster_the_servers_runs(
     code, lines, _ = submit(capsys, "--retry", CUT)
     assert code == 0 and lines[0].startswith(f"retrying {CUT}: its failed tasks run again")
     retried = [path for method, path, _ in argo.requests if method == "PUT"]
-    assert retried == [f"/api/v1/workflows/{cluster.NAMESPACE}/{CUT}/retry"]
+    assert retried == [f"/api/v1/workflows/{resources.NAMESPACE}/{CUT}/retry"]
     assert argo.runs[CUT].answer(1)["status"]["phase"] == "Running"
