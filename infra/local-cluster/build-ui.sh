@@ -6,8 +6,8 @@
 # with the npm registry's packages of argo/ui/yarn.lock, installed frozen: Argo's ui/package.json with npm's
 # argo-ui 1.0.0 in place of a git commit on GitHub, which cannot be reached, and argo/ui/webpack.local.js
 # (the two changes that package needs). Kept in CACHE under a name made from VERSION, argo/ui/ and UI_RECIPE
-# (lib.sh), so it is built once; node_modules goes after the build, the package caches (npm's and yarn's)
-# stay in CACHE.
+# (lib.sh), so it is built once. The build's folder (node_modules, 600 MB) and the package caches (npm's and
+# yarn's, 1 GB) stay in CACHE; the next build of the UI removes the folder first.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -43,8 +43,6 @@ main() {
     NODE_ENV=production VERSION="${version}" node_modules/.bin/webpack --mode production \
         --config webpack.local.js >&2
     mv dist/app "${app}"
-    cd "${CACHE}"
-    rm -rf "${work}"
     log "built the Argo UI in $((SECONDS - started)) s into ${app}"
     printf '%s\n' "${app}"
 }
