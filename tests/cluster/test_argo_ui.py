@@ -16,6 +16,7 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import pytest
 import requests
@@ -53,6 +54,7 @@ SCREENSHOTS = os.environ.get("ARGO_UI_SCREENSHOTS")
 PLACEHOLDER_TITLE = "Argo Server: the Argo UI did not build"
 # What the split step says of a file that is not an .npz (steps/lib/npz.py), its error line.
 BAD_INPUT_LINE = "not a readable .npz file"
+PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def submitted(cluster: Cluster, *args: str) -> str:
@@ -98,6 +100,7 @@ def screenshot(page: Any, name: str) -> None:
         return
     picture = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
     target = Path(SCREENSHOTS) / f"argo-ui-{name}.png"
+    target.parent.mkdir(parents=True, exist_ok=True)
     picture.quantize(256).save(target, optimize=True)
 
 
@@ -108,31 +111,27 @@ def open_run(page: Any, cluster: Cluster, name: str) -> None:
 
 def graph_labels(page: Any) -> set[str]:
     """The display name of every node the graph draws (each node's title: `ID (DISPLAY NAME)`)."""
-    titles = page.locator(".graph svg g > title").all_inner_texts()
+    titles = page.locator(".graph svg g > title").all_text_contents()
     return {title.split(" (", 1)[1].removesuffix(")") for title in titles if " (" in title}
 
 
 def select_node(page: Any, display_name: str) -> None:
-    """Click the graph's node of DISPLAY_NAME; its panel opens."""
-    title = f"({display_name})"
-    page.locator(
-        f"xpath=//*[name()='title'][contains(., '{title}')]/../*[name()='g']"
-    ).first.click()
-    page.locator(".workflow-node-info").wait_for()
+    """Click the graph's node of DISPLAY_NAME (a task's, or an artifact's file name); its panel opens."""
+    title = page.locator(".graph svg g > title").filter(has_text=f"({display_name})")
+    title.locator("xpath=..").locator("g.node").first.click()
 
 
 def artifact_rows(page: Any) -> dict[str, str]:
-    """The node panel's output artifacts: name -> the link the UI downloads it by."""
-    page.get_by_text("INPUTS/OUTPUTS").click()
+    """The open node panel's output artifacts: name -> the link the UI downloads it by."""
+    page.locator(".workflow-node-info").get_by_text("INPUTS/OUTPUTS").click()
     rows = page.locator(".artifact-row")
     rows.first.wait_for()
-    found = {}
-    for index in range(rows.count()):
-        link = rows.nth(index).locator("a").first
-        found[rows.nth(index).locator(".artifact-name").inner_text().strip()] = link.get_attribute(
+    return {
+        row.locator(".artifact-name").inner_text().strip(): row.locator("a").first.get_attribute(
             "href"
         )
-    return found
+        for row in rows.all()
+    }
 
 
 def test_the_graph_shows_every_task_of_the_dag(page: Any, cluster: Cluster, small_run: str) -> None:
@@ -144,7 +143,7 @@ def test_the_graph_shows_every_task_of_the_dag(page: Any, cluster: Cluster, smal
 def test_a_trainers_logs_show_its_epoch_lines(page: Any, cluster: Cluster, small_run: str) -> None:
     open_run(page, cluster, small_run)
     select_node(page, "train-round-1(1:1)(0)")
-    page.get_by_role("button", name="LOGS").click()
+    page.locator(".workflow-node-info").get_by_role("button", name="LOGS").click()
     lines = page.locator(".workflow-logs-viewer")
     lines.get_by_text(re.compile(r"epoch 1/1")).first.wait_for()
     screenshot(page, "logs")
@@ -153,26 +152,27 @@ def test_a_trainers_logs_show_its_epoch_lines(page: Any, cluster: Cluster, small
 def test_evaluate_and_aggregate_list_their_pictures_and_the_server_returns_them(
     page: Any, cluster: Cluster, small_run: str
 ) -> None:
-    open_run(page, cluster, small_run)
     served = {}
-    for node, wanted in (("evaluate(0)", "confusion"), ("aggregate-round-1(0)", "history-plot")):
+    for node, picture in (("aggregate-round-1(0)", "history-plot"), ("evaluate(0)", "confusion")):
+        open_run(page, cluster, small_run)
         select_node(page, node)
         rows = artifact_rows(page)
-        assert wanted in rows, sorted(rows)
-        if node.startswith("evaluate"):
-            assert "metrics" in rows, sorted(rows)
-            screenshot(page, "artifacts")
+        assert picture in rows, sorted(rows)
         answer = requests.get(
-            requests.compat.urljoin(page.url, rows[wanted]),
+            urljoin(page.url, rows[picture]),
             headers={"Authorization": cluster.env["ARGO_TOKEN"]},
             verify=False,
             timeout=60,
         )
-        served[wanted] = (answer.status_code, answer.content[:8])
-    assert served == {
-        "confusion": (200, b"\x89PNG\r\n\x1a\n"),
-        "history-plot": (200, b"\x89PNG\r\n\x1a\n"),
-    }
+        served[picture] = (answer.status_code, answer.content[:8])
+    assert served == {"history-plot": (200, PNG), "confusion": (200, PNG)}
+    assert "metrics" in rows, sorted(rows)
+    # The graph draws each file artifact as a node of its own; its panel shows the picture.
+    open_run(page, cluster, small_run)
+    assert graph_labels(page) >= {"confusion.png", "metrics.json", "history.png"}
+    select_node(page, "confusion.png")
+    page.frame_locator("iframe").locator("img").wait_for()
+    screenshot(page, "artifacts")
 
 
 def test_the_templates_submit_form_describes_every_parameter(page: Any, cluster: Cluster) -> None:
