@@ -22,6 +22,7 @@ import pytest
 import requests
 import urllib3  # noqa: F401  (its warning is filtered by name)
 from PIL import Image
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.support.browser import chromium
 from tests.support.cluster import Cluster, tries
@@ -49,6 +50,7 @@ TASKS = {
 }
 SUBMITTED = re.compile(r"^submitted (\S+) to ", re.MULTILINE)
 TIMEOUT_MS = 60_000
+MODAL_WAIT_MS = 5_000
 DESKTOP = {"width": 1440, "height": 900}
 SCREENSHOTS = os.environ.get("ARGO_UI_SCREENSHOTS")
 PLACEHOLDER_TITLE = "Argo Server: the Argo UI did not build"
@@ -88,6 +90,13 @@ def page(browser: Any, cluster: Cluster) -> Iterator[Any]:
     opened.locator("textarea#token").fill(cluster.env["ARGO_TOKEN"])
     opened.locator(".login__token-section a", has_text="Login").click()
     opened.wait_for_url(re.compile(r"/workflows"))
+    # Argo's modals of a first visit (first-time user, new version), each closed as a user closes it; the
+    # page remembers it (localStorage).
+    while True:
+        try:
+            opened.locator(".modal-close").first.click(timeout=MODAL_WAIT_MS)
+        except PlaywrightTimeout:
+            break
     try:
         yield opened
     finally:
@@ -144,8 +153,9 @@ def test_a_trainers_logs_show_its_epoch_lines(page: Any, cluster: Cluster, small
     open_run(page, cluster, small_run)
     select_node(page, "train-round-1(1:1)(0)")
     page.locator(".workflow-node-info").get_by_role("button", name="LOGS").click()
-    lines = page.locator(".workflow-logs-viewer")
-    lines.get_by_text(re.compile(r"epoch 1/1")).first.wait_for()
+    page.locator(".workflow-logs-viewer").filter(
+        has_text=re.compile(r"epoch\s1/1:\saccuracy")
+    ).wait_for()
     screenshot(page, "logs")
 
 
@@ -171,6 +181,7 @@ def test_evaluate_and_aggregate_list_their_pictures_and_the_server_returns_them(
     open_run(page, cluster, small_run)
     assert graph_labels(page) >= {"confusion.png", "metrics.json", "history.png"}
     select_node(page, "confusion.png")
+    page.get_by_text("Continue", exact=True).click()  # the panel's note for a first visit
     page.frame_locator("iframe").locator("img").wait_for()
     screenshot(page, "artifacts")
 
@@ -185,10 +196,18 @@ def test_the_templates_submit_form_describes_every_parameter(page: Any, cluster:
     )
     page.get_by_role("button", name="SUBMIT").first.click()
     form = page.locator(".sliding-panel")
-    for parameter in [*parameters, parameters[0]]:  # the first again, for the picture
-        label = form.locator("label", has_text=re.compile(f"^{re.escape(parameter['name'])}$"))
-        label.first.locator("xpath=following-sibling::*[1]").hover()
-        page.get_by_text(parameter["description"]).first.wait_for()
+    form.locator("label", has_text=parameters[-1]["name"]).first.wait_for()
+    labels = form.locator("label").all_text_contents()
+    assert [parameter["name"] for parameter in parameters] == [
+        label for label in labels if label in {parameter["name"] for parameter in parameters}
+    ], labels
+    # Each described parameter has its ? beside its name; pointing at one shows its description.
+    described = [parameter for parameter in parameters if parameter.get("description")]
+    assert form.locator(".fa-question-circle").count() == len(described)
+    first = parameters[0]
+    label = form.locator("label", has_text=re.compile(f"^{re.escape(first['name'])}$")).first
+    label.locator("xpath=following-sibling::*[1]").hover()
+    page.get_by_text(first["description"]).first.wait_for()
     screenshot(page, "submit")
 
 
