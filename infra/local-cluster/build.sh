@@ -5,7 +5,7 @@
 # name made from every go.mod and go.sum (lib.sh, build_key), so it is redone only when one of them changes.
 #   kubernetes/    kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubeadm,
 #                  kubectl (of the same minor version as the cluster), etcd
-#   argo/          workflow-controller, argoexec, argo (the CLI and the Argo Server)
+#   argo/          workflow-controller, argoexec, argo (the CLI and the Argo Server, with the Argo UI: argo/ui/)
 #   gcs-emulator/  fake-gcs-server
 # Settings: LOCAL_CLUSTER_CACHE (default ~/.cache/mnist-argo/local-cluster).
 set -euo pipefail
@@ -37,15 +37,33 @@ build_kubernetes() {
         go.etcd.io/etcd/server/v3)
 }
 
+argo_version() { pinned "${here}/argo" github.com/argoproj/argo-workflows/v4; }
+
+# The Argo module's folder in Go's module cache, once checked against go.sum.
+argo_module() {
+    (cd "${here}/argo" && go mod download && go mod verify >/dev/null &&
+        go list -m -f '{{.Dir}}' github.com/argoproj/argo-workflows/v4)
+}
+
 # The module as published does not build everything: the Argo Server embeds the UI's files from ui/dist/app
 # (ui/embed.go), which the module does not carry, and a symbolic link of the repository is missing (below).
-# The module cache is read-only, so the build uses a copy of the module (checked against go.sum first) with a
-# page in place of the UI and the link put back, through a go.mod of its own that replaces the module with it.
+# The module cache is read-only, so the build uses a copy of the module (checked against go.sum first) with
+# the UI build-ui.sh builds (or, if that fails, a page saying so) and the link put back, through a go.mod of
+# its own that replaces the module with it.
 build_argo() {
-    local out="$1" version module_dir source modfile ldflags
-    version="$(pinned "${here}/argo" github.com/argoproj/argo-workflows/v4)"
-    (cd "${here}/argo" && go mod download && go mod verify >/dev/null)
-    module_dir="$(cd "${here}/argo" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-workflows/v4)"
+    local out="$1" ui="$2" version module_dir source modfile ldflags app=""
+    version="$(argo_version)"
+    module_dir="$(argo_module)"
+    if wait "${ui}"; then
+        cat "${out}/ui.log" >&2
+        app="$(cat "${out}/ui")"
+    else
+        cat "${out}/ui.log" >&2
+        printf '\n!!! error: the Argo UI did not build (above); the Argo Server serves a page saying so.\n' >&2
+        printf '!!! The next build tries again.\n\n' >&2
+        touch "${out}/.without-ui"
+    fi
+    rm "${out}/ui" "${out}/ui.log"
     # Always the same folder for a version, so that Go's build cache finds what it compiled before.
     source="${CACHE}/src/argo-workflows-${version}"
     rm -rf "${source}"
@@ -55,8 +73,13 @@ build_argo() {
     # Module zips carry no symbolic links (golang.org/x/mod/zip), and Argo's repository shares the executor's
     # process-group code between Linux and macOS through one: without it argoexec does not build for Linux.
     ln -s signal_darwin.go "${source}/workflow/executor/osspecific/signal_linux.go"
-    mkdir -p "${source}/ui/dist/app"
-    cp "${here}/argo/ui-placeholder.html" "${source}/ui/dist/app/index.html"
+    mkdir -p "${source}/ui/dist"
+    if [[ -n "${app}" ]]; then
+        cp -R "${app}" "${source}/ui/dist/app"
+    else
+        mkdir "${source}/ui/dist/app"
+        cp "${here}/argo/ui-placeholder.html" "${source}/ui/dist/app/index.html"
+    fi
     modfile="${out}/argo-build.mod"
     cp "${here}/argo/go.mod" "${modfile}"
     cp "${here}/argo/go.sum" "${modfile%.mod}.sum"
@@ -84,7 +107,7 @@ main() {
     require_commands go
     key="$(build_key)"
     bin="${CACHE}/bin-${key}"
-    if [[ -f "${bin}/.complete" ]]; then
+    if [[ -f "${bin}/.complete" && ! -f "${bin}/.without-ui" ]]; then
         printf '%s\n' "${bin}"
         return
     fi
@@ -93,10 +116,21 @@ main() {
     rm -rf "${partial}"
     mkdir -p "${partial}"
     started=${SECONDS}
+    # The Argo UI (build-ui.sh) builds beside Kubernetes: much of its time is spent waiting on npm's registry,
+    # Go's on the CPU. Its output is shown once build_argo has waited for it. A process group of its own
+    # (set -m), stopped by its ID if this script ends first, however it ends.
+    set -m
+    bash "${here}/build-ui.sh" "$(argo_version)" "$(argo_module)" >"${partial}/ui" 2>"${partial}/ui.log" &
+    UI_BUILD=$!
+    set +m
+    trap 'kill -- "-${UI_BUILD}" 2>/dev/null || true' EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
     build_kubernetes "${partial}" >&2
-    build_argo "${partial}" >&2
+    build_argo "${partial}" "${UI_BUILD}" >&2
     build_gcs_emulator "${partial}" >&2
     touch "${partial}/.complete"
+    rm -rf "${bin}" # a build without the UI, tried again
     mv "${partial}" "${bin}"
     # Builds of other go.mod files, and any build cut short, are of no further use.
     find "${CACHE}" -mindepth 1 -maxdepth 1 -name 'bin-*' ! -path "${bin}" -exec rm -rf {} +

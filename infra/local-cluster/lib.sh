@@ -46,12 +46,14 @@ BUCKET=mnist-local
 NAMESPACE=mnist
 
 # How the programs are built: raise it when build.sh changes what it builds or how.
-BUILD_RECIPE=1
-# A name for one build of the programs: a hash of the modules that decide it and of the recipe's number,
-# so that a change of build.sh's comments or messages builds nothing again.
+BUILD_RECIPE=2
+# The same for the Argo UI (build-ui.sh): raise it when that script changes what it builds or how.
+UI_RECIPE=1
+# A name for one build of the programs: a hash of the modules that decide it (the Argo UI's too: the Argo
+# Server embeds it) and of the recipes' numbers, so that a change of the scripts' comments builds nothing.
 build_key() {
-    (cd "${LOCAL_CLUSTER_DIR}" && { echo "${BUILD_RECIPE}"; cat ./*/go.mod ./*/go.sum argo/ui-placeholder.html; } |
-        sha256sum | cut -c1-16)
+    (cd "${LOCAL_CLUSTER_DIR}" && { echo "${BUILD_RECIPE} ${UI_RECIPE}"; cat ./*/go.mod ./*/go.sum \
+        argo/ui-placeholder.html argo/ui/*; } | sha256sum | cut -c1-16)
 }
 
 # The Argo release the argo/ module pins, and the project's version (pyproject.toml), for the images' tags.

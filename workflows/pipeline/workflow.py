@@ -340,13 +340,24 @@ def empty_workflow(settings: PipelineSettings) -> Workflow:
         f"{resources.APP_LABEL}/{name}": m.LabelValueFrom(expression=label_expression(name))
         for name in ("workers", "epochs", "batch")
     }
+    # The Argo UI shows it under the run's name in the workflows list (ui/src/shared/annotations.ts).
+    annotations = {
+        "workflows.argoproj.io/description": (
+            f"MNIST, {settings.rounds} round{'s' * (settings.rounds != 1)} of federated averaging: "
+            "each round's training curves on "
+            "`aggregate-round-N`, the confusion matrix on `evaluate` (Inputs/Outputs)"
+        )
+    }
     return Workflow(
         generate_name=resources.RUN_PREFIX,
         entrypoint="pipeline",
         arguments=workflow_parameters(settings),
         labels=labels,
+        annotations=annotations,
         # workflowMetadata labels every run, also those started from the WorkflowTemplate
-        workflow_metadata=m.WorkflowMetadata(labels=labels, labels_from=knobs),
+        workflow_metadata=m.WorkflowMetadata(
+            labels=labels, labels_from=knobs, annotations=annotations
+        ),
         pod_metadata=m.Metadata(labels={"app.kubernetes.io/name": resources.APP_LABEL}),
         **resources.workflow_pod_fields(),
         active_deadline_seconds=resources.RUN_DEADLINE_SECONDS,
