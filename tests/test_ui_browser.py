@@ -340,7 +340,9 @@ def test_the_served_model_is_compared_with_another_run(
         assert shown(page, OLD) == "96.12%"
         for run in (FIRST_RUN, OLD):
             page.get_by_text(f"Confusion matrix of {run}").wait_for()
-        assert page.locator('[data-testid="stDataFrame"]').count() == 1  # the settings that differ
+        table = page.locator('[data-testid="stDataFrame"]')  # the settings that differ
+        table.first.wait_for()  # the grid's code loads when a page first shows one
+        assert table.count() == 1
         page.close()
 
 
