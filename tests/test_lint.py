@@ -22,8 +22,8 @@ from tests.reference import required
 from tests.support.argo_schema import WORKFLOW_SCHEMA
 from tests.support.manifests import BROKEN_LIB, ECHO, LIB, dag, manifest, only, template
 from tests.support.project import run_python
-from workflows.common import tags
 from workflows.lint import schema
+from workflows.lint.argo_common import tags
 from workflows.lint.entry_point import check, main
 from workflows.lint.schema import DAG_TASKS_MAX
 from workflows.pipeline.settings import MAX_ROUNDS, PipelineSettings, dag_tasks

@@ -251,7 +251,7 @@ def run_locally(workflow: dict, settings: PipelineSettings, args: argparse.Names
     engine = local_engine(args.engine)
     check_local_inputs(settings, args, engine)
     store, logs = open_store(settings.store), logs_folder(args)
-    runner = LocalRunner(store, logs, args.parallelism, engine=engine, lint=args.lint)
+    runner = LocalRunner(store, logs, args.parallelism, engine=engine)
     started = time.monotonic()
     result = runner.run(workflow)
     elapsed = time.monotonic() - started

@@ -1,6 +1,6 @@
 """A DAG template as Argo v4.1.2's validation checks it (workflow/validate/validate.go:validateDAG): its
 tasks sorted by their dependencies (util/sorting), each task's `depends` read by the rules of
-workflow/common/ancestry.go (workflows/common/depends.py), and what each task may refer to: the outputs of
+workflow/common/ancestry.go (workflows/lint/argo_common/depends.py), and what each task may refer to: the outputs of
 its ancestors, its loop's `item`, the arguments it passes.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from workflows.common import depends, tags
+from workflows.lint.argo_common import depends, tags
 from workflows.lint.fields import (
     Invalid,
     any_string,
@@ -32,7 +32,7 @@ from workflows.lint.templates import (
 
 
 class DagGraph:
-    """A DAG's tasks and what each depends on, read as validation reads them (workflows/common/depends.py,
+    """A DAG's tasks and what each depends on, read as validation reads them (workflows/lint/argo_common/depends.py,
     after workflow/common/ancestry.go)."""
 
     def __init__(self, tasks: list[Mapping[str, Any]]) -> None:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from workflows.common import tags
+from workflows.lint.argo_common import tags
 
 
 class Invalid(Exception):

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from workflows.common.tags import go_quote
+from workflows.lint.argo_common.tags import go_quote
 
 SUBDOMAIN_MAX = 253  # DNS1123SubdomainMaxLength
 NAME_PART_MAX = 63  # qualifiedNameMaxLength, LabelValueMaxLength

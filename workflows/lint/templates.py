@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workflows.common import tags
-from workflows.common.numbers import atoi
+from workflows.lint.argo_common import tags
+from workflows.lint.argo_common.numbers import atoi
 from workflows.lint.fields import (
     Invalid,
     as_list,

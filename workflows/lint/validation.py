@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from workflows.common import tags
-from workflows.common.numbers import atoi
-from workflows.common.retry_strategy import RETRY_VARIABLES, policy_error
+from workflows.lint.argo_common import tags
+from workflows.lint.argo_common.numbers import atoi
+from workflows.lint.argo_common.retry_strategy import RETRY_VARIABLES, policy_error
 from workflows.lint.dag import DagRules
 from workflows.lint.fields import (
     Invalid,

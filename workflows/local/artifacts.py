@@ -1,19 +1,14 @@
-"""Key-only GCS artifacts moved between the store and a step's folder as Argo v4.1.2's executor moves them.
+"""Key-only GCS artifacts moved between the store and a try's folder as Argo v4.1.4's executor moves them.
 
-Loading (executor/executor.go:loadArtifact, artifacts/gcs/gcs.go:downloadObjects): a key names one object, or
-is a plain string prefix of many (listed without a delimiter, so `models` also matches `models-old/x`, which
-lands at `<path>/-old/x`); each object lands at the artifact path joined with what follows the key. Folders are created with mode 0700 and
-files with 0644 by the executor's user (root); only an artifact's `mode` (with `recurseMode`) changes that. A
-missing key fails the step as an Error unless the artifact is `optional`.
-Saving (executor.go:SaveArtifacts, gcs.go:uploadObjects): a file goes to its key, a folder's files under
-`key/`; the wait container saves outputs whatever the main container's exit code.
-"""
+Loading (workflow/executor/executor.go:loadArtifact, workflow/artifacts/gcs/gcs.go:downloadObjects): a key names
+one object, or is a plain string prefix of many; each lands at the artifact path joined with what follows the
+key, in folders of mode 0700 (files 0644) unless the artifact sets `mode`. A missing key fails the try as an
+Error unless the artifact is `optional`. Saving (executor.go:SaveArtifacts): a file goes to its key, a folder's
+files under `key/`, whatever the step's exit code."""
 
 from __future__ import annotations
 
-import gzip
 import os
-import tarfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -58,11 +53,6 @@ def load_input(store: ArtifactStore, artifact: Mapping[str, Any], target: Path) 
         _make_dirs(local.parent, target)
         store.download_file(name, local)
         local.chmod(FILE_MODE)
-    if target.is_file() and "none" not in artifact.get("archive", {}) and _is_tarball(target):
-        raise StepError(
-            f"input artifact {artifact['name']!r} is a tarball; the local runner does not unpack "
-            "archives (set archive: none on the artifact that produced it)"
-        )
     if artifact.get("mode") is not None:
         _chmod(target, int(artifact["mode"]), bool(artifact.get("recurseMode")))
     return True
@@ -98,12 +88,3 @@ def _chmod(path: Path, mode: int, recurse: bool) -> None:
     if recurse and path.is_dir():
         for child in path.rglob("*"):
             child.chmod(mode)
-
-
-def _is_tarball(path: Path) -> bool:
-    """executor.go:isTarball: a gzip stream whose first entry reads as tar."""
-    try:
-        with gzip.open(path) as stream, tarfile.open(fileobj=stream, mode="r|") as archive:
-            return archive.next() is not None
-    except (OSError, EOFError, tarfile.TarError):
-        return False

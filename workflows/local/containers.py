@@ -1,21 +1,10 @@
-"""Runs each attempt in a container of the steps' image (podman or docker), the way an Argo pod runs it.
-
-What the cluster does, and what this engine does for it:
-- the main container runs the image's command line as the image's user (uid 10001, no --user override), with
-  a read-only root filesystem and a tmpfs at /tmp, and no network unless the step needs one;
-- input artifacts are volume mounts at their paths (`workflow/executor/executor.go:loadArtifact` downloads
-  them into the `input-artifacts` volume, created by root with mode 0700 for a folder unless the artifact sets
-  `mode`). The runner has placed them under `host_dir` with those modes; each is bind-mounted at its path, so a
-  step that cannot read a root-owned 0700 folder fails here as it fails on the cluster;
-- emptyDir volumes (`scratch`) are empty folders with mode 0777, bind-mounted;
-- the wait container, as root, reads the outputs whatever the exit code: outputs on a mount are already in
-  `host_dir`; any other output is copied out of the stopped container (`podman cp`) before it is removed;
-- `/var/run/argo` is a shared volume holding the progress file (`common.ArgoProgressPath`): the progress
-  file's folder is mounted there and ARGO_PROGRESS_FILE names the file in it;
-- `resources.limits` become --memory/--cpus (swap off, as on a node);
-- paths of this machine the step names (a folder store, a data file) are bind-mounted at the same path; a
-  writable one gets an ACL entry letting the image's user write there (a bucket has no owners; a folder has).
-"""
+"""Runs each try in a container of the steps' image (podman or docker), as an Argo pod runs it: as the image's
+user on a read-only root with a tmpfs at /tmp, no network unless the step needs one, `resources.limits` as
+--memory/--cpus (no swap), input artifacts and emptyDir volumes bind-mounted at their paths (a root-owned 0700
+input folder is unreadable to the step here as on the cluster, workflow/executor/executor.go:loadArtifact),
+the progress file in Argo's /var/run/argo, outputs on no mount copied out of the stopped container (the wait
+container reads them whatever the exit code), and paths of this machine the step names mounted at the same
+path, a writable one with an ACL entry for the image's user."""
 
 from __future__ import annotations
 
@@ -39,27 +28,15 @@ from workflows.local.engines import (
 )
 
 ARGO_RUN_DIR = PurePosixPath("/var/run/argo")  # Argo's shared volume (common.VarRunArgoPath)
-PASSED_THROUGH = (
-    "STORAGE_EMULATOR_HOST",
-    "GOOGLE_CLOUD_PROJECT",
-)  # the store's emulator, when one is used
+PASSED_THROUGH = ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT")  # a store's emulator, when used
 LABEL = "mnist-argo.engine=local-runner"
 STOP_GRACE_SECONDS = 5
 EMPTY_DIR_MODE = 0o777  # how the kubelet creates an emptyDir
 ENGINE_TIMEOUT_SECONDS = 120  # for create, cp, stop, rm: never the step itself
 SIGTERM_EXIT_CODE = 143  # what a stopped container exits with (128 + SIGTERM)
 
-MEMORY_UNITS = {
-    "": 1,
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-}
+MEMORY_UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+MEMORY_UNITS |= {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 
 
 def memory_bytes(quantity: str) -> int:
@@ -284,15 +261,8 @@ class ContainerEngine:
 
     def _exit_code(self, container: str, attached: int) -> int:
         """The container's own exit code; an engine failure (it never ran) raises EngineError."""
-        inspected = self._engine(
-            [
-                self.program,
-                "inspect",
-                "--format",
-                "{{.State.ExitCode}} {{.State.StartedAt}}",
-                container,
-            ]
-        )
+        state = "{{.State.ExitCode}} {{.State.StartedAt}}"
+        inspected = self._engine([self.program, "inspect", "--format", state, container])
         fields = inspected.stdout.split()
         if inspected.returncode != 0 or not fields:
             raise EngineError(f"{self.name} lost the container {container} (exit {attached})")

@@ -21,10 +21,9 @@ from steps.lib.defaults import STORE as DEFAULT_STORE
 from steps.lib.published import MAX_SETTING_TEXT
 from steps.lib.serving import GATED, POLICIES
 from steps.lib.shards import PARTITIONS
-from workflows.common.durations import DurationError, parse_duration
-from workflows.common.tags import END as TAG_END
-from workflows.common.tags import START as TAG_START
 from workflows.lint.schema import DAG_TASKS_MAX
+from workflows.local.retries import DurationError, parse_duration
+from workflows.local.spec import TAG_END, TAG_START
 
 SETTING = "setting"
 # The pipeline's DAG: split, init, evaluate and publish, and a train and an aggregate task per round.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from workflows.common.numbers import atoi
+from workflows.lint.argo_common.numbers import atoi
 
 UNITS = {
     "ns": 1e-9,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workflows.common.tokens import KEYWORDS, scan
+from workflows.lint.argo_common.tokens import KEYWORDS, scan
 
 RESULTS = ("Succeeded", "Failed", "Errored", "Skipped", "Omitted", "Daemoned")
 GROUP_RESULTS = ("AnySucceeded", "AllFailed")

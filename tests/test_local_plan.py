@@ -1,0 +1,161 @@
+"""workflows/local/plan.py: `depends` as the pipeline writes it, read and evaluated as Argo v4.1.4's
+controller does (workflow/common/ancestry.go, workflow/controller/dag.go), a fan-out's group result, and the
+DAG's phase (assessDAGPhase), on the pipeline's own DAG and on small ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workflows.errors import UnsupportedFeature, WorkflowError
+from workflows.local.plan import Node, dag_phase, holds, parse, read_dag, task_phase, verdict
+from workflows.local.spec import templates_by_name
+from workflows.pipeline.settings import PipelineSettings
+from workflows.pipeline.workflow import compile_workflow
+
+PHASES = ("Succeeded", "Failed", "Error", "Skipped", "Omitted")
+
+
+def nodes(**phases: str | tuple[str, ...]) -> dict[str, list[Node]]:
+    """Each task's nodes in the given phase (a tuple: a fan-out's children)."""
+    made = {}
+    for task, phase in phases.items():
+        children = phase if isinstance(phase, tuple) else (phase,)
+        made[task] = [
+            Node(f"{task}({i})", task, "t", {}, Path("log"), phase=child)
+            for i, child in enumerate(children)
+        ]
+    return made
+
+
+def pipeline_dag(rounds: int = 1):
+    workflow = compile_workflow(PipelineSettings(rounds=rounds, store="gs://bucket"))
+    return read_dag(templates_by_name(workflow)["pipeline"])
+
+
+@pytest.mark.parametrize(
+    ("text", "tree"),
+    [
+        ("split && init", ("and", ("term", "split", None), ("term", "init", None))),
+        (
+            "(train-round-1.Succeeded || train-round-1.Failed || train-round-1.Errored)",
+            ("or", *(("term", "train-round-1", r) for r in ("Succeeded", "Failed", "Errored"))),
+        ),
+        (
+            "a || b && c",
+            ("or", ("term", "a", None), ("and", ("term", "b", None), ("term", "c", None))),
+        ),
+        ("", None),
+    ],
+)
+def test_depends_reads_as_argo_reads_it(text: str, tree: tuple | None) -> None:
+    assert parse(text) == tree
+
+
+@pytest.mark.parametrize(
+    "text", ["a &&", "a.Finished", "(a || b", "a b", "&& a", "!a", "a.AnySucceeded"]
+)
+def test_what_the_pipeline_never_writes_is_refused(text: str) -> None:
+    with pytest.raises(UnsupportedFeature, match="depends"):
+        parse(text)
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_a_bare_name_means_succeeded_or_skipped(phase: str) -> None:
+    """ancestry.go:expandDependency: `a` is (a.Succeeded || a.Skipped || a.Daemoned)."""
+    assert holds(parse("a"), {"a": phase}) == (phase in ("Succeeded", "Skipped"))
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_each_result_is_true_for_its_phase_only(phase: str) -> None:
+    for result, meant in (("Succeeded", "Succeeded"), ("Failed", "Failed"), ("Errored", "Error")):
+        assert holds(parse(f"a.{result}"), {"a": phase}) == (phase == meant)
+
+
+@pytest.mark.parametrize(
+    ("children", "phase"),
+    [
+        (("Succeeded", "Succeeded"), "Succeeded"),
+        (("Failed", "Succeeded"), "Failed"),
+        (("Error", "Failed", "Succeeded"), "Failed"),
+        (("Failed", "Error"), "Error"),
+        (("Succeeded", "Running"), None),
+    ],
+)
+def test_a_fan_outs_phase_is_its_last_failed_or_errored_child(children: tuple, phase: str) -> None:
+    """dag.go:executeDAGTask: the group is Failed or Error as the last child that was."""
+    assert task_phase(nodes(t=children)["t"], fan_out=True) == phase
+
+
+def test_the_fan_in_runs_whatever_way_the_trainers_ended_and_not_when_they_never_ran() -> None:
+    dag = pipeline_dag()
+    done = nodes(split="Succeeded", init="Succeeded")
+    assert verdict(dag, "train-round-1", done) is True
+    assert verdict(dag, "aggregate-round-1", done) is None  # not fulfilled yet
+    for children in (("Succeeded", "Error"), ("Failed", "Failed"), ("Error",)):
+        assert (
+            verdict(dag, "aggregate-round-1", done | nodes(**{"train-round-1": children})) is True
+        )
+    never = nodes(split="Failed", init="Succeeded", **{"train-round-1": "Omitted"})
+    assert verdict(dag, "train-round-1", never) is False
+    assert verdict(dag, "aggregate-round-1", never) is False
+
+
+def test_the_pipeline_succeeds_when_aggregate_goes_ahead_without_a_shard() -> None:
+    dag = pipeline_dag()
+    assert dag.targets == ("publish",)
+    ran = nodes(split="Succeeded", init="Succeeded", **{"train-round-1": ("Succeeded", "Error")})
+    assert dag_phase(dag, ran) == "Running"
+    ran |= nodes(**{"aggregate-round-1": "Succeeded"}, evaluate="Succeeded", publish="Succeeded")
+    assert dag_phase(dag, ran) == "Succeeded"
+
+
+def test_an_omitted_target_inherits_the_failure_above_it() -> None:
+    dag = pipeline_dag()
+    ran = nodes(split="Succeeded", init="Succeeded", **{"train-round-1": ("Succeeded",)})
+    ran |= nodes(**{"aggregate-round-1": "Succeeded"}, evaluate="Error", publish="Omitted")
+    assert dag_phase(dag, ran) == "Error"
+    failed_split = nodes(split="Failed", init="Succeeded")
+    failed_split |= nodes(**{"train-round-1": "Omitted", "aggregate-round-1": "Omitted"})
+    failed_split |= nodes(evaluate="Omitted", publish="Omitted")
+    assert dag_phase(dag, failed_split) == "Failed"
+
+
+DIAMOND = {
+    "name": "main",
+    "dag": {
+        "tasks": [
+            {"name": "a", "template": "t"},
+            {"name": "b", "template": "t", "depends": "a"},
+            {"name": "c", "template": "t", "depends": "a.Failed"},
+        ]
+    },
+}
+
+
+def test_a_failure_the_dag_handles_does_not_fail_it_unless_a_target_inherits_it() -> None:
+    dag = read_dag(DIAMOND)
+    assert dag.targets == ("b", "c")
+    assert dag_phase(dag, nodes(a="Failed", b="Omitted", c="Succeeded")) == "Failed"  # b under a
+    assert dag_phase(dag, nodes(a="Succeeded", b="Succeeded", c="Omitted")) == "Succeeded"
+    assert dag_phase(dag, nodes(a="Succeeded")) == "Running"
+
+
+@pytest.mark.parametrize(
+    ("tasks", "fault"),
+    [
+        (
+            [
+                {"name": "a", "template": "t", "depends": "b"},
+                {"name": "b", "template": "t", "depends": "a"},
+            ],
+            "cycle",
+        ),
+        ([{"name": "a", "template": "t", "depends": "missing"}], "unknown tasks: missing"),
+        ([{"name": "a", "template": "t"}, {"name": "a", "template": "t"}], "used twice"),
+    ],
+)
+def test_a_graph_that_cannot_run_is_refused(tasks: list, fault: str) -> None:
+    with pytest.raises(WorkflowError, match=fault):
+        read_dag({"name": "main", "dag": {"tasks": tasks}})

@@ -1,0 +1,88 @@
+"""What a local run leaves: its result (phase, nodes, the failure that decided it) and `summary.json` beside
+the tasks' logs, the run as data for tools and for taking the run up again (resume.py)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from workflows.local.plan import Node
+
+SUMMARY_FILE = "summary.json"
+LOG_TAIL_LINES = 15
+
+
+@dataclass
+class RunResult:
+    name: str
+    phase: str
+    nodes: list[Node]
+    message: str = ""
+    summary: Path | None = None
+
+    @property
+    def tolerated_failures(self) -> list[Node]:
+        """Nodes that failed in a run that still succeeded (or every failed node of a failed run)."""
+        return [node for node in self.nodes if node.phase in ("Failed", "Error")]
+
+    def output(self, task: str, parameter: str) -> str | None:
+        for node in self.nodes:
+            if node.task == task and parameter in node.outputs:
+                return node.outputs[parameter]
+        return None
+
+
+def failure_message(nodes: list[Node]) -> str:
+    """The failure that decided the run (the last to end), with its log's tail."""
+    failed = [node for node in nodes if node.phase in ("Failed", "Error")]
+    if not failed:
+        return "the run did not succeed"
+    node = max(failed, key=lambda n: n.finished or 0)
+    log = node.log.read_text(errors="replace").splitlines() if node.log.exists() else []
+    return "\n".join(
+        [f"{node.name} failed: {node.message}"] + [f"  | {line}" for line in log[-LOG_TAIL_LINES:]]
+    )
+
+
+def write_summary(result: RunResult, folder: Path, engine: str, started: float, now: float) -> Path:
+    """Every node with its phase, tries, timings (seconds from the run's start) and outputs."""
+
+    def since(moment: float | None) -> float | None:
+        return None if moment is None else moment - started
+
+    nodes = [
+        {
+            "name": node.name,
+            "task": node.task,
+            "template": node.template,
+            "arguments": node.arguments,
+            "phase": node.phase,
+            "message": node.message,
+            "started": since(node.started),
+            "finished": since(node.finished),
+            "tries": [
+                asdict(t) | {"started": since(t.started), "finished": since(t.finished)}
+                for t in node.tries
+            ],
+            "attempts": node.attempts,
+            "outputs": node.outputs,
+            "progress": node.progress,
+            "log": str(node.log),
+        }
+        for node in result.nodes
+    ]
+    summary = {
+        "name": result.name,
+        "phase": result.phase,
+        "message": result.message,
+        "engine": engine,
+        "seconds": now - started,
+        "nodes": nodes,
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / SUMMARY_FILE
+    temporary = path.with_name(f".{SUMMARY_FILE}.tmp")
+    temporary.write_text(json.dumps(summary, indent=2))
+    temporary.replace(path)
+    return path
