@@ -60,9 +60,8 @@ def node(result, name: str):
     return next(n for n in result.nodes if n.name == name)
 
 
-LIST_ITEMS = (
-    "import json, pathlib, sys; pathlib.Path('ids.json').write_text(json.dumps(sys.argv[1:]))"
-)
+# as split writes its shard ids: a JSON list of numbers
+LIST_ITEMS = "import json, pathlib, sys; pathlib.Path('ids.json').write_text(json.dumps([int(a) for a in sys.argv[1:]]))"
 
 
 def fan_out(items: list[str], train_code: str, fan_in: str, **train: Any) -> dict:

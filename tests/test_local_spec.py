@@ -78,7 +78,7 @@ def altered(where: str, field: str, value: object) -> dict:
             "does not support continueOn (template 'pipeline', task 'split')",
         ),
         ("task", "withItems", ["0"], "does not support withItems"),
-        ("task", "depends", "init.AnySucceeded", "unknown task result 'AnySucceeded'"),
+        ("task", "depends", "init.AnySucceeded", "cannot read 'init.AnySucceeded'"),
         ("artifact", "archive", {"tar": {}}, "unarchived gcs artifacts (archive: none) only"),
         ("gcs", "bucket", "other", "a bucket belongs to the store"),
     ],

@@ -15,6 +15,7 @@ from typing import Any
 
 from steps.lib.errors import ArtifactNotFound, StepError
 from steps.lib.storage import ArtifactStore
+from workflows.local.engines import Invocation
 
 DIRECTORY_MODE = 0o700  # os.MkdirAll(objectDir, 0o700) in gcs.go:downloadObject
 FILE_MODE = 0o644  # os.Create (0666) under the executor's umask 022
@@ -88,3 +89,39 @@ def _chmod(path: Path, mode: int, recurse: bool) -> None:
     if recurse and path.is_dir():
         for child in path.rglob("*"):
             child.chmod(mode)
+
+
+def load_inputs(store: ArtifactStore, inputs: list[dict], invocation: Invocation) -> None:
+    for artifact in inputs:
+        load_input(store, artifact, invocation.host_path(artifact["path"]))
+
+
+def save_outputs(store: ArtifactStore, outputs: Mapping[str, Any], invocation: Invocation) -> str:
+    """Save every output artifact that exists, whatever the exit code; '' or what went wrong."""
+    problems = []
+    for artifact in outputs.get("artifacts", []):
+        try:
+            if not save_output(store, artifact, invocation.host_path(artifact["path"])):
+                problems.append(
+                    f"output artifact {artifact['name']!r} was not written at {artifact['path']}"
+                )
+        except (OSError, StepError) as error:
+            problems.append(f"output artifact {artifact['name']!r}: {error}")
+    return "; ".join(problems)
+
+
+def output_parameters(
+    outputs: Mapping[str, Any], invocation: Invocation, problems: str
+) -> dict[str, str]:
+    """Each output parameter's file, once the artifacts were saved (ValueError: what went wrong)."""
+    if problems:
+        raise ValueError(problems)
+    values = {}
+    for parameter in outputs.get("parameters", []):
+        path = invocation.host_path(parameter["valueFrom"]["path"])
+        if not path.is_file():
+            raise ValueError(
+                f"output parameter {parameter['name']!r}: {parameter['valueFrom']['path']} not found"
+            )
+        values[parameter["name"]] = path.read_text().strip()
+    return values

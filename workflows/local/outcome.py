@@ -4,8 +4,10 @@ the tasks' logs, the run as data for tools and for taking the run up again (resu
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from workflows.local.plan import Node
 
@@ -45,44 +47,21 @@ def failure_message(nodes: list[Node]) -> str:
     )
 
 
-def write_summary(result: RunResult, folder: Path, engine: str, started: float, now: float) -> Path:
+def write_summary(result: RunResult, folder: Path, engine: str, started: float) -> Path:
     """Every node with its phase, tries, timings (seconds from the run's start) and outputs."""
 
-    def since(moment: float | None) -> float | None:
-        return None if moment is None else moment - started
+    def timed(item: dict) -> dict:
+        return item | {k: item[k] - started for k in ("started", "finished") if item[k] is not None}
 
     nodes = [
-        {
-            "name": node.name,
-            "task": node.task,
-            "template": node.template,
-            "arguments": node.arguments,
-            "phase": node.phase,
-            "message": node.message,
-            "started": since(node.started),
-            "finished": since(node.finished),
-            "tries": [
-                asdict(t) | {"started": since(t.started), "finished": since(t.finished)}
-                for t in node.tries
-            ],
-            "attempts": node.attempts,
-            "outputs": node.outputs,
-            "progress": node.progress,
-            "log": str(node.log),
-        }
+        timed(asdict(node))
+        | {"tries": [timed(asdict(t)) for t in node.tries], "attempts": node.attempts}
         for node in result.nodes
     ]
-    summary = {
-        "name": result.name,
-        "phase": result.phase,
-        "message": result.message,
-        "engine": engine,
-        "seconds": now - started,
-        "nodes": nodes,
-    }
+    summary: dict[str, Any] = dict(name=result.name, phase=result.phase, message=result.message)
+    summary |= {"engine": engine, "seconds": time.monotonic() - started, "nodes": nodes}
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / SUMMARY_FILE
-    temporary = path.with_name(f".{SUMMARY_FILE}.tmp")
-    temporary.write_text(json.dumps(summary, indent=2))
+    path, temporary = folder / SUMMARY_FILE, folder / f".{SUMMARY_FILE}.tmp"
+    temporary.write_text(json.dumps(summary, indent=2, default=str))
     temporary.replace(path)
     return path

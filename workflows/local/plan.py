@@ -95,47 +95,36 @@ def read_dag(template: Mapping[str, Any]) -> Dag:
 
 def parse(text: str) -> Expression | None:
     """A `depends` text as a tree; None when empty; UnsupportedFeature for what it does not read."""
-    tokens, position = [], 0
-    while position < len(text.rstrip()):
-        match = DEPENDS_TOKEN.match(text, position)
-        if not match:
-            raise UnsupportedFeature(f"the local runner cannot read depends {text!r}")
-        tokens.append(match.group(1))
-        position = match.end()
-    if not tokens:
-        return None
-    expression, rest = _joined(tokens, text, "||")
-    if rest:
-        raise UnsupportedFeature(f"unexpected {rest[0]!r} in depends {text!r}")
+    tokens = DEPENDS_TOKEN.findall(text)
+    if "".join(tokens) != "".join(text.split()):
+        raise UnsupportedFeature(f"the local runner cannot read depends {text!r}")
+    expression = _joined(tokens, text, "||") if tokens else None
+    if tokens:
+        raise UnsupportedFeature(f"unexpected {tokens[0]!r} in depends {text!r}")
     return expression
 
 
-def _joined(tokens: list[str], text: str, operator: str) -> tuple[Expression, list[str]]:
-    """Operands joined by `operator` (|| binds looser than &&)."""
-    inner = (
-        (lambda t: _joined(t, text, "&&")) if operator == "||" else (lambda t: _operand(t, text))
-    )
-    first, tokens = inner(tokens)
-    operands = [first]
-    while tokens and tokens[0] == operator:
-        following, tokens = inner(tokens[1:])
-        operands.append(following)
-    kind = "or" if operator == "||" else "and"
-    return (operands[0] if len(operands) == 1 else (kind, *operands)), tokens
+def _joined(tokens: list[str], text: str, operator: str) -> Expression:
+    """Operands joined by `operator`, taken from the front of `tokens` (|| binds looser than &&)."""
+    operands = [_joined(tokens, text, "&&") if operator == "||" else _operand(tokens, text)]
+    while tokens[:1] == [operator]:
+        del tokens[0]
+        operands.append(_joined(tokens, text, "&&") if operator == "||" else _operand(tokens, text))
+    return operands[0] if len(operands) == 1 else ("or" if operator == "||" else "and", *operands)
 
 
-def _operand(tokens: list[str], text: str) -> tuple[Expression, list[str]]:
-    if not tokens or tokens[0] in ("&&", "||", ")"):
-        raise UnsupportedFeature(f"the local runner cannot read depends {text!r}")
-    if tokens[0] == "(":
-        inner, rest = _joined(tokens[1:], text, "||")
-        if not rest or rest[0] != ")":
+def _operand(tokens: list[str], text: str) -> Expression:
+    token = tokens.pop(0) if tokens else ")"
+    if token == "(":
+        inner = _joined(tokens, text, "||")
+        if tokens[:1] != [")"]:
             raise UnsupportedFeature(f"unbalanced parentheses in depends {text!r}")
-        return inner, rest[1:]
-    task, _, result = tokens[0].partition(".")
-    if result and result not in RESULTS:
-        raise UnsupportedFeature(f"unknown task result {result!r} in depends {text!r}")
-    return ("term", task, result or None), tokens[1:]
+        del tokens[0]
+        return inner
+    task, _, result = token.partition(".")
+    if token in ("&&", "||", ")") or (result and result not in RESULTS):
+        raise UnsupportedFeature(f"the local runner cannot read {token!r} in depends {text!r}")
+    return ("term", task, result or None)
 
 
 def named(expression: Expression | None) -> set[str]:
@@ -198,13 +187,17 @@ def expand(task: Mapping[str, Any], values: Mapping[str, str]) -> list[tuple[str
         items = json.loads(text)
     except ValueError:
         items = None
-    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+    if not isinstance(items, list) or not all(isinstance(item, str | int) for item in items):
         raise ValueError(
-            f"withParam value could not be parsed as a JSON list of strings: {text.strip()}"
+            f"withParam value could not be parsed as a JSON list of names: {text.strip()}"
         )
+    labels = [json.dumps(item) if isinstance(item, int) else item for item in items]  # {{item}}
     return [
-        (f"{task['name']}({index}:{item})", substitute(arguments, {**values, "item": item}, where))
-        for index, item in enumerate(items)
+        (
+            f"{task['name']}({index}:{label})",
+            substitute(arguments, {**values, "item": label}, where),
+        )
+        for index, label in enumerate(labels)
     ]
 
 

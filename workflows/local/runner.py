@@ -100,9 +100,7 @@ class LocalRunner:
         result = RunResult(
             name, phase, every, "" if phase == "Succeeded" else failure_message(every)
         )
-        result.summary = write_summary(
-            result, self.logs_dir / name, self.engine.name, started, time.monotonic()
-        )
+        result.summary = write_summary(result, self.logs_dir / name, self.engine.name, started)
         return result
 
     # ---- the DAG ---------------------------------------------------------------------------------
@@ -153,10 +151,7 @@ class LocalRunner:
             nodes[task] = [self._final(dag, task, "Skipped", "Skipped, empty params")]
             return []
         template = dag.tasks[task]["template"]
-        nodes[task] = [
-            self._done.get(name) or self._node(name, task, template, args)
-            for name, args in expanded
-        ]
+        nodes[task] = [self._done.get(n) or self._node(n, task, template, a) for n, a in expanded]
         for node in nodes[task]:
             if node.phase == "Succeeded":
                 self.console.say(f"reused   {node.name}: it succeeded before")
@@ -166,18 +161,20 @@ class LocalRunner:
         """Globals plus `tasks.<name>.outputs.parameters.<p>` of single-node tasks ('' when Omitted)."""
         values = dict(self.spec.globals)
         for task, task_nodes in nodes.items():
-            if len(task_nodes) == 1:
-                node = task_nodes[0]
-                for parameter in (
-                    self.spec.templates[node.template].get("outputs", {}).get("parameters", [])
-                ):
-                    key = f"tasks.{task}.outputs.parameters.{parameter['name']}"
-                    values[key] = node.outputs.get(parameter["name"], "")
+            outputs = self.spec.templates[task_nodes[0].template].get("outputs", {})
+            for parameter in outputs.get("parameters", []) if len(task_nodes) == 1 else []:
+                value = task_nodes[0].outputs.get(parameter["name"], "")
+                values[f"tasks.{task}.outputs.parameters.{parameter['name']}"] = value
         return values
 
     def _node(self, name: str, task: str, template: str, arguments: dict[str, str]) -> Node:
-        log = self.logs_dir / self.spec.name / f"{safe_filename(name)}.log"
-        return Node(name=name, task=task, template=template, arguments=arguments, log=log)
+        return Node(
+            name,
+            task,
+            template,
+            arguments,
+            self.logs_dir / self.spec.name / f"{safe_filename(name)}.log",
+        )
 
     def _final(self, dag: Dag, task: str, phase: str, message: str) -> Node:
         node = self._node(task, task, dag.tasks[task]["template"], {})
@@ -204,29 +201,24 @@ class LocalRunner:
     def _memory_request(self, node: Node) -> int:
         """The memory a try of `node` asks for: its container's requests, else its limits, else 0."""
         resources = self.spec.templates[node.template]["container"].get("resources", {})
-        quantity = resources.get("requests", {}).get("memory") or resources.get("limits", {}).get(
-            "memory"
-        )
-        return memory_bytes(str(quantity)) if quantity else 0
+        asked = resources.get("requests", resources.get("limits", {})).get("memory")
+        return memory_bytes(str(asked)) if asked else 0
 
     def _show_progress(self, running: Iterable[Node]) -> None:
-        progress = {}
         for node in running:
-            if value := read_progress(node.progress_file):
-                node.progress = progress[node.name] = value
-        self.console.progress(progress)
+            node.progress = read_progress(node.progress_file) or node.progress
+        self.console.progress({node.name: node.progress for node in running if node.progress})
 
     # ---- one node: its tries and retries -------------------------------------------------------
 
     def _run_node(self, node: Node) -> None:
         try:
-            self._run_tries(node)
+            self._run_tries(node, self.spec.rules[node.template])
         finally:
             with self._lock:
                 self._active -= 1
 
-    def _run_tries(self, node: Node) -> None:
-        rule = self.spec.rules[node.template]
+    def _run_tries(self, node: Node, rule: retries.RetryRule | None) -> None:
         node.started = time.monotonic()
         node.log.parent.mkdir(parents=True, exist_ok=True)
         node.phase = "Running"
@@ -234,7 +226,7 @@ class LocalRunner:
         while (attempt := self._attempt(node)) is not None:
             node.tries.append(attempt)
             node.message = attempt.message
-            while isinstance(decision := self._decide(rule, node.tries), retries.Wait):
+            while isinstance(decision := self._decide(rule, node), retries.Wait):
                 delay = decision.until - time.monotonic()
                 self.console.say(f"backoff  {node.name}: {delay:.0f}s before deciding on a retry")
                 self._stopping.wait(max(0.0, delay))
@@ -260,10 +252,9 @@ class LocalRunner:
                 f"{node.phase.upper():<8} {node.name} ({node.duration:.1f}s{retried}): {node.message}"
             )
 
-    def _decide(self, rule: retries.RetryRule | None, tries: list[Attempt]) -> retries.Decision:
-        return retries.decide(
-            rule, tries, time.monotonic(), self._deadline, self._stopping.is_set()
-        )
+    def _decide(self, rule: retries.RetryRule | None, node: Node) -> retries.Decision:
+        now, stopping = time.monotonic(), self._stopping.is_set()
+        return retries.decide(rule, node.tries, now, self._deadline, stopping)
 
     def _attempt(self, node: Node) -> Attempt | None:
         """One try: None when it succeeded, else what went wrong (Failed: the step; Error: the runner)."""
@@ -285,10 +276,7 @@ class LocalRunner:
         try:
             invocation = self._invocation(node, resolved, attempt_dir)
             try:
-                for artifact in resolved["inputs"]:
-                    artifacts.load_input(
-                        self.store, artifact, invocation.host_path(artifact["path"])
-                    )
+                artifacts.load_inputs(self.store, resolved["inputs"], invocation)
             except (StepError, OSError) as error:  # ArtifactNotFound among them
                 return ended("Error", f"init: {error}")
             node.progress_file = invocation.progress_file
@@ -302,7 +290,7 @@ class LocalRunner:
                 except EngineError as error:  # the pod never ran: Argo's init/wait trouble
                     return ended("Error", str(error))
             node.progress = read_progress(invocation.progress_file) or node.progress
-            saved = self._save_outputs(resolved["outputs"], invocation)
+            saved = artifacts.save_outputs(self.store, resolved["outputs"], invocation)
             if self._stopping.is_set():
                 return ended("Failed", STOPPED, exit_code)
             if deadline_hit or exit_code is None:
@@ -311,26 +299,19 @@ class LocalRunner:
                 return ended(
                     "Failed", f"{exit_description(exit_code)}: {_last_line(node.log)}", exit_code
                 )
-            if saved:
-                return ended("Error", f"wait: {saved}", exit_code)
-            for parameter in resolved["outputs"].get("parameters", []):
-                path = invocation.host_path(parameter["valueFrom"]["path"])
-                if not path.is_file():
-                    return ended(
-                        "Error", f"wait: output parameter {parameter['name']!r}: not found"
-                    )
-                node.outputs[parameter["name"]] = path.read_text().strip()
+            try:
+                node.outputs = artifacts.output_parameters(resolved["outputs"], invocation, saved)
+            except (OSError, ValueError) as error:
+                return ended("Error", f"wait: {error}", exit_code)
             return None
         finally:
             shutil.rmtree(attempt_dir, ignore_errors=True)
 
     def _timeout(self, template: str) -> float | None:
         """Seconds this try may run: the template's deadline, and what is left of the workflow's."""
-        limits = [self.spec.deadlines[template]]
-        if self._deadline is not None:
-            limits.append(self._deadline - time.monotonic())
-        present = [limit for limit in limits if limit is not None]
-        return min(present) if present else None
+        left = None if self._deadline is None else self._deadline - time.monotonic()
+        limits = [limit for limit in (self.spec.deadlines[template], left) if limit is not None]
+        return min(limits, default=None)
 
     def _resolve(self, node: Node) -> dict[str, Any]:
         """The template with the workflow's globals and the node's arguments filled in."""
@@ -343,13 +324,13 @@ class LocalRunner:
                     f"input parameter {parameter['name']!r} has no value ({where})"
                 )
             values[f"inputs.parameters.{parameter['name']}"] = node.arguments[parameter["name"]]
-        return {
-            "container": spec.substitute(template["container"], values, where),
-            "inputs": spec.substitute(
-                template.get("inputs", {}).get("artifacts", []), values, where
-            ),
-            "outputs": spec.substitute(template.get("outputs", {}), values, where),
+        inputs = template.get("inputs", {}).get("artifacts", [])
+        parts = {
+            "container": template["container"],
+            "inputs": inputs,
+            "outputs": template.get("outputs", {}),
         }
+        return spec.substitute(parts, values, where)
 
     def _invocation(self, node: Node, resolved: Mapping[str, Any], attempt_dir: Path) -> Invocation:
         container = resolved["container"]
@@ -387,21 +368,6 @@ class LocalRunner:
         threads = str(max(1, self.cores // sharing))
         return {"TF_NUM_INTRAOP_THREADS": threads, "OMP_NUM_THREADS": threads}
 
-    def _save_outputs(self, outputs: Mapping[str, Any], invocation: Invocation) -> str:
-        """Save every output artifact that exists, whatever the exit code; '' or what went wrong."""
-        problems = []
-        for artifact in outputs.get("artifacts", []):
-            try:
-                if not artifacts.save_output(
-                    self.store, artifact, invocation.host_path(artifact["path"])
-                ):
-                    problems.append(
-                        f"output artifact {artifact['name']!r} was not written at {artifact['path']}"
-                    )
-            except (OSError, StepError) as error:
-                problems.append(f"output artifact {artifact['name']!r}: {error}")
-        return "; ".join(problems)
-
 
 def available_memory() -> int:
     """Bytes of memory free for new processes now (Linux: MemAvailable), else all of it."""
@@ -416,11 +382,8 @@ def available_memory() -> int:
 
 def _host_paths(command: list[str]) -> tuple[tuple[Path, bool], ...]:
     """Absolute paths of this machine a step names (a folder store: writable; a data file: read-only)."""
-    return tuple(
-        (Path(part), Path(part).is_dir())
-        for part in command
-        if part.startswith("/") and Path(part).exists()
-    )
+    paths = [Path(part) for part in command if part.startswith("/") and Path(part).exists()]
+    return tuple((path, path.is_dir()) for path in paths)
 
 
 def _last_line(log: Path) -> str:

@@ -20,41 +20,25 @@ TAG_START, TAG_END = "{{", "}}"
 # util/template (fasttemplate): a tag runs from `{{` to the first `}}`; Argo trims the name inside
 TAG = re.compile(r"{{(.*?)}}")
 
-# (what is honoured, what is ignored as cluster-only), by where it sits
-FIELDS: dict[str, tuple[set[str], set[str]]] = {
-    "spec": (
-        {"entrypoint", "templates", "arguments", "activeDeadlineSeconds"},
-        {"automountServiceAccountToken", "executor", "metrics", "podGC", "podMetadata"}
-        | {
-            "securityContext",
-            "serviceAccountName",
-            "tolerations",
-            "ttlStrategy",
-            "workflowMetadata",
-        },
-    ),
-    "parameter": ({"name", "value", "description", "enum"}, set()),
-    "template": (
-        {"name", "container", "dag", "inputs", "outputs", "retryStrategy"}
-        | {"activeDeadlineSeconds", "volumes"},
-        {"metadata", "metrics"},
-    ),
-    "container": (
-        {"image", "command", "args", "workingDir", "resources", "volumeMounts", "securityContext"},
-        {"terminationMessagePolicy"},
-    ),
-    "volume": ({"name", "emptyDir"}, set()),
-    "volumeMount": ({"name", "mountPath"}, set()),
-    "dag": ({"tasks"}, set()),
-    "task": ({"name", "template", "arguments", "depends", "withParam"}, set()),
-    "inputs": ({"parameters", "artifacts"}, set()),
-    "outputs": ({"parameters", "artifacts"}, set()),
-    "input parameter": ({"name"}, set()),
-    "output parameter": ({"name", "valueFrom"}, set()),
-    "valueFrom": ({"path"}, set()),
-    "input artifact": ({"name", "path", "gcs", "optional", "mode", "recurseMode"}, set()),
-    "output artifact": ({"name", "path", "gcs", "archive"}, set()),
-    "gcs": ({"key"}, set()),
+# By where it sits: the fields a run honours, then those it ignores (they only place or label pods).
+FIELDS = {
+    "spec": "entrypoint templates arguments activeDeadlineSeconds | automountServiceAccountToken executor"
+    " metrics podGC podMetadata securityContext serviceAccountName tolerations ttlStrategy workflowMetadata",
+    "parameter": "name value description enum",
+    "template": "name container dag inputs outputs retryStrategy activeDeadlineSeconds volumes | metadata metrics",
+    "container": "image command args workingDir resources volumeMounts securityContext | terminationMessagePolicy",
+    "volume": "name emptyDir",
+    "volumeMount": "name mountPath",
+    "dag": "tasks",
+    "task": "name template arguments depends withParam",
+    "inputs": "parameters artifacts",
+    "outputs": "parameters artifacts",
+    "input parameter": "name",
+    "output parameter": "name valueFrom",
+    "valueFrom": "path",
+    "input artifact": "name path gcs optional mode recurseMode",
+    "output artifact": "name path gcs archive",
+    "gcs": "key",
 }
 
 
@@ -76,6 +60,8 @@ def read(workflow: Mapping[str, Any]) -> Spec:
     """The Workflow as the runner runs it; UnsupportedFeature naming the first thing it does not know."""
     spec = workflow.get("spec", {})
     check(spec, "spec", "workflow spec")
+    for parameter in spec.get("arguments", {}).get("parameters", []):
+        check(parameter, "parameter", f"workflow parameter {parameter.get('name')!r}")
     templates = templates_by_name(workflow)
     for template in templates.values():
         check_template(template, f"template {template['name']!r}")
@@ -125,8 +111,7 @@ def seconds(value: Any, where: str) -> float | None:
 
 def check(fields: Mapping[str, Any], kind: str, where: str) -> None:
     """UnsupportedFeature when `fields` hold anything a `kind` of the compiled Workflow never holds."""
-    honoured, ignored = FIELDS[kind]
-    if unknown := sorted(set(fields) - honoured - ignored):
+    if unknown := sorted(set(fields) - set(FIELDS[kind].replace("|", "").split())):
         raise UnsupportedFeature(
             f"the local runner does not support {', '.join(unknown)} ({where})"
         )
@@ -140,6 +125,8 @@ def check_template(template: Mapping[str, Any], where: str) -> None:
         check(template["dag"], "dag", where)
         for task in template["dag"]["tasks"]:
             check(task, "task", f"{where}, task {task.get('name')!r}")
+            for parameter in task.get("arguments", {}).get("parameters", []):
+                check(parameter, "parameter", f"{where}, task {task['name']!r}")
         return
     if "container" not in template:
         raise UnsupportedFeature(f"the local runner runs container and dag templates ({where})")
