@@ -12,6 +12,7 @@ from typing import Any
 from workflows.local.plan import Node
 
 SUMMARY_FILE = "summary.json"
+WORKFLOW_FILE = "workflow.json"  # the run's Workflow, under its name, to take the run up again
 LOG_TAIL_LINES = 15
 
 
@@ -60,8 +61,13 @@ def write_summary(result: RunResult, folder: Path, engine: str, started: float) 
     ]
     summary: dict[str, Any] = dict(name=result.name, phase=result.phase, message=result.message)
     summary |= {"engine": engine, "seconds": time.monotonic() - started, "nodes": nodes}
-    folder.mkdir(parents=True, exist_ok=True)
-    path, temporary = folder / SUMMARY_FILE, folder / f".{SUMMARY_FILE}.tmp"
-    temporary.write_text(json.dumps(summary, indent=2, default=str))
+    return write_json(folder / SUMMARY_FILE, summary)
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """`data` as JSON at `path`, written under a temporary name first: never half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(data, indent=2, default=str))
     temporary.replace(path)
     return path

@@ -14,16 +14,7 @@ from typing import Any
 from workflows.errors import UnsupportedFeature
 
 # Go's time.ParseDuration units; wfv1.ParseStringToDuration first reads bare whole seconds ("30").
-UNITS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
+UNITS = dict(ns=1e-9, us=1e-6, ms=1e-3, s=1.0, m=60.0, h=3600.0) | {"µs": 1e-6, "μs": 1e-6}
 DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
 WHOLE = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi: ASCII digits, an optional sign, nothing else
 # The only expression the template writes: a try that exited with this code is not retried.

@@ -35,7 +35,13 @@ from workflows.local.engines import (
     ProcessEngine,
     exit_description,
 )
-from workflows.local.outcome import RunResult, failure_message, write_summary
+from workflows.local.outcome import (
+    WORKFLOW_FILE,
+    RunResult,
+    failure_message,
+    write_json,
+    write_summary,
+)
 from workflows.local.plan import Dag, Node
 from workflows.local.retries import Attempt
 
@@ -94,13 +100,30 @@ class LocalRunner:
             f"{self._budget / 2**30:.1f} GiB, engine {self.engine.name}, store {self.store.uri}, "
             f"logs {self.logs_dir / name}"
         )
-        nodes: dict[str, list[Node]] = {}
-        phase = self._drive(dag, nodes)
-        every = [node for task_nodes in nodes.values() for node in task_nodes]
-        result = RunResult(
-            name, phase, every, "" if phase == "Succeeded" else failure_message(every)
+        metadata = {
+            key: value for key, value in workflow["metadata"].items() if key != "generateName"
+        }
+        write_json(
+            self.logs_dir / name / WORKFLOW_FILE,
+            {**workflow, "metadata": metadata | {"name": name}},
         )
-        result.summary = write_summary(result, self.logs_dir / name, self.engine.name, started)
+        self._nodes: dict[str, list[Node]] = {}
+        try:
+            phase = self._drive(dag, self._nodes)
+        except BaseException:
+            self._record(
+                "Failed", "stopped before its end"
+            )  # what ended so far, to take it up again
+            raise
+        every = [node for task_nodes in self._nodes.values() for node in task_nodes]
+        return self._record(phase, "" if phase == "Succeeded" else failure_message(every))
+
+    def _record(self, phase: str, message: str = "") -> RunResult:
+        """The run as it stands, also written to its summary.json."""
+        every = [node for task_nodes in self._nodes.values() for node in task_nodes]
+        result = RunResult(self.spec.name, phase, every, message)
+        folder, started = self.logs_dir / self.spec.name, self.console.started
+        result.summary = write_summary(result, folder, self.engine.name, started)
         return result
 
     # ---- the DAG ---------------------------------------------------------------------------------
@@ -123,6 +146,8 @@ class LocalRunner:
                     for future in finished:
                         running.pop(future)
                         future.result()  # a bug in the runner itself surfaces here
+                    if finished:
+                        self._record("Running")
                     self._show_progress(running.values())
             except BaseException as error:  # Ctrl-C, or a spec that cannot run: stop every task
                 self.console.clear()
