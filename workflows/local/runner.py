@@ -24,7 +24,7 @@ from typing import Any
 from steps.lib.errors import StepError
 from steps.lib.storage import ArtifactStore
 from workflows.errors import UnresolvedReference, UnsupportedFeature
-from workflows.local import artifacts, plan, retries, spec
+from workflows.local import artifacts, outcome, plan, retries, spec
 from workflows.local.console import Console, read_progress
 from workflows.local.containers import memory_bytes
 from workflows.local.engines import (
@@ -34,13 +34,6 @@ from workflows.local.engines import (
     Invocation,
     ProcessEngine,
     exit_description,
-)
-from workflows.local.outcome import (
-    WORKFLOW_FILE,
-    RunResult,
-    failure_message,
-    write_json,
-    write_summary,
 )
 from workflows.local.plan import Dag, Node
 from workflows.local.retries import Attempt
@@ -84,7 +77,7 @@ class LocalRunner:
         self._stopping = threading.Event()
         self._deadline: float | None = None
 
-    def run(self, workflow: Mapping[str, Any], done: Iterable[Node] = ()) -> RunResult:
+    def run(self, workflow: Mapping[str, Any], done: Iterable[Node] = ()) -> outcome.RunResult:
         """Run `workflow` to the end (phase Succeeded, Failed or Error); `done`: nodes of an earlier try of
         this run that succeeded, taken as they are instead of run again."""
         self.spec = spec.read(workflow)
@@ -103,8 +96,8 @@ class LocalRunner:
         metadata = {
             key: value for key, value in workflow["metadata"].items() if key != "generateName"
         }
-        write_json(
-            self.logs_dir / name / WORKFLOW_FILE,
+        outcome.write_json(
+            self.logs_dir / name / outcome.WORKFLOW_FILE,
             {**workflow, "metadata": metadata | {"name": name}},
         )
         self._nodes: dict[str, list[Node]] = {}
@@ -116,14 +109,14 @@ class LocalRunner:
             )  # what ended so far, to take it up again
             raise
         every = [node for task_nodes in self._nodes.values() for node in task_nodes]
-        return self._record(phase, "" if phase == "Succeeded" else failure_message(every))
+        return self._record(phase, "" if phase == "Succeeded" else outcome.failure_message(every))
 
-    def _record(self, phase: str, message: str = "") -> RunResult:
+    def _record(self, phase: str, message: str = "") -> outcome.RunResult:
         """The run as it stands, also written to its summary.json."""
         every = [node for task_nodes in self._nodes.values() for node in task_nodes]
-        result = RunResult(self.spec.name, phase, every, message)
+        result = outcome.RunResult(self.spec.name, phase, every, message)
         folder, started = self.logs_dir / self.spec.name, self.console.started
-        result.summary = write_summary(result, folder, self.engine.name, started)
+        result.summary = outcome.write_summary(result, folder, self.engine.name, started)
         return result
 
     # ---- the DAG ---------------------------------------------------------------------------------
