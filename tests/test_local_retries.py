@@ -39,7 +39,9 @@ def failed(*ends: float, exit_code: int | None = 1, phase: str = "Failed") -> li
 @pytest.mark.parametrize(
     ("text", "seconds"), [("30", 30), ("-30", -30), ("15s", 15), ("1m30s", 90)]
 )
-@pytest.mark.parametrize("more", [("1.5h", 5400), (".5s", 0.5), ("250ms", 0.25), ("-1m30s", -90)])
+@pytest.mark.parametrize(
+    "more", [("1.5h", 5400), (".5s", 0.5), ("250ms", 0.25), ("-1m30s", -90), ("+5s", 5)]
+)
 def test_durations_read_as_argo_reads_them(text: str, seconds: float, more: tuple) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
     assert parse_duration(more[0]) == pytest.approx(more[1])
@@ -71,15 +73,30 @@ def test_the_rule_is_read_from_every_compiled_template() -> None:
     [
         ({"retryPolicy": "OnError"}, "retryPolicy Always"),
         ({"expression": "lastRetry.status == 'Error'"}, "reads only the expression"),
-        ({"affinity": {}}, "does not support affinity"),
-        ({"backoff": {"duration": "15s", "maxDuration": "1h"}}, "does not support maxDuration"),
+        (
+            {"affinity": {}, "backoff": {"duration": "15s", "maxDuration": "1h"}},
+            "does not support affinity, maxDuration (template 'split', retryStrategy)",
+        ),
+        (
+            {"backoff": {"duration": "1s", "factor": "two"}},
+            "'split', retryStrategy.backoff.factor must",
+        ),
+        ({"backoff": {"duration": "1s", "factor": 0}}, "a backoff factor of at least 1"),
+        ({"limit": True}, "limit must be a whole number"),
         ({"backoff": {"duration": "1 minute"}}, "invalid duration"),
         ({"limit": "2.0"}, "limit must be a whole number"),
     ],
 )
 def test_a_rule_the_template_never_writes_is_refused(change: dict, fault: str) -> None:
-    with pytest.raises(UnsupportedFeature, match=fault):
+    with pytest.raises(UnsupportedFeature) as refused:
         read_rule(PIPELINE_STRATEGY | change, "template 'split'")
+    assert fault in str(refused.value)
+
+
+def test_without_a_backoff_or_an_expression_every_failure_is_retried_at_once() -> None:
+    rule = read_rule({"limit": "1", "retryPolicy": "Always"}, "template 'split'")
+    assert rule == RetryRule(limit=1, backoff=0.0, factor=1, cap=None, final_exit_code=None)
+    assert decide(rule, failed(100, exit_code=2), now=100) == Retry()
 
 
 RULE = RetryRule(limit=2, backoff=15, factor=2, cap=20, final_exit_code=2)
@@ -89,6 +106,7 @@ def test_the_wait_grows_by_the_factor_up_to_the_cap_then_the_limit_stops() -> No
     assert decide(RULE, failed(100), now=100) == Wait(115)
     assert decide(RULE, failed(100), now=115) == Retry()
     assert decide(RULE, failed(100, 200), now=200) == Wait(220)  # 30 s, capped at 20
+    assert decide(RULE, failed(100, 200), now=220) == Retry()
     assert decide(RULE, failed(100, 200, 300), now=300) == Stop("No more retries left")
 
 

@@ -31,7 +31,7 @@ def parse_duration(text: str) -> float:
     """Seconds in `text` as Argo reads a duration ("15s", "1m30s", "1.5h", or bare seconds "30")."""
     if WHOLE.fullmatch(text):
         return float(int(text))
-    body = text[1:] if text[:1] in "+-" else text
+    body = text[1:] if text.startswith(("+", "-")) else text
     parts = list(DURATION_PART.finditer(body))
     if not body or "".join(part.group(0) for part in parts) != body:
         raise DurationError(f"time: invalid duration {text!r}")
@@ -80,6 +80,8 @@ def read_rule(strategy: Mapping[str, Any] | None, where: str) -> RetryRule | Non
                 f"the local runner reads only the expression 'asInt(lastRetry.exitCode) != N' ({where})"
             )
         final = int(match.group(1))
+    if whole_number(backoff.get("factor", 1), f"{where}.backoff.factor") < 1:
+        raise UnsupportedFeature(f"the local runner needs a backoff factor of at least 1 ({where})")
     try:
         return RetryRule(
             limit=whole_number(strategy["limit"], f"{where}.limit"),
@@ -140,7 +142,7 @@ def decide(
         return Stop(last.message)
     if workflow_deadline is not None and now > workflow_deadline:
         return Stop("retry exceeded workflow deadline")
-    wait = rule.backoff * rule.factor ** (len(attempts) - 1) if rule.factor > 0 else rule.backoff
+    wait = rule.backoff * rule.factor ** (len(attempts) - 1)
     if rule.cap is not None:
         wait = min(wait, rule.cap)
     # operator.go: the backoff is waited out while retries are left, before the expression is read
