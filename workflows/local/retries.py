@@ -80,13 +80,13 @@ def read_rule(strategy: Mapping[str, Any] | None, where: str) -> RetryRule | Non
                 f"the local runner reads only the expression 'asInt(lastRetry.exitCode) != N' ({where})"
             )
         final = int(match.group(1))
-    if whole_number(backoff.get("factor", 1), f"{where}.backoff.factor") < 1:
+    if (factor := whole_number(backoff.get("factor", 1), f"{where}.backoff.factor")) < 1:
         raise UnsupportedFeature(f"the local runner needs a backoff factor of at least 1 ({where})")
     try:
         return RetryRule(
             limit=whole_number(strategy["limit"], f"{where}.limit"),
             backoff=parse_duration(str(backoff["duration"])) if "duration" in backoff else 0.0,
-            factor=whole_number(backoff.get("factor", 1), f"{where}.backoff.factor"),
+            factor=factor,
             cap=parse_duration(str(backoff["cap"])) if "cap" in backoff else None,
             final_exit_code=final,
         )
