@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 
 from workflows.errors import UnsupportedFeature, WorkflowError
-from workflows.local.plan import Node, dag_phase, holds, parse, read_dag, task_phase, verdict
+from workflows.local.plan import (
+    Node,
+    dag_phase,
+    expand,
+    holds,
+    parse,
+    read_dag,
+    task_phase,
+    verdict,
+)
 from workflows.local.spec import templates_by_name
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
@@ -159,3 +168,37 @@ def test_a_failure_the_dag_handles_does_not_fail_it_unless_a_target_inherits_it(
 def test_a_graph_that_cannot_run_is_refused(tasks: list, fault: str) -> None:
     with pytest.raises(WorkflowError, match=fault):
         read_dag({"name": "main", "dag": {"tasks": tasks}})
+
+
+TRAIN_TASK = {
+    "name": "train-round-1",
+    "withParam": "{{tasks.split.outputs.parameters.shard-ids}}",
+    "arguments": {
+        "parameters": [{"name": "shard", "value": "{{item}}"}, {"name": "round", "value": "1"}]
+    },
+}
+
+
+def test_a_fan_out_makes_a_node_per_item_as_split_writes_them() -> None:
+    values = {"tasks.split.outputs.parameters.shard-ids": "[0, 1]"}
+    assert expand(TRAIN_TASK, values) == [
+        ("train-round-1(0:0)", {"shard": "0", "round": "1"}),
+        ("train-round-1(1:1)", {"shard": "1", "round": "1"}),
+    ]
+    assert expand(TRAIN_TASK, {"tasks.split.outputs.parameters.shard-ids": '["a"]'}) == [
+        ("train-round-1(0:a)", {"shard": "a", "round": "1"})
+    ]
+    assert expand(TRAIN_TASK, {"tasks.split.outputs.parameters.shard-ids": "[]"}) == []
+    single = {
+        "name": "evaluate",
+        "arguments": {"parameters": [{"name": "m", "value": "{{workflow.name}}/x"}]},
+    }
+    assert expand(single, {"workflow.name": "run-1"}) == [("evaluate", {"m": "run-1/x"})]
+
+
+@pytest.mark.parametrize("ids", ["{0: 1}", "not json", "[[0]]", '"0"'])
+def test_a_fan_out_over_anything_but_a_list_of_names_is_an_error(ids: str) -> None:
+    with pytest.raises(
+        ValueError, match="withParam value could not be parsed as a JSON list of names"
+    ):
+        expand(TRAIN_TASK, {"tasks.split.outputs.parameters.shard-ids": ids})
