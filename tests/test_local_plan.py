@@ -149,6 +149,9 @@ def test_a_failure_the_dag_handles_does_not_fail_it_unless_a_target_inherits_it(
     assert dag_phase(dag, nodes(a="Failed", b="Omitted", c="Succeeded")) == "Failed"  # b under a
     assert dag_phase(dag, nodes(a="Succeeded", b="Succeeded", c="Omitted")) == "Succeeded"
     assert dag_phase(dag, nodes(a="Succeeded")) == "Running"
+    assert dag_phase(dag, nodes(a="Succeeded", b="Running", c="Omitted")) == "Running"
+    assert dag_phase(dag, nodes(a="Error", b="Omitted", c="Omitted")) == "Error"
+    assert dag_phase(dag, nodes(a="Succeeded", b="Skipped", c="Omitted")) == "Succeeded"
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
@@ -202,32 +201,13 @@ def expand(task: Mapping[str, Any], values: Mapping[str, str]) -> list[tuple[str
 
 
 def dag_phase(dag: Dag, nodes: Mapping[str, list[Node]]) -> str:
-    """Running, Succeeded, Failed or Error (dag.go:assessDAGPhase): a walk from the root tasks carries each
-    branch's last completed phase down, so an Omitted or Skipped target inherits a failure above it."""
-    targets: dict[str, str] = {}
-    queue = deque(
-        (task, "Succeeded") for task in dag.order if not dag.needs[task] and task in nodes
-    )
-    seen = set()
-    while queue:
-        task, incoming = queue.popleft()
-        if (task, incoming) in seen:
-            continue
-        seen.add((task, incoming))
-        phase = phase_of(dag, task, nodes)
-        if phase is None:
+    """Running, Succeeded, Failed or Error (dag.go:assessDAGPhase): each branch carries down its last
+    completed phase, so an Omitted or Skipped target inherits a failure above it."""
+    carried: dict[str, set[str]] = {}  # the phases each task passes down its branches
+    for task in dag.order:  # each after what it depends on
+        if (phase := phase_of(dag, task, nodes)) is None:
             return "Running"
-        fan_out = "withParam" in dag.tasks[task] and phase not in ("Omitted", "Skipped")
-        branch = phase if phase in COMPLETED else incoming
-        outgoing = [node.phase for node in nodes[task]] if fan_out else [branch]
-        if task in dag.targets and targets.get(task) not in FAILED:
-            targets[task] = branch
-        for dependent in (other for other in dag.order if task in dag.needs[other]):
-            if dependent in nodes:
-                queue.extend((dependent, each) for each in outgoing)
-    for target in dag.targets:
-        if target not in targets:
-            return "Running"
-        if targets[target] in FAILED:
-            return targets[target]
-    return "Succeeded"
+        above = set().union(*(carried[need] for need in dag.needs[task]))
+        carried[task] = {phase} if phase in COMPLETED else above
+    failed = sorted(phase for target in dag.targets for phase in carried[target] & set(FAILED))
+    return failed[0] if failed else "Succeeded"
