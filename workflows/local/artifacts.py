@@ -36,40 +36,25 @@ def matching_keys(store: ArtifactStore, key: str) -> list[str]:
     return sorted(name for name in listed if name.startswith(key) and not name.endswith("/"))
 
 
-def load_input(store: ArtifactStore, artifact: Mapping[str, Any], target: Path) -> bool:
-    """Place one input artifact at `target`; False when an optional artifact is absent."""
-    key = clean_key(artifact["gcs"]["key"])
-    names = matching_keys(store, key)
-    if not names:
-        if artifact.get("optional"):
-            return False
-        raise ArtifactNotFound(
-            f"artifact {artifact['name']} failed to load: no results for key: {key}"
-        )
-    for name in names:
-        # filepath.Join(path, strings.TrimPrefix(objName, key)): `models-old/x` lands at `models/-old/x`
-        local = Path(os.path.normpath(os.path.join(target, name.removeprefix(key).lstrip("/"))))
-        if target not in (local, *local.parents):
-            raise StepError(f"object {name!r} would land outside {target}")
-        _make_dirs(local.parent, target)
-        store.download_file(name, local)
-        local.chmod(FILE_MODE)
-    if artifact.get("mode") is not None:
-        _chmod(target, int(artifact["mode"]), bool(artifact.get("recurseMode")))
-    return True
-
-
-def save_output(store: ArtifactStore, artifact: Mapping[str, Any], source: Path) -> bool:
-    """Upload one output artifact from `source`; False when nothing is there."""
-    key = clean_key(artifact["gcs"]["key"])
-    if source.is_dir():
-        for path in sorted(p for p in source.rglob("*") if p.is_file()):
-            store.upload_file(path, f"{key}/{path.relative_to(source).as_posix()}")
-        return True
-    if source.is_file():
-        store.upload_file(source, key)
-        return True
-    return False
+def load_inputs(store: ArtifactStore, inputs: list[dict], invocation: Invocation) -> None:
+    """Place each input artifact at its path (an optional one that is absent is left out)."""
+    for artifact in inputs:
+        key, target = clean_key(artifact["gcs"]["key"]), invocation.host_path(artifact["path"])
+        names = matching_keys(store, key)
+        if not names and not artifact.get("optional"):
+            raise ArtifactNotFound(
+                f"artifact {artifact['name']} failed to load: no results for key: {key}"
+            )
+        for name in names:
+            # filepath.Join(path, strings.TrimPrefix(objName, key)): `models-old/x` lands at `models/-old/x`
+            local = Path(os.path.normpath(os.path.join(target, name.removeprefix(key).lstrip("/"))))
+            if target not in (local, *local.parents):
+                raise StepError(f"object {name!r} would land outside {target}")
+            _make_dirs(local.parent, target)
+            store.download_file(name, local)
+            local.chmod(FILE_MODE)
+        if names and artifact.get("mode") is not None:
+            _chmod(target, int(artifact["mode"]), bool(artifact.get("recurseMode")))
 
 
 def _make_dirs(folder: Path, artifact_root: Path) -> None:
@@ -91,20 +76,29 @@ def _chmod(path: Path, mode: int, recurse: bool) -> None:
             child.chmod(mode)
 
 
-def load_inputs(store: ArtifactStore, inputs: list[dict], invocation: Invocation) -> None:
-    for artifact in inputs:
-        load_input(store, artifact, invocation.host_path(artifact["path"]))
-
-
 def save_outputs(store: ArtifactStore, outputs: Mapping[str, Any], invocation: Invocation) -> str:
-    """Save every output artifact that exists, whatever the exit code; '' or what went wrong."""
+    """Save every output artifact that exists, whatever the exit code (a file to its key, a folder's files
+    under `key/`); '' or what went wrong."""
     problems = []
     for artifact in outputs.get("artifacts", []):
+        key, source = clean_key(artifact["gcs"]["key"]), invocation.host_path(artifact["path"])
+        if not source.exists():
+            problems.append(
+                f"output artifact {artifact['name']!r} was not written at {artifact['path']}"
+            )
+            continue
+        files = (
+            [(source, key)]
+            if not source.is_dir()
+            else [
+                (path, f"{key}/{path.relative_to(source).as_posix()}")
+                for path in sorted(source.rglob("*"))
+                if path.is_file()
+            ]
+        )
         try:
-            if not save_output(store, artifact, invocation.host_path(artifact["path"])):
-                problems.append(
-                    f"output artifact {artifact['name']!r} was not written at {artifact['path']}"
-                )
+            for path, name in files:
+                store.upload_file(path, name)
         except (OSError, StepError) as error:
             problems.append(f"output artifact {artifact['name']!r}: {error}")
     return "; ".join(problems)
