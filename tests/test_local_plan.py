@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from workflows.errors import UnsupportedFeature, WorkflowError
+from workflows.errors import UnresolvedReference, UnsupportedFeature, WorkflowError
 from workflows.local.plan import (
     Node,
     dag_phase,
     expand,
     holds,
     parse,
+    phase_of,
     read_dag,
     task_phase,
     verdict,
@@ -55,6 +56,10 @@ def pipeline_dag(rounds: int = 1):
             "a || b && c",
             ("or", ("term", "a", None), ("and", ("term", "b", None), ("term", "c", None))),
         ),
+        (
+            "(a || b) && c",
+            ("and", ("or", ("term", "a", None), ("term", "b", None)), ("term", "c", None)),
+        ),
         ("", None),
     ],
 )
@@ -63,7 +68,19 @@ def test_depends_reads_as_argo_reads_it(text: str, tree: tuple | None) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["a &&", "a.Finished", "(a || b", "a b", "&& a", "!a", "a.AnySucceeded"]
+    "text",
+    [
+        "a &&",
+        "a.Finished",
+        "(a || b",
+        "a b",
+        "&& a",
+        "!a",
+        "a.AnySucceeded",
+        "a && &&",
+        "a || ||",
+        "a)",
+    ],
 )
 def test_what_the_pipeline_never_writes_is_refused(text: str) -> None:
     with pytest.raises(UnsupportedFeature, match="depends"):
@@ -74,6 +91,7 @@ def test_what_the_pipeline_never_writes_is_refused(text: str) -> None:
 def test_a_bare_name_means_succeeded_or_skipped(phase: str) -> None:
     """ancestry.go:expandDependency: `a` is (a.Succeeded || a.Skipped || a.Daemoned)."""
     assert holds(parse("a"), {"a": phase}) == (phase in ("Succeeded", "Skipped"))
+    assert holds(None, {}) is True  # no depends: a root task
 
 
 @pytest.mark.parametrize("phase", PHASES)
@@ -90,6 +108,8 @@ def test_each_result_is_true_for_its_phase_only(phase: str) -> None:
         (("Error", "Failed", "Succeeded"), "Failed"),
         (("Failed", "Error"), "Error"),
         (("Succeeded", "Running"), None),
+        (("Skipped",), "Skipped"),  # an empty withParam
+        (("Omitted",), "Omitted"),
     ],
 )
 def test_a_fan_outs_phase_is_its_last_failed_or_errored_child(children: tuple, phase: str) -> None:
@@ -106,6 +126,8 @@ def test_the_fan_in_runs_whatever_way_the_trainers_ended_and_not_when_they_never
         assert (
             verdict(dag, "aggregate-round-1", done | nodes(**{"train-round-1": children})) is True
         )
+    fan_out = nodes(**{"train-round-1": ("Succeeded", "Failed")})
+    assert phase_of(dag, "train-round-1", fan_out) == "Failed"
     never = nodes(split="Failed", init="Succeeded", **{"train-round-1": "Omitted"})
     assert verdict(dag, "train-round-1", never) is False
     assert verdict(dag, "aggregate-round-1", never) is False
@@ -164,7 +186,10 @@ def test_a_failure_the_dag_handles_does_not_fail_it_unless_a_target_inherits_it(
             ],
             "cycle",
         ),
-        ([{"name": "a", "template": "t", "depends": "missing"}], "unknown tasks: missing"),
+        (
+            [{"name": "a", "template": "t", "depends": "missing || other"}],
+            "unknown tasks: missing, other",
+        ),
         ([{"name": "a", "template": "t"}, {"name": "a", "template": "t"}], "used twice"),
     ],
 )
@@ -197,6 +222,10 @@ def test_a_fan_out_makes_a_node_per_item_as_split_writes_them() -> None:
         "arguments": {"parameters": [{"name": "m", "value": "{{workflow.name}}/x"}]},
     }
     assert expand(single, {"workflow.name": "run-1"}) == [("evaluate", {"m": "run-1/x"})]
+    assert expand({"name": "split"}, {}) == [("split", {})]
+    for task in (single, TRAIN_TASK):
+        with pytest.raises(UnresolvedReference, match=rf"\(task '{task['name']}'\)"):
+            expand(task, {})
 
 
 @pytest.mark.parametrize("ids", ["{0: 1}", "not json", "[[0]]", '"0"'])

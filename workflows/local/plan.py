@@ -95,34 +95,39 @@ def read_dag(template: Mapping[str, Any]) -> Dag:
 def parse(text: str) -> Expression | None:
     """A `depends` text as a tree; None when empty; UnsupportedFeature for what it does not read."""
     tokens = DEPENDS_TOKEN.findall(text)
-    if "".join(tokens) != "".join(text.split()):
-        raise UnsupportedFeature(f"the local runner cannot read depends {text!r}")
-    expression = _joined(tokens, text, "||") if tokens else None
-    if tokens:
-        raise UnsupportedFeature(f"unexpected {tokens[0]!r} in depends {text!r}")
+    try:
+        if "".join(tokens) != "".join(text.split()):
+            raise ValueError(text)
+        expression = _joined(tokens, "||") if tokens else None
+        if tokens:
+            raise ValueError(tokens[0])
+    except ValueError as error:
+        raise UnsupportedFeature(
+            f"the local runner cannot read {error} in depends {text!r}"
+        ) from None
     return expression
 
 
-def _joined(tokens: list[str], text: str, operator: str) -> Expression:
+def _joined(tokens: list[str], operator: str) -> Expression:
     """Operands joined by `operator`, taken from the front of `tokens` (|| binds looser than &&)."""
-    operands = [_joined(tokens, text, "&&") if operator == "||" else _operand(tokens, text)]
+    operands = [_joined(tokens, "&&") if operator == "||" else _operand(tokens)]
     while tokens[:1] == [operator]:
         del tokens[0]
-        operands.append(_joined(tokens, text, "&&") if operator == "||" else _operand(tokens, text))
+        operands.append(_joined(tokens, "&&") if operator == "||" else _operand(tokens))
     return operands[0] if len(operands) == 1 else ("or" if operator == "||" else "and", *operands)
 
 
-def _operand(tokens: list[str], text: str) -> Expression:
-    token = tokens.pop(0) if tokens else ")"
+def _operand(tokens: list[str]) -> Expression:
+    token = tokens.pop(0) if tokens else "the end"
     if token == "(":
-        inner = _joined(tokens, text, "||")
+        inner = _joined(tokens, "||")
         if tokens[:1] != [")"]:
-            raise UnsupportedFeature(f"unbalanced parentheses in depends {text!r}")
+            raise ValueError("unbalanced parentheses")
         del tokens[0]
         return inner
     task, _, result = token.partition(".")
-    if token in ("&&", "||", ")") or (result and result not in RESULTS):
-        raise UnsupportedFeature(f"the local runner cannot read {token!r} in depends {text!r}")
+    if token in ("&&", "||", ")", "the end") or (result and result not in RESULTS):
+        raise ValueError(repr(token))
     return ("term", task, result or None)
 
 
@@ -152,7 +157,7 @@ def task_phase(nodes: Sequence[Node], fan_out: bool) -> str | None:
     else Succeeded); None before."""
     if any(node.phase not in FINAL for node in nodes):
         return None
-    if not fan_out or (nodes[0].phase in ("Omitted", "Skipped") and len(nodes) == 1):
+    if not fan_out or nodes[0].phase in ("Omitted", "Skipped"):  # a task that never ran is one node
         return nodes[0].phase
     failed = [node.phase for node in nodes if node.phase in FAILED]
     return failed[-1] if failed else "Succeeded"
@@ -177,19 +182,20 @@ def expand(task: Mapping[str, Any], values: Mapping[str, str]) -> list[tuple[str
     """(node name, arguments) of each node the task makes: one, or one per item of its withParam."""
     where = f"task {task['name']!r}"
     arguments = {
-        p["name"]: str(p.get("value", "")) for p in task.get("arguments", {}).get("parameters", [])
+        p["name"]: str(p["value"]) for p in task.get("arguments", {}).get("parameters", [])
     }
     if "withParam" not in task:
         return [(task["name"], substitute(arguments, values, where))]
     text = substitute(task["withParam"], values, where)
+    fault = ValueError(
+        f"withParam value could not be parsed as a JSON list of names: {text.strip()}"
+    )
     try:
         items = json.loads(text)
     except ValueError:
-        items = None
+        raise fault from None
     if not isinstance(items, list) or not all(isinstance(item, str | int) for item in items):
-        raise ValueError(
-            f"withParam value could not be parsed as a JSON list of names: {text.strip()}"
-        )
+        raise fault
     labels = [json.dumps(item) if isinstance(item, int) else item for item in items]  # {{item}}
     return [
         (
