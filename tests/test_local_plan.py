@@ -87,6 +87,22 @@ def test_what_the_pipeline_never_writes_is_refused(text: str) -> None:
         parse(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("a &&", "'the end'"),
+        ("(a || b", "unbalanced parentheses"),
+        ("a && )", "')'"),
+        ("a b", "b"),
+        ("a.b", "a.b"),
+    ],
+)
+def test_a_refusal_says_what_it_cannot_read(text: str, said: str) -> None:
+    with pytest.raises(UnsupportedFeature) as refused:
+        parse(text)
+    assert str(refused.value) == f"the local runner cannot read {said} in depends {text!r}"
+
+
 @pytest.mark.parametrize("phase", PHASES)
 def test_a_bare_name_means_succeeded_or_skipped(phase: str) -> None:
     """ancestry.go:expandDependency: `a` is (a.Succeeded || a.Skipped || a.Daemoned)."""
@@ -223,9 +239,11 @@ def test_a_fan_out_makes_a_node_per_item_as_split_writes_them() -> None:
     }
     assert expand(single, {"workflow.name": "run-1"}) == [("evaluate", {"m": "run-1/x"})]
     assert expand({"name": "split"}, {}) == [("split", {})]
-    for task in (single, TRAIN_TASK):
+    unknown = TRAIN_TASK | {"arguments": {"parameters": [{"name": "shard", "value": "{{item.x}}"}]}}
+    ids = {"tasks.split.outputs.parameters.shard-ids": "[0]"}
+    for task, values in ((single, {}), (TRAIN_TASK, {}), (unknown, ids)):
         with pytest.raises(UnresolvedReference, match=rf"\(task '{task['name']}'\)"):
-            expand(task, {})
+            expand(task, values)
 
 
 @pytest.mark.parametrize("ids", ["{0: 1}", "not json", "[[0]]", '"0"'])
