@@ -93,9 +93,7 @@ class LocalRunner:
             f"{self._budget / 2**30:.1f} GiB, engine {self.engine.name}, store {self.store.uri}, "
             f"logs {self.logs_dir / name}"
         )
-        metadata = {
-            key: value for key, value in workflow["metadata"].items() if key != "generateName"
-        }
+        metadata = {k: v for k, v in workflow.get("metadata", {}).items() if k != "generateName"}
         outcome.write_json(
             self.logs_dir / name / outcome.WORKFLOW_FILE,
             {**workflow, "metadata": metadata | {"name": name}},
@@ -103,10 +101,8 @@ class LocalRunner:
         self._nodes: dict[str, list[Node]] = {}
         try:
             phase = self._drive(dag, self._nodes)
-        except BaseException:
-            self._record(
-                "Failed", "stopped before its end"
-            )  # what ended so far, to take it up again
+        except BaseException:  # Ctrl-C: what ended so far, to take the run up again
+            self._record("Failed", "stopped before its end")
             raise
         every = [node for task_nodes in self._nodes.values() for node in task_nodes]
         return self._record(phase, "" if phase == "Succeeded" else outcome.failure_message(every))
