@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from bench.pod_watch import NODE_ID
-from workflows.local.dag import read_dag
+from workflows.local.plan import read_dag
 
 SCHEDULED = "PodScheduled"
 INIT_CONTAINER, MAIN_CONTAINER = "init", "main"  # Argo's init container, the step's own

@@ -17,7 +17,7 @@ from pathlib import Path
 from bench import timeline
 from bench.measure import Measurement, measure_ok, python_module
 from steps.lib.storage import open_store
-from workflows.local.runner import SUMMARY_FILE
+from workflows.local.outcome import SUMMARY_FILE
 from workflows.pipeline.settings import PipelineSettings, declared, flag_of
 from workflows.pipeline.workflow import compile_workflow
 

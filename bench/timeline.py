@@ -11,8 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from workflows.local.runner import substitute
-from workflows.local.supported import templates_by_name
+from workflows.local.spec import substitute, templates_by_name
 
 # steps.lib.keras_model.EpochLogger's line in a trainer's log: "epoch 2/2: accuracy 0.98 loss 0.06 (7.9 s)"
 EPOCH_LINE = re.compile(r"^epoch \d+/\d+: .*\((\d+(?:\.\d+)?) s\)$")

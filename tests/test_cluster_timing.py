@@ -67,7 +67,7 @@ def test_a_task_is_one_level_below_its_deepest_dependency() -> None:
                 {"name": "a"},
                 {"name": "b", "depends": "a.Succeeded"},
                 {"name": "c", "depends": "a && (b.Failed || b.Succeeded)"},
-                {"name": "d", "dependencies": ["a"]},
+                {"name": "d", "depends": "a"},
             ]
         },
     }

@@ -65,7 +65,7 @@ def test_without_the_folder_mode_aggregate_cannot_read_its_models(
     (gcs.go:downloadObject) is unreadable to the steps' user, so every run failed at aggregate."""
     from steps.lib.storage import open_store
     from workflows.local.runner import LocalRunner
-    from workflows.local.supported import templates_by_name
+    from workflows.local.spec import templates_by_name
     from workflows.pipeline.settings import PipelineSettings
     from workflows.pipeline.workflow import compile_workflow
 

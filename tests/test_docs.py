@@ -97,7 +97,7 @@ def repository_map() -> list[tuple[str, str]]:
 
 
 def test_every_path_the_readme_maps_exists() -> None:
-    """The first column, and each file it names in a folder's line (`client.py` under workflows/server/)."""
+    """The first column, and each file it names in a folder's line (`spec.py` under workflows/local/)."""
     mapped = repository_map()
     assert len(mapped) > 10
     missing = [path for path, _ in mapped if not (ROOT / path).exists()]
@@ -108,8 +108,9 @@ def test_every_path_the_readme_maps_exists() -> None:
     assert missing == []
 
 
-def test_the_readme_maps_every_top_level_folder() -> None:
-    """Each folder a clone holds at its root is on the map."""
+def test_the_readme_maps_every_top_level_folder_and_every_rule_module() -> None:
+    """Each folder a clone holds at its root is on the map, and workflows/local/'s modules are each named,
+    in the order a run reads them."""
     mapped = dict(repository_map())
     files = subprocess.run(
         ["git", "ls-files"], capture_output=True, text=True, cwd=ROOT, check=True
@@ -118,7 +119,11 @@ def test_the_readme_maps_every_top_level_folder() -> None:
     # the hidden ones hold tools' settings (.streamlit/, ...); .ci/run is mapped by its path
     folders -= {name for name in folders if name.startswith(".")}
     unmapped = [name for name in sorted(folders) if not any(p.startswith(name) for p in mapped)]
-    assert unmapped == []
+    modules = sorted(
+        p.name for p in (ROOT / "workflows/local").glob("*.py") if p.name != "__init__.py"
+    )
+    unnamed = [name for name in modules if name not in mapped["workflows/local/"]]
+    assert (unmapped, unnamed) == ([], [])
 
 
 def test_the_readme_fits_on_a_few_screens() -> None:

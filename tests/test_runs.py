@@ -84,7 +84,7 @@ def test_compare_two_runs_side_by_side(
         (("--compare", OLD, "mnist-none1"), "holds no run 'mnist-none1'"),
         (("--list",), "no store at"),
         (("--retry", SERVED), f"run {SERVED} succeeded (it is published)"),
-        (("--retry", CUT), "not supported locally yet"),
+        (("--retry", CUT), f"no local run {CUT} to retry in"),
     ],
 )
 def test_refusals_are_one_line(

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from tests.support.project import run_python, run_submit
-from workflows.local.supported import templates_by_name
+from workflows.local.spec import templates_by_name
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
 

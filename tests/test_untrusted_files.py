@@ -404,8 +404,7 @@ def test_fedavg_weighs_by_what_split_made_and_averages_only_the_expected_shards(
     from steps.lib.entry_point import run
     from steps.lib.history import new_history
     from steps.lib.model_file import read_weights
-    from workflows.local.runner import substitute
-    from workflows.local.supported import templates_by_name
+    from workflows.local.spec import substitute, templates_by_name
     from workflows.pipeline.settings import PipelineSettings
     from workflows.pipeline.workflow import compile_workflow
 
@@ -594,8 +593,7 @@ def test_no_workflow_parameter_can_rewrite_the_card(
     """The compiled publish template's arguments, with the parameters Argo would substitute (plain
     text replacement: workflow/common/util.go:SubstituteParams): a folder name holding a quote and
     JSON of its own was pasted into the --settings JSON, failing the run or rewriting the card."""
-    from workflows.local.runner import substitute
-    from workflows.local.supported import templates_by_name
+    from workflows.local.spec import substitute, templates_by_name
     from workflows.pipeline.settings import PipelineSettings
     from workflows.pipeline.workflow import compile_workflow
 

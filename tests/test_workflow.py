@@ -25,7 +25,7 @@ from hera.workflows.models import WorkflowTemplate as HeraWorkflowTemplate
 from tests.support import docs
 from tests.support.argo_schema import first_error, workflow_validator
 from tests.support.project import ROOT, run_submit
-from workflows.local.supported import check_supported, templates_by_name
+from workflows.local.spec import templates_by_name
 from workflows.pipeline import resources as cluster
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_template, compile_workflow, label_expression
@@ -218,12 +218,6 @@ def test_retry_limit_follows_the_setting() -> None:
     assert templates_by_name(workflow)["train"]["retryStrategy"]["limit"] == "5"
     none = compile_workflow(PipelineSettings(retries=0, store="gs://b"))
     assert "retryStrategy" not in templates_by_name(none)["train"]
-
-
-def test_local_runner_accepts_the_cluster_spec() -> None:
-    workflow, template = compiled(3, 2)
-    check_supported(workflow)
-    check_supported(template)
 
 
 def test_render_prints_a_workflow_kubectl_can_create(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ UsageError line (exit 2), a warning or a note one line on stderr:
 - a cluster run (check_cluster): the store is a bucket's top, the data source a URL, the images pullable;
   --render says the same as notes (render_notes).
 Each setting's own bounds are its parser's (workflows/pipeline/settings.py); what the local runner runs,
-workflows/local/supported.py's; what Argo accepts, the Argo Server's lint (workflows/server/client.py).
+workflows/local/spec.py; what Argo accepts, the Argo Server's lint (workflows/server/client.py).
 
 A folder that does not exist yet is created only inside one that does: a mistyped path is refused
 instead of becoming a tree of new folders (`--artifacts /nonexistent/dir/x`).

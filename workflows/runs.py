@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from steps.lib.errors import StepError
 from steps.lib.published import differing
-from steps.lib.registry import latest_run
+from steps.lib.registry import AlreadyPublished, check_unpublished, latest_run
 from steps.lib.run_index import RunRecord, read_run, run_index
 from steps.lib.storage import ArtifactStore, open_store
 from workflows.errors import UsageError
@@ -262,16 +262,15 @@ def retry_cluster(server: ArgoServer, run: str, follow: bool, interval: float) -
     return 0
 
 
-def retry_local_run(uri: str, run: str) -> int:
-    """A local run is checked as a cluster's is: one the store does not hold, or that succeeded, is
-    refused; taking one up from its folder is refused too, as not supported yet."""
-    record = read_store(uri, lambda store: store_run(store, run))
-    if record.published:
-        raise UsageError(f"run {run} succeeded (it is published): there is nothing to retry")
-    raise UsageError(
-        f"taking up a run from its folder is not supported locally yet: start {run}'s settings "
-        "again as a new run, or retry a cluster's run with --argo-server"
-    )
+def check_local_retry(uri: str, run: str) -> None:
+    """A run the store has published succeeded: there is nothing to take up (what is not in the run's
+    folder of logs, the local runner refuses: workflows/local/resume.py)."""
+    try:
+        check_unpublished(open_store(uri), run)
+    except AlreadyPublished:
+        raise UsageError(
+            f"run {run} succeeded (it is published): there is nothing to retry"
+        ) from None
 
 
 def main(args: argparse.Namespace, server: ArgoServer | None) -> int:
@@ -282,6 +281,6 @@ def main(args: argparse.Namespace, server: ArgoServer | None) -> int:
         if server:
             return compare_cluster(server, args.store, *args.compare)
         return compare_store(args.store, *args.compare)
-    if server:
-        return retry_cluster(server, args.retry, args.watch, args.poll_seconds)
-    return retry_local_run(args.store, args.retry)
+    if server is None:  # submit.py takes a local run up itself, with the local runner
+        raise UsageError("--retry on this machine is taken up by submit.py's local runner")
+    return retry_cluster(server, args.retry, args.watch, args.poll_seconds)

@@ -21,9 +21,10 @@ from steps.lib.arguments import positive_int
 from steps.lib.errors import StepError
 from steps.lib.registry import MODEL_FILE, run_prefix
 from steps.lib.storage import open_store
-from workflows import preflight
+from workflows import preflight, runs
 from workflows.errors import UsageError, WorkflowError
 from workflows.local.engines import Engine, EngineError, ProcessEngine
+from workflows.local.resume import retry_locally
 from workflows.local.runner import LocalRunner
 from workflows.pipeline import resources
 from workflows.pipeline.manifests import to_yaml
@@ -38,7 +39,6 @@ from workflows.pipeline.settings import (
 )
 from workflows.pipeline.workflow import compile_template, compile_workflow
 from workflows.run_end import EXIT_RUN_FAILED, RunEnd, report
-from workflows.runs import main as runs_main
 from workflows.server.client import (
     ArgoError,
     ArgoServer,
@@ -208,7 +208,11 @@ def logs_folder(args: argparse.Namespace) -> Path:
     return Path(args.store if "://" not in args.store else DEFAULT_STORE) / "logs"
 
 
-def run_locally(workflow: dict, settings: PipelineSettings, args: argparse.Namespace) -> int:
+def run_locally(
+    workflow: dict, settings: PipelineSettings, args: argparse.Namespace, retry: str | None = None
+) -> int:
+    """Run the workflow on this machine, or with `retry` take up that run from its folder of logs
+    (workflows/local/resume.py: its succeeded tasks reused, the rest run)."""
     engine, logs = local_engine(args.engine), logs_folder(args)
     check_ready = getattr(engine, "check_ready", None)
 
@@ -221,11 +225,14 @@ def run_locally(workflow: dict, settings: PipelineSettings, args: argparse.Names
         except EngineError as error:
             raise UsageError(f"--engine {args.engine}: {error}") from None
 
-    preflight.check_local(settings, logs, args.logs_dir is not None, args.name, ready)
+    if retry is None:
+        preflight.check_local(settings, logs, args.logs_dir is not None, args.name, ready)
+    else:
+        runs.check_local_retry(settings.store, retry)
     store = open_store(settings.store)
     runner = LocalRunner(store, logs, args.parallelism, engine=engine)
     started = time.monotonic()
-    result = runner.run(workflow)
+    result = runner.run(workflow) if retry is None else retry_locally(runner, retry)
     went_ahead = [f"went ahead without {n.name}: {n.message}" for n in result.tolerated_failures]
     ended = RunEnd(
         run=result.name,
@@ -343,8 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser(start).parse_args(argv)
     settings = from_arguments(args)
     try:
+        if args.retry and argo_server(args) is None:
+            return run_locally({}, settings, args, retry=args.retry)
         if args.list or args.compare or args.retry:
-            return runs_main(args, argo_server(args))
+            return runs.main(args, argo_server(args))
         preflight.check_settings(settings, args.name)
         if args.render:
             return render(settings, args)

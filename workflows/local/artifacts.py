@@ -1,25 +1,21 @@
-"""Key-only GCS artifacts moved between the store and a step's folder as Argo v4.1.2's executor moves them.
+"""Key-only GCS artifacts moved between the store and a try's folder as Argo v4.1.4's executor moves them.
 
-Loading (executor/executor.go:loadArtifact, artifacts/gcs/gcs.go:downloadObjects): a key names one object, or
-is a plain string prefix of many (listed without a delimiter, so `models` also matches `models-old/x`, which
-lands at `<path>/-old/x`); each object lands at the artifact path joined with what follows the key. Folders are created with mode 0700 and
-files with 0644 by the executor's user (root); only an artifact's `mode` (with `recurseMode`) changes that. A
-missing key fails the step as an Error unless the artifact is `optional`.
-Saving (executor.go:SaveArtifacts, gcs.go:uploadObjects): a file goes to its key, a folder's files under
-`key/`; the wait container saves outputs whatever the main container's exit code.
-"""
+Loading (workflow/executor/executor.go:loadArtifact, workflow/artifacts/gcs/gcs.go:downloadObjects): a key names
+one object, or is a plain string prefix of many; each lands at the artifact path joined with what follows the
+key, in folders of mode 0700 (files 0644) unless the artifact sets `mode`. A missing key fails the try as an
+Error unless the artifact is `optional`. Saving (executor.go:SaveArtifacts): a file goes to its key, a folder's
+files under `key/`, whatever the step's exit code."""
 
 from __future__ import annotations
 
-import gzip
 import os
-import tarfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from steps.lib.errors import ArtifactNotFound, StepError
 from steps.lib.storage import ArtifactStore
+from workflows.local.engines import Invocation
 
 DIRECTORY_MODE = 0o700  # os.MkdirAll(objectDir, 0o700) in gcs.go:downloadObject
 FILE_MODE = 0o644  # os.Create (0666) under the executor's umask 022
@@ -40,45 +36,25 @@ def matching_keys(store: ArtifactStore, key: str) -> list[str]:
     return sorted(name for name in listed if name.startswith(key) and not name.endswith("/"))
 
 
-def load_input(store: ArtifactStore, artifact: Mapping[str, Any], target: Path) -> bool:
-    """Place one input artifact at `target`; False when an optional artifact is absent."""
-    key = clean_key(artifact["gcs"]["key"])
-    names = matching_keys(store, key)
-    if not names:
-        if artifact.get("optional"):
-            return False
-        raise ArtifactNotFound(
-            f"artifact {artifact['name']} failed to load: no results for key: {key}"
-        )
-    for name in names:
-        # filepath.Join(path, strings.TrimPrefix(objName, key)): `models-old/x` lands at `models/-old/x`
-        local = Path(os.path.normpath(os.path.join(target, name.removeprefix(key).lstrip("/"))))
-        if target not in (local, *local.parents):
-            raise StepError(f"object {name!r} would land outside {target}")
-        _make_dirs(local.parent, target)
-        store.download_file(name, local)
-        local.chmod(FILE_MODE)
-    if target.is_file() and "none" not in artifact.get("archive", {}) and _is_tarball(target):
-        raise StepError(
-            f"input artifact {artifact['name']!r} is a tarball; the local runner does not unpack "
-            "archives (set archive: none on the artifact that produced it)"
-        )
-    if artifact.get("mode") is not None:
-        _chmod(target, int(artifact["mode"]), bool(artifact.get("recurseMode")))
-    return True
-
-
-def save_output(store: ArtifactStore, artifact: Mapping[str, Any], source: Path) -> bool:
-    """Upload one output artifact from `source`; False when nothing is there."""
-    key = clean_key(artifact["gcs"]["key"])
-    if source.is_dir():
-        for path in sorted(p for p in source.rglob("*") if p.is_file()):
-            store.upload_file(path, f"{key}/{path.relative_to(source).as_posix()}")
-        return True
-    if source.is_file():
-        store.upload_file(source, key)
-        return True
-    return False
+def load_inputs(store: ArtifactStore, inputs: list[dict], invocation: Invocation) -> None:
+    """Place each input artifact at its path (an optional one that is absent is left out)."""
+    for artifact in inputs:
+        key, target = clean_key(artifact["gcs"]["key"]), invocation.host_path(artifact["path"])
+        names = matching_keys(store, key)
+        if not names and not artifact.get("optional"):
+            raise ArtifactNotFound(
+                f"artifact {artifact['name']} failed to load: no results for key: {key}"
+            )
+        for name in names:
+            # filepath.Join(path, strings.TrimPrefix(objName, key)): `models-old/x` lands at `models/-old/x`
+            local = Path(os.path.normpath(os.path.join(target, name.removeprefix(key).lstrip("/"))))
+            if target not in (local, *local.parents):
+                raise StepError(f"object {name!r} would land outside {target}")
+            _make_dirs(local.parent, target)
+            store.download_file(name, local)
+            local.chmod(FILE_MODE)
+        if names and artifact.get("mode") is not None:
+            _chmod(target, int(artifact["mode"]), bool(artifact.get("recurseMode")))
 
 
 def _make_dirs(folder: Path, artifact_root: Path) -> None:
@@ -100,10 +76,46 @@ def _chmod(path: Path, mode: int, recurse: bool) -> None:
             child.chmod(mode)
 
 
-def _is_tarball(path: Path) -> bool:
-    """executor.go:isTarball: a gzip stream whose first entry reads as tar."""
-    try:
-        with gzip.open(path) as stream, tarfile.open(fileobj=stream, mode="r|") as archive:
-            return archive.next() is not None
-    except (OSError, EOFError, tarfile.TarError):
-        return False
+def save_outputs(store: ArtifactStore, outputs: Mapping[str, Any], invocation: Invocation) -> str:
+    """Save every output artifact that exists, whatever the exit code (a file to its key, a folder's files
+    under `key/`); '' or what went wrong."""
+    problems = []
+    for artifact in outputs.get("artifacts", []):
+        key, source = clean_key(artifact["gcs"]["key"]), invocation.host_path(artifact["path"])
+        if not source.exists():
+            problems.append(
+                f"output artifact {artifact['name']!r} was not written at {artifact['path']}"
+            )
+            continue
+        files = (
+            [(source, key)]
+            if not source.is_dir()
+            else [
+                (path, f"{key}/{path.relative_to(source).as_posix()}")
+                for path in sorted(source.rglob("*"))
+                if path.is_file()
+            ]
+        )
+        try:
+            for path, name in files:
+                store.upload_file(path, name)
+        except (OSError, StepError) as error:
+            problems.append(f"output artifact {artifact['name']!r}: {error}")
+    return "; ".join(problems)
+
+
+def output_parameters(
+    outputs: Mapping[str, Any], invocation: Invocation, problems: str
+) -> dict[str, str]:
+    """Each output parameter's file, once the artifacts were saved (ValueError: what went wrong)."""
+    if problems:
+        raise ValueError(problems)
+    values = {}
+    for parameter in outputs.get("parameters", []):
+        path = invocation.host_path(parameter["valueFrom"]["path"])
+        if not path.is_file():
+            raise ValueError(
+                f"output parameter {parameter['name']!r}: {parameter['valueFrom']['path']} not found"
+            )
+        values[parameter["name"]] = path.read_text().strip()
+    return values

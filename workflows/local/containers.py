@@ -1,21 +1,10 @@
-"""Runs each attempt in a container of the steps' image (podman or docker), the way an Argo pod runs it.
-
-What the cluster does, and what this engine does for it:
-- the main container runs the image's command line as the image's user (uid 10001, no --user override), with
-  a read-only root filesystem and a tmpfs at /tmp, and no network unless the step needs one;
-- input artifacts are volume mounts at their paths (`workflow/executor/executor.go:loadArtifact` downloads
-  them into the `input-artifacts` volume, created by root with mode 0700 for a folder unless the artifact sets
-  `mode`). The runner has placed them under `host_dir` with those modes; each is bind-mounted at its path, so a
-  step that cannot read a root-owned 0700 folder fails here as it fails on the cluster;
-- emptyDir volumes (`scratch`) are empty folders with mode 0777, bind-mounted;
-- the wait container, as root, reads the outputs whatever the exit code: outputs on a mount are already in
-  `host_dir`; any other output is copied out of the stopped container (`podman cp`) before it is removed;
-- `/var/run/argo` is a shared volume holding the progress file (`common.ArgoProgressPath`): the progress
-  file's folder is mounted there and ARGO_PROGRESS_FILE names the file in it;
-- `resources.limits` become --memory/--cpus (swap off, as on a node);
-- paths of this machine the step names (a folder store, a data file) are bind-mounted at the same path; a
-  writable one gets an ACL entry letting the image's user write there (a bucket has no owners; a folder has).
-"""
+"""Runs each try in a container of the steps' image (podman or docker), as an Argo pod runs it: as the image's
+user on a read-only root with a tmpfs at /tmp, no network unless the step needs one, `resources.limits` as
+--memory/--cpus (no swap), input artifacts and emptyDir volumes bind-mounted at their paths (a root-owned 0700
+input folder is unreadable to the step here as on the cluster, workflow/executor/executor.go:loadArtifact),
+the progress file in Argo's /var/run/argo, and paths of this machine the step names mounted at the same path,
+a writable one with an ACL entry for the image's user. Every output the pipeline writes is on an emptyDir, read
+from its mount after the container ends, as the wait container reads it whatever the exit code."""
 
 from __future__ import annotations
 
@@ -39,27 +28,15 @@ from workflows.local.engines import (
 )
 
 ARGO_RUN_DIR = PurePosixPath("/var/run/argo")  # Argo's shared volume (common.VarRunArgoPath)
-PASSED_THROUGH = (
-    "STORAGE_EMULATOR_HOST",
-    "GOOGLE_CLOUD_PROJECT",
-)  # the store's emulator, when one is used
+PASSED_THROUGH = ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT")  # a store's emulator, when used
 LABEL = "mnist-argo.engine=local-runner"
 STOP_GRACE_SECONDS = 5
 EMPTY_DIR_MODE = 0o777  # how the kubelet creates an emptyDir
 ENGINE_TIMEOUT_SECONDS = 120  # for create, cp, stop, rm: never the step itself
 SIGTERM_EXIT_CODE = 143  # what a stopped container exits with (128 + SIGTERM)
 
-MEMORY_UNITS = {
-    "": 1,
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-}
+MEMORY_UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+MEMORY_UNITS |= {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 
 
 def memory_bytes(quantity: str) -> int:
@@ -84,17 +61,12 @@ def container_name(node: str) -> str:
     return f"mnist-{safe[:80]}-{secrets.token_hex(3)}"
 
 
-def _is_under(path: PurePosixPath, folders: Iterable[PurePosixPath]) -> bool:
-    return any(path == folder or folder in path.parents for folder in folders)
-
-
 @dataclass
 class ContainerEngine:
     """Runs invocations in containers of `image` (default: each invocation's own image) with `program`."""
 
     program: str = "podman"
     image: str | None = None
-    read_only: bool = True  # the root filesystem (securityContext.readOnlyRootFilesystem)
     name: str = field(init=False)
     _running: set[str] = field(default_factory=set)
     # stopped by stop_all: the attempt ends with the signal's exit code
@@ -112,10 +84,9 @@ class ContainerEngine:
         """`podman create ...`: everything the attempt's container is, but not started."""
         command = [self.program, "create", "--name", container, "--label", LABEL]
         command += ["--workdir", str(invocation.working_dir)]
-        if self.read_only:
-            command += ["--read-only"]
-            if PurePosixPath("/tmp") not in invocation.scratch:  # the spec's emptyDir, else a tmpfs
-                command += ["--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777"]
+        command += ["--read-only"]  # securityContext.readOnlyRootFilesystem
+        if PurePosixPath("/tmp") not in invocation.scratch:  # the spec's emptyDir, else a tmpfs
+            command += ["--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777"]
         command += ["--network", "host" if invocation.network else "none"]
         if invocation.memory_limit:
             limit = memory_bytes(invocation.memory_limit)
@@ -123,10 +94,8 @@ class ContainerEngine:
         if invocation.cpu_limit:
             command += ["--cpus", f"{cpu_count(invocation.cpu_limit):g}"]
         for path in (*invocation.inputs, *invocation.scratch):
-            command += [
-                "--volume",
-                f"{invocation.host_path(path)}:{self._absolute(invocation, path)}",
-            ]
+            inside = path if path.is_absolute() else invocation.working_dir / path
+            command += ["--volume", f"{invocation.host_path(path)}:{inside}"]
         for host, writable in invocation.mounts:
             if not Path(host).is_absolute():  # the container's working directory is not this one
                 raise EngineError(f"a mount must be an absolute path: {host}")
@@ -142,17 +111,6 @@ class ContainerEngine:
             command += ["--env", f"{variable}={value}"]
         command += [self.image or invocation.image, *invocation.command]
         return command
-
-    @staticmethod
-    def _absolute(invocation: Invocation, path: PurePosixPath) -> PurePosixPath:
-        return path if path.is_absolute() else invocation.working_dir / path
-
-    def copied_outputs(self, invocation: Invocation) -> list[PurePosixPath]:
-        """Outputs that are on no mount, so only the stopped container holds them."""
-        mounted = [self._absolute(invocation, p) for p in (*invocation.inputs, *invocation.scratch)]
-        mounted += [PurePosixPath(host) for host, _ in invocation.mounts]
-        outputs = [self._absolute(invocation, path) for path in invocation.outputs]
-        return [path for path in outputs if not _is_under(path, mounted)]
 
     # ---- running
 
@@ -172,9 +130,8 @@ class ContainerEngine:
                 if container in self._stopped:  # stop_all came first: never start it
                     return SIGTERM_EXIT_CODE
             log.flush()
-            # start --attach returns the container's exit code; a session of its own, so Ctrl-C in a
-            # terminal reaches the runner, which stops containers through stop_all.
-            # attached without a terminal, the engine keeps the container's two streams apart
+            # start --attach returns the container's exit code and keeps its two streams apart; a
+            # session of its own, so Ctrl-C reaches the runner, which stops containers (stop_all)
             process = subprocess.Popen(
                 [self.program, "start", "--attach", container],
                 stdout=subprocess.PIPE,
@@ -191,7 +148,6 @@ class ContainerEngine:
                 raise DeadlineExceeded(invocation.name) from None
             finally:
                 relay.join(OUTPUT_DRAIN_SECONDS)
-                self._copy_outputs(invocation, container)
             with self._lock:
                 stopped = container in self._stopped
             return code if stopped else self._exit_code(container, code)
@@ -272,27 +228,10 @@ class ContainerEngine:
             for host in writable:
                 self._grant(host, uid)
 
-    def _copy_outputs(self, invocation: Invocation, container: str) -> None:
-        """As the wait container does: whatever the exit code, take what the step left (if anything)."""
-        for path in self.copied_outputs(invocation):
-            target = invocation.host_path(path)
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
-            else:
-                target.unlink(missing_ok=True)
-            self._engine([self.program, "cp", f"{container}:{path}", str(target)])
-
     def _exit_code(self, container: str, attached: int) -> int:
         """The container's own exit code; an engine failure (it never ran) raises EngineError."""
-        inspected = self._engine(
-            [
-                self.program,
-                "inspect",
-                "--format",
-                "{{.State.ExitCode}} {{.State.StartedAt}}",
-                container,
-            ]
-        )
+        state = "{{.State.ExitCode}} {{.State.StartedAt}}"
+        inspected = self._engine([self.program, "inspect", "--format", state, container])
         fields = inspected.stdout.split()
         if inspected.returncode != 0 or not fields:
             raise EngineError(f"{self.name} lost the container {container} (exit {attached})")

@@ -1,11 +1,7 @@
-"""How the local runner starts one attempt of a container template: as a process, or in a container engine.
-
-The runner prepares an `Invocation` (the resolved command line, and a folder on this machine standing for the
-container's working directory, with the input artifacts already placed in it as Argo's executor places them);
-an engine runs it and leaves the outputs in that folder. Argo's `wait` container reads outputs the same way,
-whatever the exit code. Both streams go to the attempt's log, as to a pod's; each line of stdout, what a
-step says to the person watching, is also handed to the runner as it comes.
-"""
+"""How one try of a container template starts: an `Invocation` (the resolved command line, and a folder of
+this machine standing for the container's working directory, the inputs already in it) run by an engine, here
+a process of this machine (containers.py: in the step's image). Both streams go to the try's log, as a pod's;
+each stdout line is also handed to the runner as it comes."""
 
 from __future__ import annotations
 
@@ -102,9 +98,7 @@ class ProcessEngine:
         environment["PYTHONUNBUFFERED"] = "1"
         if invocation.progress_file is not None:
             environment["ARGO_PROGRESS_FILE"] = str(invocation.progress_file)
-        for (
-            path
-        ) in invocation.scratch:  # scratch outside the working folder (e.g. /tmp): the host's
+        for path in invocation.scratch:  # scratch outside the working folder (/tmp): the host's
             if invocation.working_dir in path.parents:
                 invocation.host_path(path).mkdir(parents=True, exist_ok=True)
         process = subprocess.Popen(

@@ -1,0 +1,122 @@
+"""workflows/local/resume.py: a run cut short (Ctrl-C, or the runner killed) after its trainers finished is
+taken up from its folder without training them again, and ends as an uninterrupted run; a run that succeeded
+or that the folder does not hold is refused before anything runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from steps.lib.storage import open_store
+from tests.test_local_runner import MODEL_OUTPUT, fan_out, step, workflow
+from workflows.errors import WorkflowError
+from workflows.local.resume import retry_locally
+from workflows.local.runner import LocalRunner
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = "mnist-resume"
+# each trainer counts its runs in a file beside the store, then writes its model
+TRAIN = (
+    "import pathlib, sys\n"
+    "count = pathlib.Path(sys.argv[2]) / f'trained-{sys.argv[1]}'\n"
+    "count.write_text(count.read_text() + 'x' if count.exists() else 'x')\n"
+    "pathlib.Path('out').mkdir(); pathlib.Path('out/model.txt').write_text(sys.argv[1])\n"
+)
+# the fan-in waits, writing its pid, while `hold` exists
+HOLD = (
+    "import os, pathlib, sys, time\n"
+    "pathlib.Path(sys.argv[1], 'aggregate.pid').write_text(str(os.getpid()))\n"
+    "while pathlib.Path(sys.argv[1], 'hold').exists(): time.sleep(0.2)\n"
+)
+START = (
+    "import json, sys\n"
+    "from steps.lib.storage import open_store\n"
+    "from workflows.local.runner import LocalRunner\n"
+    "runner = LocalRunner(open_store(sys.argv[1]), sys.argv[2], echo=print, live_progress=False)\n"
+    "runner.run(json.loads(open(sys.argv[3]).read()))\n"
+)
+
+
+def cut_short_workflow(tmp_path: Path) -> dict:
+    manifest = fan_out(["0", "1"], TRAIN, "train", outputs=MODEL_OUTPUT)
+    trainer = manifest["spec"]["templates"][2]
+    trainer["container"]["args"].append(str(tmp_path))
+    manifest["spec"]["templates"][3] = step("ok", HOLD, str(tmp_path))
+    manifest["metadata"] = {"name": RUN}
+    return manifest
+
+
+def summary(logs: Path) -> dict:
+    try:
+        return json.loads((logs / RUN / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {"nodes": []}
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
+def test_a_run_cut_short_after_its_trainers_is_taken_up_without_training_them_again(
+    tmp_path: Path, how: signal.Signals
+) -> None:
+    (tmp_path / "hold").touch()
+    manifest = tmp_path / "workflow.json"
+    manifest.write_text(json.dumps(cut_short_workflow(tmp_path)))
+    store, logs = tmp_path / "store", tmp_path / "logs"
+    runner = subprocess.Popen(
+        [sys.executable, "-c", START, str(store), str(logs), str(manifest)],
+        cwd=ROOT,
+        env=os.environ | {"PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "aggregate.pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        trained = {n["name"]: n["phase"] for n in summary(logs)["nodes"] if n["task"] == "train"}
+        assert trained == {"train(0:0)": "Succeeded", "train(1:1)": "Succeeded"}
+    finally:
+        runner.send_signal(how)
+        runner.wait(timeout=60)
+    if how == signal.SIGKILL:  # the runner could not stop its step: it is stopped by its pid
+        os.kill(int((tmp_path / "aggregate.pid").read_text()), signal.SIGKILL)
+    (tmp_path / "hold").unlink()
+    assert summary(logs)["phase"] != "Succeeded"
+
+    if how == signal.SIGINT:  # taken up as a user does: submit.py --retry RUN
+        command = [sys.executable, "workflows/submit.py", "--retry", RUN, "--artifacts", str(store)]
+        done = subprocess.run(
+            [*command, "--logs-dir", str(logs)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        said = done.stdout
+    else:
+        lines: list[str] = []
+        result = retry_locally(LocalRunner(open_store(store), logs, echo=lines.append), RUN)
+        assert result.phase == "Succeeded", "\n".join(lines)
+        said = "\n".join(lines)
+    assert (tmp_path / "trained-0").read_text() == (tmp_path / "trained-1").read_text() == "x"
+    assert "reused   train(0:0): it succeeded before" in said, said
+    assert open_store(store).read_text(f"{RUN}/m/1") == "1"
+    assert summary(logs)["phase"] == "Succeeded"
+
+
+def test_a_run_that_succeeded_or_is_not_there_is_refused(tmp_path: Path) -> None:
+    runner = LocalRunner(open_store(tmp_path / "store"), tmp_path / "logs", echo=print)
+    with pytest.raises(WorkflowError, match="no local run mnist-none to retry in"):
+        retry_locally(runner, "mnist-none")
+    manifest = workflow([{"name": "a", "template": "ok"}], [step("ok", "pass")])
+    manifest["metadata"] = {"name": RUN}
+    assert runner.run(manifest).phase == "Succeeded"
+    with pytest.raises(WorkflowError, match=f"run {RUN} succeeded: there is nothing to retry"):
+        retry_locally(runner, RUN)

@@ -1,0 +1,389 @@
+"""workflows/local/runner.py: a run as Argo v4.1.4's controller and executor make it, shown on tiny workflows
+whose steps are one-line Python programs (no TensorFlow): how failures propagate, Failed vs Error, retries by
+the template's own rule, deadlines, what a failed try leaves in the store, how artifacts are laid out, what is
+shown, the run's summary and taking a run up again."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steps.lib.storage import open_store
+from workflows.local.runner import POD_DEADLINE_MESSAGE, LocalRunner
+from workflows.pipeline.settings import PipelineSettings
+from workflows.pipeline.workflow import compile_workflow
+
+RUN = "{{workflow.name}}"
+
+
+def pipeline_rule(retries: int, backoff: str = "0s") -> dict:
+    """The retryStrategy the pipeline's templates carry, as compiled."""
+    settings = PipelineSettings(retries=retries, retry_backoff=backoff)
+    return compile_workflow(settings)["spec"]["templates"][0]["retryStrategy"]
+
+
+def step(name: str, code: str, *args: str, **extra: Any) -> dict:
+    """A container template running `python -c code args…` in /work."""
+    container = {"image": "steps", "command": ["python", "-c", code], "args": list(args)}
+    return {"name": name, "container": container | {"workingDir": "/work"}, **extra}
+
+
+def output(name: str, path: str, key: str) -> dict:
+    return {"name": name, "path": f"/work/{path}", "gcs": {"key": key}, "archive": {"none": {}}}
+
+
+def workflow(tasks: list[dict], templates: list[dict], **spec: Any) -> dict:
+    return {
+        "metadata": {"generateName": "test-"},
+        "spec": {
+            "entrypoint": "main",
+            "templates": [{"name": "main", "dag": {"tasks": tasks}}, *templates],
+            **spec,
+        },
+    }
+
+
+def run(tmp_path: Path, manifest: dict, **runner: Any):
+    lines: list[str] = []
+    store = open_store(tmp_path / "store")
+    result = LocalRunner(store, tmp_path / "logs", parallelism=4, echo=lines.append, **runner).run(
+        manifest
+    )
+    return result, "\n".join(lines), store
+
+
+def node(result, name: str):
+    return next(n for n in result.nodes if n.name == name)
+
+
+# as split writes its shard ids: a JSON list of numbers
+LIST_ITEMS = "import json, pathlib, sys; pathlib.Path('ids.json').write_text(json.dumps([int(a) for a in sys.argv[1:]]))"
+
+
+def fan_out(items: list[str], train_code: str, fan_in: str, **train: Any) -> dict:
+    """`list` writes the items, `train` runs once per item (withParam, as the pipeline's trainers), then
+    `aggregate` runs when `fan_in` holds."""
+    ids = {"name": "ids", "valueFrom": {"path": "/work/ids.json"}}
+    trainer = step("train", train_code, "{{inputs.parameters.shard}}", **train)
+    trainer.setdefault("inputs", {"parameters": [{"name": "shard"}]})
+    return workflow(
+        [
+            {"name": "list", "template": "list"},
+            {
+                "name": "train",
+                "template": "train",
+                "depends": "list",
+                "withParam": "{{tasks.list.outputs.parameters.ids}}",
+                "arguments": {"parameters": [{"name": "shard", "value": "{{item}}"}]},
+            },
+            {"name": "aggregate", "template": "ok", "depends": fan_in},
+        ],
+        [
+            step("list", LIST_ITEMS, *items, outputs={"parameters": [ids]}),
+            trainer,
+            step("ok", "pass"),
+        ],
+    )
+
+
+MODEL_OUTPUT = {
+    "artifacts": [output("model", "out/model.txt", f"{RUN}/m/{{{{inputs.parameters.shard}}}}")]
+}
+WRITE_MODEL = (
+    "import pathlib; pathlib.Path('out').mkdir(); pathlib.Path('out/model.txt').write_text('m')"
+)
+FAN_IN = "train.Succeeded || train.Failed || train.Errored"  # the pipeline's
+
+
+def test_a_failed_task_lets_running_tasks_finish_and_omits_its_dependents(tmp_path: Path) -> None:
+    """dag.go: a failed task kills nothing; dependents whose depends is false are Omitted; the run's phase
+    comes from the target branch (assessDAGPhase)."""
+    manifest = workflow(
+        [
+            {"name": "fails", "template": "fail"},
+            {"name": "slow", "template": "slow"},
+            {"name": "after-fail", "template": "ok", "depends": "fails"},
+            {"name": "after-slow", "template": "ok", "depends": "slow"},
+        ],
+        [
+            step("fail", "raise SystemExit(3)"),
+            step("slow", "import time; time.sleep(1.5)"),
+            step("ok", "pass"),
+        ],
+    )
+    result, _, _ = run(tmp_path, manifest)
+    phases = {n.name: n.phase for n in result.nodes}
+    assert phases == {
+        "fails": "Failed",
+        "slow": "Succeeded",
+        "after-fail": "Omitted",
+        "after-slow": "Succeeded",
+    }
+    assert result.phase == "Failed"
+    assert result.message.startswith("fails failed: exit code 3")
+
+
+def test_the_fan_in_runs_after_a_failed_and_an_error_trainer_when_another_delivered(
+    tmp_path: Path,
+) -> None:
+    """Trainer 0 fails (exit 1), trainer 1 exits 0 without writing its model, which the wait container
+    reports as an Error; trainer 2 delivers. The pipeline's fan-in runs and the run succeeds."""
+    code = (
+        "import pathlib, sys\n"
+        "if sys.argv[1] == '0': sys.exit(1)\n"
+        "if sys.argv[1] == '2': pathlib.Path('out').mkdir(); pathlib.Path('out/model.txt').write_text('m')\n"
+    )
+    manifest = fan_out(["0", "1", "2"], code, FAN_IN, outputs=MODEL_OUTPUT)
+    result, _, store = run(tmp_path, manifest)
+    assert node(result, "train(0:0)").phase == "Failed"
+    assert node(result, "train(1:1)").phase == "Error"
+    assert "output artifact 'model' was not written" in node(result, "train(1:1)").message
+    assert result.phase == "Succeeded"
+    assert [n.name for n in result.tolerated_failures] == ["train(0:0)", "train(1:1)"]
+    assert store.list_keys(f"{result.name}/m") == [f"{result.name}/m/2"]
+
+
+def test_outputs_of_a_failed_try_are_saved(tmp_path: Path) -> None:
+    """executor.go: the wait container saves output artifacts whatever the main container's exit code."""
+    manifest = fan_out(["0"], WRITE_MODEL + "; raise SystemExit(1)", "train", outputs=MODEL_OUTPUT)
+    result, _, store = run(tmp_path, manifest)
+    assert node(result, "train(0:0)").phase == "Failed"
+    assert node(result, "aggregate").phase == "Omitted" and result.phase == "Failed"
+    assert store.read_text(f"{result.name}/m/0") == "m"
+
+
+def test_a_missing_input_is_an_error_and_retried(tmp_path: Path) -> None:
+    data = {"name": "data", "path": "/work/in/data", "gcs": {"key": "nothing/here"}}
+    template = step("read", "pass", inputs={"artifacts": [data]}, retryStrategy=pipeline_rule(1))
+    result, _, _ = run(tmp_path, workflow([{"name": "read", "template": "read"}], [template]))
+    read = node(result, "read")
+    assert read.phase == "Error" and read.attempts == 2
+    assert "no results for key: nothing/here" in read.message
+
+
+def test_input_folders_are_laid_out_as_argoexec_lays_them_out(tmp_path: Path) -> None:
+    """gcs.go: a key is a plain prefix (models also matches models-old/...), folders 0700, files 0644;
+    executor.go:loadArtifact applies `mode` (recursively with recurseMode), as aggregate's models ask."""
+    store = open_store(tmp_path / "store")
+    for key in ("run-x/models/0.h5", "run-x/models/sub/1.h5", "run-x/models-old/2.h5"):
+        store.write_text(key, "w")
+    probe = (
+        "import json, pathlib\n"
+        "modes = {p.as_posix(): oct(p.stat().st_mode & 0o777) for p in sorted(pathlib.Path('in').rglob('*'))}\n"
+        "pathlib.Path('out').mkdir(); pathlib.Path('out/modes.json').write_text(json.dumps(modes))\n"
+    )
+
+    def modes(**mode: Any) -> dict:
+        artifact = {"name": "models", "path": "/work/in/models", "gcs": {"key": "run-x/models"}}
+        modes = {"name": "modes", "valueFrom": {"path": "/work/out/modes.json"}}
+        template = step(
+            "probe", probe, inputs={"artifacts": [artifact | mode]}, outputs={"parameters": [modes]}
+        )
+        result, _, _ = run(tmp_path, workflow([{"name": "p", "template": "probe"}], [template]))
+        return json.loads(result.output("p", "modes"))
+
+    assert modes() == {
+        "in/models": "0o700",
+        "in/models/0.h5": "0o644",
+        "in/models/sub": "0o700",
+        "in/models/sub/1.h5": "0o644",
+        "in/models/-old": "0o700",  # filepath.Join(path, "-old/2.h5")
+        "in/models/-old/2.h5": "0o644",
+    }
+    opened = modes(mode=0o755, recurseMode=True)
+    assert set(opened.values()) == {"0o755"}
+
+
+def test_a_template_deadline_ends_a_try_as_failed_and_it_is_retried(tmp_path: Path) -> None:
+    template = step(
+        "slow",
+        "import time; time.sleep(60)",
+        activeDeadlineSeconds="1",
+        retryStrategy=pipeline_rule(1),
+    )
+    result, _, _ = run(tmp_path, workflow([{"name": "slow", "template": "slow"}], [template]))
+    slow = node(result, "slow")
+    assert slow.phase == "Failed" and slow.attempts == 2
+    assert slow.message.startswith(POD_DEADLINE_MESSAGE)
+
+
+def test_the_workflow_deadline_stops_the_run(tmp_path: Path) -> None:
+    manifest = workflow(
+        [
+            {"name": "slow", "template": "slow"},
+            {"name": "later", "template": "ok", "depends": "slow"},
+        ],
+        [
+            step("slow", "import time; time.sleep(60)", retryStrategy=pipeline_rule(3)),
+            step("ok", "pass"),
+        ],
+        activeDeadlineSeconds=2,
+    )
+    result, _, _ = run(tmp_path, manifest)
+    assert result.phase == "Failed"
+    slow = node(result, "slow")
+    assert slow.attempts == 1 and "retry exceeded workflow deadline" in slow.message
+    assert node(result, "later").phase == "Omitted"
+
+
+def test_bad_input_is_not_retried_once_the_backoff_is_waited_out(tmp_path: Path) -> None:
+    """Exit code 2, the steps' bad input: the template's expression stops the retries, after the first
+    backoff (operator.go:processNodeRetries looks at the backoff first)."""
+    template = step("bad", "raise SystemExit(2)", retryStrategy=pipeline_rule(2, "1s"))
+    result, lines, _ = run(tmp_path, workflow([{"name": "bad", "template": "bad"}], [template]))
+    bad = node(result, "bad")
+    assert bad.attempts == 1 and bad.duration >= 1.0
+    assert "retryStrategy.expression evaluated to false" in bad.message
+    assert "backoff  bad: 1s before deciding on a retry" in lines
+
+
+def test_a_failed_try_is_retried_after_its_backoff_and_says_how_many_tries_it_may_have(
+    tmp_path: Path,
+) -> None:
+    count = tmp_path / "count"
+    code = (
+        f"import pathlib; p = pathlib.Path({str(count)!r}); n = int(p.read_text()) if p.exists() "
+        "else 0; p.write_text(str(n + 1)); raise SystemExit(0 if n else 1)"
+    )
+    template = step("flaky", code, retryStrategy=pipeline_rule(2, "1s"))
+    result, lines, _ = run(tmp_path, workflow([{"name": "flaky", "template": "flaky"}], [template]))
+    flaky = node(result, "flaky")
+    assert flaky.phase == "Succeeded" and flaky.attempts == 2
+    assert "retrying flaky (attempt 2 of 3): exit code 1" in lines
+    assert flaky.duration >= 1.0  # the backoff
+
+
+def write_progress(then: str = "") -> str:
+    return (
+        "import os, time\n"
+        "for done in range(1, 4):\n"
+        "    open(os.environ['ARGO_PROGRESS_FILE'], 'w').write(f'{done}/3\\n'); time.sleep(1.2)\n"
+        + then
+    )
+
+
+def test_progress_is_read_from_the_file_argo_names_and_told_at_the_end(tmp_path: Path) -> None:
+    manifest = workflow([{"name": "p", "template": "p"}], [step("p", write_progress())])
+    result, lines, _ = run(tmp_path, manifest)
+    assert node(result, "p").progress == "3/3"
+    assert "progress 3/3)" in lines
+
+
+def test_without_a_terminal_progress_updates_are_not_printed(tmp_path: Path) -> None:
+    """With output to a file, most lines were progress lines: only the tasks' own lines and their ends."""
+    code = write_progress("print('epoch 1/1', flush=True)\n")
+    manifest = workflow([{"name": "p", "template": "p"}], [step("p", code)])
+    _, lines, _ = run(tmp_path, manifest, live_progress=False)
+    said = [
+        line.split("s  ", 1)[-1] for line in lines.splitlines()[1:]
+    ]  # after the run's first line
+    assert [line.split(" ")[0] for line in said] == ["started", "p:", "done"]
+    assert said[1] == "p: epoch 1/1" and said[2].endswith(", progress 3/3)")
+
+
+def test_a_steps_stdout_lines_are_shown_as_they_come_and_its_stderr_is_only_logged(
+    tmp_path: Path,
+) -> None:
+    """What a step prints to stdout is for the person watching (on a cluster: its pod's log)."""
+    code = (
+        "import sys, time\n"
+        "print('round 1: 91.20%', flush=True)\n"
+        "print('diagnostics', file=sys.stderr, flush=True)\n"
+        "time.sleep(1.5)\n"
+        "print('round 2: 95.70%')\n"
+    )
+    result, lines, _ = run(
+        tmp_path, workflow([{"name": "say", "template": "s"}], [step("s", code)])
+    )
+    said = [line.split("s  ") for line in lines.splitlines() if "say: " in line]
+    assert [text for _, text in said] == ["say: round 1: 91.20%", "say: round 2: 95.70%"]
+    assert float(said[1][0]) - float(said[0][0]) > 1.0  # the first shown while the step ran
+    assert lines.index("say: round 2") < lines.index("done     say")
+    assert "diagnostics" not in lines
+    log = node(result, "say").log.read_text()
+    assert "round 1: 91.20%\n" in log and "diagnostics\n" in log and "round 2: 95.70%\n" in log
+
+
+def test_the_run_summary_is_written_as_data(tmp_path: Path) -> None:
+    manifest = workflow(
+        [{"name": "a", "template": "ok"}, {"name": "b", "template": "fail", "depends": "a"}],
+        [step("ok", "pass"), step("fail", "raise SystemExit(4)", retryStrategy=pipeline_rule(1))],
+    )
+    result, _, _ = run(tmp_path, manifest)
+    summary = json.loads(result.summary.read_text())
+    assert summary["phase"] == "Failed" and summary["name"] == result.name
+    by_name = {n["name"]: n for n in summary["nodes"]}
+    assert by_name["a"]["phase"] == "Succeeded" and by_name["a"]["attempts"] == 1
+    assert [t["exit_code"] for t in by_name["b"]["tries"]] == [4, 4]
+    assert stat.S_ISREG(Path(by_name["b"]["log"]).stat().st_mode)
+
+
+def most_at_once(nodes: list) -> int:
+    """The most nodes that ran at the same time."""
+    events = sorted(
+        [(n.started, 1) for n in nodes if n.started is not None]
+        + [(n.finished, -1) for n in nodes if n.finished is not None]
+    )
+    running = most = 0
+    for _, change in events:
+        running += change
+        most = max(most, running)
+    return most
+
+
+def requesting(items: int, memory: str) -> dict:
+    """`items` tries ready at once, each requesting `memory`, as the trainers of one round."""
+    resources = {"resources": {"requests": {"memory": memory}}}
+    manifest = fan_out(
+        [str(item) for item in range(items)], "import time; time.sleep(0.4)", "train"
+    )
+    manifest["spec"]["templates"][2]["container"] |= resources
+    return manifest
+
+
+@pytest.mark.parametrize(
+    ("items", "memory", "cores", "budget", "most"),
+    [
+        (8, "1Gi", 64, 3 * 2**30, 3),  # the memory requests decide
+        (6, "10Mi", 1, 2**40, 2),  # without --parallelism: two tries per core
+        (3, "2Gi", 8, 2**30, 1),  # larger than the whole budget: still runs, alone
+    ],
+)
+def test_tries_start_only_while_they_fit(
+    tmp_path: Path, items: int, memory: str, cores: int, budget: int, most: int
+) -> None:
+    """`--workers 64` started 64 trainers at once (about 0.6 GiB each): the runner admits tries as
+    Kubernetes places pods, by their memory requests, and a few per core."""
+    lines: list[str] = []
+    runner = LocalRunner(
+        open_store(tmp_path / "store"),
+        tmp_path / "logs",
+        echo=lines.append,
+        cores=cores,
+        memory=budget,
+    )
+    result = runner.run(requesting(items, memory))
+    assert result.phase == "Succeeded"
+    assert most_at_once([n for n in result.nodes if n.task == "train"]) == most
+    assert f"memory {budget / 2**30:.1f} GiB" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("signal_name", "said"),
+    [
+        ("SIGKILL", "killed (signal 9, e.g. out of memory), exit code 137"),
+        ("SIGTERM", "terminated (signal 15, SIGTERM), exit code 143"),
+    ],
+)
+def test_a_try_killed_by_a_signal_says_so(tmp_path: Path, signal_name: str, said: str) -> None:
+    """A trainer killed by the kernel's OOM killer was reported as "exit code 137"."""
+    code = f"import os, signal; print('started', flush=True); os.kill(os.getpid(), signal.{signal_name})"
+    manifest = workflow([{"name": "killed", "template": "die"}], [step("die", code)])
+    result, _, _ = run(tmp_path, manifest)
+    assert node(result, "killed").tries[0].exit_code == int(said.rsplit(" ", 1)[1])
+    assert node(result, "killed").message == f"{said}: started"
+    assert result.message.startswith(f"killed failed: {said}")

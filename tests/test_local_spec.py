@@ -1,0 +1,107 @@
+"""workflows/local/spec.py: the runner reads every Workflow the pipeline compiles, refuses in one line what it
+never compiles before anything runs, and substitutes `{{…}}` tags as the controller does."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from steps.lib.storage import open_store
+from workflows.errors import UnresolvedReference, UnsupportedFeature
+from workflows.local.runner import LocalRunner
+from workflows.local.spec import read, substitute, templates_by_name
+from workflows.pipeline.settings import PipelineSettings
+from workflows.pipeline.workflow import compile_template, compile_workflow
+
+COMMITTED = Path(__file__).resolve().parents[1] / "workflows/pipeline"
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {"workers": 5, "rounds": 3, "retries": 0},
+        {"min_workers": 1, "partition": "dirichlet", "serve": "always", "limit": 3000},
+    ],
+)
+def test_every_workflow_the_pipeline_compiles_is_read(settings: dict) -> None:
+    compiled = PipelineSettings(**settings, store="gs://bucket")
+    for document in (compile_workflow(compiled), compile_template(compiled)):
+        spec = read(document)
+        assert spec.entry["name"] == "pipeline"
+        assert spec.scratch["train"] == ("/work/out", "/tmp")
+        assert spec.deadline == 21600 and spec.deadlines["train"] == 3600
+
+
+def test_the_committed_manifests_are_read() -> None:
+    for name in ("workflow.yaml", "workflow-template.yaml"):
+        read(yaml.safe_load((COMMITTED / name).read_text()))
+
+
+def altered(where: str, field: str, value: object) -> dict:
+    """The compiled Workflow with `field` set at `where`: spec, a template, its container, a task, an
+    output artifact."""
+    workflow = copy.deepcopy(compile_workflow(PipelineSettings(store="gs://bucket")))
+    templates = templates_by_name(workflow)
+    target = {
+        "spec": workflow["spec"],
+        "template": templates["train"],
+        "container": templates["train"]["container"],
+        "task": templates["pipeline"]["dag"]["tasks"][0],
+        "artifact": templates["split"]["outputs"]["artifacts"][0],
+        "gcs": templates["split"]["outputs"]["artifacts"][0]["gcs"],
+    }[where]
+    target[field] = value
+    return workflow
+
+
+@pytest.mark.parametrize(
+    ("where", "field", "value", "said"),
+    [
+        ("spec", "onExit", "cleanup", "does not support onExit (workflow spec)"),
+        ("spec", "entrypoint", "train", "needs a dag template as the entrypoint"),
+        ("template", "hooks", {}, "does not support hooks (template 'train')"),
+        (
+            "template",
+            "activeDeadlineSeconds",
+            "1h",
+            "train.activeDeadlineSeconds must be a whole number",
+        ),
+        ("container", "env", [], "does not support env (template 'train')"),
+        (
+            "task",
+            "continueOn",
+            {"failed": True},
+            "does not support continueOn (template 'pipeline', task 'split')",
+        ),
+        ("task", "withItems", ["0"], "does not support withItems"),
+        ("task", "depends", "init.AnySucceeded", "cannot read 'init.AnySucceeded'"),
+        ("artifact", "archive", {"tar": {}}, "unarchived gcs artifacts (archive: none) only"),
+        ("gcs", "bucket", "other", "a bucket belongs to the store"),
+    ],
+)
+def test_what_the_pipeline_never_compiles_is_refused_in_one_line_before_anything_runs(
+    tmp_path: Path, where: str, field: str, value: object, said: str
+) -> None:
+    runner = LocalRunner(open_store(tmp_path / "store"), tmp_path / "logs", echo=print)
+    with pytest.raises(UnsupportedFeature) as refused:
+        runner.run(altered(where, field, value))
+    assert said in str(refused.value) and "\n" not in str(refused.value)
+    assert not (tmp_path / "logs").exists()
+
+
+def test_tags_are_substituted_as_the_controller_substitutes_them() -> None:
+    """SubstituteParams: values go in as written, whitespace inside a tag is ignored, and every tag must
+    resolve: an unknown one and an expression (never evaluated here) stop the try."""
+    values = {"inputs.parameters.q": 'say "hi" {{not.a.tag}} <b>', "workflow.name": "run-1"}
+    assert substitute(
+        {"args": ["--q={{inputs.parameters.q}}", "{{ workflow.name }}/x"], "n": [1, None]},
+        values,
+        "here",
+    ) == {"args": ['--q=say "hi" {{not.a.tag}} <b>', "run-1/x"], "n": [1, None]}
+    for text in ("{{tasks.a.id}}", "{{=inputs.parameters.q}}"):
+        with pytest.raises(UnresolvedReference, match=f"failed to resolve {text} \\(here\\)"):
+            substitute(text, values, "here")

@@ -1,0 +1,69 @@
+"""What the person watching a local run sees: a line for each task's start and end and for each line a step
+prints to stdout, and on a terminal one status line of the running tries' progress, redrawn in place. Output to
+a file or a pipe gets no progress updates, only each task's last progress in its end line.
+
+A step reports progress as Argo's executor reads it (workflow/executor/executor.go:monitorProgress): the last
+non-empty line of the file named by ARGO_PROGRESS_FILE, kept when it reads `N/M` with N <= M.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+PROGRESS = re.compile(r"([0-9]+)/([0-9]+)")
+STATUS_WIDTH = 200
+
+
+def read_progress(path: Path | None) -> str | None:
+    """The `N/M` in `path`, or None when there is none yet (or it does not parse)."""
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines() if path else []
+    except OSError:
+        return None
+    match = PROGRESS.fullmatch(lines[-1].strip()) if lines else None
+    if not match or int(match.group(1)) > int(match.group(2)):
+        return None
+    return match.group(0)
+
+
+def percent(progress: str) -> str:
+    done, total = (int(part) for part in progress.split("/"))
+    return f"{100 * done // total}%" if total else "0%"
+
+
+class Console:
+    """Lines timed from the run's start, from any thread; the status line only when `live`."""
+
+    def __init__(self, echo: Callable[[str], None], live: bool) -> None:
+        self.echo, self.live = echo, live
+        self.started = time.monotonic()
+        self._drawn = False
+        self._lock = threading.Lock()
+
+    def say(self, text: str) -> None:
+        with self._lock:
+            self._clear()
+            self.echo(f"{time.monotonic() - self.started:7.1f}s  {text}")
+
+    def progress(self, progress: Mapping[str, str]) -> None:
+        """`progress`: node name → N/M of the tries running now."""
+        if not self.live:
+            return
+        line = "  ".join(f"{name} {percent(value)}" for name, value in progress.items())
+        with self._lock:
+            elapsed = time.monotonic() - self.started
+            print(f"\r\x1b[2K{elapsed:7.1f}s  running: {line}"[:STATUS_WIDTH], end="", flush=True)
+            self._drawn = bool(progress)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._clear()
+
+    def _clear(self) -> None:
+        if self.live and self._drawn:
+            print("\r\x1b[2K", end="", flush=True)
+            self._drawn = False

@@ -1,0 +1,73 @@
+"""What a local run leaves: its result (phase, nodes, the failure that decided it) and `summary.json` beside
+the tasks' logs, the run as data for tools and for taking the run up again (resume.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from workflows.local.plan import Node
+
+SUMMARY_FILE = "summary.json"
+WORKFLOW_FILE = "workflow.json"  # the run's Workflow, under its name, to take the run up again
+LOG_TAIL_LINES = 15
+
+
+@dataclass
+class RunResult:
+    name: str
+    phase: str
+    nodes: list[Node]
+    message: str = ""
+    summary: Path | None = None
+
+    @property
+    def tolerated_failures(self) -> list[Node]:
+        """Nodes that failed in a run that still succeeded (or every failed node of a failed run)."""
+        return [node for node in self.nodes if node.phase in ("Failed", "Error")]
+
+    def output(self, task: str, parameter: str) -> str | None:
+        for node in self.nodes:
+            if node.task == task and parameter in node.outputs:
+                return node.outputs[parameter]
+        return None
+
+
+def failure_message(nodes: list[Node]) -> str:
+    """The failure that decided the run (the last to end), with its log's tail."""
+    failed = [node for node in nodes if node.phase in ("Failed", "Error")]
+    if not failed:
+        return "the run did not succeed"
+    node = max(failed, key=lambda n: n.finished or 0)
+    log = node.log.read_text(errors="replace").splitlines() if node.log.exists() else []
+    return "\n".join(
+        [f"{node.name} failed: {node.message}"] + [f"  | {line}" for line in log[-LOG_TAIL_LINES:]]
+    )
+
+
+def write_summary(result: RunResult, folder: Path, engine: str, started: float) -> Path:
+    """Every node with its phase, tries, timings (seconds from the run's start) and outputs."""
+
+    def timed(item: dict) -> dict:
+        return item | {k: item[k] - started for k in ("started", "finished") if item[k] is not None}
+
+    nodes = [
+        timed(asdict(node))
+        | {"tries": [timed(asdict(t)) for t in node.tries], "attempts": node.attempts}
+        for node in result.nodes
+    ]
+    summary: dict[str, Any] = dict(name=result.name, phase=result.phase, message=result.message)
+    summary |= {"engine": engine, "seconds": time.monotonic() - started, "nodes": nodes}
+    return write_json(folder / SUMMARY_FILE, summary)
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """`data` as JSON at `path`, written under a temporary name first: never half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(data, indent=2, default=str))
+    temporary.replace(path)
+    return path

@@ -1,0 +1,44 @@
+"""Taking up a local run that failed or was cut short, from its folder of logs: the nodes that succeeded are
+reused as they are (their outputs are in the store under the run's name) and only the others run, so the run
+ends as an uninterrupted one would, as Argo's retry of a failed workflow re-runs only its failed nodes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from workflows.errors import WorkflowError
+from workflows.local.outcome import SUMMARY_FILE, WORKFLOW_FILE, RunResult
+from workflows.local.plan import Node
+from workflows.local.runner import LocalRunner
+
+
+def retry_locally(runner: LocalRunner, run: str) -> RunResult:
+    """Run `run` again from `<runner's logs>/<run>/`, reusing its succeeded nodes; WorkflowError, before
+    anything runs, for a run that succeeded or that the folder does not hold."""
+    folder = runner.logs_dir / run
+    try:
+        workflow = json.loads((folder / WORKFLOW_FILE).read_text())
+        summary = json.loads((folder / SUMMARY_FILE).read_text())
+    except (OSError, ValueError):
+        raise WorkflowError(f"no local run {run} to retry in {runner.logs_dir}") from None
+    if summary["phase"] == "Succeeded":
+        raise WorkflowError(f"run {run} succeeded: there is nothing to retry")
+    return runner.run(workflow, done=succeeded(summary))
+
+
+def succeeded(summary: dict) -> list[Node]:
+    """The nodes of `summary` that succeeded, with their outputs."""
+    return [
+        Node(
+            n["name"],
+            n["task"],
+            n["template"],
+            n["arguments"],
+            Path(n["log"]),
+            "Succeeded",
+            outputs=n["outputs"],
+        )
+        for n in summary["nodes"]
+        if n["phase"] == "Succeeded"
+    ]
