@@ -105,8 +105,9 @@ def test_list_a_bucket(gcs_bucket: str, capsys: pytest.CaptureFixture[str]) -> N
 
 
 @pytest.fixture
-def argo(monkeypatch: pytest.MonkeyPatch) -> Iterator[ArgoDouble]:
-    """The Argo Server double submit.py is told to use; every request it received must conform."""
+def argo(monkeypatch: pytest.MonkeyPatch, clean_environment: None) -> Iterator[ArgoDouble]:
+    """The Argo Server double submit.py is told to use, in an environment without the settings' own
+    variables (make exports MNIST_SOURCE); every request it received must conform."""
     double = ArgoDouble()
     monkeypatch.setenv("ARGO_SERVER", double.start())
     monkeypatch.setenv("ARGO_TOKEN", TOKEN)
