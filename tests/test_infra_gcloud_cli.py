@@ -1,17 +1,9 @@
-"""Every gcloud command line of infra/gke (and of docs/gke.md and the README's GKE brief)
-parsed by the real Google Cloud CLI.
-
-The stand-in gcloud of tests/doubles/cloud_tools.py accepts any arguments, so a misspelt flag would pass the script
-tests. Here the scripts run against it once per path they can take (an empty project, one where everything
-exists, a local Docker build, teardown with and without the bucket), it records each argv, and every distinct
-argv is replayed through the real `gcloud`, which checks the command, its flags and their values before it
-sends anything: an argument error exits 2 there.
-
-Nothing leaves the machine: gcloud runs with no credentials, so a well-formed command stops with "You do not
-currently have an active account selected" where it would first call an API (the sign of a command that parsed);
-every API it may call is pointed at a closed port of 127.0.0.1 in a throwaway configuration; and, where
-`unshare` can make one, it runs in a network namespace of its own with no interface up. A command that stops
-for any other reason before that point (a build config gcloud cannot read, say) fails the test too."""
+"""Every gcloud command line of infra/gke (and of docs/gke.md and the README's GKE brief) parsed by the real
+Google Cloud CLI: the scripts run against the stand-in gcloud (tests/doubles/cloud_tools.py), which records
+each argv, once per path they can take; each distinct argv is replayed through the real `gcloud`, where an
+argument error exits 2. Nothing leaves the machine: with no credentials a well-formed command stops with "You
+do not currently have an active account selected"; every API is pointed at a closed port of 127.0.0.1, and,
+where `unshare` can, gcloud runs in a network namespace with no interface up."""
 
 from __future__ import annotations
 

@@ -190,28 +190,6 @@ def test_the_schema_check_catches_a_misspelt_field() -> None:
         artifact_repository_validator().validate({"gcs": {"bukket": "b"}})
 
 
-def test_executor_role_allows_task_results_and_nothing_more() -> None:
-    """docs/workflow-rbac.md's minimum for the executor, bound to the executor's account only."""
-    manifests = build(K8S / "base")
-    role = one(manifests, "Role", "mnist-executor")
-    assert role["rules"] == [
-        {
-            "apiGroups": ["argoproj.io"],
-            "resources": ["workflowtaskresults"],
-            "verbs": ["create", "patch"],
-        }
-    ]
-    binding = one(manifests, "RoleBinding", "mnist-executor")
-    assert binding["roleRef"]["name"] == "mnist-executor"
-    assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": "mnist-executor", "namespace": "mnist"}
-    ]
-    assert not [m for m in manifests if m["kind"] in ("ClusterRole", "ClusterRoleBinding")]
-    assert [m["metadata"]["name"] for m in manifests if m["kind"] == "Secret"] == [
-        "mnist-executor.service-account-token"
-    ]
-
-
 def role_allows(role: Manifest, group: str, resource: str, verb: str) -> bool:
     """Kubernetes RBAC for one request: some rule names the group, the resource and the verb (or '*')."""
     return any(
@@ -260,12 +238,6 @@ def test_submitter_may_do_what_the_argo_ui_does(action: str) -> None:
     role = one(build(K8S / "base"), "Role", "mnist-submitter")
     for group, resource, verb in ARGO_UI_ACTIONS[action]:
         assert role_allows(role, group, resource, verb), f"{action}: {verb} {resource}"
-
-
-def test_submitter_reads_no_secrets_and_runs_nothing_in_pods() -> None:
-    role = one(build(K8S / "base"), "Role", "mnist-submitter")
-    for resource, verb in [("secrets", "get"), ("pods/exec", "create"), ("pods", "create")]:
-        assert not role_allows(role, "", resource, verb), f"{verb} {resource}"
 
 
 def test_page_is_probed_served_on_port_80_and_locked_down() -> None:

@@ -582,55 +582,28 @@ def test_the_local_cluster_finds_its_mnist_file_or_says_in_one_line_what_to_set(
     assert (found.returncode, found.stdout, found.stderr) == (0, f"{present}\n", "")
 
 
-def test_the_local_cluster_applies_the_namespaces_policies_quota_and_egress(tmp_path: Path) -> None:
-    """The local cluster's up.sh applies infra/k8s/base through the overlay render.sh writes
-    (render_project_overlay): the admission policies and their bindings, the quota, the LimitRange and the
-    egress policy are in what `kubectl kustomize` assembles from it, each in the place it acts."""
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed on this machine (kustomize is built into it)")
-    directory = tmp_path / "k8s"
-    script = (
-        "source infra/local-cluster/lib.sh && source infra/local-cluster/daemons.sh && "
-        'source infra/local-cluster/render.sh && render_project_overlay "$1"'
-    )
-    subprocess.run(["bash", "-c", script, "render", str(directory)], cwd=ROOT, check=True)
-    output = subprocess.run(
-        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, check=True
-    ).stdout
-    placed = {
-        (m["kind"], m["metadata"]["name"], m["metadata"].get("namespace"))
-        for m in yaml.safe_load_all(output)
-        if m
-    }
-    for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
-        assert {(kind, "mnist-workflows", None), (kind, "mnist-pods", None)} <= placed, kind
-    for kind, name in (
-        ("ResourceQuota", "mnist"),
-        ("LimitRange", "mnist"),
-        ("NetworkPolicy", "mnist-egress"),
-    ):
-        assert (kind, name, "mnist") in placed, (kind, name)
-
-
-def build_refused(sandbox: Sandbox, refusals: int) -> tuple[subprocess.CompletedProcess, list[str]]:
-    """up.sh with the first `refusals` builds refused for a permission, and `sleep` stood in for."""
+def up_while_pending(
+    sandbox: Sandbox, variable: str, count: int, **settings: str
+) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """up.sh with `sleep` stood in for and the stand-ins' counter VARIABLE at COUNT (builds refused, reads
+    that find nothing yet)."""
     (sandbox.fakes / "sleep").write_text('#!/usr/bin/env bash\necho "sleep $*" >>"${FAKE_LOG}"\n')
     (sandbox.fakes / "sleep").chmod(0o755)
-    counter = sandbox.root / "refusals"
-    counter.write_text(str(refusals))
-    return sandbox.run("up.sh", check=False, FAKE_BUILD_REFUSALS=str(counter))
+    counter = sandbox.root / variable
+    counter.write_text(str(count))
+    return sandbox.run("up.sh", check=False, **{variable: str(counter)}, **settings)
 
 
 def test_up_retries_a_build_refused_for_a_permission_just_granted(sandbox: Sandbox) -> None:
     """The build account's grants are minutes old on a first run; IAM may not have them everywhere yet."""
-    result, calls = build_refused(sandbox, 1)
+    result, calls = up_while_pending(sandbox, "FAKE_BUILD_REFUSALS", 1)
     assert result.returncode == 0, result.stderr
     assert sum(call.startswith("gcloud builds submit") for call in calls) == 2
     assert "sleep 60" in calls and "IAM takes minutes to propagate" in result.stderr
 
 
 def test_up_stops_with_what_to_do_when_the_build_stays_refused(sandbox: Sandbox) -> None:
-    result, calls = build_refused(sandbox, 5)
+    result, calls = up_while_pending(sandbox, "FAKE_BUILD_REFUSALS", 5)
     assert result.returncode == 1
     assert sum(call.startswith("gcloud builds submit") for call in calls) == 3
     assert "wait a few minutes and run up.sh again" in result.stderr
@@ -824,33 +797,20 @@ def test_iap_lets_its_members_through_to_the_page_alone(sandbox: Sandbox) -> Non
     assert applied < calls.index(iap_grants(calls)[0]), "the Ingress makes the backend service"
 
 
-def fake_sleep(sandbox: Sandbox) -> None:
-    (sandbox.fakes / "sleep").write_text('#!/usr/bin/env bash\necho "sleep $*" >>"${FAKE_LOG}"\n')
-    (sandbox.fakes / "sleep").chmod(0o755)
+PUBLIC_PAGE = {"PAGE_DOMAIN": "mnist.example.com", "PAGE_IAP_MEMBERS": "user:a@example.com"}
 
 
 def test_up_waits_for_gke_to_make_the_pages_backend_service(sandbox: Sandbox) -> None:
-    fake_sleep(sandbox)
-    pending = sandbox.root / "pending"
-    pending.write_text("3")
-    result, calls = sandbox.run(
-        "up.sh",
-        PAGE_DOMAIN="mnist.example.com",
-        PAGE_IAP_MEMBERS="user:a@example.com",
-        FAKE_INGRESS_PENDING=str(pending),
-    )
+    result, calls = up_while_pending(sandbox, "FAKE_INGRESS_PENDING", 3, **PUBLIC_PAGE)
+    assert result.returncode == 0, result.stderr
     assert calls.count("sleep 10") == 3
     assert len(iap_grants(calls)) == 1 and "waiting for GKE" in result.stderr
 
 
 def test_up_stops_when_the_page_gets_no_backend_service(sandbox: Sandbox) -> None:
-    fake_sleep(sandbox)
-    result, calls = sandbox.run(
-        "up.sh",
-        check=False,
-        PAGE_DOMAIN="mnist.example.com",
-        PAGE_IAP_MEMBERS="user:a@example.com",
-        FAKE_INGRESS_BACKENDS='{"k8s1-0a1b2c3d-kube-system-default-http-backend-80-4e5f6a7b":"HEALTHY"}',
+    other = '{"k8s1-0a1b2c3d-kube-system-default-http-backend-80-4e5f6a7b":"HEALTHY"}'
+    result, calls = up_while_pending(
+        sandbox, "FAKE_INGRESS_PENDING", 0, FAKE_INGRESS_BACKENDS=other, **PUBLIC_PAGE
     )
     assert result.returncode == 1
     assert "has no backend service after 15 minutes" in result.stderr
@@ -860,10 +820,8 @@ def test_up_stops_when_the_page_gets_no_backend_service(sandbox: Sandbox) -> Non
 def test_up_waits_until_the_namespaces_quota_counts_all_it_bounds(sandbox: Sandbox) -> None:
     """Until the quota controller counts the Workflows it bounds, the API server refuses every run
     ("status unknown for quota"): up.sh says so and waits, so the first submit it prints succeeds."""
-    fake_sleep(sandbox)
-    pending = sandbox.root / "quota-pending"
-    pending.write_text("2")
-    result, calls = sandbox.run("up.sh", FAKE_QUOTA_PENDING=str(pending))
+    result, calls = up_while_pending(sandbox, "FAKE_QUOTA_PENDING", 2)
+    assert result.returncode == 0, result.stderr
     reads = [call for call in calls if "get resourcequota mnist" in call and ".status.used" in call]
     assert len(reads) == 3 and calls.count("sleep 10") == 2
     assert "waiting for the namespace's quota" in result.stderr
@@ -872,10 +830,7 @@ def test_up_waits_until_the_namespaces_quota_counts_all_it_bounds(sandbox: Sandb
 
 
 def test_up_stops_when_the_quota_never_counts_what_it_bounds(sandbox: Sandbox) -> None:
-    fake_sleep(sandbox)
-    pending = sandbox.root / "quota-pending"
-    pending.write_text("1000")
-    result, calls = sandbox.run("up.sh", check=False, FAKE_QUOTA_PENDING=str(pending))
+    result, calls = up_while_pending(sandbox, "FAKE_QUOTA_PENDING", 1000)
     assert result.returncode == 1
     assert "does not count all it bounds after 6 minutes" in result.stderr
     assert calls.count("sleep 10") == 36
@@ -1176,15 +1131,20 @@ def test_down_removes_a_left_kubeconfig_entry_with_the_real_kubectl(sandbox: San
     (sandbox.fakes / "kubectl").unlink()
     (sandbox.fakes / "kubectl").symlink_to(shutil.which("kubectl"))
     kubectl = ["kubectl", "--kubeconfig", sandbox.env["KUBECONFIG"], "config"]
-    for name in ("gke_test-project_us-central1-f_mnist-argo", "gke_other-project_us-central1-f_x"):
-        subprocess.run([*kubectl, "set-cluster", name, "--server", "https://192.0.2.1"], check=True)
-        subprocess.run([*kubectl, "set-credentials", name, "--token", "t"], check=True)
-        subprocess.run(
-            [*kubectl, "set-context", name, "--cluster", name, "--user", name], check=True
-        )
-    subprocess.run(
-        [*kubectl, "use-context", "gke_test-project_us-central1-f_mnist-argo"], check=True
-    )
+    entries = ["gke_test-project_us-central1-f_mnist-argo", "gke_other-project_us-central1-f_x"]
+    kubeconfig = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": entries[0],
+        "clusters": [
+            {"name": name, "cluster": {"server": "https://192.0.2.1"}} for name in entries
+        ],
+        "users": [{"name": name, "user": {"token": "t"}} for name in entries],
+        "contexts": [
+            {"name": name, "context": {"cluster": name, "user": name}} for name in entries
+        ],
+    }
+    Path(sandbox.env["KUBECONFIG"]).write_text(yaml.safe_dump(kubeconfig))
     sandbox.run("down.sh")
 
     def names(*what: str) -> list[str]:

@@ -25,12 +25,8 @@ BACKEND_SERVICE = "k8s1-0a1b2c3d-mnist-mnist-page-80-4e5f6a7b"
 STOOD_IN = ("gcloud", "kubectl", "docker", "curl", "gke-gcloud-auth-plugin")
 LABEL = "mnist-argo-up"
 DESCRIPTION = "Created by mnist-argo infra/gke/up.sh"
-# What the stand-in kubectl kustomize makes of Argo's release: the three objects up.sh patches, as the release has them
-# (manifests/cluster-install-no-crds sets namespace argo; base/workflow-controller the rest). lib.sh's
-# render_argo_config patches name these same objects, line for line, on purpose: these lines stand for Argo's
-# release, not for up.sh, so they are written out here and not shared with lib.sh; the real `kubectl
-# kustomize` then shows that each patch finds its object (test_infra_scripts.py), which a shared text could
-# not, as a misnamed patch would then match itself.
+# Argo's release as the stand-in `kubectl kustomize` prints it: the three objects up.sh patches, written out
+# here and not shared with lib.sh, so that the real `kubectl kustomize` shows each patch finds its object.
 ARGO_MANIFEST = """apiVersion: v1
 kind: ConfigMap
 metadata:
