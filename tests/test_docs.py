@@ -30,10 +30,6 @@ README_MAX_LINES = 250
 APACHE_2_0_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
 
 
-def test_there_are_docs_pages() -> None:
-    assert len(documents()) > 5
-
-
 @pytest.mark.parametrize("document", documents(), ids=lambda path: str(path.relative_to(ROOT)))
 def test_every_relative_link_and_anchor_resolves(document: Path) -> None:
     broken = []
@@ -48,6 +44,7 @@ def test_every_relative_link_and_anchor_resolves(document: Path) -> None:
 
 
 def test_every_docs_page_is_linked_from_the_readme() -> None:
+    assert len(documents()) > 5
     linked = {
         (README.parent / target.partition("#")[0]).resolve() for target in relative_links(README)
     }

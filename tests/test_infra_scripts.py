@@ -1180,10 +1180,3 @@ def test_down_deletes_the_bucket_when_told(sandbox: Sandbox) -> None:
         for call in calls
     )
     assert not [call for call in calls if "delete" in call and "clusters" in call]
-
-
-def test_the_submit_command_parses(fresh: Fresh) -> None:
-    """Guard for next_steps(): the joined command is one line per command."""
-    commands = next_steps(fresh[1])
-    assert len(commands) == 5 and commands[0].endswith("&") and commands[1].endswith("&")
-    assert shlex.split(commands[4])[:2] == [".venv/bin/python", "workflows/submit.py"]
