@@ -19,7 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.doubles.cloud_tools import ROOT, Sandbox, make_sandbox, system_bin
+from tests.doubles.cloud_tools import (
+    BUCKET_POLICY,
+    IAP_POLICY,
+    PROJECT_POLICY,
+    ROOT,
+    Sandbox,
+    make_sandbox,
+    system_bin,
+)
 from tests.support import docs
 
 GCLOUD = shutil.which("gcloud")
@@ -54,19 +62,7 @@ APIS_BY_GROUP = {
 PARALLEL = 6
 
 # The scripts' paths: (script, settings) — together they run every gcloud line of up.sh and down.sh.
-POLICY = (
-    "roles/storage.objectUser\tserviceAccount:mnist-pipeline@test-project.iam.gserviceaccount.com\n"
-    "roles/storage.objectViewer\tdeleted:serviceAccount:mnist-page@test-project.iam.gserviceaccount.com"
-    "?uid=1234567890\n"
-    "roles/storage.objectViewer\tprincipal://iam.googleapis.com/projects/123456789/locations/global/"
-    "workloadIdentityPools/test-project.svc.id.goog/subject/ns/argo/sa/argo-server\n"
-)
-PROJECT_POLICY = (
-    "roles/container.defaultNodeServiceAccount\tserviceAccount:mnist-nodes@test-project.iam.gserviceaccount.com\n"
-    "roles/iap.httpsResourceAccessor\tuser:a@example.com\n"
-)
 PUBLIC = {"PAGE_DOMAIN": "mnist.example.com", "PAGE_IAP_MEMBERS": "user:a@example.com"}
-IAP_POLICY = "roles/iap.httpsResourceAccessor\tuser:a@example.com\n"
 SCENARIOS: list[tuple[str, dict[str, str]]] = [
     ("up.sh", {}),
     ("up.sh", {"AUTHORIZED_NETWORKS": "203.0.113.7/32,198.51.100.0/24", **PUBLIC}),
@@ -85,7 +81,7 @@ SCENARIOS: list[tuple[str, dict[str, str]]] = [
         {
             "FAKE_EXISTING": "cluster bucket build-bucket account registry address",
             "FAKE_CLUSTER_ZONE": "us-central1-a",
-            "FAKE_POLICY": POLICY,
+            "FAKE_POLICY": BUCKET_POLICY,
             "FAKE_PROJECT_POLICY": PROJECT_POLICY,
             "FAKE_IAP_POLICY": IAP_POLICY,
             **PUBLIC,

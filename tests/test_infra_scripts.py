@@ -25,9 +25,17 @@ import yaml
 
 from tests.doubles.cloud_tools import (
     ARGO_MANIFEST,
+    ARGO_SERVER_PRINCIPAL,
     BACKEND_SERVICE,
+    BUCKET_POLICY,
+    BUILD_ACCOUNT,
     DESCRIPTION,
+    IAP_POLICY,
+    NODE_ACCOUNT,
+    PAGE_ACCOUNT,
+    PIPELINE_ACCOUNT,
     PROJECT_NUMBER,
+    PROJECT_POLICY,
     ROOT,
     Sandbox,
     make_sandbox,
@@ -43,8 +51,6 @@ SCRIPTS = sorted((ROOT / "infra").rglob("*.sh"))
 SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which(
     "shellcheck"
 )
-NODE_ACCOUNT = "mnist-nodes@test-project.iam.gserviceaccount.com"
-BUILD_ACCOUNT = "mnist-build@test-project.iam.gserviceaccount.com"
 DEFAULT_ACCOUNTS = (f"{PROJECT_NUMBER}-compute@", f"{PROJECT_NUMBER}@cloudbuild.")
 CONTEXT = "gke_test-project_us-central1-a_mnist-argo"
 # Each image target of infra/docker/Dockerfile and the reference up.sh pushes it to (IMAGE_TAG abc1234).
@@ -56,10 +62,6 @@ IMAGES = {
 ARGO_COMMIT = "16a52d67daf2f4a8a76fa8bec02a76a46aa46257"
 # The taint GKE's own system pods tolerate (infra/gke/lib.sh, SYSTEM_POOL_TAINT), put on the system pool.
 SYSTEM_POOL_KEY = "components.gke.io/gke-managed-components"
-ARGO_SERVER_PRINCIPAL = (
-    f"principal://iam.googleapis.com/projects/{PROJECT_NUMBER}/locations/global/"
-    "workloadIdentityPools/test-project.svc.id.goog/subject/ns/argo/sa/argo-server"
-)
 
 
 def test_every_script_passes_shellcheck() -> None:
@@ -1007,39 +1009,12 @@ def test_image_tag_follows_the_images_content(tmp_path: Path) -> None:
 def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> None:
     sandbox.run("up.sh")  # writes the overlay down.sh removes
     context = "gke_test-project_us-central1-c_mnist-argo"
-    pipeline = "mnist-pipeline@test-project.iam.gserviceaccount.com"
-    page = "mnist-page@test-project.iam.gserviceaccount.com"
-    policy = "\n".join(
-        [
-            "roles/storage.legacyBucketOwner\tprojectOwner:test-project",
-            f"roles/storage.objectUser\tserviceAccount:{pipeline}",
-            f"roles/storage.objectViewer\tdeleted:serviceAccount:{page}?uid=1234567890",
-            f"roles/storage.objectViewer\t{ARGO_SERVER_PRINCIPAL}",
-            "roles/storage.objectViewer\tuser:someone@example.com",
-        ]
-    )
-    project_policy = "\n".join(
-        [
-            "roles/owner\tuser:someone@example.com",
-            f"roles/container.defaultNodeServiceAccount\tserviceAccount:{NODE_ACCOUNT}",
-            f"roles/logging.logWriter\tdeleted:serviceAccount:{BUILD_ACCOUNT}?uid=42",
-            "roles/logging.logWriter\tserviceAccount:other@test-project.iam.gserviceaccount.com",
-            "roles/iap.httpsResourceAccessor\tuser:a@example.com",  # granted by someone else
-        ]
-    )
-    iap_policy = "\n".join(
-        [
-            "roles/iap.httpsResourceAccessor\tuser:a@example.com",
-            "roles/iap.httpsResourceAccessor\tuser:b@example.com",
-            "roles/iap.admin\tuser:a@example.com",
-        ]
-    )
     result, calls = sandbox.run(
         "down.sh",
         FAKE_EXISTING="cluster bucket build-bucket account registry address",
-        FAKE_POLICY=policy + "\n",
-        FAKE_PROJECT_POLICY=project_policy + "\n",
-        FAKE_IAP_POLICY=iap_policy + "\n",
+        FAKE_POLICY=BUCKET_POLICY,
+        FAKE_PROJECT_POLICY=PROJECT_POLICY,
+        FAKE_IAP_POLICY=IAP_POLICY,
         FAKE_CONTEXTS=f"{context} gke_other-project_us-central1-a_mnist-argo",
         FAKE_CURRENT_CONTEXT=context,
         PAGE_DOMAIN="mnist.example.com",
@@ -1064,8 +1039,8 @@ def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> Non
     ]
     members = {calls[i].split("--member ")[1].split()[0] for i in revoked}
     assert members == {
-        f"serviceAccount:{pipeline}",
-        f"deleted:serviceAccount:{page}?uid=1234567890",
+        f"serviceAccount:{PIPELINE_ACCOUNT}",
+        f"deleted:serviceAccount:{PAGE_ACCOUNT}?uid=1234567890",
         ARGO_SERVER_PRINCIPAL,
     }
     # So do its project-wide grants, the nodes' and the build's, and nothing else on the project.

@@ -25,6 +25,41 @@ BACKEND_SERVICE = "k8s1-0a1b2c3d-mnist-mnist-page-80-4e5f6a7b"
 STOOD_IN = ("gcloud", "kubectl", "docker", "curl", "gke-gcloud-auth-plugin")
 LABEL = "mnist-argo-up"
 DESCRIPTION = "Created by mnist-argo infra/gke/up.sh"
+NODE_ACCOUNT = "mnist-nodes@test-project.iam.gserviceaccount.com"
+BUILD_ACCOUNT = "mnist-build@test-project.iam.gserviceaccount.com"
+PIPELINE_ACCOUNT = "mnist-pipeline@test-project.iam.gserviceaccount.com"
+PAGE_ACCOUNT = "mnist-page@test-project.iam.gserviceaccount.com"
+ARGO_SERVER_PRINCIPAL = (
+    f"principal://iam.googleapis.com/projects/{PROJECT_NUMBER}/locations/global/"
+    "workloadIdentityPools/test-project.svc.id.goog/subject/ns/argo/sa/argo-server"
+)
+# The policies `get-iam-policy` lists after up.sh (role, a tab, member): its grants, one to an account
+# since deleted, and others' grants, which down.sh must keep.
+BUCKET_POLICY = "".join(
+    f"{line}\n"
+    for line in (
+        "roles/storage.legacyBucketOwner\tprojectOwner:test-project",
+        f"roles/storage.objectUser\tserviceAccount:{PIPELINE_ACCOUNT}",
+        f"roles/storage.objectViewer\tdeleted:serviceAccount:{PAGE_ACCOUNT}?uid=1234567890",
+        f"roles/storage.objectViewer\t{ARGO_SERVER_PRINCIPAL}",
+        "roles/storage.objectViewer\tuser:someone@example.com",
+    )
+)
+PROJECT_POLICY = "".join(
+    f"{line}\n"
+    for line in (
+        "roles/owner\tuser:someone@example.com",
+        f"roles/container.defaultNodeServiceAccount\tserviceAccount:{NODE_ACCOUNT}",
+        f"roles/logging.logWriter\tdeleted:serviceAccount:{BUILD_ACCOUNT}?uid=42",
+        "roles/logging.logWriter\tserviceAccount:other@test-project.iam.gserviceaccount.com",
+        "roles/iap.httpsResourceAccessor\tuser:a@example.com",  # granted by someone else
+    )
+)
+IAP_POLICY = (
+    "roles/iap.httpsResourceAccessor\tuser:a@example.com\n"
+    "roles/iap.httpsResourceAccessor\tuser:b@example.com\n"
+    "roles/iap.admin\tuser:a@example.com\n"
+)
 # Argo's release as the stand-in `kubectl kustomize` prints it: the three objects up.sh patches, written out
 # here and not shared with lib.sh, so that the real `kubectl kustomize` shows each patch finds its object.
 ARGO_MANIFEST = """apiVersion: v1
