@@ -1,9 +1,6 @@
-"""The pipeline's settings, each declared once: its default (from steps.lib.defaults, which the steps'
-own flags share), what it means, how a flag of submit.py reads it, the environment variable that sets
-its default (the replaced system's WORKER_NUMBER, EPOCH, BATCH), its allowed values, and whether it is a workflow parameter (set per run, also from the Argo UI's Submit form) or
-shapes the compiled workflow. submit.py's flags, the workflow's parameters with their descriptions and enums,
-and the README's settings table are all made from these declarations.
-"""
+"""The pipeline's settings, each declared once: default (steps.lib.defaults), meaning, parser, environment
+variable, choices, and whether it is a workflow parameter or shapes the workflow. submit.py's flags,
+the workflow's parameters and the README's settings table are made from these."""
 
 from __future__ import annotations
 
@@ -58,10 +55,8 @@ def setting(default: Any, help: str, parse: Callable[[str], Any], **options: Any
 
 
 def untagged(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """`parse`, refusing first any text that holds `{{` or `}}`, whatever the setting: in the workflow Argo
-    would take it for a template tag and substitute it, and an expression tag (`{{=…}}`) it evaluates,
-    at submit in the server and at run time in the controller (workflow/common/util.go,
-    SubstituteParams; util/template for `{{=`)."""
+    """`parse`, refusing first any `{{` or `}}`: Argo would substitute such a tag, or evaluate `{{=…}}`
+    (workflow/common/util.go, SubstituteParams)."""
 
     @functools.wraps(parse)
     def checked(text: str) -> Any:
