@@ -16,9 +16,8 @@ SERVICE_ACCOUNT = "mnist-pipeline"
 EXECUTOR_ACCOUNT = "mnist-executor"
 SUBMITTER_ACCOUNT = "mnist-submitter"  # its token submits runs and logs in to the Argo UI
 TEMPLATE_NAME = "mnist-pipeline"
-RUN_PREFIX = (
-    "mnist-"  # runs are named like this and five characters, also those started from the template
-)
+# runs are named like this and five characters, also those started from the template
+RUN_PREFIX = "mnist-"
 APP_LABEL = "mnist-argo"
 
 # Prometheus metrics the Argo controller exposes for every run.

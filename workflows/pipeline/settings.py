@@ -43,9 +43,8 @@ class Setting:
     env: str | None = None
     choices: tuple[str, ...] = ()
     parameter: bool = True  # a workflow parameter; False: compiled into the workflow's shape
-    pinned: bool = (
-        False  # a parameter the Submit form shows but cannot change (an enum of its value)
-    )
+    # a parameter the Submit form shows but cannot change (an enum of its value)
+    pinned: bool = False
     flag: str = ""  # default: --<name with dashes>
     shown_default: str = ""  # how the README shows the default, when not the value itself
 
@@ -77,11 +76,6 @@ def duration(text: str) -> str:
             f"{text!r} is not a duration: whole seconds (30) or h, m and s (15s, 1m30s)"
         )
     return text
-
-
-def dag_tasks(rounds: int) -> int:
-    """How many tasks the pipeline's DAG holds for this many rounds."""
-    return RUN_TASKS + ROUND_TASKS * rounds
 
 
 def round_count(text: str) -> int:
