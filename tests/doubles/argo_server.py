@@ -116,8 +116,6 @@ class ArgoDouble:
     # name → [what the cache shows, reads left]
     stale: dict[str, list] = field(default_factory=dict)
 
-    # ---- the server ----------------------------------------------------------------------------
-
     def start(self) -> str:
         """Serve in a thread; returns the base URL (scheme://127.0.0.1:port)."""
         double = self
@@ -214,7 +212,10 @@ class ArgoDouble:
             f'"{namespace}"'
         )
 
-    # ---- workflows -----------------------------------------------------------------------------
+    def _run(self, name: str) -> Run:
+        if name not in self.runs:
+            raise Refused(404, 5, f'workflows.argoproj.io "{name}" not found')
+        return self.runs[name]
 
     def _create(self, namespace: str, workflow: dict) -> dict:
         metadata = dict(workflow["metadata"])
@@ -252,12 +253,9 @@ class ArgoDouble:
         return body["template"]
 
     def _op_WorkflowService_CreateWorkflow(self, namespace: str, _: Any, body: dict) -> dict:
-        created = self._create(namespace, body["workflow"])
-        return created
+        return self._create(namespace, body["workflow"])
 
     def _op_WorkflowService_SubmitWorkflow(self, namespace: str, _: Any, body: dict) -> dict:
-        if body.get("resourceKind", "").lower() != "workflowtemplate":
-            raise Refused(400, 3, f"resourceKind {body.get('resourceKind')!r} is not supported")
         template = self._cached(body.get("resourceName", ""))
         if template is None:
             name = body.get("resourceName")
@@ -275,13 +273,10 @@ class ArgoDouble:
                 "arguments": {"parameters": [{"name": k, "value": v} for k, v in given.items()]},
             },
         }
-        created = self._create(namespace, workflow)
-        return created
+        return self._create(namespace, workflow)
 
     def _op_WorkflowService_GetWorkflow(self, _: str, name: str, __: Any) -> dict:
-        run = self.runs.get(name)
-        if run is None:
-            raise Refused(404, 5, f'workflows.argoproj.io "{name}" not found')
+        run = self._run(name)
         run.reads += 1
         if run.reads > self.max_reads:
             raise RuntimeError(f"{name} was read {run.reads} times: the watch never ends")
@@ -289,14 +284,11 @@ class ArgoDouble:
 
     def _op_WorkflowService_ListWorkflows(self, namespace: str, _: Any, __: Any) -> dict:
         items = [run.answer(self.reads_per_tick) for run in self.runs.values()]
-        listed = {"metadata": {"resourceVersion": "1"}, "items": items}
-        return listed
+        return {"metadata": {"resourceVersion": "1"}, "items": items}
 
     def _op_WorkflowService_RetryWorkflow(self, _: str, name: str, __: Any) -> dict:
         """As workflow/util/util.go: FormulateRetryWorkflow, without its options."""
-        run = self.runs.get(name)
-        if run is None:
-            raise Refused(404, 5, f'workflows.argoproj.io "{name}" not found')
+        run = self._run(name)
         phase = run.answer(self.reads_per_tick)["status"].get("phase")
         if phase == "Succeeded":
             raise Refused(
@@ -311,9 +303,7 @@ class ArgoDouble:
         return run.answer(self.reads_per_tick)
 
     def _op_WorkflowService_StopWorkflow(self, _: str, name: str, body: Any) -> dict:
-        run = self.runs.get(name)
-        if run is None:
-            raise Refused(404, 5, f'workflows.argoproj.io "{name}" not found')
+        run = self._run(name)
         if run.recording.stopped is None:
             raise RuntimeError(
                 f"the recording of {self.story!r} was not stopped: nothing follows a stop"
@@ -321,8 +311,6 @@ class ArgoDouble:
         if run.stopped_at is None:
             run.stopped_at = run.tick(self.reads_per_tick)
         return run.answer(self.reads_per_tick)
-
-    # ---- templates -----------------------------------------------------------------------------
 
     def _op_WorkflowTemplateService_CreateWorkflowTemplate(
         self, namespace: str, _: Any, body: dict
