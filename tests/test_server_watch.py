@@ -1,7 +1,5 @@
-"""workflows/server/watch.py: the watch of runs recorded on a real cluster (tests/doubles/recordings/),
-replayed by the Argo Server double and submitted as a user does (`--watch`): each step's phases, retries,
-progress and reasons as the controller gave them, the failure in one line, a run stopped when an image
-cannot be pulled; and a failed step's own last line, from the controller's message."""
+"""workflows/server/watch.py on runs recorded on a real cluster, replayed by the Argo Server double and
+submitted with `--watch`: each step's phases, retries, progress and reasons, the failure in one line."""
 
 from __future__ import annotations
 
@@ -31,9 +29,7 @@ pytestmark = pytest.mark.usefixtures("clean_environment")
 
 
 def test_a_failed_containers_log_tail_is_shown_by_its_last_line() -> None:
-    """The kubelet makes a failed step's log tail its termination message (FallbackToLogsOnError), which
-    the controller appends to the node's message: the watch and the failure show its last line, where a
-    step says what went wrong, as the local runner does."""
+    """A failed step's log tail, in the node's message (FallbackToLogsOnError), is shown by its last line."""
     tail = (  # as the real cluster gave it: the emissary's own lines around the step's
         'time=2026-12-03T13:30:59.954Z level=INFO msg="capturing logs" argo=true\n'
         "training on in/shard.npz (1500 samples)\nepoch 1/1: accuracy 0.41\ntrain: error: bad shard\n"
@@ -58,9 +54,7 @@ def test_a_failed_containers_log_tail_is_shown_by_its_last_line() -> None:
 
 
 def test_a_failed_run_names_the_failed_node(watched_run: Callable) -> None:
-    """A trainer OOM-killed on every try: each wait says why, as the controller words it (operator.go,
-    the container's name first, then its log's last line: the shell's word for the kill) and for how
-    long (humanize.Duration's words, doubling), then the failure in one line."""
+    """A trainer OOM-killed on every try: each wait says why and for how long, then the failure."""
     code, out, err = watched_run("fail")
     killed = f"main: OOMKilled (exit code 137): {OOM_LAST_LINE}"
     backoffs = ["15 seconds", "30 seconds"]
@@ -83,9 +77,7 @@ def test_a_run_goes_ahead_without_a_failed_trainer_when_min_workers_allow(
 
 
 def test_a_retried_trainer_is_watched_as_docs_argo_md_shows_it(watched_run: Callable) -> None:
-    """The retry story: the failed try's reason and its backoff, then the retry. docs/argo.md shows
-    what the watch printed for it: each of its lines is a line of the recording's replay, its duration
-    aside (the replay's clock may fall a second either way)."""
+    """The retry story's lines are those docs/argo.md shows, durations aside."""
     code, out, _ = watched_run("retry")
     failed = f"main: Error (exit code 1): {FIRST_TRY_LINE}"
     check_retried_trainer(code, out, trainer("0"), failed, "15 seconds", every=True)
@@ -108,7 +100,7 @@ def without_duration(line: str) -> str:
 
 
 def watch_polls(double: ArgoDouble, url: str) -> list[tuple[int, str]]:
-    """Watch the double's only run with watch() itself: (poll number, line) for every line echoed."""
+    """(poll number, line) for every line watch() echoes of the double's only run."""
     [name] = double.runs
     server = from_environment({"ARGO_SERVER": url, "ARGO_TOKEN": TOKEN})
     polls, lines = [0], []
@@ -132,12 +124,8 @@ def reported(recording: recordings.Recording, step: str) -> list[str]:
 def test_watch_prints_each_trainers_progress_once_per_change(
     serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Trainers report batches done (ARGO_PROGRESS_FILE); in the recording the controller takes a
-    report about once a minute (Argo's default tick) and the server returns it as each node's
-    `progress`. Polling twice as fast as the recording changes, the watch still prints each value
-    once, at most one line per step per poll, and none for steps that report nothing. A Retry node's
-    own progress sums all its tries' (progress/updater.go, sumProgress); the watch shows the running
-    try's own, from where that try started."""
+    """Polled twice as fast as the run changes, each trainer's progress is printed once per value, at
+    most a line per step per poll; a Retry node shows its running try's own, not the sum of its tries'."""
     recording = recordings.load("retry")
     double, url = serve(story="retry", reads_per_tick=2)
     on_argo(monkeypatch, url)
@@ -160,9 +148,7 @@ def test_watch_prints_each_trainers_progress_once_per_change(
 def test_a_step_whose_image_cannot_be_pulled_stops_the_watched_run(
     serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Argo leaves such a pod Pending until the kubelet ends it at its activeDeadlineSeconds, then
-    retries it (the train step's hour, three times); the watch stops the run instead, as the Argo UI's
-    Stop does, and the controller ends every try it had (exec_control.go:52) and fails the run."""
+    """A try that cannot pull its image stops the watched run, as the Argo UI's Stop does."""
     monkeypatch.setattr("workflows.server.watch.STUCK_SECONDS", 0.3)
     recording = recordings.load("cannot-pull")
     double, url = serve(story="cannot-pull")

@@ -10,9 +10,9 @@ import pytest
 from tests.support.project import ROOT, run_submit
 from workflows import submit
 from workflows.pipeline.settings import (
+    DAG_TASKS_MAX,
     MAX_ROUNDS,
     PipelineSettings,
-    dag_tasks,
     declared,
     defaults,
     flag_of,
@@ -79,7 +79,9 @@ def test_rounds_beyond_what_one_dag_holds_are_refused_naming_the_limit(
     with pytest.raises(SystemExit) as refused:
         submit.make_parser(PipelineSettings()).parse_args([flag, value])
     assert refused.value.code == 2
-    assert MAX_ROUNDS == 98 and dag_tasks(MAX_ROUNDS) == 200
+    workflow = compile_workflow(PipelineSettings(rounds=MAX_ROUNDS))
+    [dag] = [t["dag"]["tasks"] for t in workflow["spec"]["templates"] if "dag" in t]
+    assert len(dag) == DAG_TASKS_MAX == 200
 
 
 def test_rounds_from_the_environment_are_refused_naming_the_limit() -> None:
@@ -94,9 +96,8 @@ def test_a_retry_backoff_is_seconds_or_hours_minutes_and_seconds(wait: str) -> N
 
 @pytest.mark.parametrize("wait", ["", "s", "1.5m", "-1s", "1s1m", "15 s", "1d", "m5"])
 def test_any_other_retry_backoff_is_refused(wait: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as refused:
+    with pytest.raises(SystemExit, match="2"):
         submit.make_parser(PipelineSettings()).parse_args([f"--retry-backoff={wait}"])
-    assert refused.value.code == 2
     assert "is not a duration" in capsys.readouterr().err
 
 
@@ -137,12 +138,6 @@ TEXT_SETTINGS = [
 ]
 
 
-def test_the_text_settings_include_every_image_and_location() -> None:
-    assert {"source", "store", "image", "train_image", "partition", "retry_backoff"} <= set(
-        TEXT_SETTINGS
-    )
-
-
 @pytest.mark.parametrize("value", [EXPRESSION, "{{workflow.name}}", "a}}b", "{{"])
 @pytest.mark.parametrize("name", TEXT_SETTINGS)
 def test_no_text_setting_may_hold_an_argo_tag(
@@ -154,14 +149,6 @@ def test_no_text_setting_may_hold_an_argo_tag(
     assert refused.value.code == 2
     [line] = capsys.readouterr().err.strip().splitlines()[-1:]
     assert f"argument {flag_of(name, spec)}: " in line and "Argo" in line, line
-
-
-def test_an_expression_tag_in_a_setting_is_refused_before_anything_runs() -> None:
-    result = run_submit("--render", "--source", EXPRESSION, timeout=120)
-    assert result.returncode == 2
-    [line] = result.stderr.strip().splitlines()[-1:]
-    assert line.startswith("python workflows/submit.py: error: argument --source: Argo "), line
-    assert "sprig" not in result.stdout
 
 
 def test_an_expression_tag_from_the_environment_is_one_line_and_exit_2() -> None:

@@ -1,8 +1,5 @@
-"""Errors of compiling, checking, submitting and running the workflow (beside the steps' own, steps/lib/errors.py).
-
-submit.py exits 2 when it refuses what it was asked (UsageError, WorkflowError: nothing ran or was created) and 1 when what
-it tried failed (an Argo Server that refuses or cannot be reached, a run that failed).
-"""
+"""Errors of compiling, checking, submitting and running the workflow: submit.py exits 2 on a refusal
+(UsageError, WorkflowError: nothing ran) and 1 when what it tried failed (ArgoError, a failed run)."""
 
 from __future__ import annotations
 

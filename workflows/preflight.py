@@ -1,16 +1,6 @@
-"""Every check submit.py makes before a run, before anything is created or sent; each refusal is one
-UsageError line (exit 2), a warning or a note one line on stderr:
-- the settings against each other (inconsistency) and the run's name (check_run_name);
-- a local run (check_local): the store and the logs folder can be made and written, a local data source
-  is a file, the run's name is free, the container engine answers and holds the images;
-- a cluster run (check_cluster): the store is a bucket's top, the data source a URL, the images pullable;
-  --render says the same as notes (render_notes).
-Each setting's own bounds are its parser's (workflows/pipeline/settings.py); what the local runner runs,
-workflows/local/spec.py; what Argo accepts, the Argo Server's lint (workflows/server/client.py).
-
-A folder that does not exist yet is created only inside one that does: a mistyped path is refused
-instead of becoming a tree of new folders (`--artifacts /nonexistent/dir/x`).
-"""
+"""Every check submit.py makes before a run, before anything is created or sent: a refusal is one
+UsageError line (exit 2), a warning or note one line on stderr. Each setting's own bounds are its
+parser's (pipeline/settings.py); what Argo accepts, the Argo Server's lint (server/client.py)."""
 
 from __future__ import annotations
 
@@ -30,8 +20,8 @@ from workflows.pipeline.settings import PipelineSettings
 
 
 def inconsistency(settings: PipelineSettings) -> str | None:
-    """Why these settings cannot make the run they describe, or would do less than they say (a setting
-    another one makes inert), in one line; None when they agree."""
+    """Why these settings cannot make the run they describe, or set what another makes inert; None
+    when they agree."""
     start = PipelineSettings()
     if settings.min_workers > settings.workers:
         return (
@@ -69,8 +59,7 @@ def inconsistency(settings: PipelineSettings) -> str | None:
 
 
 def check_settings(settings: PipelineSettings, name: str | None) -> None:
-    """What every run, render or registration is refused for: settings that contradict each other, and a
-    --name Argo would refuse."""
+    """What every run, render or registration is refused for: contradicting settings, a bad --name."""
     if problem := inconsistency(settings):
         raise UsageError(problem)
     if name:
@@ -78,9 +67,8 @@ def check_settings(settings: PipelineSettings, name: str | None) -> None:
 
 
 def check_run_name(name: str) -> None:
-    """A name Argo accepts for a Workflow: a Kubernetes object name (a DNS-1123 subdomain, which the
-    API server requires) of at most 63 characters (workflow/validate/validate.go:
-    maxCharsInObjectName); the run id the store and the page know the run by."""
+    """A Kubernetes object name of at most 63 characters, as Argo takes a Workflow's
+    (workflow/validate/validate.go: maxCharsInObjectName), and a run id the store and the page know."""
     if not RUN_ID.match(name):
         raise UsageError(
             f"--name {name[:80]!r}: a run's name is lowercase letters, digits, '-' and '.', "
@@ -90,7 +78,7 @@ def check_run_name(name: str) -> None:
 
 def writable_folder(path: Path, flag: str, inside: Path | None = None) -> None:
     """`path` is a folder this user can write in, or can be made in its existing parent (or in
-    `inside`, a folder the run makes first)."""
+    `inside`, made first): a mistyped path becomes no tree of new folders."""
     if path.exists():
         if not path.is_dir():
             raise UsageError(f"{flag} {path} is a file, not a folder")
@@ -111,7 +99,7 @@ def writable_folder(path: Path, flag: str, inside: Path | None = None) -> None:
 
 
 def local_source(source: str) -> None:
-    """A data source on this machine is a regular file (a URL or gs:// URI is read by split)."""
+    """A data source on this machine is a readable file (a URL or gs:// URI is read by split)."""
     if "://" in source:
         return
     path = Path(source)
@@ -124,8 +112,7 @@ def local_source(source: str) -> None:
 
 
 def free_run_name(store: ArtifactStore, logs_dir: Path, name: str) -> None:
-    """No run of this name is in the store or the logs: Argo refuses a second Workflow of one name
-    (AlreadyExists), and a second run would write over the first one's files."""
+    """No run of this name in the store or the logs: a second run would write over the first's files."""
     try:
         check_unpublished(store, name)
         taken = bool(store.list_keys(f"{name}/"))
@@ -146,8 +133,8 @@ def check_local(
     name: str | None,
     ready: Callable[[list[str]], None],
 ) -> None:
-    """What a local run is refused for: a store or logs folder that cannot be made, a data source that is
-    no file, a taken --name, and (`ready`, the engine's own check) an engine without the images."""
+    """What a local run is refused for: a store or logs folder that cannot be made, a source that is no
+    file, a taken --name, and (`ready`) an engine without the images."""
     folder_store = Path(settings.store) if "://" not in settings.store else None
     if folder_store is not None:
         writable_folder(folder_store, "--artifacts")
@@ -161,17 +148,15 @@ def check_local(
 
 
 def cluster_refusal(settings: PipelineSettings) -> str | None:
-    """Why a cluster could not run these settings, or None. A cluster cannot read this machine's files,
-    so the store and the data source are URLs; and the store is the artifact repository's bucket itself:
-    Argo puts every keyed artifact at its key in that bucket (workflow_types.go:
-    ArtifactLocation.Relocate), so under a prefix the checkpoints and the published model would land
-    apart from the run's artifacts."""
+    """Why a cluster could not run these settings, or None: it reads no file of this machine, and
+    Argo keeps keyed artifacts at the top of the repository's bucket (workflow_types.go:
+    ArtifactLocation.Relocate), so the store is that bucket without a prefix."""
     if not settings.store.startswith("gs://"):
         return (
             "on Argo the model is published to a bucket: pass --artifacts gs://BUCKET, the bucket "
             "of the cluster's artifact repository (env ARTIFACTS)"
         )
-    if has_prefix(settings.store):
+    if "/" in settings.store.removeprefix("gs://").strip("/"):  # a folder inside the bucket
         return (
             f"on Argo the store is the artifact repository's bucket itself, without a prefix: "
             f"Argo keeps the run's artifacts at the bucket's top, so {settings.store} would split the "
@@ -183,8 +168,7 @@ def cluster_refusal(settings: PipelineSettings) -> str | None:
 
 
 def image_warnings(settings: PipelineSettings) -> list[str]:
-    """An image no registry serves: a local cluster's nodes hold the images loaded into them under such
-    names, so it is only pointed out."""
+    """Images no registry serves: a local cluster's nodes may hold them loaded, so only pointed out."""
     warnings = []
     for flag, image, name in (
         ("--image", settings.image, "mnist-argo-steps"),
@@ -200,8 +184,8 @@ def image_warnings(settings: PipelineSettings) -> list[str]:
 
 
 def check_cluster(settings: PipelineSettings, images_used: bool) -> None:
-    """What a cluster run is refused for (cluster_refusal), then its images warned of when the run takes
-    them (`images_used`: a run from the registered template takes the template's)."""
+    """What a cluster run is refused for, then its images warned of when the run takes them (a run
+    from the registered template takes the template's)."""
     if problem := cluster_refusal(settings):
         raise UsageError(problem)
     for warning in image_warnings(settings) if images_used else []:
@@ -214,15 +198,9 @@ def render_notes(settings: PipelineSettings) -> list[str]:
     return [f"submit: note: {note}" for note in notes + image_warnings(settings)]
 
 
-def has_prefix(store: str) -> bool:
-    """Whether a gs:// store names a folder inside its bucket."""
-    return "/" in store.removeprefix("gs://").strip("/")
-
-
 def unpullable_image(image: str) -> str | None:
-    """Why a cluster's nodes could not pull `image`, or None. As the image reference grammar reads a
-    name (distribution/reference), a first part with a `.` or `:` is a registry; without one the
-    kubelet pulls from Docker Hub, where the steps' image is not; `localhost` is the node itself."""
+    """Why a cluster's nodes could not pull `image`, or None: as distribution/reference reads a name, a
+    first part with `.` or `:` is a registry, else Docker Hub; `localhost` is the node itself."""
     registry, slash, _ = image.partition("/")
     if not slash or not ("." in registry or ":" in registry or registry == "localhost"):
         return "names no registry (it is the local build's name)"
@@ -232,8 +210,7 @@ def unpullable_image(image: str) -> str | None:
 
 
 def check_name_unpublished(store: str, name: str) -> None:
-    """Refuse a run id the store has published (steps.lib.registry.check_unpublished); a store this
-    machine cannot read (no credentials for the bucket here) is only a warning."""
+    """Refuse a run id the store has published; a store this machine cannot read is a warning."""
     try:
         check_unpublished(open_store(store), name)
     except AlreadyPublished as error:
@@ -244,3 +221,13 @@ def check_name_unpublished(store: str, name: str) -> None:
             f"({str(error).splitlines()[0][:120]}); publish refuses it if it is",
             file=sys.stderr,
         )
+
+
+def check_local_retry(uri: str, run: str) -> None:
+    """A published run succeeded: nothing to take up (the rest the runner refuses: local/resume.py)."""
+    try:
+        check_unpublished(open_store(uri), run)
+    except AlreadyPublished:
+        raise UsageError(
+            f"run {run} succeeded (it is published): there is nothing to retry"
+        ) from None

@@ -1,15 +1,10 @@
-"""submit.py's --list, --compare and --retry: the runs of a store (steps.lib.run_index) or of an Argo
-Server, one line each or two side by side, and taking up a run that failed.
-
-On a cluster the runs are those the Argo Server still holds (each is deleted after its TTL); the
-store's LATEST says which one the page serves, and the store's history gives a run's rounds.
-"""
+"""submit.py's --list, --compare and --retry: the runs of a store (steps.lib.run_index) or those an Argo
+Server still holds, one a line or two side by side, and taking up a run that failed."""
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -17,10 +12,11 @@ from typing import TypeVar
 
 from steps.lib.errors import StepError
 from steps.lib.published import differing
-from steps.lib.registry import AlreadyPublished, check_unpublished, latest_run
+from steps.lib.registry import latest_run
 from steps.lib.run_index import RunRecord, read_run, run_index
 from steps.lib.storage import ArtifactStore, open_store
 from workflows.errors import UsageError
+from workflows.run_end import report
 from workflows.server.client import (
     ArgoServer,
     NoSuchRun,
@@ -28,7 +24,7 @@ from workflows.server.client import (
     list_workflows,
     retry_workflow,
 )
-from workflows.server.watch import failure, output, watch
+from workflows.server.watch import ended, output, watch
 
 RETRYABLE = ("Failed", "Error")  # the phases Argo's retry takes up (workflow/util/util.go)
 NOT_ON_THE_CARD = ("store",)  # a parameter the card leaves out: where the run is kept
@@ -36,20 +32,14 @@ ABSENT = "—"
 Read = TypeVar("Read")
 
 
-def opened_store(uri: str) -> ArtifactStore:
-    """The store at `uri`, refused in one line when there is none."""
-    if "://" not in uri and not Path(uri).is_dir():
-        raise UsageError(f"no store at {uri}: --artifacts names a folder or gs://BUCKET")
-    return open_store(uri)
-
-
 def read_store(uri: str, read: Callable[[ArtifactStore], Read]) -> Read:
-    """What `read` finds in the store at `uri`; a store that cannot be read is one line."""
+    """What `read` finds in the store at `uri`; no store, or one that cannot be read, is one line."""
     from google.api_core import exceptions as google
 
-    store = opened_store(uri)
+    if "://" not in uri and not Path(uri).is_dir():
+        raise UsageError(f"no store at {uri}: --artifacts names a folder or gs://BUCKET")
     try:
-        return read(store)
+        return read(open_store(uri))
     except google.NotFound:
         raise UsageError(f"no store at {uri}: the bucket does not exist") from None
     except google.GoogleAPIError as error:
@@ -150,22 +140,6 @@ def served(store: ArtifactStore) -> str | None:
         return None
 
 
-def list_store(uri: str) -> int:
-    def read(store: ArtifactStore) -> list[str]:
-        return list_lines(run_index(store), served(store))
-
-    print("\n".join(read_store(uri, read)))
-    return 0
-
-
-def compare_store(uri: str, first: str, second: str) -> int:
-    def read(store: ArtifactStore) -> list[str]:
-        return compare_lines(store_run(store, first), store_run(store, second), served(store))
-
-    print("\n".join(read_store(uri, read)))
-    return 0
-
-
 def cluster_record(workflow: dict) -> RunRecord:
     """A run as the Argo Server holds it: its phase, start, accuracy (evaluate's output) and settings
     (the workflow's parameters, and its rounds: one train task a round)."""
@@ -209,13 +183,6 @@ def cluster_latest(store: str) -> str | None:
         return None
 
 
-def list_cluster(server: ArgoServer, store: str) -> int:
-    workflows = list_workflows(server)
-    records = sorted(map(cluster_record, workflows), key=lambda r: r.started, reverse=True)
-    print("\n".join(list_lines(records, cluster_latest(store))))
-    return 0
-
-
 def cluster_run(server: ArgoServer, store: str, run: str) -> RunRecord:
     """The run as the server holds it, with its rounds from the bucket's history when there."""
     try:
@@ -229,16 +196,9 @@ def cluster_run(server: ArgoServer, store: str, run: str) -> RunRecord:
     return record
 
 
-def compare_cluster(server: ArgoServer, store: str, first: str, second: str) -> int:
-    records = cluster_run(server, store, first), cluster_run(server, store, second)
-    print("\n".join(compare_lines(*records, cluster_latest(store))))
-    return 0
-
-
-def retry_cluster(server: ArgoServer, run: str, follow: bool, interval: float) -> int:
-    """Take up a failed run through the Argo Server's retry: its failed tasks run again, those that
-    succeeded keep their outputs. Refused first, in one line: an unknown run, one that succeeded or
-    one still running."""
+def retry_cluster(server: ArgoServer, run: str, store: str, follow: bool, interval: float) -> int:
+    """Take up a failed run with the Argo Server's retry (its failed tasks run again); an unknown run,
+    one that succeeded or one still running is refused first."""
     try:
         phase = get_workflow(server, run).get("status", {}).get("phase") or "Pending"
     except NoSuchRun as error:
@@ -253,34 +213,30 @@ def retry_cluster(server: ArgoServer, run: str, follow: bool, interval: float) -
     if not follow:
         return 0
     final = watch(server, run, echo=lambda line: print(line, flush=True), interval=interval)
-    status = final.get("status", {})
-    print(f"\nrun {run} {status.get('phase')}")
-    if status.get("phase") != "Succeeded":
-        print(f"submit: {failure(final)}", file=sys.stderr)
-        return 1
-    print(f"test accuracy: {output(final, 'evaluate', 'accuracy')}")
-    return 0
-
-
-def check_local_retry(uri: str, run: str) -> None:
-    """A run the store has published succeeded: there is nothing to take up (what is not in the run's
-    folder of logs, the local runner refuses: workflows/local/resume.py)."""
-    try:
-        check_unpublished(open_store(uri), run)
-    except AlreadyPublished:
-        raise UsageError(
-            f"run {run} succeeded (it is published): there is nothing to retry"
-        ) from None
+    return report(ended(final), store)
 
 
 def main(args: argparse.Namespace, server: ArgoServer | None) -> int:
     """--list, --compare or --retry, on the Argo Server when one is named, else on the store."""
-    if args.list:
-        return list_cluster(server, args.store) if server else list_store(args.store)
-    if args.compare:
-        if server:
-            return compare_cluster(server, args.store, *args.compare)
-        return compare_store(args.store, *args.compare)
-    if server is None:  # submit.py takes a local run up itself, with the local runner
-        raise UsageError("--retry on this machine is taken up by submit.py's local runner")
-    return retry_cluster(server, args.retry, args.watch, args.poll_seconds)
+    if args.retry:
+        if server is None:  # submit.py takes a local run up itself, with the local runner
+            raise UsageError("--retry on this machine is taken up by submit.py's local runner")
+        return retry_cluster(server, args.retry, args.store, args.watch, args.poll_seconds)
+    if server is None:
+
+        def read(store: ArtifactStore) -> list[str]:
+            if args.list:
+                return list_lines(run_index(store), served(store))
+            first, second = (store_run(store, run) for run in args.compare)
+            return compare_lines(first, second, served(store))
+
+        lines = read_store(args.store, read)
+    elif args.list:
+        listed = map(cluster_record, list_workflows(server))
+        records = sorted(listed, key=lambda r: r.started, reverse=True)
+        lines = list_lines(records, cluster_latest(args.store))
+    else:
+        first, second = (cluster_run(server, args.store, run) for run in args.compare)
+        lines = compare_lines(first, second, cluster_latest(args.store))
+    print("\n".join(lines))
+    return 0

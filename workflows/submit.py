@@ -48,7 +48,7 @@ from workflows.server.client import (
     register_template,
     submit_from_template,
 )
-from workflows.server.watch import POLL_SECONDS, failure, output, run_seconds, watch
+from workflows.server.watch import POLL_SECONDS, ended, watch
 
 EXIT_USAGE = 2  # refused before anything ran: bad flags or settings, a spec the Argo Server refuses
 ENGINES = ("process", "podman", "docker")
@@ -228,7 +228,7 @@ def run_locally(
     if retry is None:
         preflight.check_local(settings, logs, args.logs_dir is not None, args.name, ready)
     else:
-        runs.check_local_retry(settings.store, retry)
+        preflight.check_local_retry(settings.store, retry)
     store = open_store(settings.store)
     runner = LocalRunner(store, logs, args.parallelism, engine=engine)
     started = time.monotonic()
@@ -271,18 +271,13 @@ def argo_server(args: argparse.Namespace) -> ArgoServer | None:
     )
 
 
-def linted(server: ArgoServer, document: dict) -> dict:
-    """`document`, once the Argo Server's lint passes it: nothing is created or registered before."""
-    lint(server, document)
-    return document
-
-
 def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.Namespace) -> int:
     """Register, submit (directly or from the template), then optionally watch to the end."""
     preflight.check_cluster(settings, images_used=args.register or not args.from_template)
     if args.register:
         template = compile_template(settings, args.template_name)
-        _, is_new = register_template(server, linted(server, template))
+        lint(server, template)  # nothing is created or registered before the server's lint passes
+        _, is_new = register_template(server, template)
         print(
             f"{'created' if is_new else 'updated'} WorkflowTemplate {args.template_name} in "
             f"namespace {server.namespace}; start runs from {server.root}workflow-templates/"
@@ -305,7 +300,9 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
             # them (workflow/common/convert.go: NewWorkflowFromWorkflowTemplate).
             labels = workflow["metadata"].get("labels", {})
             workflow["metadata"]["labels"] = labels | {TEMPLATE_LABEL: args.template_name}
-        created = create_workflow(server, linted(server, named(workflow, args.name)))
+        workflow = named(workflow, args.name)
+        lint(server, workflow)
+        created = create_workflow(server, workflow)
     name = created["metadata"]["name"]
     print(f"submitted {name} to {server.url} (namespace {server.namespace})")
     print(f"  {server.ui_link(name)}", flush=True)
@@ -318,16 +315,7 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
     except KeyboardInterrupt:
         print(f"submit: stopped watching; {name} goes on: {server.ui_link(name)}", file=sys.stderr)
         return 130
-    ended = RunEnd(
-        run=name,
-        phase=final.get("status", {}).get("phase", ""),
-        seconds=run_seconds(final),
-        failure=failure(final),
-        accuracy=output(final, "evaluate", "accuracy"),
-        served=output(final, "publish", "served"),
-        reason=output(final, "publish", "reason"),
-    )
-    return report(ended, settings.store)
+    return report(ended(final), settings.store)
 
 
 def render(settings: PipelineSettings, args: argparse.Namespace) -> int:

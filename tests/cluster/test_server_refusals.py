@@ -1,7 +1,5 @@
-"""The real Argo Server's refusals, as `submit.py` words them: the same one line, naming what to do, that
-tests/test_server_client.py expects of the server double (a missing, stale or powerless token, a namespace
-that does not exist, a name already taken, a certificate not accepted), so the double's answers are the
-real server's."""
+"""The real Argo Server's refusals, as submit.py words them: the same one line tests/test_server_client.py
+expects of the double, so the double's answers are the real server's."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""`submit.py --watch` on the real cluster, for the stories the offline tests replay from recordings
-(tests/support/stories.py): the same user-visible rules (tests/support/watch_output.py) on what the live
-watch printed, so that the real controller, not only its recording, judges the client. The watch polls
-once a second here, and a state that lasted less may pass unseen: what it printed must be in order, not
-every state there was."""
+"""`submit.py --watch` on the real cluster for the stories the offline tests replay, checked by the same
+rules (tests/support/watch_output.py); polling once a second, it may miss a short state."""
 
 from __future__ import annotations
 
@@ -44,8 +41,7 @@ RETRY = Story(
 
 
 def watched(cluster: Cluster, story: Story) -> tuple[int, str, str]:
-    """`submit.py --watch` of STORY on the cluster, polling once a second, to its end; its stderr
-    without the warnings said before the run is sent (a local cluster's images have local names)."""
+    """`submit.py --watch` of STORY on the cluster to its end; stderr without the image warnings."""
     flags = cluster.submit_arguments(*story.flags, "--watch", "--poll-seconds", "1")
     command = [sys.executable, "-m", "tests.support.story_submit", story.failing_shard, story.fault]
     done = subprocess.run(

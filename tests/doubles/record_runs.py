@@ -1,14 +1,8 @@
-"""Record the stories (tests/support/stories.py) on a real cluster, for the Argo Server double:
+"""Record the stories (tests/support/stories.py) on an up cluster, for the Argo Server double:
 
     python -m tests.doubles.record_runs [STORY ...]      # every story when none is named
 
-on an up cluster (`make cluster-up`, or one KUBECONFIG names: tests/support/cluster.py). Each story is a
-real run, created through the Argo Server as the submitter; its Workflow is read through the Argo Server,
-as the watch reads it, about once a second until the run ends, and each status that differs from the one
-before in a field the client reads is kept (tests/doubles/recordings.py). The cannot-pull story is stopped
-with StopWorkflow, as the watch stops it, once its trainers have waited for their image long enough. A
-run that did not go as its story says (no OOM kill, too few progress reports) is not written.
-"""
+Each story is a real run through the Argo Server, read about once a second as the watch reads it."""
 
 from __future__ import annotations
 

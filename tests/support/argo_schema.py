@@ -1,8 +1,5 @@
-"""Argo's published schemas (tests/reference: argo-workflow-schema, argo-server-openapi), as strict jsonschema validators for the tests.
-
-Strict: every object whose definition lists its properties refuses properties it does not list, as the
-Argo Server and controller refuse unknown fields. Refs resolve into the file's own `definitions`.
-"""
+"""Argo's published schemas (tests/reference: argo-workflow-schema, argo-server-openapi): a strict
+validator of Workflows (unknown fields refused, as the Argo Server does) and the server's OpenAPI."""
 
 from __future__ import annotations
 
@@ -49,12 +46,6 @@ def workflow_validator(kind: str) -> jsonschema.protocols.Validator:
     """Validates a Workflow or WorkflowTemplate against workflow-schema.json (draft 2020-12)."""
     schema = {"definitions": _definitions(WORKFLOW_SCHEMA), "$ref": f"#/definitions/{V1}.{kind}"}
     return jsonschema.Draft202012Validator(schema)
-
-
-def openapi_validator(reference: str) -> jsonschema.protocols.Validator:
-    """Validates against a `#/definitions/...` reference of the server's OpenAPI (Swagger 2.0)."""
-    schema = {"definitions": _definitions(SERVER_OPENAPI), "$ref": reference}
-    return jsonschema.Draft4Validator(schema)
 
 
 def first_error(validator: jsonschema.protocols.Validator, document: Any) -> str | None:

@@ -1,12 +1,5 @@
-"""The runs the watch is tested on, each a real run on a cluster: recorded for the Argo Server double
-(tests/doubles/record_runs.py) and watched live (tests/cluster/test_watch_live.py).
-
-A story is submit.py's flags for the run's settings, and perhaps a fault put into its compiled workflow:
-one shard's trainer runs a shell command first (tests/support/faults.py), or the trainers' image is one
-no registry serves. The faults are real: a trainer that holds more memory than its container's 3Gi limit
-is killed by the kernel and reported OOMKilled by the kubelet; a try that ends with exit code 1 is an
-ordinary failure the retry strategy retries.
-"""
+"""The runs the watch is tested on, each a real run on a cluster: recorded for the Argo Server
+double (tests/doubles/record_runs.py) and watched live (tests/cluster/test_watch_live.py)."""
 
 from __future__ import annotations
 

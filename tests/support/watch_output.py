@@ -1,8 +1,5 @@
-"""What `submit.py --watch` printed (workflows/server/watch.py, describe: one line per change of a step,
-`  NAME  PHASE  [DURATION]  [N retries]  [progress N/M]  [MESSAGE]`), read, and the watch's user-visible
-rules for the stories (tests/support/stories.py) checked on it: offline on a recording's replay, where the
-watch read every status the controller wrote (`every=True`), and live on a cluster, where it polls once
-a second and may miss a state that lasted less."""
+"""What `submit.py --watch` printed, read, and the watch's rules for the stories checked on it: offline on
+a recording's replay, where the watch saw every status (`every=True`), and live on a cluster."""
 
 from __future__ import annotations
 
@@ -47,8 +44,7 @@ def steps_in(out: str) -> list[str]:
 
 
 def tries_of(out: str, step: str) -> list[list[str]]:
-    """A step's lines, cut after each wait for a retry (a Running line saying why the last try
-    failed and how long the backoff is): one list per try, its wait last."""
+    """A step's lines, one list per try, cut after each wait for a retry (Running, with the backoff)."""
     tries: list[list[str]] = [[]]
     for line in lines_of(out, step):
         tries[-1].append(line)
@@ -98,9 +94,8 @@ def check_try(lines: list[str], phases: list[str], retries: int, every: bool) ->
 def check_failed_trainer(
     code: int, out: str, err: str, failing: str, failed: str, backoffs: list[str], every: bool
 ) -> None:
-    """A trainer that fails every try: each try's phases, each wait saying why the try failed and for
-    how long the controller waits, the step Failed with its retries counted, the failure in one line
-    on stderr; the round's aggregate fails (every worker must deliver) and nothing runs after it."""
+    """A trainer failing every try: each try's phases, each wait saying why and how long, the step
+    Failed with its retries counted, the failure one stderr line, and nothing run after the round."""
     assert code == 1, out + err
     assert err.splitlines() == [f"submit: {failing} failed: {failed}"], err
     tries = tries_of(out, failing)
@@ -117,9 +112,7 @@ def check_failed_trainer(
 def check_retried_trainer(
     code: int, out: str, retried: str, failed: str, backoff: str, every: bool
 ) -> None:
-    """A trainer whose first try fails: that try's phases, the wait saying why it failed and for how
-    long, then the second try to Succeeded, each of its lines counting 1 retry; no other step
-    retried."""
+    """A trainer whose first try fails: its wait says why and how long, the second try Succeeds."""
     assert code == 0, out
     first, second = tries_of(out, retried)
     check_try(first, ["Pending", "Running"], 0, every)
@@ -130,8 +123,7 @@ def check_retried_trainer(
 
 
 def check_progress_rises(out: str, trainers: list[str]) -> None:
-    """Each trainer's progress, try by try: every value printed once, each more batches done of the
-    same number of batches than the one before; no line of progress for a step that is no trainer."""
+    """Each try's progress printed once per value, rising; none for a step that is no trainer."""
     for step in trainers:
         for lines in tries_of(out, step):
             values = [progress_value(line).split("/") for line in lines if PROGRESS in line]

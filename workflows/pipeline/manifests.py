@@ -1,14 +1,6 @@
-"""The pipeline's manifests, committed beside workflow.py so that a reader sees what it compiles to without
-running anything: workflow.yaml (the Workflow submit.py sends) and workflow-template.yaml (the
-WorkflowTemplate `--register` creates).
-
-python -m workflows.pipeline.manifests     # write them again from the code (make manifests)
-
-They hold the default settings, with the store a cluster needs in place of this machine's folder:
-`--artifacts gs://BUCKET`, the artifact repository's bucket. They are what
-`python workflows/submit.py --render --artifacts gs://BUCKET` prints (with `--register`, the template)
-when no environment variable sets a default (tests/test_manifests.py checks both).
-"""
+"""The committed manifests beside workflow.py, so a reader sees what it compiles to: workflow.yaml and
+workflow-template.yaml, the default settings with `--artifacts gs://BUCKET`, as `submit.py --render`
+prints them. `python -m workflows.pipeline.manifests` (make manifests) writes them again."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The Kubernetes resources the pipeline names and asks for: the namespace, accounts and template it shares
-with infra/k8s's manifests (change them together), each step's requests, limits and deadline, the run's
-deadline and lifetime, and its pods' security. Step sizes come from the peak memory each step used on the full MNIST data (3 shards
-of 20000 digits, 1 epoch, batch 100), with headroom for larger shards and batches.
-"""
+"""The Kubernetes resources the pipeline names and asks for: the names it shares with infra/k8s (change
+them together), each step's size and deadline (from its peak memory on full MNIST), the run's deadline
+and lifetime, and its pods' security."""
 
 from __future__ import annotations
 
@@ -18,9 +16,8 @@ SERVICE_ACCOUNT = "mnist-pipeline"
 EXECUTOR_ACCOUNT = "mnist-executor"
 SUBMITTER_ACCOUNT = "mnist-submitter"  # its token submits runs and logs in to the Argo UI
 TEMPLATE_NAME = "mnist-pipeline"
-RUN_PREFIX = (
-    "mnist-"  # runs are named like this and five characters, also those started from the template
-)
+# runs are named like this and five characters, also those started from the template
+RUN_PREFIX = "mnist-"
 APP_LABEL = "mnist-argo"
 
 # Prometheus metrics the Argo controller exposes for every run.
@@ -39,14 +36,9 @@ SPOT_TAINT = ("cloud.google.com/gke-spot", "true", "NoSchedule")
 
 
 def pod_security_context() -> m.PodSecurityContext:
-    """Every container of a step's pod, Argo's init and wait included, runs as the steps' user under the
-    runtime's seccomp profile, so the pod meets Pod Security `restricted` (infra/k8s/base/namespace.yaml).
-
-    Argo v4.1.4 puts the workflow's securityContext on the pod (workflow/controller/workflowpod.go,
-    addSchedulingConstraints); the executor's containers take the controller's `executor.securityContext`
-    (newExecContainer), which sets no user, so init, wait and main share one: the wait container reads the
-    step's outputs whatever modes the step gave them, as it did when it ran as root.
-    """
+    """Every container of a step's pod, Argo's init and wait included, runs as the steps' user under
+    seccomp RuntimeDefault, meeting Pod Security `restricted` (Argo v4.1.4 puts this on the pod:
+    workflowpod.go, addSchedulingConstraints; its executor containers set no user of their own)."""
     return m.PodSecurityContext(
         run_as_non_root=True,
         run_as_user=STEPS_USER,
@@ -69,13 +61,8 @@ def container_security_context() -> m.SecurityContext:
 
 
 def workflow_pod_fields() -> dict:
-    """The Workflow fields that say who a step's pod is and what it may do on the cluster.
-
-    No Kubernetes API token in a step's container (automountServiceAccountToken false): the steps reach GCS
-    through Workload Identity (the node's metadata server answers for the pod's service account) and never
-    call the Kubernetes API. Argo then requires an executor service account (workflowpod.go,
-    setupServiceAccount), whose token it mounts into the init and wait containers only (newExecContainer).
-    """
+    """Who a step's pod is: no Kubernetes token in a step (it reaches GCS through Workload Identity),
+    so Argo needs an executor account, whose token only init and wait get (workflowpod.go)."""
     key, value, effect = SPOT_TAINT
     return {
         "service_account_name": SERVICE_ACCOUNT,

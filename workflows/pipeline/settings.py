@@ -1,9 +1,6 @@
-"""The pipeline's settings, each declared once: its default (from steps.lib.defaults, which the steps'
-own flags share), what it means, how a flag of submit.py reads it, the environment variable that sets
-its default (the replaced system's WORKER_NUMBER, EPOCH, BATCH), its allowed values, and whether it is a workflow parameter (set per run, also from the Argo UI's Submit form) or
-shapes the compiled workflow. submit.py's flags, the workflow's parameters with their descriptions and enums,
-and the README's settings table are all made from these declarations.
-"""
+"""The pipeline's settings, each declared once: default (steps.lib.defaults), meaning, parser, environment
+variable, choices, and whether it is a workflow parameter or shapes the workflow. submit.py's flags,
+the workflow's parameters and the README's settings table are made from these."""
 
 from __future__ import annotations
 
@@ -46,9 +43,8 @@ class Setting:
     env: str | None = None
     choices: tuple[str, ...] = ()
     parameter: bool = True  # a workflow parameter; False: compiled into the workflow's shape
-    pinned: bool = (
-        False  # a parameter the Submit form shows but cannot change (an enum of its value)
-    )
+    # a parameter the Submit form shows but cannot change (an enum of its value)
+    pinned: bool = False
     flag: str = ""  # default: --<name with dashes>
     shown_default: str = ""  # how the README shows the default, when not the value itself
 
@@ -58,10 +54,8 @@ def setting(default: Any, help: str, parse: Callable[[str], Any], **options: Any
 
 
 def untagged(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """`parse`, refusing first any text that holds `{{` or `}}`, whatever the setting: in the workflow Argo
-    would take it for a template tag and substitute it, and an expression tag (`{{=…}}`) it evaluates,
-    at submit in the server and at run time in the controller (workflow/common/util.go,
-    SubstituteParams; util/template for `{{=`)."""
+    """`parse`, refusing first any `{{` or `}}`: Argo would substitute such a tag, or evaluate `{{=…}}`
+    (workflow/common/util.go, SubstituteParams)."""
 
     @functools.wraps(parse)
     def checked(text: str) -> Any:
@@ -82,11 +76,6 @@ def duration(text: str) -> str:
             f"{text!r} is not a duration: whole seconds (30) or h, m and s (15s, 1m30s)"
         )
     return text
-
-
-def dag_tasks(rounds: int) -> int:
-    """How many tasks the pipeline's DAG holds for this many rounds."""
-    return RUN_TASKS + ROUND_TASKS * rounds
 
 
 def round_count(text: str) -> int:

@@ -1,10 +1,5 @@
-"""How a step becomes an Argo container template: each file it reads or writes declared once, as the flag
-that names it on the step's command line, its path in the container and its artifact key.
-
-Every step runs `python -m steps.<name>` in the steps' image, in /work, on a read-only root: it reads its
-inputs under in/ and writes only under out/ (an emptyDir) and /tmp. Sizes, deadlines and labels come from
-resources.py; every step retries the same way.
-"""
+"""How a step becomes an Argo container template: `python -m steps.<name>` in /work on a read-only root,
+reading under in/ and writing under out/ and /tmp, each file declared once (flag, path, artifact key)."""
 
 from __future__ import annotations
 
@@ -40,19 +35,10 @@ class Read:
     flag: str
     path: str
     key: str
-    is_folder: bool = False
-
-    @classmethod
-    def file(cls, name: str, *, flag: str, path: str, key: str) -> Read:
-        return cls(name, flag, path, key)
-
-    @classmethod
-    def folder(cls, name: str, *, flag: str, path: str, key: str) -> Read:
-        """Every object under `key`, as files under `path`."""
-        return cls(name, flag, path, key, is_folder=True)
+    folder: bool = False  # every object under `key`, as files under `path`
 
     def artifact(self) -> GCSArtifact:
-        if not self.is_folder:
+        if not self.folder:
             return GCSArtifact(name=self.name, path=f"{WORKDIR}/{self.path}", key=self.key)
         # argoexec creates a folder input with mode 0700 as its own user (artifacts/gcs/gcs.go:
         # downloadObject); only the artifact's `mode` changes that (executor/executor.go:loadArtifact), and
@@ -70,23 +56,13 @@ class Read:
 
 @dataclass(frozen=True)
 class Write:
-    """An output the step writes at `path` (under /work): an artifact stored unarchived at `key`, or (no
-    key) an output parameter, the file's text. `flag` names the path on the step's command line; None
-    when the step writes the file without being told its name (evaluate's --out-dir)."""
+    """An output at `path`: an artifact stored unarchived at `key`, or (no key) an output parameter;
+    `flag` names the path on the command line, None when the step writes it unasked."""
 
     name: str
-    flag: str | None
     path: str
-    key: str | None = None
-
-    @classmethod
-    def artifact(cls, name: str, *, path: str, key: str, flag: str | None = None) -> Write:
-        """A file stored at `key`, or a folder whose files are stored under `key`/."""
-        return cls(name, flag, path, key)
-
-    @classmethod
-    def parameter(cls, name: str, *, path: str, flag: str | None = None) -> Write:
-        return cls(name, flag, path)
+    key: str | None = None  # a folder's files are stored under `key`/
+    flag: str | None = None
 
     def output(self) -> GCSArtifact | Parameter:
         if self.key is None:
@@ -147,14 +123,10 @@ def step_template(
 
 
 def retry_strategy(retries: int, backoff: str) -> m.RetryStrategy | None:
-    """Retry a failed try `retries` times, waiting `backoff`, then twice as long each time.
-
-    Policy Always: a step's own failure (non-zero exit) and an eviction, OOM kill, preemption or node
-    shutdown end a pod as Failed, not Error (controller/operator.go:inferFailedReason), so OnError would
-    retry none of them. Exit code 2 is the steps' bad input: the same input fails again, so the expression
-    stops it. No maxDuration: that budget runs from the first try's start and also becomes every retry's
-    deadline (operator.go:processNodeRetries); each try has its template's deadline instead.
-    """
+    """Retry a failed try `retries` times, waiting `backoff`, then twice as long each time. Policy
+    Always: a step's failure and an eviction, OOM kill or preemption end a pod as Failed, not Error
+    (controller/operator.go:inferFailedReason); exit code 2, bad input, is not retried. No maxDuration:
+    it would also become every retry's deadline (operator.go:processNodeRetries)."""
     if not retries:
         return None
     return m.RetryStrategy(

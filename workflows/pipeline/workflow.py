@@ -1,20 +1,13 @@
-"""The pipeline as an Argo Workflow, defined with Hera: build_workflow wires the steps into the DAG, the
-templates below run them; the steps know nothing of Argo. workflow.yaml and workflow-template.yaml beside
-this file are what it compiles to (`make manifests` writes them again; manifests.py says with what).
-
-Artifacts are key-only GCS artifacts: the cluster's default artifact repository supplies the bucket, and
-every key starts with the run's name, so runs never collide. The fan-out takes its shard ids at run time
-(`withParam`), so `workers` stays a runtime parameter; Argo shows shard i of round r as
-`train-round-r(i:i)`. Each round's aggregate adds the round to the run's training history (the one init
-starts, the previous round's after that), which the Argo UI shows as that node's artifacts and publish
-carries with the model. What only matters on a cluster (sizes, deadlines, names) comes from resources.py.
-"""
+"""The pipeline as an Argo Workflow, defined with Hera: build_workflow wires the steps' templates into the
+DAG; the steps know nothing of Argo. workflow.yaml and workflow-template.yaml beside it are what it
+compiles to (manifests.py). Artifacts are key-only GCS ones under the run's name, in the cluster's
+artifact repository; `workers` stays a runtime parameter (the fan-out's `withParam`)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from functools import partial
 
 from hera.workflows import DAG, Container, Gauge, Label, Parameter, Task, Workflow
@@ -43,10 +36,19 @@ def build_workflow(settings: PipelineSettings) -> Workflow:
                                                              publish ◄── evaluate ◄───────────┘
     """
     with empty_workflow(settings) as workflow:
-        steps = define_steps(settings)
+        # the templates, each once; only `train` runs in the TensorFlow image
+        step = partial(
+            step_template,
+            image=settings.image,
+            retry=retry_strategy(settings.retries, settings.retry_backoff),
+        )
+        splitting, initial = split_step(step), init_step(step)
+        training = train_step(partial(step, image=settings.train_image), settings.rounds)
+        averaging, scoring = aggregate_step(step), evaluate_step(step)
+        publishing = publish_step(step, settings)
         with DAG(name="pipeline"):
-            split = Task(name="split", template=steps.split)
-            init = Task(name="init", template=steps.init)
+            split = Task(name="split", template=splitting)
+            init = Task(name="init", template=initial)
             shard_ids = split.get_parameter("shard-ids")
             shard_sizes = split.get_parameter("shard-sizes")
             ready: list[Task | str] = [split, init]
@@ -55,13 +57,13 @@ def build_workflow(settings: PipelineSettings) -> Workflow:
             for r in range(1, settings.rounds + 1):
                 trained = Task(
                     name=f"train-round-{r}",
-                    template=steps.train,
+                    template=training,
                     with_param=shard_ids,
                     arguments={"shard": "{{item}}", "round": str(r), "start-model": model},
                 )
                 averaged = Task(  # weighs each model by its shard's size, from split
                     name=f"aggregate-round-{r}",
-                    template=steps.aggregate,
+                    template=averaging,
                     arguments={
                         "round": str(r),
                         "shards": shard_sizes.value,
@@ -75,10 +77,10 @@ def build_workflow(settings: PipelineSettings) -> Workflow:
                 missing[str(r)] = str(averaged.get_parameter("missing-shards").value)
             scored = Task(
                 name="evaluate",
-                template=steps.evaluate,
+                template=scoring,
                 arguments={"model": model, "missing-shards": json.dumps(missing)},
             )
-            published = Task(name="publish", template=steps.publish, arguments={"model": model})
+            published = Task(name="publish", template=publishing, arguments={"model": model})
             ready >> scored >> published
     return workflow
 
@@ -103,37 +105,7 @@ def round_history(round_number: int | str, name: str = HISTORY_FILE) -> str:
     return f"{RUN}/round-{round_number}/{name}"
 
 
-@dataclass(frozen=True)
-class Steps:
-    """The steps' templates, each declared once."""
-
-    split: Container
-    init: Container
-    train: Container
-    aggregate: Container
-    evaluate: Container
-    publish: Container
-
-
 StepFactory = Callable[..., Container]  # step_template with the image and retry strategy filled in
-
-
-def define_steps(settings: PipelineSettings) -> Steps:
-    """Each step's template, with each file it reads or writes declared once: flag, path and key.
-    Only `train` runs in the TensorFlow image; the others in the light one."""
-    step = partial(
-        step_template,
-        image=settings.image,
-        retry=retry_strategy(settings.retries, settings.retry_backoff),
-    )
-    return Steps(
-        split=split_step(step),
-        init=init_step(step),
-        train=train_step(partial(step, image=settings.train_image), settings.rounds),
-        aggregate=aggregate_step(step),
-        evaluate=evaluate_step(step),
-        publish=publish_step(step, settings),
-    )
 
 
 def split_step(step: StepFactory) -> Container:
@@ -142,13 +114,11 @@ def split_step(step: StepFactory) -> Container:
         "split",
         options={f"--{name}": workflow_param(name) for name in data},
         writes=[
-            Write.artifact("shards", flag="--shards-dir", path="out/shards", key=f"{RUN}/shards"),
-            Write.artifact("test", flag="--test-out", path="out/test.npz", key=f"{RUN}/test.npz"),
-            Write.artifact(
-                "validation", flag="--validation-out", path="out/validation.npz", key=VALIDATION
-            ),
-            Write.parameter("shard-ids", flag="--ids-out", path="out/shard-ids.json"),
-            Write.parameter("shard-sizes", flag="--sizes-out", path="out/shard-sizes.json"),
+            Write("shards", flag="--shards-dir", path="out/shards", key=f"{RUN}/shards"),
+            Write("test", flag="--test-out", path="out/test.npz", key=f"{RUN}/test.npz"),
+            Write("validation", flag="--validation-out", path="out/validation.npz", key=VALIDATION),
+            Write("shard-ids", flag="--ids-out", path="out/shard-ids.json"),
+            Write("shard-sizes", flag="--sizes-out", path="out/shard-sizes.json"),
         ],
     )
 
@@ -158,10 +128,8 @@ def init_step(step: StepFactory) -> Container:
         "init",
         options={"--seed": workflow_param("seed")},
         writes=[
-            Write.artifact("model", flag="--out", path="out/model.h5", key=INIT_MODEL),
-            Write.artifact(
-                "history", flag="--history-out", path=f"out/{HISTORY_FILE}", key=INIT_HISTORY
-            ),
+            Write("model", flag="--out", path="out/model.h5", key=INIT_MODEL),
+            Write("history", flag="--history-out", path=f"out/{HISTORY_FILE}", key=INIT_HISTORY),
         ],
     )
 
@@ -181,16 +149,12 @@ def train_step(step: StepFactory, rounds: int) -> Container:
             "--checkpoint-key": f"{RUN}/round-{ROUND}/checkpoints/{SHARD}.npz",
         },
         reads=[
-            Read.file(
-                "shard", flag="--shard", path="in/shard.npz", key=f"{RUN}/shards/{SHARD}.npz"
-            ),
-            Read.file("start-model", flag="--model", path="in/start.h5", key=param("start-model")),
+            Read("shard", flag="--shard", path="in/shard.npz", key=f"{RUN}/shards/{SHARD}.npz"),
+            Read("start-model", flag="--model", path="in/start.h5", key=param("start-model")),
         ],
         writes=[
-            Write.artifact(
-                "model", flag="--out", path="out/model.h5", key=f"{ROUND_MODELS}/{SHARD}.h5"
-            ),
-            Write.artifact(
+            Write("model", flag="--out", path="out/model.h5", key=f"{ROUND_MODELS}/{SHARD}.h5"),
+            Write(
                 "stats",
                 flag="--stats-out",
                 path="out/stats.json",
@@ -212,9 +176,9 @@ def aggregate_step(step: StepFactory) -> Container:
             "--round": ROUND,
         },
         reads=[
-            Read.folder("models", flag="--models-dir", path="in/models", key=ROUND_MODELS),
-            Read.file("validation", flag="--validation", path="in/validation.npz", key=VALIDATION),
-            Read.file(
+            Read("models", flag="--models-dir", path="in/models", key=ROUND_MODELS, folder=True),
+            Read("validation", flag="--validation", path="in/validation.npz", key=VALIDATION),
+            Read(
                 "history",
                 flag="--history",
                 path=f"in/{HISTORY_FILE}",
@@ -222,15 +186,15 @@ def aggregate_step(step: StepFactory) -> Container:
             ),
         ],
         writes=[
-            Write.artifact("model", flag="--out", path="out/model.h5", key=round_model(ROUND)),
-            Write.parameter("missing-shards", flag="--missing-out", path="out/missing.txt"),
-            Write.artifact(
+            Write("model", flag="--out", path="out/model.h5", key=round_model(ROUND)),
+            Write("missing-shards", flag="--missing-out", path="out/missing.txt"),
+            Write(
                 "history",
                 flag="--history-out",
                 path=f"out/{HISTORY_FILE}",
                 key=round_history(ROUND),
             ),
-            Write.artifact(
+            Write(
                 "history-plot",
                 flag="--plot-out",
                 path=f"out/{HISTORY_PLOT}",
@@ -248,18 +212,14 @@ def evaluate_step(step: StepFactory) -> Container:
         parameters=["model", "missing-shards"],
         options={"--missing-shards": param("missing-shards"), "--out-dir": "out"},
         reads=[
-            Read.file("model", flag="--model", path="in/model.h5", key=param("model")),
-            Read.file("test", flag="--test", path="in/test.npz", key=f"{RUN}/test.npz"),
+            Read("model", flag="--model", path="in/model.h5", key=param("model")),
+            Read("test", flag="--test", path="in/test.npz", key=f"{RUN}/test.npz"),
         ],
         writes=[
-            Write.parameter("accuracy", path="out/accuracy.txt"),
-            Write.artifact(
-                "metrics", path=f"out/{METRICS_FILE}", key=f"{EVALUATION}/{METRICS_FILE}"
-            ),
-            Write.artifact(
-                "confusion", path=f"out/{CONFUSION_FILE}", key=f"{EVALUATION}/{CONFUSION_FILE}"
-            ),
-            Write.artifact("report", path="out/report.txt", key=f"{EVALUATION}/report.txt"),
+            Write("accuracy", path="out/accuracy.txt"),
+            Write("metrics", path=f"out/{METRICS_FILE}", key=f"{EVALUATION}/{METRICS_FILE}"),
+            Write("confusion", path=f"out/{CONFUSION_FILE}", key=f"{EVALUATION}/{CONFUSION_FILE}"),
+            Write("report", path="out/report.txt", key=f"{EVALUATION}/report.txt"),
         ],
         metrics=[
             Gauge(
@@ -274,10 +234,8 @@ def evaluate_step(step: StepFactory) -> Container:
 
 
 def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
-    """Publishes the model with a card of every setting it was trained with (the store aside: the card
-    lives there): each setting is its own argument, so no parameter's text can change another setting
-    or the card's structure. Whether the run became the served model is data, not an exit code: the
-    `served` and `reason` outputs."""
+    """Publishes the model with a card of every setting (each its own argument, so no text can change
+    another); whether the run became the served one is data, the `served` and `reason` outputs."""
     trained_with = [name for name in settings.parameters() if name != "store"]
     card = [f"{name}={workflow_param(name)}" for name in trained_with]
     values = asdict(settings)
@@ -295,26 +253,26 @@ def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
             "--setting": [*card, *shaped],
         },
         reads=[
-            Read.file("model", flag="--model", path="in/model.h5", key=param("model")),
-            Read.file(
+            Read("model", flag="--model", path="in/model.h5", key=param("model")),
+            Read(
                 "metrics",
                 flag="--metrics",
                 path=f"in/{METRICS_FILE}",
                 key=f"{EVALUATION}/{METRICS_FILE}",
             ),
-            Read.file(
+            Read(
                 "confusion",
                 flag="--attach",
                 path=f"in/{CONFUSION_FILE}",
                 key=f"{EVALUATION}/{CONFUSION_FILE}",
             ),
-            Read.file(
+            Read(
                 "history",
                 flag="--attach",
                 path=f"in/{HISTORY_FILE}",
                 key=round_history(last_round),
             ),
-            Read.file(
+            Read(
                 "history-plot",
                 flag="--attach",
                 path=f"in/{HISTORY_PLOT}",
@@ -322,8 +280,8 @@ def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
             ),
         ],
         writes=[
-            Write.parameter("served", flag="--served-out", path="out/served.txt"),
-            Write.parameter("reason", flag="--reason-out", path="out/reason.txt"),
+            Write("served", flag="--served-out", path="out/served.txt"),
+            Write("reason", flag="--reason-out", path="out/reason.txt"),
         ],
     )
 
@@ -398,10 +356,8 @@ def label_expression(parameter: str) -> str:
 
 
 def workflow_parameters(settings: PipelineSettings) -> list[Parameter]:
-    """The workflow parameters, described and constrained for the Argo UI's Submit form.
-
-    A pinned one (the store) is an enum of its one value: the server refuses another at submit
-    (validate.go: validateArguments), as the artifacts' bucket cannot follow it (see submit.py)."""
+    """The workflow parameters, described and constrained for the Argo UI's Submit form; the pinned
+    store is an enum of its one value (validate.go: validateArguments refuses another)."""
     values = settings.parameters()
     return [
         Parameter(
@@ -421,11 +377,7 @@ def compile_workflow(settings: PipelineSettings) -> dict:
 
 
 def compile_template(settings: PipelineSettings, name: str = resources.TEMPLATE_NAME) -> dict:
-    """The same pipeline as a WorkflowTemplate: registered once, started from the Argo UI's Submit form.
-
-    Every workflow parameter (workers, epochs, batch, ...) is a field of that form; `rounds` shapes the DAG,
-    so it is fixed when the template is registered.
-    """
+    """The same pipeline as a WorkflowTemplate, for the Argo UI's Submit form (`rounds` is fixed)."""
     workflow = compile_workflow(settings)
     return {
         "apiVersion": workflow["apiVersion"],

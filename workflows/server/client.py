@@ -1,10 +1,5 @@
-"""The Argo Server, reached through Hera's client (`hera.workflows.WorkflowsService`): lint a spec, create
-and get workflows, register a WorkflowTemplate, start a run from it. Settings follow Argo's own CLI
-(ARGO_SERVER, ARGO_TOKEN, ARGO_NAMESPACE, ...).
-
-Every failure becomes one ArgoError whose message is a single line saying what to do about it; a spec the
-server's lint refuses, one WorkflowRefused naming the server's reason.
-"""
+"""The Argo Server through Hera's `WorkflowsService`, configured as Argo's own CLI is (ARGO_SERVER,
+ARGO_TOKEN, ARGO_NAMESPACE, ...); every failure one ArgoError line saying what to do about it."""
 
 from __future__ import annotations
 
@@ -13,8 +8,7 @@ import re
 import ssl
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -23,19 +17,7 @@ import requests
 import urllib3
 from hera import exceptions as hera_errors
 from hera.workflows import WorkflowsService
-from hera.workflows.models import (
-    SubmitOpts,
-    Workflow,
-    WorkflowCreateRequest,
-    WorkflowLintRequest,
-    WorkflowRetryRequest,
-    WorkflowStopRequest,
-    WorkflowSubmitRequest,
-    WorkflowTemplate,
-    WorkflowTemplateCreateRequest,
-    WorkflowTemplateLintRequest,
-    WorkflowTemplateUpdateRequest,
-)
+from hera.workflows import models as m
 
 from steps.lib.errors import ProjectError
 from workflows.errors import WorkflowRefused
@@ -84,14 +66,6 @@ class ArgoServer:
         return f"{self.root}workflows/{self.namespace}/{name}"
 
 
-def server_url(address: str, secure: bool = True) -> str:
-    """ARGO_SERVER as Argo's CLI reads it: `host:port` (https unless ARGO_SECURE=false) or a full URL."""
-    address = address.strip().rstrip("/")
-    if "://" in address:
-        return address
-    return f"{'https' if secure else 'http'}://{address}"
-
-
 def from_environment(
     environ: Mapping[str, str] = os.environ,
     server: str | None = None,
@@ -99,15 +73,18 @@ def from_environment(
     insecure_skip_verify: bool | None = None,
     base_href: str | None = None,
 ) -> ArgoServer | None:
-    """The server named by the arguments or, failing them, ARGO_*; None when no server is named."""
-    address = server or environ.get("ARGO_SERVER", "")
+    """The server named by the arguments or, failing them, ARGO_*; None when no server is named.
+    ARGO_SERVER is `host:port` (https unless ARGO_SECURE=false) or a full URL, as Argo's CLI reads it."""
+    address = (server or environ.get("ARGO_SERVER", "")).strip().rstrip("/")
     if not address:
         return None
-    secure = environ.get("ARGO_SECURE", "true").lower() in TRUE
+    if "://" not in address:
+        secure = environ.get("ARGO_SECURE", "true").lower() in TRUE
+        address = f"{'https' if secure else 'http'}://{address}"
     if insecure_skip_verify is None:
         insecure_skip_verify = environ.get("ARGO_INSECURE_SKIP_VERIFY", "").lower() in TRUE
     return ArgoServer(
-        url=server_url(address, secure),
+        url=address,
         namespace=namespace or environ.get("ARGO_NAMESPACE") or resources.NAMESPACE,
         token=environ.get("ARGO_TOKEN", ""),
         insecure_skip_verify=insecure_skip_verify,
@@ -226,15 +203,14 @@ def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
     return ArgoError(f"the Argo Server answered {status or 'an error'}: {detail}")
 
 
-@contextmanager
-def _talking_to(server: ArgoServer) -> Iterator[None]:
-    """Turn whatever Hera, requests or pydantic raise into one ArgoError line."""
+def _call(server: ArgoServer, operation: Callable[[WorkflowsService], Answer]) -> Answer:
+    """`operation` on Hera's client; whatever Hera, requests or pydantic raise becomes one ArgoError."""
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), service(server) as argo:
             if server.insecure_skip_verify:  # asked for: do not warn on every request
                 warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
             warnings.simplefilter("ignore", DeprecationWarning)  # Hera calls pydantic's .json()
-            yield
+            return operation(argo)
     except hera_errors.HeraException as error:
         raise _refusal(server, error) from None
     except requests.JSONDecodeError:
@@ -251,11 +227,6 @@ def _talking_to(server: ArgoServer) -> Iterator[None]:
         ) from None
 
 
-def _call(server: ArgoServer, operation: Callable[[WorkflowsService], Answer]) -> Answer:
-    with _talking_to(server), service(server) as argo:
-        return operation(argo)
-
-
 def _as_dict(resource: pydantic.BaseModel) -> dict:
     """A Hera model as the JSON document the server sent."""
     return resource.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -269,14 +240,14 @@ def lint(server: ArgoServer, document: dict) -> None:
     def check(argo: WorkflowsService) -> None:
         try:
             if kind == "WorkflowTemplate":
-                template = WorkflowTemplate(**document)
+                template = m.WorkflowTemplate(**document)
                 argo.lint_workflow_template(
-                    WorkflowTemplateLintRequest(namespace=server.namespace, template=template)
+                    m.WorkflowTemplateLintRequest(namespace=server.namespace, template=template)
                 )
             else:
-                workflow = Workflow(**document)
+                workflow = m.Workflow(**document)
                 argo.lint_workflow(
-                    WorkflowLintRequest(namespace=server.namespace, workflow=workflow)
+                    m.WorkflowLintRequest(namespace=server.namespace, workflow=workflow)
                 )
         except hera_errors.HeraException as error:
             match = HERA_MESSAGE.search(str(error))
@@ -290,7 +261,7 @@ def lint(server: ArgoServer, document: dict) -> None:
 
 def create_workflow(server: ArgoServer, workflow: dict) -> dict:
     """Submit a Workflow; returns it as created, with its generated name."""
-    request = WorkflowCreateRequest(namespace=server.namespace, workflow=Workflow(**workflow))
+    request = m.WorkflowCreateRequest(namespace=server.namespace, workflow=m.Workflow(**workflow))
     return _as_dict(_call(server, lambda argo: argo.create_workflow(request)))
 
 
@@ -308,78 +279,64 @@ def list_workflows(server: ArgoServer) -> list[dict]:
 def retry_workflow(server: ArgoServer, name: str) -> dict:
     """Run a failed Workflow's failed tasks again, keeping those that succeeded, as the Argo UI's
     Retry does (server/workflow/workflow_server.go: RetryWorkflow)."""
-    request = WorkflowRetryRequest(name=name, namespace=server.namespace)
+    request = m.WorkflowRetryRequest(name=name, namespace=server.namespace)
     return _as_dict(_call(server, lambda argo: argo.retry_workflow(name, request)))
 
 
 def stop_workflow(server: ArgoServer, name: str, message: str) -> dict:
     """Stop a run as the Argo UI's Stop does: its running steps are ended, and it fails."""
-    request = WorkflowStopRequest(name=name, namespace=server.namespace, message=message)
+    request = m.WorkflowStopRequest(name=name, namespace=server.namespace, message=message)
     return _as_dict(_call(server, lambda argo: argo.stop_workflow(name, request)))
 
 
 def register_template(
     server: ArgoServer, template: dict, sleep: Callable[[float], None] = time.sleep
 ) -> tuple[dict, bool]:
-    """Create the WorkflowTemplate, or replace the one of that name; returns (it, created?).
-
-    As Hera's WorkflowTemplate.update(): read the current one for its resourceVersion, then replace
-    it, or create it when there is none. The read comes from the server's cache, which may trail a
-    write made moments before: a create refused because the name exists (the cache had not seen it
-    yet) or an update refused as a Conflict (its resourceVersion was stale) is tried again, from a
-    fresh read, a few times. Returns once the server's own reads see what was stored.
-    """
+    """Create the WorkflowTemplate, or replace it as Hera's WorkflowTemplate.update() does; returns
+    (it, created?) once the server's cached reads see it. A create refused as existing or an update
+    refused as a Conflict (the cache trailed a write) is tried again from a fresh read, a few times."""
     name = template["metadata"]["name"]
 
-    def write(argo: WorkflowsService) -> tuple[WorkflowTemplate, bool]:
+    def version(argo: WorkflowsService) -> str | None:
         try:
-            current = argo.get_workflow_template(name)
+            return argo.get_workflow_template(name).metadata.resource_version
         except hera_errors.NotFound:
-            created = argo.create_workflow_template(
-                WorkflowTemplateCreateRequest(
-                    namespace=server.namespace, template=WorkflowTemplate(**template)
-                )
-            )
-            return created, True
-        metadata = {**template["metadata"], "resourceVersion": current.metadata.resource_version}
-        replacement = WorkflowTemplate(**{**template, "metadata": metadata})
-        updated = argo.update_workflow_template(
-            name,
-            WorkflowTemplateUpdateRequest(
-                name=name, namespace=server.namespace, template=replacement
-            ),
-        )
-        return updated, False
+            return None
 
-    def create_or_update(argo: WorkflowsService) -> tuple[WorkflowTemplate, bool]:
+    def write(argo: WorkflowsService) -> tuple[m.WorkflowTemplate, bool]:
         for wait in (*CACHE_WAITS, None):
+            current = version(argo)
+            metadata = {**template["metadata"], "resourceVersion": current}
             try:
-                stored, created = write(argo)
+                if current is None:
+                    stored = argo.create_workflow_template(
+                        m.WorkflowTemplateCreateRequest(
+                            namespace=server.namespace, template=m.WorkflowTemplate(**template)
+                        )
+                    )
+                else:
+                    stored = argo.update_workflow_template(
+                        name,
+                        m.WorkflowTemplateUpdateRequest(
+                            name=name,
+                            namespace=server.namespace,
+                            template=m.WorkflowTemplate(**{**template, "metadata": metadata}),
+                        ),
+                    )
             except hera_errors.AlreadyExists:  # name taken, or Conflict: the cache was behind
                 if wait is None:
                     raise
                 sleep(wait)
                 continue
-            _await_cache(argo, name, stored.metadata.resource_version, sleep)
-            return stored, created
+            for pause in (0.0, *CACHE_WAITS):  # a bounded wait for the cache to show the write
+                sleep(pause)
+                if version(argo) == stored.metadata.resource_version:
+                    break
+            return stored, current is None
         raise AssertionError("unreachable")
 
-    stored, created = _call(server, create_or_update)
+    stored, created = _call(server, write)
     return _as_dict(stored), created
-
-
-def _await_cache(
-    argo: WorkflowsService, name: str, version: str | None, sleep: Callable[[float], None]
-) -> bool:
-    """Wait (a bounded while) until the server's reads of the template show `version`."""
-    for wait in (0.0, *CACHE_WAITS):
-        sleep(wait)
-        try:
-            if argo.get_workflow_template(name).metadata.resource_version == version:
-                return True
-        except hera_errors.NotFound:
-            pass
-    return False
 
 
 def submit_from_template(
@@ -390,27 +347,22 @@ def submit_from_template(
     name: str | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict:
-    """Start a run of a registered WorkflowTemplate with these parameter values.
-
-    The server names a run after the template (`<template>-xxxxx`) unless submitOptions.generateName
-    says otherwise (upstream workflow/common/convert.go, NewWorkflowFromWorkflowTemplate); send the
-    prefix of direct runs so both kinds of run are named alike. The server finds the template in its
-    cache (server/workflow/workflow_server.go: SubmitWorkflow): "not found" is asked again a few times,
-    in case it was registered moments ago, before it is reported.
-    """
-    options = SubmitOpts(
+    """Start a run of a registered WorkflowTemplate with these parameter values, named as direct runs
+    (submitOptions.generateName: workflow/common/convert.go); a template the server's cache does not
+    show yet (workflow_server.go: SubmitWorkflow) is asked for again a few times."""
+    options = m.SubmitOpts(
         parameters=[f"{key}={value}" for key, value in parameters.items()],
         generate_name=None if name else generate_name,
         name=name,
     )
-    request = WorkflowSubmitRequest(
+    request = m.WorkflowSubmitRequest(
         namespace=server.namespace,
         resource_kind="WorkflowTemplate",
         resource_name=template_name,
         submit_options=options,
     )
 
-    def submit(argo: WorkflowsService) -> Workflow:
+    def submit(argo: WorkflowsService) -> m.Workflow:
         for wait in (*CACHE_WAITS[:3], None):  # 1.75 s: the cache trails by moments, not seconds
             try:
                 return argo.submit_workflow(request)

@@ -1,18 +1,8 @@
-"""A compact live view of a run on the Argo Server: one line each time a step changes phase, and one
-when a running step's own progress report changes.
-
-Steps are the workflow's Pod nodes, or for a retried step its Retry node (its children are the tries):
-while a try is pending or running the step shows that try's phase and progress. Progress is Argo's
-`N/M` (docs/progress.md): a Pod node holds "0/1" until the step writes its own to ARGO_PROGRESS_FILE,
-which the trainers do (batches done of all batches); a Retry node holds the sum over all its tries, so
-the current try's own is shown instead.
-
-A try whose image cannot be pulled stays Pending until the kubelet ends it at its activeDeadlineSeconds,
-and is then retried: Argo v4.1.4 fails no pod for that sooner (its pendingTimeout is checked on the
-node a DAG task names, for a retried step the Retry node, which is Running from its creation:
-controller/operator.go executeTemplate). While watching, a step pending for that reason longer than
-STUCK_SECONDS stops the run, as the Argo UI's Stop does, instead of waiting out every try's deadline.
-"""
+"""A compact live view of a run on the Argo Server: a line each time a step changes phase, or its own
+progress report (Argo's `N/M`, docs/progress.md) changes. A retried step is its Retry node, shown as
+its current try. A try whose image cannot be pulled stays Pending until its deadline (Argo v4.1.4 checks
+pendingTimeout on the Retry node, Running from its creation: controller/operator.go executeTemplate),
+so a step stuck so for STUCK_SECONDS stops the run, as the Argo UI's Stop does."""
 
 from __future__ import annotations
 
@@ -22,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from workflows.run_end import RunEnd
 from workflows.server.client import ArgoError, ArgoServer, get_workflow, stop_workflow
 
 DONE = {"Succeeded", "Failed", "Error"}
@@ -172,11 +163,19 @@ def failure(workflow: dict) -> str:
     return message or "the run did not succeed"
 
 
-def run_seconds(workflow: dict) -> float | None:
-    """How long the run took, once it ended."""
+def ended(workflow: dict) -> RunEnd:
+    """How the run ended, as run_end.report says it."""
     status = workflow.get("status", {})
     started, finished = _time(status.get("startedAt")), _time(status.get("finishedAt"))
-    return (finished - started).total_seconds() if started and finished else None
+    return RunEnd(
+        run=workflow["metadata"]["name"],
+        phase=status.get("phase", ""),
+        seconds=(finished - started).total_seconds() if started and finished else None,
+        failure=failure(workflow),
+        accuracy=output(workflow, "evaluate", "accuracy"),
+        served=output(workflow, "publish", "served"),
+        reason=output(workflow, "publish", "reason"),
+    )
 
 
 def output(workflow: dict, template: str, parameter: str) -> str | None:
@@ -200,9 +199,8 @@ def watch(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> dict:
-    """Poll the run until it ends; returns the final Workflow. Each poll echoes at most one line per
-    step: when its phase, retries or message changed, or else when its progress report changed. A
-    step that cannot pull its image for STUCK_SECONDS stops the run."""
+    """Poll the run until it ends; returns the final Workflow. Each poll echoes at most a line per step,
+    when its phase, retries, message or progress changed; a step stuck on its image stops the run."""
     seen: dict[str, tuple[str, int, str]] = {}
     progress_seen: dict[str, str] = {}
     stuck_since: dict[str, float] = {}
