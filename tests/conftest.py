@@ -59,13 +59,8 @@ def mnist(mnist_path: Path) -> dict[str, np.ndarray]:
 def small_mnist(mnist: dict[str, np.ndarray], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A Keras-layout mnist.npz with 2000 training and 500 test digits: fast to split and train."""
     path = tmp_path_factory.mktemp("data") / "mnist-small.npz"
-    np.savez_compressed(
-        path,
-        x_train=mnist["x_train"][:2000],
-        y_train=mnist["y_train"][:2000],
-        x_test=mnist["x_test"][:500],
-        y_test=mnist["y_test"][:500],
-    )
+    sizes = {"train": 2000, "test": 500}
+    np.savez_compressed(path, **{k: v[: sizes[k[2:]]] for k, v in mnist.items()})
     return path
 
 
@@ -73,20 +68,9 @@ def small_mnist(mnist: dict[str, np.ndarray], tmp_path_factory: pytest.TempPathF
 def gcs_emulator() -> str:
     """A real gcp-storage-emulator HTTP server on 127.0.0.1; yields its host for STORAGE_EMULATOR_HOST."""
     port = free_port()
+    command = f"-m gcp_storage_emulator start --host 127.0.0.1 --port {port} --in-memory"
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gcp_storage_emulator",
-            "start",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--in-memory",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        [sys.executable, *command.split()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
         wait_for_port(port)

@@ -34,10 +34,12 @@ def call(module, argv: list, capsys: pytest.CaptureFixture[str]) -> str:
     return lines[0]
 
 
-def flags(**values: object) -> list:
-    """A step's command-line flags from keywords: `models_dir=path` gives `["--models-dir", path]`."""
+def flags(**values: object) -> list[str]:
+    """A step's command-line flags from keywords: `models_dir=path` gives `["--models-dir", str(path)]`."""
     return [
-        part for name, value in values.items() for part in (f"--{name.replace('_', '-')}", value)
+        part
+        for name, value in values.items()
+        for part in (f"--{name.replace('_', '-')}", str(value))
     ]
 
 
