@@ -16,6 +16,7 @@ from steps.lib import defaults
 from steps.lib.errors import StepError
 from steps.lib.mnist import fetch_source
 from tests.reference import required
+from tests.support import steps as steps_support
 from tests.support.ci_strict import pytest_runtest_makereport  # noqa: F401  (on CI a skip fails)
 from tests.support.project import free_port, wait_for_port
 
@@ -140,3 +141,13 @@ def published_store(
     store = tmp_path_factory.mktemp("store")
     publish_run(store, FIRST_RUN, digit_model, model_evaluation)
     return store
+
+
+@pytest.fixture
+def full_run_served(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A store whose LATEST serves a complete run (FULL_RUN) scoring 0.9906, as after `make run`."""
+    code, error, served, _ = steps_support.publish_as(
+        tmp_path, steps_support.FULL_RUN, 0.9906, "--setting=limit=0", capsys=capsys
+    )
+    assert (code, served) == (0, "true"), error
+    return tmp_path

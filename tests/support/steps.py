@@ -21,6 +21,7 @@ import pytest
 
 from steps.lib.entry_point import run
 from steps.lib.errors import EXIT_BAD_INPUT
+from steps.lib.registry import LATEST_KEY
 
 
 def call(module, argv: list, capsys: pytest.CaptureFixture[str]) -> str:
@@ -238,6 +239,7 @@ def wide_directory_npz(path: Path, entries: int) -> Path:
     return path
 
 
+FULL_RUN = "mnist-full1"
 MNIST_TEST_SET = {"test_samples": 10_000, "test_sha256": "5" * 64}  # as evaluate records it
 
 
@@ -257,21 +259,19 @@ def publish_as(
     folder = tmp_path / run_id
     folder.mkdir(exist_ok=True)
     out = folder / "out"
-    argv = [
-        *("--store", tmp_path / "store", "--run", run_id),
-        *("--model", copy_model(folder / "model.h5")),
-        *(
-            "--metrics",
-            write_json(folder / "metrics.json", MNIST_TEST_SET | metrics | {"accuracy": accuracy}),
-        ),
-        *("--served-out", out / "served.txt", "--reason-out", out / "reason.txt"),
-        *extra,
-    ]
+    scored = write_json(folder / "metrics.json", MNIST_TEST_SET | metrics | {"accuracy": accuracy})
+    argv = flags(store=tmp_path / "store", run=run_id, model=copy_model(folder / "model.h5"))
+    argv += flags(metrics=scored, served_out=out / "served.txt", reason_out=out / "reason.txt")
     for output in out.glob("*.txt"):
         output.unlink()
-    code = run(publish.main, publish.make_parser(), [str(a) for a in argv])
+    code = run(publish.main, publish.make_parser(), [*argv, *extra])
     served, reason = (
         path.read_text() if path.exists() else ""
         for path in (out / "served.txt", out / "reason.txt")
     )
     return code, capsys.readouterr().err, served, reason
+
+
+def latest(tmp_path: Path) -> str:
+    """The run tmp_path/store's LATEST names."""
+    return (tmp_path / "store" / LATEST_KEY).read_text()
