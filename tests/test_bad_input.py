@@ -107,30 +107,6 @@ def test_aggregate_refuses_models_of_another_architecture(tmp_path: Path, models
     assert not (tmp_path / "avg.h5").exists()
 
 
-@pytest.mark.parametrize(
-    ("stats", "message"),
-    [
-        (None, "stats file not found"),
-        ("{broken", "not valid JSON"),
-        ('{"samples": 0}', "'samples' must be an integer in 1..250000, got 0"),
-    ],
-)
-def test_aggregate_needs_each_models_sample_count(
-    tmp_path: Path, models, capsys, stats, message
-) -> None:
-    folder = tmp_path / "models"
-    folder.mkdir()
-    (folder / "0.h5").write_bytes(models["good"].read_bytes())
-    if stats is not None:
-        (folder / "0.json").write_text(stats)
-    line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "a.h5"], capsys)
-    assert "only 0 of 1 workers delivered a model" in line  # a model without valid stats is missing
-    assert message in line
-    assert call(aggregate, ["--models-dir", tmp_path, "--out", tmp_path / "a.h5"], capsys).endswith(
-        f"no .h5 models in {tmp_path}"
-    )
-
-
 def test_split_refuses_more_workers_than_samples(small_mnist: Path, tmp_path: Path, capsys) -> None:
     line = call(split, split_argv(small_mnist, 1001, tmp_path), capsys)
     # the 2000 training digits less the 1000 held out to score each round (steps.lib.defaults)
