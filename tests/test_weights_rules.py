@@ -1,6 +1,6 @@
 """steps.lib.model_file written as Keras writes a model, and check_model_config's rules with exact messages.
 
-The file Keras itself writes (tests/support/steps.py's model_file, Keras's legacy_h5_format.save_model_to_hdf5)
+The file Keras itself writes (tests/support/steps.py's keras_model_file, Keras's legacy_h5_format.save_model_to_hdf5)
 is the reference: what write_model_file writes from it must hold the same attributes, names, order and
 dtypes, so that Keras reads it back as it reads its own."""
 
@@ -26,7 +26,7 @@ from steps.lib.model_file import (
     read_model_file,
     write_model_file,
 )
-from tests.support.steps import copy_model, model_file, write_model_weights
+from tests.support.steps import copy_model, keras_model_file, model_file, write_model_weights
 
 
 def attributes(obj: h5py.HLObject) -> dict[str, object]:
@@ -44,7 +44,7 @@ def stored_text(obj: h5py.HLObject) -> dict[str, tuple[int, bool]]:
 
 
 def test_a_written_model_file_holds_what_keras_writes(tmp_path) -> None:
-    reference = model_file()
+    reference = keras_model_file()
     template = read_model_file(reference)
     new = [
         np.full(np.shape(w), index + 0.5, np.float64) for index, w in enumerate(template.weights)

@@ -50,14 +50,27 @@ def files_in(folder: Path) -> set[str]:
 
 @functools.cache
 def model_file() -> Path:
-    """A real model file of the project's architecture (Keras writes it once per test process)."""
-    from steps.lib.keras_model import build_model, save_model
+    """A real model file of the project's architecture: init's, which is the file Keras writes
+    (tests/test_init.py), made without TensorFlow once per test process."""
+    from steps import init
+    from steps.lib.model_file import write_model_file
 
     folder = Path(tempfile.mkdtemp(prefix="model-"))
     atexit.register(shutil.rmtree, folder, True)
-    path = folder / "model.h5"
-    save_model(build_model(), path)
-    return path
+    weights = init.initial_weights(0)
+    write_model_file(folder / "model.h5", init.new_model_file(weights), weights)
+    return folder / "model.h5"
+
+
+@functools.cache
+def keras_model_file() -> Path:
+    """The same network's file as Keras itself writes it (legacy_h5_format.save_model_to_hdf5)."""
+    from steps.lib.keras_model import build_model, save_model
+
+    folder = Path(tempfile.mkdtemp(prefix="keras-model-"))
+    atexit.register(shutil.rmtree, folder, True)
+    save_model(build_model(), folder / "model.h5")
+    return folder / "model.h5"
 
 
 def copy_model(target: Path) -> Path:
