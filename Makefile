@@ -14,7 +14,7 @@ MNIST_SOURCE ?= $(abspath $(wildcard ../shared/data/mnist.npz))
 export MNIST_SOURCE
 
 .PHONY: help setup setup-run run pipeline page test test-fast browser test-containers images lint format \
-	manifests clean bench mutation mutation-sample cluster-up cluster-down test-cluster
+	manifests clean bench mutation cluster-up cluster-down test-cluster
 .DEFAULT_GOAL := help
 
 # What `make lint` checks, and `make test` and `make test-fast` before their tests: ruff's rules, ruff's
@@ -91,16 +91,11 @@ browser: setup  ## Playwright's Chromium, unless Debian's is installed (apt-get 
 images:  ## build the steps (no TensorFlow), train and page images
 	infra/docker/build-images.sh
 
-# Mutation testing of the modules that hold the project's rules (tests/mutation/mutation.toml), one module at a time,
-# at low priority: 1 to 10 minutes a module (README, Tests); MODULES="workflows/local/retries.py ..." for some.
-mutation: setup  ## mutate each rule-holding module and report the mutants its tests miss (minutes a module)
-	nice -n 15 $(BIN)/python -m tests.mutation $(MODULES)
-
-# The same modules mutated independently of mutmut (tests/mutation/sample.py: single-operator changes made
-# with Python's ast), a seeded random sample of SAMPLE a module; SEED=... repeats a draw.
-SAMPLE ?= 25
-mutation-sample: setup  ## mutate a random sample of each module without mutmut, as a check on `make mutation`
-	nice -n 15 $(BIN)/python -m tests.mutation.sample --sample $(SAMPLE) $(if $(SEED),--seed $(SEED)) $(MODULES)
+# Mutation testing of the modules that hold the project's rules ([tool.mutmut] in pyproject.toml), at low priority;
+# mutmut keeps its copy and results in mutants/ and reruns only what changed. `mutmut show NAME` shows a survivor.
+mutation: setup  ## mutate the rule-holding modules and list the mutants their tests miss (minutes)
+	nice -n 15 $(BIN)/mutmut run
+	$(BIN)/mutmut results
 
 test-containers: setup  ## build the images (reusing the layer cache), then the container tests (minutes)
 	$(BIN)/python -m pytest -m containers
@@ -132,4 +127,4 @@ manifests: setup-run  ## write workflows/pipeline/workflow.yaml and workflow-tem
 	$(BIN)/python -m workflows.pipeline.manifests
 
 clean:  ## remove the local runs and the tools' caches (not the venv)
-	rm -rf .runs .pytest_cache .ruff_cache .mypy_cache
+	rm -rf .runs .pytest_cache .ruff_cache .mypy_cache mutants

@@ -16,6 +16,7 @@ from steps.lib import defaults
 from steps.lib.errors import StepError
 from steps.lib.mnist import fetch_source
 from tests.reference import required
+from tests.support import steps as steps_support
 from tests.support.ci_strict import pytest_runtest_makereport  # noqa: F401  (on CI a skip fails)
 from tests.support.project import free_port, wait_for_port
 
@@ -59,13 +60,8 @@ def mnist(mnist_path: Path) -> dict[str, np.ndarray]:
 def small_mnist(mnist: dict[str, np.ndarray], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A Keras-layout mnist.npz with 2000 training and 500 test digits: fast to split and train."""
     path = tmp_path_factory.mktemp("data") / "mnist-small.npz"
-    np.savez_compressed(
-        path,
-        x_train=mnist["x_train"][:2000],
-        y_train=mnist["y_train"][:2000],
-        x_test=mnist["x_test"][:500],
-        y_test=mnist["y_test"][:500],
-    )
+    sizes = {"train": 2000, "test": 500}
+    np.savez_compressed(path, **{k: v[: sizes[k[2:]]] for k, v in mnist.items()})
     return path
 
 
@@ -73,20 +69,9 @@ def small_mnist(mnist: dict[str, np.ndarray], tmp_path_factory: pytest.TempPathF
 def gcs_emulator() -> str:
     """A real gcp-storage-emulator HTTP server on 127.0.0.1; yields its host for STORAGE_EMULATOR_HOST."""
     port = free_port()
+    command = f"-m gcp_storage_emulator start --host 127.0.0.1 --port {port} --in-memory"
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gcp_storage_emulator",
-            "start",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--in-memory",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        [sys.executable, *command.split()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
         wait_for_port(port)
@@ -156,3 +141,13 @@ def published_store(
     store = tmp_path_factory.mktemp("store")
     publish_run(store, FIRST_RUN, digit_model, model_evaluation)
     return store
+
+
+@pytest.fixture
+def full_run_served(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A store whose LATEST serves a complete run (FULL_RUN) scoring 0.9906, as after `make run`."""
+    code, error, served, _ = steps_support.publish_as(
+        tmp_path, steps_support.FULL_RUN, 0.9906, "--setting=limit=0", capsys=capsys
+    )
+    assert (code, served) == (0, "true"), error
+    return tmp_path

@@ -30,18 +30,10 @@ def test_the_readmes_export_folder_is_ignored_by_git() -> None:
     assert ignored.returncode == 0, f"git would offer to commit {README_OUT_DIR}"
 
 
-@pytest.fixture(scope="module")
-def trained(small_mnist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project's network after one epoch on 2000 digits (about 85% right: a real, decided model)."""
-    from steps.lib.keras_model import build_model, compile_model, keras, save_model, to_inputs
-
-    train, _ = load_mnist(small_mnist)
-    keras.utils.set_random_seed(0)
-    model = compile_model(build_model(), learning_rate=2e-3)
-    model.fit(to_inputs(train.x), train.y, epochs=1, batch_size=32, verbose=0)
-    path = tmp_path_factory.mktemp("trained") / "model.h5"
-    save_model(model, path)
-    return path
+@pytest.fixture
+def trained(digit_model: Path) -> Path:
+    """The suite's trained model (conftest.py's digit_model): a real, decided one."""
+    return digit_model
 
 
 def exported(model: str, out: Path, source: Path) -> int:
@@ -76,9 +68,7 @@ def test_each_format_loaded_on_its_own_picks_the_digits_the_h5_picks(
     images = to_inputs(test.x)
     expected = load_model(trained).predict(images, verbose=0).argmax(axis=1)
     assert np.mean(expected == test.y) > 0.7  # a model that decides, not one of near-ties
-    monkeypatch.chdir(
-        tmp_path
-    )  # the README's snippet, run as written, each expression's value kept
+    monkeypatch.chdir(tmp_path)  # the README's snippet, run as written, each value kept
     values: list[object] = []
     namespace = {"x": images, "keep": values.append}
     for line in README_SNIPPET.splitlines():

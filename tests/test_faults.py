@@ -18,6 +18,7 @@ from steps.lib.registry import LATEST_KEY, latest_run, run_prefix
 from steps.lib.storage import open_store
 from tests.support.faults import with_failing_shard
 from tests.support.project import FIXTURE_SEED, SUBMIT, local_run
+from tests.support.steps import flags
 from workflows.local.runner import LocalRunner
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
@@ -84,36 +85,19 @@ def pid_running_in(tag: str, folder_prefix: str) -> int:
     raise AssertionError(f"no process runs in a folder named {folder_prefix}*")
 
 
-def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path: Path) -> None:
-    settings = [
-        "--workers",
-        "2",
-        "--epochs",
-        "3",
-        "--batch",
-        "32",
-        "--rounds",
-        "1",
-        "--limit",
-        "5000",
-        "--seed",
-        str(FIXTURE_SEED),
-    ]
-    undisturbed = subprocess.run(
-        [
-            sys.executable,
-            SUBMIT,
-            *local_run(tmp_path / "calm", tmp_path / "calm-logs", mnist_path, *settings),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert undisturbed.returncode == 0, undisturbed.stderr
+def served_metrics(store) -> dict:
+    return json.loads(store.read_text(f"{run_prefix(latest_run(store))}/metrics.json"))
 
+
+def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path: Path) -> None:
+    settings = f"--workers 2 --epochs 3 --batch 32 --rounds 1 --limit 5000 --seed {FIXTURE_SEED}"
+    calm = tmp_path / "calm"
+    undisturbed = start_submit(
+        local_run(calm, tmp_path / "calm-logs", mnist_path, *settings.split()), uuid.uuid4().hex
+    )  # alongside, to compare with
     tag = uuid.uuid4().hex
     store, logs = tmp_path / "store", tmp_path / "logs"
-    run = start_submit(local_run(store, logs, mnist_path, *settings), tag)
+    run = start_submit(local_run(store, logs, mnist_path, *settings.split()), tag)
     log = None
     deadline = time.monotonic() + 300
     while log is None and time.monotonic() < deadline:
@@ -122,24 +106,20 @@ def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path
     assert log is not None, "train-round-1(0:0) never started"
     wait_for_line(log, "checkpoint saved after epoch 1", run)
     os.kill(pid_running_in(tag, "train-round-1-0-0-"), signal.SIGKILL)  # in its second epoch
-    stdout, stderr = run.communicate(timeout=900)
-    assert run.returncode == 0, stdout + stderr
+    for process in (run, undisturbed):
+        stdout, stderr = process.communicate(timeout=900)
+        assert process.returncode == 0, stdout + stderr
 
     text = log.read_text()
     assert "--- attempt 2" in text
     assert "resuming from checkpoint: 1 epoch(s) done, starting at epoch 2" in text
     resumed = text.split("--- attempt 2")[1]
     assert "epoch 1/3" not in resumed and "epoch 3/3" in resumed
-    calm = json.loads(
-        open_store(tmp_path / "calm").read_text(
-            f"{run_prefix(latest_run(open_store(tmp_path / 'calm')))}/metrics.json"
-        )
-    )["accuracy"]
-    hurt = json.loads(
-        open_store(store).read_text(f"{run_prefix(latest_run(open_store(store)))}/metrics.json")
-    )["accuracy"]
+    calm_accuracy, hurt = (
+        served_metrics(open_store(folder))["accuracy"] for folder in (calm, store)
+    )
     # Only the shuffling order after the restart differs: a model within 2 points is as good.
-    assert abs(hurt - calm) < 0.02, (hurt, calm)
+    assert abs(hurt - calm_accuracy) < 0.02, (hurt, calm_accuracy)
 
 
 def small_settings(source: Path, **changes: object) -> PipelineSettings:
@@ -241,29 +221,13 @@ def test_ctrl_c_stops_every_task_and_keeps_the_published_model(
     assert open_store(store).read_text(LATEST_KEY) == "mnist-previous"
 
 
-@pytest.mark.parametrize("kind", ["folder", "gcs"])
 def test_two_runs_publishing_at_once_leave_latest_complete(
-    kind: str, tmp_path: Path, mnist_path: Path, request: pytest.FixtureRequest
+    tmp_path: Path, mnist_path: Path, strict_gcs_bucket: str
 ) -> None:
-    store = (
-        str(tmp_path / "store")
-        if kind == "folder"
-        else f"gs://{request.getfixturevalue('strict_gcs_bucket')}"
-    )
+    store = f"gs://{strict_gcs_bucket}"  # a folder store's swap is the same rule (test_publish.py)
     # both runs ask to be served (the same settings score the same: if-better would serve the
     # first only), so the pointer's compare-and-swap decides: the later swap wins
-    args = [
-        "--workers",
-        "1",
-        "--rounds",
-        "1",
-        "--batch",
-        "32",
-        "--limit",
-        "1000",
-        "--serve",
-        "always",
-    ]
+    args = flags(workers=1, rounds=1, batch=32, limit=1000, serve="always")
     runs = [
         start_submit(local_run(store, tmp_path / f"logs-{i}", mnist_path, *args), "race")
         for i in range(2)
@@ -298,31 +262,13 @@ def test_rerunning_a_step_gives_the_same_output_and_writes_only_its_own(
 
     step(
         "steps.split",
-        "--source",
-        str(small_mnist),
-        "--workers",
-        "2",
-        "--shards-dir",
-        "shards",
-        "--test-out",
-        "test.npz",
+        *flags(source=small_mnist, workers=2, shards_dir="shards", test_out="test.npz"),
     )
     step("steps.init", "--out", "init.h5")
     before = {p.name for p in tmp_path.iterdir()}
     for attempt in ("a", "b"):
-        step(
-            "steps.train",
-            "--shard",
-            "shards/0.npz",
-            "--model",
-            "init.h5",
-            "--seed",
-            "4",
-            "--out",
-            f"{attempt}/model.h5",
-            "--stats-out",
-            f"{attempt}/stats.json",
-        )
+        train = f"--shard shards/0.npz --model init.h5 --seed 4 --out {attempt}/model.h5"
+        step("steps.train", *train.split(), "--stats-out", f"{attempt}/stats.json")
     assert {p.name for p in tmp_path.iterdir()} == before | {"a", "b"}
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["model.h5", "stats.json"]
 

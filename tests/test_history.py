@@ -117,16 +117,9 @@ def test_the_next_round_is_added_after_the_first_and_timed_from_its_end(
     assert second["rounds"][0] == first["rounds"][0]
     assert first["rounds"][0]["seconds"] >= 3600
     assert 0 <= second["rounds"][1]["seconds"] < 600  # since round 1 ended, not since the start
+    again = aggregate_round(tmp_path, 2, tmp_path / "round-2/history.json", held_out, capsys)
+    assert [r["round"] for r in again["rounds"]] == [1, 2]  # a rerun round replaces its own record
     assert second["started_at"] == first["started_at"]
-
-
-def test_a_rerun_round_replaces_its_own_record(
-    tmp_path: Path, models: Path, held_out: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    worker(models, "0", 100, epochs([1.0], [0.6]))
-    aggregate_round(tmp_path, 1, started(tmp_path, 1), held_out, capsys)
-    again = aggregate_round(tmp_path, 1, tmp_path / "round-1/history.json", held_out, capsys)
-    assert [r["round"] for r in again["rounds"]] == [1]
 
 
 def test_a_worker_whose_stats_hold_no_usable_epochs_still_counts(

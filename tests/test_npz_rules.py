@@ -19,6 +19,7 @@ from tests.support.steps import npy_header, raw_zip, wide_directory_npz
 
 IMAGES = ArraySpec(np.dtype(np.uint8), (None, 2), max_rows=3)
 NAMES = ArraySpec(None, (None,), max_rows=3, kind="U", max_itemsize=8)
+FIXED = ArraySpec(np.dtype(np.float32), (2, 3))
 
 
 @pytest.mark.parametrize(
@@ -36,13 +37,9 @@ NAMES = ArraySpec(None, (None,), max_rows=3, kind="U", max_itemsize=8)
         (NAMES, (3,), "|S2", "dtype must be of kind U (at most 8 bytes), got |S2"),
         (NAMES, (3,), "<U3", "dtype must be of kind U (at most 8 bytes), got <U3"),
         (NAMES, (4,), "<U1", "shape (4,): more than 3 rows"),
-        (ArraySpec(np.dtype(np.float32), (2, 3)), (2, 3), "float32", None),
-        (
-            ArraySpec(np.dtype(np.float32), (2, 3)),
-            (3, 2),
-            "float32",
-            "must have shape (2, 3), has (3, 2)",
-        ),
+        (NAMES, (3, 1), "<U1", "must have shape (n,), has (3, 1)"),
+        (FIXED, (2, 3), "float32", None),
+        (FIXED, (3, 2), "float32", "must have shape (2, 3), has (3, 2)"),
     ],
 )
 def test_a_members_dtype_and_shape_are_checked_against_its_spec(
@@ -178,37 +175,12 @@ def test_a_damaged_header_says_why(tmp_path: Path) -> None:
     assert "shapf" not in message or len(message) < 300
 
 
-def test_limits_are_the_modules() -> None:
-    assert (npz.READ_BYTES, MAX_DIRECTORY_BYTES, npz.MAX_HEADER_BYTES) == (1 << 20, 64 << 10, 4096)
-
-
 def test_a_member_of_many_rows_is_read_in_pieces_byte_for_byte(tmp_path: Path) -> None:
     """More rows than READ_BYTES: the pieces are counted in bytes over the flat array, not in rows."""
     rows = np.arange(2 * 1_200_000, dtype=np.uint32).astype(np.uint8).reshape(1_200_000, 2)
     path = write(tmp_path / "a.npz", x=rows)
     spec = ArraySpec(np.dtype(np.uint8), (None, 2), max_rows=len(rows))
     assert np.array_equal(read_arrays(path, {"x": spec})["x"], rows)
-
-
-def test_a_one_dimensional_spec_is_named_with_its_trailing_comma() -> None:
-    assert NAMES.check((3, 1), np.dtype("<U1")) == "must have shape (n,), has (3, 1)"
-
-
-def test_a_directory_of_exactly_the_bound_passes_the_check_and_a_byte_more_does_not(
-    tmp_path: Path,
-) -> None:
-    """The check reads the size the end record declares (zipfile._EndRecData), as zipfile will."""
-    path = write(tmp_path / "a.npz", x=np.zeros(2, np.uint8))
-    data = bytearray(path.read_bytes())
-    end = data.rindex(b"PK\x05\x06")
-    for size in (MAX_DIRECTORY_BYTES, MAX_DIRECTORY_BYTES + 1):
-        data[end + 12 : end + 16] = size.to_bytes(4, "little")
-        path.write_bytes(bytes(data))
-        if size == MAX_DIRECTORY_BYTES:
-            npz._check_directory(path)
-        else:
-            with pytest.raises(StepError, match=f"its central directory is {size} bytes"):
-                npz._check_directory(path)
 
 
 @pytest.mark.parametrize("version", [(1, 0), (2, 0)])

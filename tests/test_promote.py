@@ -10,21 +10,8 @@ import pytest
 
 from steps.lib.entry_point import run
 from steps.lib.registry import LATEST_KEY, run_prefix
-from tests.support.steps import call, publish_as
-
-FULL = "mnist-full1"
-
-
-def latest(tmp_path: Path) -> str:
-    return (tmp_path / "store" / LATEST_KEY).read_text()
-
-
-@pytest.fixture
-def full_run_served(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
-    """A store whose LATEST serves a complete run, as after `make run`."""
-    code, error, served, _ = publish_as(tmp_path, FULL, 0.9906, capsys=capsys)
-    assert (code, served) == (0, "true"), error
-    return tmp_path
+from tests.support.steps import FULL_RUN as FULL
+from tests.support.steps import call, latest, publish_as
 
 
 def test_a_kept_run_is_served_with_the_command_publish_printed(

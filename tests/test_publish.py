@@ -15,26 +15,13 @@ import pytest
 
 from steps.lib.registry import LATEST_KEY, run_prefix
 from steps.lib.storage import ArtifactStore, LocalStore, open_store
-from tests.support.steps import publish_as
-
-FULL = "mnist-full1"
-
-
-def latest(tmp_path: Path) -> str:
-    return (tmp_path / "store" / LATEST_KEY).read_text()
+from tests.support.steps import FULL_RUN as FULL
+from tests.support.steps import latest, publish_as
 
 
 def kept(tmp_path: Path, run_id: str) -> set[str]:
     folder = tmp_path / "store" / run_prefix(run_id)
     return {path.name for path in folder.iterdir()} if folder.is_dir() else set()
-
-
-@pytest.fixture
-def full_run_served(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
-    """A store whose LATEST serves a complete run scoring 0.9906, as after `make run`."""
-    code, error, served, _ = publish_as(tmp_path, FULL, 0.9906, "--setting=limit=0", capsys=capsys)
-    assert (code, served) == (0, "true"), error
-    return tmp_path
 
 
 def test_a_far_worse_run_is_kept_not_served_and_the_step_succeeds(

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 import tests.reference as reference
-from steps.lib.mnist import KERAS_MNIST_SHA256, KERAS_MNIST_URL
-from tests.reference import Pin, ReferenceUnavailable, mirrored, pins, reference_file
+from tests.reference import Pin, ReferenceUnavailable, mirrored, reference_file
 from tests.support.project import free_port
 
 # The pinned host: a port of this machine that nothing listens on, so only a mirror can answer.
@@ -101,9 +100,7 @@ def test_a_good_download_lands_in_the_cache_from_the_mirror(
     pin_served(monkeypatch, mirror)
     path = reference_file("test-file")
     assert path == nothing_shared / "test-file.bin" and path.read_bytes() == CONTENT
-    (mirror[1] / "files").rename(
-        mirror[1] / "gone"
-    )  # the next call reads the cache, not the network
+    (mirror[1] / "files").rename(mirror[1] / "gone")  # the next call reads the cache
     assert reference_file("test-file").read_bytes() == CONTENT
 
 
@@ -147,7 +144,6 @@ def test_a_cut_short_download_leaves_nothing(
     with pytest.raises(ReferenceUnavailable) as refused:
         reference_file("test-file")
     line = str(refused.value)
-    print(line)
     assert line.startswith(f"test-file (a test file): cannot download {url}/cut/data.bin: ")
     assert "\n" not in line
     assert files_in(nothing_shared) == []
@@ -175,25 +171,3 @@ def test_the_mirror_replaces_scheme_and_host_and_keeps_the_path() -> None:
     assert mirrored(url, "") == url
     with pytest.raises(ReferenceUnavailable, match="REFERENCE_MIRROR=ftp://x: not an http"):
         mirrored(url, "ftp://x")
-
-
-def test_every_pinned_file_comes_whole_through_a_mirror(
-    mirror: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The real pins: each downloaded file (MNIST aside: its Keras bytes are not here) served at its
-    URL's path is fetched into a fresh cache with its pinned sum."""
-    url, folder = mirror
-    downloaded = [pin for pin in pins().values() if pin.url and pin.name != "mnist"]
-    for pin in downloaded:
-        target = folder / urllib.parse.urlsplit(pin.url).path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(reference_file(pin.name).read_bytes())
-    monkeypatch.setattr(reference, "SHARED", tmp_path / "no-shared")
-    monkeypatch.setenv(reference.CACHE_ENV, str(tmp_path / "cache"))
-    monkeypatch.setenv(reference.MIRROR_ENV, url)
-    for pin in downloaded:
-        assert sha256(reference_file(pin.name).read_bytes()) == pin.sha256
-
-
-def test_mnist_is_pinned_by_the_steps_own_download() -> None:
-    assert (pins()["mnist"].url, pins()["mnist"].sha256) == (KERAS_MNIST_URL, KERAS_MNIST_SHA256)

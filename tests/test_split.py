@@ -13,6 +13,7 @@ from steps.lib import mnist
 from steps.lib.entry_point import run
 from steps.lib.mnist import Digits
 from steps.lib.shards import read_shard
+from tests.support.steps import flags
 
 
 @pytest.fixture(scope="module")
@@ -67,22 +68,11 @@ def test_dirichlet_shards_are_skewed_the_smaller_alpha_the_more(train: Digits) -
 
 
 def split_small(source: Path | str, folder: Path, *extra: str) -> int:
+    argv = flags(
+        source=source, workers=3, shards_dir=folder / "shards", test_out=folder / "test.npz"
+    )
     return run(
-        split.main,
-        split.make_parser(),
-        [
-            "--source",
-            str(source),
-            "--workers",
-            "3",
-            "--shards-dir",
-            str(folder / "shards"),
-            "--test-out",
-            str(folder / "test.npz"),
-            "--ids-out",
-            str(folder / "ids.json"),
-            *extra,
-        ],
+        split.main, split.make_parser(), [*argv, "--ids-out", str(folder / "ids.json"), *extra]
     )
 
 

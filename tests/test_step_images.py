@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.support.project import run_python, run_submit
+from tests.support.project import run_submit
 from workflows.local.spec import templates_by_name
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
@@ -50,23 +50,3 @@ def test_render_takes_both_images_from_their_flags(register: bool) -> None:
         **dict.fromkeys(LIGHT_STEPS, "registry.example/mnist-argo-steps:abc"),
         "train": "registry.example/mnist-argo-train:abc",
     }
-
-
-@pytest.mark.parametrize("step", LIGHT_STEPS)
-def test_a_light_step_never_imports_tensorflow(step: str) -> None:
-    """The step's module run as its container runs it (`python -m steps.<name>`, here up to its --help,
-    after every import), then which of TensorFlow's modules it loaded."""
-    probe = (
-        "import runpy, sys\n"
-        f"sys.argv = ['steps.{step}', '--help']\n"
-        "try:\n"
-        f"    runpy.run_module('steps.{step}', run_name='__main__')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"
-        "print('LOADED', loaded[:3], file=sys.stderr)\n"
-    )
-    result = run_python(probe)
-    assert result.returncode == 0, result.stderr
-    assert "usage:" in result.stdout
-    assert "LOADED []" in result.stderr, result.stderr.splitlines()[-1]

@@ -46,9 +46,16 @@ def train_argv(tmp_path: Path, epochs: int, *extra) -> list[str]:
     return [str(a) for a in [*argv, *extra]]
 
 
+EPOCH_LINE = re.compile(r"^epoch (\d+)/(\d+): accuracy ([0-9.]+) loss ([0-9.]+) \(([0-9.]+) s\)$")
+
+
+def epoch_lines(text: str) -> list[tuple[str, ...]]:
+    return [match.groups() for match in map(EPOCH_LINE.match, text.splitlines()) if match]
+
+
 @pytest.mark.slow  # trains
-def test_train_reports_batches_done_of_all_its_batches(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str]
+def test_train_reports_progress_and_each_epochs_loss_accuracy_and_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str], capsys
 ) -> None:
     target = tmp_path / "argo" / "progress"
     monkeypatch.setenv("ARGO_PROGRESS_FILE", str(target))
@@ -59,49 +66,6 @@ def test_train_reports_batches_done_of_all_its_batches(
     assert done == sorted(done)
     assert target.read_text() == "10/10\n"
     assert sorted(p.name for p in target.parent.iterdir()) == ["progress"]  # no temporary left
-
-
-@pytest.mark.slow  # trains
-def test_a_resumed_trainer_starts_at_the_resumed_epochs_count(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str], capsys
-) -> None:
-    store = ["--checkpoint-store", str(tmp_path / "store"), "--checkpoint-key", "c/0.npz"]
-    argv = train_argv(tmp_path, 3, *store)
-
-    class Stop(Exception):
-        pass
-
-    def stop_after_first_epoch(self, epoch, logs=None):
-        original(self, epoch, logs)
-        raise Stop
-
-    from steps.lib.checkpoint import StoreCheckpoint
-
-    original = StoreCheckpoint.on_epoch_end
-    monkeypatch.setattr(StoreCheckpoint, "on_epoch_end", stop_after_first_epoch)
-    with pytest.raises(Stop):  # the first attempt dies after its first checkpoint
-        run(train.main, train.make_parser(), argv)
-    monkeypatch.setattr(StoreCheckpoint, "on_epoch_end", original)
-
-    monkeypatch.setenv("ARGO_PROGRESS_FILE", str(tmp_path / "progress"))
-    assert run(train.main, train.make_parser(), argv) == 0
-    assert "resuming from checkpoint: 1 epoch(s) done" in capsys.readouterr().err
-    assert progress_writes[0] == "5/15\n"
-    assert progress_writes[-1] == "15/15\n"
-
-
-EPOCH_LINE = re.compile(r"^epoch (\d+)/(\d+): accuracy ([0-9.]+) loss ([0-9.]+) \(([0-9.]+) s\)$")
-
-
-def epoch_lines(text: str) -> list[tuple[str, ...]]:
-    return [match.groups() for match in map(EPOCH_LINE.match, text.splitlines()) if match]
-
-
-@pytest.mark.slow
-def test_the_stats_hold_each_epochs_loss_accuracy_and_time_and_stdout_says_them(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert run(train.main, train.make_parser(), train_argv(tmp_path, 2)) == 0
     stats = json.loads((tmp_path / "out/s.json").read_text())
     said = epoch_lines(capsys.readouterr().out)  # for the person watching the run
     assert [(number, of) for number, of, *_ in said] == [("1", "2"), ("2", "2")]
@@ -112,9 +76,9 @@ def test_the_stats_hold_each_epochs_loss_accuracy_and_time_and_stdout_says_them(
     assert list(stats)[-1] == "samples"
 
 
-@pytest.mark.slow
-def test_a_resumed_trainer_keeps_the_epochs_its_checkpoint_holds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.slow  # trains
+def test_a_resumed_trainer_keeps_its_checkpoints_epochs_and_counts_progress_from_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str], capsys
 ) -> None:
     store = ["--checkpoint-store", str(tmp_path / "store"), "--checkpoint-key", "c/0.npz"]
     argv = train_argv(tmp_path, 2, *store)
@@ -132,8 +96,12 @@ def test_a_resumed_trainer_keeps_the_epochs_its_checkpoint_holds(
     first = epoch_lines(capsys.readouterr().out)
     monkeypatch.setattr(StoreCheckpoint, "on_epoch_end", original)
 
+    monkeypatch.setenv("ARGO_PROGRESS_FILE", str(tmp_path / "progress"))
     assert run(train.main, train.make_parser(), argv) == 0
-    second = epoch_lines(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    assert "resuming from checkpoint: 1 epoch(s) done" in captured.err
+    assert (progress_writes[0], progress_writes[-1]) == ("5/10\n", "10/10\n")
+    second = epoch_lines(captured.out)
     assert [line[0] for line in first] == ["1"] and [line[0] for line in second] == ["2"]
     columns = json.loads((tmp_path / "out/s.json").read_text())["history"]
     assert [f"{value:.4f}" for value in columns["loss"]] == [first[0][3], second[0][3]]
@@ -164,12 +132,6 @@ def test_the_progress_file_is_readable_by_the_wait_containers_user(tmp_path: Pat
     finally:
         os.umask(previous)
     assert (tmp_path / "progress").stat().st_mode & 0o777 == 0o644
-
-
-@pytest.mark.slow  # trains
-def test_without_the_variable_no_progress_file_is_written(tmp_path: Path, progress_writes) -> None:
-    assert run(train.main, train.make_parser(), train_argv(tmp_path, 1)) == 0
-    assert progress_writes == []
 
 
 def thread_probe(environment: dict[str, str]) -> subprocess.CompletedProcess:
@@ -267,7 +229,7 @@ def test_training_batches_hold_every_digit_once_per_epoch_scaled_as_to_inputs() 
 
 @pytest.mark.slow  # trains
 def test_the_trainer_feeds_fit_one_thread_without_autotuning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str]
 ) -> None:
     """Keras' own pipeline for numpy arrays (a parallel map, an autotuned prefetch) slowed trainers
     sharing the cores unevenly and held fit after its last epoch; the trainer gives fit its own."""
@@ -288,6 +250,7 @@ def test_the_trainer_feeds_fit_one_thread_without_autotuning(
     assert isinstance(batches, tf.data.Dataset)
     assert batches.options().autotune.enabled is False
     assert batches.options().threading.private_threadpool_size == 1
+    assert progress_writes == []  # without ARGO_PROGRESS_FILE, no progress file
 
 
 @pytest.mark.slow  # trains

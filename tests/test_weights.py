@@ -13,14 +13,19 @@ from steps import aggregate
 from steps.lib.entry_point import run
 from steps.lib.model_file import CONFIG_CLASSES, CONFIG_MODULES, LAYER_CLASSES, WEIGHT_LAYOUT
 from tests.support.project import run_python
-from tests.support.steps import copy_model, digits, write_json, write_model_weights, write_npz
+from tests.support.steps import (
+    copy_model,
+    digits,
+    flags,
+    write_json,
+    write_model_weights,
+    write_npz,
+)
 
 
 def run_aggregate(models: Path, out: Path) -> int:
     """Run the aggregate step in this process on the models (and their reports) in `models`."""
-    return run(
-        aggregate.main, aggregate.make_parser(), ["--models-dir", str(models), "--out", str(out)]
-    )
+    return run(aggregate.main, aggregate.make_parser(), flags(models_dir=models, out=out))
 
 
 def test_the_owned_layout_is_the_networks() -> None:
@@ -116,21 +121,15 @@ def step_commands(tmp_path: Path, small_mnist: Path) -> dict[str, list[str]]:
     write_json(models / "0.json", {"samples": 5})
     metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.5})
     test_set = write_npz(tmp_path / "digits.npz", **digits(20))
+    model, store = models / "0.h5", tmp_path / "store"
     return {
-        "split": [
-            *("--source", str(small_mnist), "--workers", "2"),
-            *("--shards-dir", str(tmp_path / "shards"), "--test-out", str(tmp_path / "test.npz")),
-        ],
-        "init": ["--seed", "3", "--out", str(tmp_path / "init.h5")],
-        "aggregate": ["--models-dir", str(models), "--out", str(tmp_path / "avg.h5")],
-        "evaluate": [
-            *("--model", str(models / "0.h5"), "--test", str(test_set)),
-            *("--out-dir", str(tmp_path / "evaluation")),
-        ],
-        "publish": [
-            *("--store", str(tmp_path / "store"), "--run", "mnist-notf1"),
-            *("--model", str(models / "0.h5"), "--metrics", str(metrics)),
-        ],
+        "split": flags(
+            source=small_mnist, workers=2, shards_dir=tmp_path / "s", test_out=tmp_path / "t"
+        ),
+        "init": flags(seed=3, out=tmp_path / "init.h5"),
+        "aggregate": flags(models_dir=models, out=tmp_path / "avg.h5"),
+        "evaluate": flags(model=model, test=test_set, out_dir=tmp_path / "evaluation"),
+        "publish": flags(store=store, run="mnist-notf1", model=model, metrics=metrics),
     }
 
 

@@ -1,6 +1,6 @@
 """steps.lib.model_file written as Keras writes a model, and check_model_config's rules with exact messages.
 
-The file Keras itself writes (tests/support/steps.py's model_file, Keras's legacy_h5_format.save_model_to_hdf5)
+The file Keras itself writes (tests/support/steps.py's keras_model_file, Keras's legacy_h5_format.save_model_to_hdf5)
 is the reference: what write_model_file writes from it must hold the same attributes, names, order and
 dtypes, so that Keras reads it back as it reads its own."""
 
@@ -26,7 +26,7 @@ from steps.lib.model_file import (
     read_model_file,
     write_model_file,
 )
-from tests.support.steps import copy_model, model_file, write_model_weights
+from tests.support.steps import copy_model, keras_model_file, model_file, write_model_weights
 
 
 def attributes(obj: h5py.HLObject) -> dict[str, object]:
@@ -37,8 +37,14 @@ def attributes(obj: h5py.HLObject) -> dict[str, object]:
     return found
 
 
+def stored_text(obj: h5py.HLObject) -> dict[str, tuple[int, bool]]:
+    """Each attribute's HDF5 string encoding: (character set, variable-length or not)."""
+    types = {name: h5py.h5a.open(obj.id, name.encode()).get_type() for name in obj.attrs}
+    return {name: (kind.get_cset(), kind.is_variable_str()) for name, kind in types.items()}
+
+
 def test_a_written_model_file_holds_what_keras_writes(tmp_path) -> None:
-    reference = model_file()
+    reference = keras_model_file()
     template = read_model_file(reference)
     new = [
         np.full(np.shape(w), index + 0.5, np.float64) for index, w in enumerate(template.weights)
@@ -53,6 +59,12 @@ def test_a_written_model_file_holds_what_keras_writes(tmp_path) -> None:
         assert list(group) == list(keras_group)  # the layer groups, in name order
         for layer in keras_group:
             assert attributes(group[layer]) == attributes(keras_group[layer]), layer
+        # h5py reads ASCII and UTF-8 alike; the stored character set tells them apart
+        # (Keras's legacy_h5_format.save_model_to_hdf5 writes model_config as bytes, the rest as str)
+        assert stored_text(written) == stored_text(keras_file)
+        assert stored_text(group) == stored_text(keras_group)
+        assert stored_text(written)["model_config"] == (h5py.h5t.CSET_ASCII, True)
+        assert stored_text(written)["backend"] == (h5py.h5t.CSET_UTF8, True)
     written_back = read_model_file(out)
     assert written_back.attributes == template.attributes
     assert written_back.layers == template.layers
@@ -120,6 +132,12 @@ def test_other_layers_are_named_with_what_was_expected() -> None:
         check_model_config(json.dumps(config))
     assert str(raised.value) == (
         f"model_config has layers {classes}, expected {list(LAYER_CLASSES)}"
+    )
+    config = keras_config()
+    config["config"]["layers"] = config["config"]["layers"] * 2  # the first twelve are quoted
+    classes = [layer["class_name"] for layer in config["config"]["layers"]]
+    assert refused(check_model_config, json.dumps(config)) == (
+        f"model_config has layers {classes[:12]}, expected {list(LAYER_CLASSES)}"
     )
 
 
@@ -231,6 +249,11 @@ def test_a_list_of_names_is_bounded_in_count_and_bytes(h5) -> None:
     h5.attrs["fits"] = np.array(fits, dtype="S")
     assert len(model_weights._names(h5, "fits")) == model_weights.MAX_NAMES
     assert refused(model_weights._names, h5, "missing") == "attribute missing is missing"
+    longest = "/".join(["x" * 128, "y" * 127])  # 256 bytes a name, each part a name
+    h5.attrs["long"] = np.array([f"{longest[:-2]}{i:02}" for i in range(64)], dtype="S")
+    assert len(model_weights._names(h5, "long")) == 64
+    h5.attrs["over"] = np.array([f"{longest[:-2]}{i:03}" for i in range(64)], dtype="S")
+    assert refused(model_weights._names, h5, "over") == "attribute over is too large"
 
 
 def crafted(tmp_path, change) -> Path:
@@ -288,15 +311,6 @@ def test_weight_names_are_counted_and_their_kind_read_after_the_last_slash_and_b
 
     path = crafted(tmp_path, renamed)
     assert read_model_file(path).layers[0] == ("conv2d", ["kernel:0", "bias"])
-
-
-def test_a_config_naming_more_than_twelve_layers_quotes_the_first_twelve() -> None:
-    config = keras_config()
-    config["config"]["layers"] = config["config"]["layers"] * 2
-    classes = [layer["class_name"] for layer in config["config"]["layers"]]
-    assert refused(check_model_config, json.dumps(config)) == (
-        f"model_config has layers {classes[:12]}, expected {list(LAYER_CLASSES)}"
-    )
 
 
 def test_root_text_stored_as_fixed_length_bytes_is_read_as_utf8(tmp_path) -> None:
@@ -367,14 +381,6 @@ def test_root_text_is_one_string(h5) -> None:
         assert refused(model_weights._text_attribute, h5, name) == f"attribute {name} is not text"
 
 
-def test_a_list_of_names_is_bounded_at_256_bytes_a_name(h5) -> None:
-    longest = "/".join(["x" * 128, "y" * 127])  # 256 bytes, each part a name
-    h5.attrs["fits"] = np.array([f"{longest[:-2]}{i:02}" for i in range(64)], dtype="S")
-    assert len(model_weights._names(h5, "fits")) == 64
-    h5.attrs["over"] = np.array([f"{longest[:-2]}{i:03}" for i in range(64)], dtype="S")
-    assert refused(model_weights._names, h5, "over") == "attribute over is too large"
-
-
 def test_a_weight_of_another_dtype_or_no_shape_is_named_with_what_was_expected(h5) -> None:
     group = h5.create_group("layer")
     group.create_dataset("wide", data=np.zeros((3, 2), np.float64))
@@ -405,25 +411,6 @@ def test_a_weight_is_read_only_from_plain_contiguous_storage_holding_every_byte(
         assert refused(model_weights._dataset, group, name, (3, 2)) == (
             f"weight {name} is not stored as plain contiguous data"
         ), name
-
-
-def stored_text(obj: h5py.HLObject) -> dict[str, tuple[int, bool]]:
-    """Each attribute's HDF5 string encoding: (character set, variable-length or not)."""
-    types = {name: h5py.h5a.open(obj.id, name.encode()).get_type() for name in obj.attrs}
-    return {name: (kind.get_cset(), kind.is_variable_str()) for name, kind in types.items()}
-
-
-def test_a_written_model_file_stores_its_text_as_keras_does(tmp_path) -> None:
-    """h5py reads ASCII and UTF-8 strings alike; their stored character set is what tells them apart
-    (Keras's legacy_h5_format.save_model_to_hdf5 writes model_config as bytes, the rest as str)."""
-    template = read_model_file(model_file())
-    out = tmp_path / "out.h5"
-    write_model_file(out, template, template.weights)
-    with h5py.File(model_file(), "r") as keras_file, h5py.File(out, "r") as written:
-        assert stored_text(written) == stored_text(keras_file)
-        assert stored_text(written["model_weights"]) == stored_text(keras_file["model_weights"])
-        assert stored_text(written)["model_config"] == (h5py.h5t.CSET_ASCII, True)
-        assert stored_text(written)["backend"] == (h5py.h5t.CSET_UTF8, True)
 
 
 def test_the_weights_group_names_the_templates_backend_and_version_or_keras_defaults(

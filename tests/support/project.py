@@ -48,18 +48,8 @@ def run_python(
 
 def local_run(store: Path | str, logs: Path, source: Path, *extra: str) -> list[str]:
     """submit.py's arguments for a run on this machine, with a short retry backoff."""
-    return [
-        "--local",
-        "--artifacts",
-        str(store),
-        "--logs-dir",
-        str(logs),
-        "--source",
-        str(source),
-        "--retry-backoff",
-        "1s",
-        *extra,
-    ]
+    paths = [f"--artifacts={store}", f"--logs-dir={logs}", f"--source={source}"]
+    return ["--local", *paths, "--retry-backoff", "1s", *extra]
 
 
 SMALL_RUN: tuple[str, ...] = (

@@ -21,6 +21,7 @@ import pytest
 
 from steps.lib.entry_point import run
 from steps.lib.errors import EXIT_BAD_INPUT
+from steps.lib.registry import LATEST_KEY
 
 
 def call(module, argv: list, capsys: pytest.CaptureFixture[str]) -> str:
@@ -34,10 +35,12 @@ def call(module, argv: list, capsys: pytest.CaptureFixture[str]) -> str:
     return lines[0]
 
 
-def flags(**values: object) -> list:
-    """A step's command-line flags from keywords: `models_dir=path` gives `["--models-dir", path]`."""
+def flags(**values: object) -> list[str]:
+    """A step's command-line flags from keywords: `models_dir=path` gives `["--models-dir", str(path)]`."""
     return [
-        part for name, value in values.items() for part in (f"--{name.replace('_', '-')}", value)
+        part
+        for name, value in values.items()
+        for part in (f"--{name.replace('_', '-')}", str(value))
     ]
 
 
@@ -47,14 +50,27 @@ def files_in(folder: Path) -> set[str]:
 
 @functools.cache
 def model_file() -> Path:
-    """A real model file of the project's architecture (Keras writes it once per test process)."""
-    from steps.lib.keras_model import build_model, save_model
+    """A real model file of the project's architecture: init's, which is the file Keras writes
+    (tests/test_init.py), made without TensorFlow once per test process."""
+    from steps import init
+    from steps.lib.model_file import write_model_file
 
     folder = Path(tempfile.mkdtemp(prefix="model-"))
     atexit.register(shutil.rmtree, folder, True)
-    path = folder / "model.h5"
-    save_model(build_model(), path)
-    return path
+    weights = init.initial_weights(0)
+    write_model_file(folder / "model.h5", init.new_model_file(weights), weights)
+    return folder / "model.h5"
+
+
+@functools.cache
+def keras_model_file() -> Path:
+    """The same network's file as Keras itself writes it (legacy_h5_format.save_model_to_hdf5)."""
+    from steps.lib.keras_model import build_model, save_model
+
+    folder = Path(tempfile.mkdtemp(prefix="keras-model-"))
+    atexit.register(shutil.rmtree, folder, True)
+    save_model(build_model(), folder / "model.h5")
+    return folder / "model.h5"
 
 
 def copy_model(target: Path) -> Path:
@@ -236,6 +252,7 @@ def wide_directory_npz(path: Path, entries: int) -> Path:
     return path
 
 
+FULL_RUN = "mnist-full1"
 MNIST_TEST_SET = {"test_samples": 10_000, "test_sha256": "5" * 64}  # as evaluate records it
 
 
@@ -255,21 +272,19 @@ def publish_as(
     folder = tmp_path / run_id
     folder.mkdir(exist_ok=True)
     out = folder / "out"
-    argv = [
-        *("--store", tmp_path / "store", "--run", run_id),
-        *("--model", copy_model(folder / "model.h5")),
-        *(
-            "--metrics",
-            write_json(folder / "metrics.json", MNIST_TEST_SET | metrics | {"accuracy": accuracy}),
-        ),
-        *("--served-out", out / "served.txt", "--reason-out", out / "reason.txt"),
-        *extra,
-    ]
+    scored = write_json(folder / "metrics.json", MNIST_TEST_SET | metrics | {"accuracy": accuracy})
+    argv = flags(store=tmp_path / "store", run=run_id, model=copy_model(folder / "model.h5"))
+    argv += flags(metrics=scored, served_out=out / "served.txt", reason_out=out / "reason.txt")
     for output in out.glob("*.txt"):
         output.unlink()
-    code = run(publish.main, publish.make_parser(), [str(a) for a in argv])
+    code = run(publish.main, publish.make_parser(), [*argv, *extra])
     served, reason = (
         path.read_text() if path.exists() else ""
         for path in (out / "served.txt", out / "reason.txt")
     )
     return code, capsys.readouterr().err, served, reason
+
+
+def latest(tmp_path: Path) -> str:
+    """The run tmp_path/store's LATEST names."""
+    return (tmp_path / "store" / LATEST_KEY).read_text()

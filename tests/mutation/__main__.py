@@ -1,7 +1,0 @@
-"""`python -m tests.mutation [MODULE...]`"""
-
-import sys
-
-from tests.mutation.run import main
-
-sys.exit(main())
