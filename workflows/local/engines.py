@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 import steps
 
@@ -79,6 +79,45 @@ class Engine(Protocol):
         ...
 
 
+def attach(
+    command: list[str],
+    invocation: Invocation,
+    log: IO[str],
+    timeout: float | None,
+    stop: Callable[[subprocess.Popen], None],
+    started: Callable[[subprocess.Popen], None] = lambda process: None,
+    **popen: Any,
+) -> int:
+    """Run `command` to its end, its stdout copied
+    line by line to `log` and `invocation.on_output`, its stderr to `log`: its exit code; or `stop` it at
+    `timeout` and raise DeadlineExceeded."""
+    log.flush()
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, **popen
+    )
+    started(process)
+
+    def relay(stream: IO[bytes]) -> None:
+        for raw in iter(stream.readline, b""):
+            line = raw.decode(errors="replace").rstrip("\r\n")
+            log.write(line + "\n")
+            log.flush()
+            if invocation.on_output is not None:
+                invocation.on_output(line)
+        stream.close()
+
+    relaying = threading.Thread(target=relay, args=(process.stdout,), daemon=True)
+    relaying.start()
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop(process)
+        process.wait()
+        raise DeadlineExceeded(invocation.name) from None
+    finally:
+        relaying.join(OUTPUT_DRAIN_SECONDS)
+
+
 @dataclass
 class ProcessEngine:
     """Each attempt is a process of this machine's Python, in host_dir, with the container's command line."""
@@ -91,72 +130,45 @@ class ProcessEngine:
         command = list(invocation.command)
         if command[0] in ("python", "python3"):
             command[0] = sys.executable
-        environment = os.environ | invocation.environment
+        environment = os.environ | invocation.environment | {"PYTHONUNBUFFERED": "1"}
         environment["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(PROJECT_ROOT), environment.get("PYTHONPATH")])
         )
-        environment["PYTHONUNBUFFERED"] = "1"
         if invocation.progress_file is not None:
             environment["ARGO_PROGRESS_FILE"] = str(invocation.progress_file)
         for path in invocation.scratch:  # scratch outside the working folder (/tmp): the host's
             if invocation.working_dir in path.parents:
                 invocation.host_path(path).mkdir(parents=True, exist_ok=True)
-        process = subprocess.Popen(
-            command,
-            cwd=invocation.host_dir,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            stdin=subprocess.DEVNULL,
-            env=environment,
-            start_new_session=True,
-        )
-        relay = relay_output(process, log, invocation.on_output)
-        with self._lock:
-            self._running.add(process)
-        try:
-            return container_exit_code(process.wait(timeout=timeout))
-        except subprocess.TimeoutExpired:
-            stop_process(process)
-            raise DeadlineExceeded(invocation.name) from None
-        finally:
-            relay.join(OUTPUT_DRAIN_SECONDS)
+
+        mine: list[subprocess.Popen] = []
+
+        def started(process: subprocess.Popen) -> None:
+            mine.append(process)
             with self._lock:
-                self._running.discard(process)
+                self._running.add(process)
+
+        try:
+            code = attach(
+                command,
+                invocation,
+                log,
+                timeout,
+                stop_process,
+                started,
+                cwd=invocation.host_dir,
+                env=environment,
+                start_new_session=True,
+            )
+        finally:
+            with self._lock:
+                self._running.difference_update(mine)
+        return 128 - code if code < 0 else code  # killed by signal N: a container's 128 + N
 
     def stop_all(self) -> None:
         with self._lock:
             processes = list(self._running)
         for process in processes:
             stop_process(process)
-
-
-def relay_output(
-    process: subprocess.Popen, log: IO[str], on_line: Callable[[str], None] | None
-) -> threading.Thread:
-    """Copy `process`'s stdout (a pipe) into `log` line by line as it comes, handing each line to
-    `on_line` too; the thread ends when the pipe closes."""
-
-    stream = process.stdout
-    if stream is None:
-        raise ValueError("relay_output needs a process started with stdout=PIPE")
-
-    def copy() -> None:
-        for raw in iter(stream.readline, b""):
-            line = raw.decode(errors="replace")
-            log.write(line if line.endswith("\n") else line + "\n")
-            log.flush()
-            if on_line is not None:
-                on_line(line.rstrip("\r\n"))
-        stream.close()
-
-    thread = threading.Thread(target=copy, name="step-output", daemon=True)
-    thread.start()
-    return thread
-
-
-def container_exit_code(returncode: int) -> int:
-    """A process killed by signal N reports -N; a container's main process reports 128 + N."""
-    return 128 - returncode if returncode < 0 else returncode
 
 
 SIGNAL_HINTS = {
@@ -168,13 +180,11 @@ SIGNAL_HINTS = {
 def exit_description(code: int) -> str:
     """How a try's exit code reads: a container's 128 + N is signal N (Kubernetes' OOM kill is 137),
     e.g. 'killed (signal 9, e.g. out of memory), exit code 137'; any other code as itself."""
-    number = code - 128
     try:
-        name = signal.Signals(number)
+        name = signal.Signals(code - 128)
     except ValueError:
         return f"exit code {code}"
-    what = SIGNAL_HINTS.get(name, f"killed by signal {number} ({name.name})")
-    return f"{what}, exit code {code}"
+    return f"{SIGNAL_HINTS.get(name, f'killed by signal {code - 128} ({name.name})')}, exit code {code}"
 
 
 def stop_process(process: subprocess.Popen, grace: float = STOP_GRACE_SECONDS) -> None:
