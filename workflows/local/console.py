@@ -45,8 +45,8 @@ class Console:
 
     def progress(self, progress: Mapping[str, str]) -> None:
         """`progress`: node name → N/M of the tries running now."""
-        parts = [(name, *map(int, value.split("/"))) for name, value in progress.items()]
-        shown = "  ".join(f"{name} {100 * n // m if m else 0}%" for name, n, m in parts)
+        done = {name: [int(part) for part in value.split("/")] for name, value in progress.items()}
+        shown = "  ".join(f"{name} {100 * n // m if m else 0}%" for name, (n, m) in done.items())
         with self._lock:
             elapsed = time.monotonic() - self.started
             self._draw(f"{elapsed:7.1f}s  running: {shown}" if shown else "")

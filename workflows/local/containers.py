@@ -96,7 +96,9 @@ class ContainerEngine:
 
     # ---- running
 
-    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None = None) -> int:
+    def execute(
+        self, invocation: Invocation, log: IO[str], timeout: float | None = None
+    ) -> int | None:
         self._prepare(invocation)
         container = container_name(invocation.name)
         with self._lock:
@@ -112,7 +114,7 @@ class ContainerEngine:
             stop = lambda _: self._stop(container)  # noqa: E731
             code = attach(command, invocation, log, timeout, stop, start_new_session=True)
             with self._lock:
-                if container in self._stopped:
+                if code is None or container in self._stopped:
                     return code
             # the container's own exit code; an engine failure (it never ran) is an EngineError
             state = "{{.State.ExitCode}} {{.State.StartedAt}}"

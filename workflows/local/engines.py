@@ -19,13 +19,7 @@ import steps
 
 PROJECT_ROOT = Path(steps.__file__).resolve().parents[1]
 STOP_GRACE_SECONDS = 5.0
-# After the step ends, how long its stdout may stay open (a child it left behind holds the pipe)
-# before the runner stops reading it.
-OUTPUT_DRAIN_SECONDS = 5.0
-
-
-class DeadlineExceeded(Exception):
-    """The attempt ran past its activeDeadlineSeconds and was stopped."""
+OUTPUT_DRAIN_SECONDS = 5.0  # how long a step's stdout is read after it ended (a child may hold it)
 
 
 class EngineError(RuntimeError):
@@ -66,17 +60,16 @@ class Invocation:
 
 
 class Engine(Protocol):
-    """Runs invocations; thread-safe, since the runner runs several at once."""
+    """Runs invocations to their exit code, or None when stopped at `timeout`; `stop_all` stops every one
+    still running (Ctrl-C). Thread-safe: the runner runs several at once."""
 
     name: str
 
-    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None = None) -> int:
-        """Run to the end; return the exit code. Raise DeadlineExceeded after stopping it at `timeout`."""
-        ...
+    def execute(
+        self, invocation: Invocation, log: IO[str], timeout: float | None = None
+    ) -> int | None: ...
 
-    def stop_all(self) -> None:
-        """Stop everything still running (Ctrl-C, or a cancelled run)."""
-        ...
+    def stop_all(self) -> None: ...
 
 
 def attach(
@@ -87,10 +80,10 @@ def attach(
     stop: Callable[[subprocess.Popen], None],
     started: Callable[[subprocess.Popen], None] = lambda process: None,
     **popen: Any,
-) -> int:
+) -> int | None:
     """Run `command` to its end, its stdout copied
-    line by line to `log` and `invocation.on_output`, its stderr to `log`: its exit code; or `stop` it at
-    `timeout` and raise DeadlineExceeded."""
+    line by line to `log` and `invocation.on_output`, its stderr to `log`: its exit code, or None once
+    `stop`ped at `timeout`."""
     log.flush()
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, **popen
@@ -113,7 +106,7 @@ def attach(
     except subprocess.TimeoutExpired:
         stop(process)
         process.wait()
-        raise DeadlineExceeded(invocation.name) from None
+        return None
     finally:
         relaying.join(OUTPUT_DRAIN_SECONDS)
 
@@ -126,7 +119,9 @@ class ProcessEngine:
     _running: set[subprocess.Popen] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None = None) -> int:
+    def execute(
+        self, invocation: Invocation, log: IO[str], timeout: float | None = None
+    ) -> int | None:
         command = list(invocation.command)
         if command[0] in ("python", "python3"):
             command[0] = sys.executable
@@ -162,7 +157,7 @@ class ProcessEngine:
         finally:
             with self._lock:
                 self._running.difference_update(mine)
-        return 128 - code if code < 0 else code  # killed by signal N: a container's 128 + N
+        return 128 - code if code is not None and code < 0 else code  # signal N: 128 + N
 
     def stop_all(self) -> None:
         with self._lock:

@@ -26,7 +26,12 @@ def retry_locally(runner: LocalRunner, run: str) -> RunResult:
         raise WorkflowError(f"run {run} succeeded: there is nothing to retry")
     fields = ("name", "task", "template", "arguments", "outputs")
     done = [
-        Node(**{key: node[key] for key in fields}, log=Path(node["log"]), phase="Succeeded")
+        Node(
+            **{key: node[key] for key in fields},
+            log=Path(node["log"]),
+            phase="Succeeded",
+            message="it succeeded before",
+        )
         for node in summary["nodes"]
         if node["phase"] == "Succeeded"
     ]

@@ -29,7 +29,6 @@ from workflows.local.artifacts import load_inputs, output_parameters, save_outpu
 from workflows.local.console import Console, read_progress
 from workflows.local.containers import quantity
 from workflows.local.engines import (
-    DeadlineExceeded,
     Engine,
     EngineError,
     Invocation,
@@ -161,22 +160,18 @@ class LocalRunner:
         phase, message = "Omitted", "omitted: depends condition not met"
         try:
             expanded = plan.expand(dag.tasks[task], self._task_values()) if verdict else []
-            if verdict and not expanded:
-                phase, message = "Skipped", "Skipped, empty params"
+            phase, message = ("Skipped", "Skipped, empty params") if verdict else (phase, message)
         except (ValueError, UnresolvedReference) as error:
             expanded, phase, message = [], "Error", str(error)
-        if not expanded:
-            node = self._node(task, task, template, {}, phase=phase, message=message)
-            self.console.say(f"{phase.lower():<8} {task}: {message}")
-            self._nodes[task] = [node]
-            return []
-        self._nodes[task] = [
-            self._done.get(n) or self._node(n, task, template, a) for n, a in expanded
+        made = [self._done.get(n) or self._node(n, task, template, a) for n, a in expanded]
+        self._nodes[task] = made or [
+            self._node(task, task, template, {}, phase=phase, message=message)
         ]
         for node in self._nodes[task]:
-            if node.phase == "Succeeded":
-                self.console.say(f"reused   {node.name}: it succeeded before")
-        return [node for node in self._nodes[task] if node.phase != "Succeeded"]
+            if node.phase != "Pending":
+                said = "reused" if node.phase == "Succeeded" else node.phase.lower()
+                self.console.say(f"{said:<8} {node.name}: {node.message}")
+        return [node for node in made if node.phase == "Pending"]
 
     def _task_values(self) -> dict[str, str]:
         """Globals plus `tasks.<name>.outputs.parameters.<p>` of single-node tasks ('' when Omitted)."""
@@ -292,9 +287,7 @@ class LocalRunner:
                 log.write(f"--- attempt {len(node.tries) + 1}: {' '.join(invocation.command)}\n")
                 log.flush()
                 try:
-                    exit_code: int | None = self.engine.execute(invocation, log, timeout)
-                except DeadlineExceeded:
-                    exit_code = None
+                    exit_code = self.engine.execute(invocation, log, timeout)
                 except EngineError as error:  # the pod never ran: Argo's init/wait trouble
                     return ended("Error", str(error))
             node.progress = read_progress(invocation.progress_file) or node.progress
