@@ -48,10 +48,8 @@ def workflow(tasks: list[dict], templates: list[dict], **spec: Any) -> dict:
 def run(tmp_path: Path, manifest: dict, **runner: Any):
     lines: list[str] = []
     store = open_store(tmp_path / "store")
-    result = LocalRunner(store, tmp_path / "logs", parallelism=4, echo=lines.append, **runner).run(
-        manifest
-    )
-    return result, "\n".join(lines), store
+    runner = {"parallelism": 4, "echo": lines.append} | runner
+    return LocalRunner(store, tmp_path / "logs", **runner).run(manifest), "\n".join(lines), store
 
 
 def node(result, name: str):
@@ -277,16 +275,6 @@ def most_at_once(nodes: list) -> int:
     return most
 
 
-def requesting(items: int, memory: str) -> dict:
-    """`items` tries ready at once, each requesting `memory`, as the trainers of one round."""
-    resources = {"resources": {"requests": {"memory": memory}}}
-    manifest = fan_out(
-        [str(item) for item in range(items)], "import time; time.sleep(0.4)", "train"
-    )
-    manifest["spec"]["templates"][2]["container"] |= resources
-    return manifest
-
-
 @pytest.mark.parametrize(
     ("items", "memory", "cores", "budget", "most"),
     [
@@ -300,18 +288,12 @@ def test_tries_start_only_while_they_fit(
 ) -> None:
     """`--workers 64` started 64 trainers at once (about 0.6 GiB each): the runner admits tries as
     Kubernetes places pods, by their memory requests, and a few per core."""
-    lines: list[str] = []
-    runner = LocalRunner(
-        open_store(tmp_path / "store"),
-        tmp_path / "logs",
-        echo=lines.append,
-        cores=cores,
-        memory=budget,
-    )
-    result = runner.run(requesting(items, memory))
+    manifest = fan_out([str(i) for i in range(items)], "import time; time.sleep(0.4)", "train")
+    manifest["spec"]["templates"][2]["container"] |= {"resources": {"requests": {"memory": memory}}}
+    result, lines, _ = run(tmp_path, manifest, parallelism=None, cores=cores, memory=budget)
     assert result.phase == "Succeeded"
     assert most_at_once([n for n in result.nodes if n.task == "train"]) == most
-    assert f"memory {budget / 2**30:.1f} GiB" in lines[0]
+    assert f"memory {budget / 2**30:.1f} GiB" in lines.splitlines()[0]
 
 
 def test_a_try_killed_by_a_signal_says_so(tmp_path: Path) -> None:
