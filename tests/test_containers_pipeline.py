@@ -26,7 +26,9 @@ class ImageRecordingEngine(ContainerEngine):
 
     images: dict[str, str] = field(default_factory=dict)
 
-    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None = None) -> int:
+    def execute(
+        self, invocation: Invocation, log: IO[str], timeout: float | None = None
+    ) -> int | None:
         self.images[invocation.name] = self.image or invocation.image
         return super().execute(invocation, log, timeout)
 
@@ -35,20 +37,9 @@ def test_the_small_pipeline_runs_in_containers(
     images: Images, mnist_path: Path, tmp_path: Path
 ) -> None:
     store = tmp_path / "store"
+    engine = ("--engine", images.engine, "--image", images.steps, "--train-image", images.train)
     result = run_submit(
-        *local_run(
-            store,
-            tmp_path / "logs",
-            mnist_path,
-            "--engine",
-            images.engine,
-            "--image",
-            images.steps,
-            "--train-image",
-            images.train,
-        ),
-        *SMALL_RUN,
-        timeout=1800,
+        *local_run(store, tmp_path / "logs", mnist_path, *engine), *SMALL_RUN, timeout=1800
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert not finds_tensorflow(images.engine, images.steps)
@@ -69,17 +60,9 @@ def test_without_the_folder_mode_aggregate_cannot_read_its_models(
     from workflows.pipeline.settings import PipelineSettings
     from workflows.pipeline.workflow import compile_workflow
 
-    settings = PipelineSettings(
-        workers=2,
-        limit=1000,
-        epochs=1,
-        rounds=1,
-        source=str(mnist_path),
-        retries=0,
-        image=images.steps,
-        train_image=images.train,
-        store=str(tmp_path / "store"),
-    )
+    small = dict(workers=2, limit=1000, epochs=1, rounds=1, retries=0, source=str(mnist_path))
+    images_ = dict(image=images.steps, train_image=images.train)
+    settings = PipelineSettings(**small, **images_, store=str(tmp_path / "store"))
     workflow = compile_workflow(settings)
     models = templates_by_name(workflow)["aggregate"]["inputs"]["artifacts"][0]
     assert models["mode"] == 0o755

@@ -11,14 +11,7 @@ from workflows.local.console import Console, read_progress
 
 @pytest.mark.parametrize(
     ("text", "progress"),
-    [
-        ("1/3\n", "1/3"),
-        ("1/3\n2/3\n\n", "2/3"),
-        ("3/3", "3/3"),
-        ("4/3", None),
-        ("a/3", None),
-        ("", None),
-    ],
+    [("1/3\n2/3\n\n", "2/3"), ("3/3", "3/3"), ("4/3", None), ("a/3", None), ("", None)],
 )
 def test_progress_is_the_last_line_when_it_reads_n_of_m(
     tmp_path: Path, text: str, progress: str | None
@@ -28,20 +21,14 @@ def test_progress_is_the_last_line_when_it_reads_n_of_m(
     assert read_progress(tmp_path / "none") is None and read_progress(None) is None
 
 
-def test_without_a_terminal_progress_prints_nothing_and_lines_are_timed() -> None:
-    lines: list[str] = []
-    console = Console(lines.append, live=False)
-    console.progress({"train(0:0)": "120/480"})
-    console.say("done     train(0:0)")
-    assert len(lines) == 1 and lines[0].endswith("s  done     train(0:0)")
-
-
-def test_on_a_terminal_the_status_line_is_drawn_then_cleared_before_a_line(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize("live", [True, False])
+def test_the_status_line_is_drawn_on_a_terminal_only_and_cleared_before_a_line(
+    capsys: pytest.CaptureFixture[str], live: bool
 ) -> None:
     lines: list[str] = []
-    console = Console(lines.append, live=True)
+    console = Console(lines.append, live=live)
     console.progress({"train(0:0)": "120/480"})
-    assert "running: train(0:0) 25%" in capsys.readouterr().out
+    assert ("running: train(0:0) 25%" in capsys.readouterr().out) is live
     console.say("done     train(0:0)")
-    assert capsys.readouterr().out == "\r\x1b[2K" and len(lines) == 1
+    assert capsys.readouterr().out == ("\r\x1b[2K" if live else "")
+    assert len(lines) == 1 and lines[0].endswith("s  done     train(0:0)")

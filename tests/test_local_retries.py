@@ -7,28 +7,18 @@ from __future__ import annotations
 import pytest
 
 from workflows.errors import UnsupportedFeature
-from workflows.local.retries import (
-    Attempt,
-    DurationError,
-    Retry,
-    RetryRule,
-    Stop,
-    Wait,
-    decide,
-    parse_duration,
-    read_rule,
-)
+from workflows.local.retries import Attempt, RetryRule, decide, parse_duration, read_rule
 from workflows.local.spec import templates_by_name
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
 
-MINUTE = 60.0
 PIPELINE_STRATEGY = {
     "limit": "2",
     "retryPolicy": "Always",
     "expression": "asInt(lastRetry.exitCode) != 2",
     "backoff": {"duration": "15s", "factor": "2", "cap": "5m"},
 }
+RULE = RetryRule(limit=2, backoff=15, factor=2, cap=20, final_exit_code=2)
 
 
 def failed(*ends: float, exit_code: int | None = 1, phase: str = "Failed") -> list[Attempt]:
@@ -37,14 +27,11 @@ def failed(*ends: float, exit_code: int | None = 1, phase: str = "Failed") -> li
 
 
 @pytest.mark.parametrize(
-    ("text", "seconds"), [("30", 30), ("-30", -30), ("15s", 15), ("1m30s", 90)]
+    ("text", "seconds"),
+    [("30", 30), ("-30", -30), ("1m30s", 90), ("1.5h", 5400), (".5s", 0.5), ("-1m30s", -90)],
 )
-@pytest.mark.parametrize(
-    "more", [("1.5h", 5400), (".5s", 0.5), ("250ms", 0.25), ("-1m30s", -90), ("+5s", 5)]
-)
-def test_durations_read_as_argo_reads_them(text: str, seconds: float, more: tuple) -> None:
+def test_durations_read_as_argo_reads_them(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
-    assert parse_duration(more[0]) == pytest.approx(more[1])
 
 
 @pytest.mark.parametrize(
@@ -52,7 +39,7 @@ def test_durations_read_as_argo_reads_them(text: str, seconds: float, more: tupl
     ["", "-", "s", "5 minutes", "1d", "1m-5s", "--5s", "5s-", ".s", " 15s", "30\n", "\u0663\u0660"],
 )
 def test_what_go_refuses_is_refused(text: str) -> None:
-    with pytest.raises(DurationError) as refused:
+    with pytest.raises(UnsupportedFeature) as refused:
         parse_duration(text)
     assert str(refused.value) == f"time: invalid duration {text!r}"
 
@@ -62,71 +49,60 @@ def test_the_rule_is_read_from_every_compiled_template() -> None:
     for name, template in templates_by_name(workflow).items():
         if name != "pipeline":
             assert template["retryStrategy"] == PIPELINE_STRATEGY
-            rule = read_rule(template["retryStrategy"], name)
-            assert rule == RetryRule(limit=2, backoff=15, factor=2, cap=300, final_exit_code=2)
+            assert read_rule(template["retryStrategy"], name) == RetryRule(2, 15, 2, 300, 2)
     none = compile_workflow(PipelineSettings(retries=0, store="gs://b"))
-    assert read_rule(templates_by_name(none)["train"].get("retryStrategy"), "train") is None
+    assert "retryStrategy" not in templates_by_name(none)["train"]
 
 
 @pytest.mark.parametrize(
     ("change", "fault"),
     [
-        ({"retryPolicy": "OnError"}, "retryPolicy Always"),
-        ({"expression": "lastRetry.status == 'Error'"}, "reads only the expression"),
-        (
-            {"affinity": {}, "backoff": {"duration": "15s", "maxDuration": "1h"}},
-            "does not support affinity, maxDuration (template 'split', retryStrategy)",
-        ),
-        (
-            {"backoff": {"duration": "1s", "factor": "two"}},
-            "'split', retryStrategy.backoff.factor must",
-        ),
+        ({"retryPolicy": "OnError"}, "reads only retryPolicy Always"),
+        ({"expression": "lastRetry.status == 'Error'"}, "'asInt(lastRetry.exitCode) != N' (here)"),
+        ({"backoff": {"duration": "1s", "factor": "two"}}, "here.backoff.factor must be a whole"),
         ({"backoff": {"duration": "1s", "factor": 0}}, "a backoff factor of at least 1"),
         ({"limit": True}, "limit must be a whole number"),
-        ({"backoff": {"duration": "1 minute"}}, "invalid duration"),
         ({"limit": "2.0"}, "limit must be a whole number"),
+        ({"backoff": {"duration": "1 minute"}}, "invalid duration"),
     ],
 )
 def test_a_rule_the_template_never_writes_is_refused(change: dict, fault: str) -> None:
-    with pytest.raises(UnsupportedFeature) as refused:
-        read_rule(PIPELINE_STRATEGY | change, "template 'split'")
-    assert fault in str(refused.value)
+    with pytest.raises(UnsupportedFeature, match=fault.replace("(", r"\(").replace(")", r"\)")):
+        read_rule(PIPELINE_STRATEGY | change, "here")
 
 
 def test_without_a_backoff_or_an_expression_every_failure_is_retried_at_once() -> None:
     rule = read_rule({"limit": "1", "retryPolicy": "Always"}, "template 'split'")
     assert rule == RetryRule(limit=1, backoff=0.0, factor=1, cap=None, final_exit_code=None)
-    assert decide(rule, failed(100, exit_code=2), now=100) == Retry()
-
-
-RULE = RetryRule(limit=2, backoff=15, factor=2, cap=20, final_exit_code=2)
+    assert decide(rule, failed(100, exit_code=2), now=100) is None
 
 
 def test_the_wait_grows_by_the_factor_up_to_the_cap_then_the_limit_stops() -> None:
-    assert decide(RULE, failed(100), now=100) == Wait(115)
-    assert decide(RULE, failed(100), now=115) == Retry()
-    assert decide(RULE, failed(100, 200), now=200) == Wait(220)  # 30 s, capped at 20
-    assert decide(RULE, failed(100, 200), now=220) == Retry()
-    assert decide(RULE, failed(100, 200, 300), now=300) == Stop("No more retries left")
+    assert decide(RULE, failed(100), now=100) == 115
+    assert decide(RULE, failed(100), now=115) is None
+    assert decide(RULE, failed(100, 200), now=200) == 220  # 30 s, capped at 20
+    assert decide(RULE, failed(100, 200), now=220) is None
+    assert decide(RULE, failed(100, 200, 300), now=300) == "No more retries left"
 
 
-def test_bad_input_is_not_retried_but_the_backoff_is_waited_out_first() -> None:
-    bad = failed(100, exit_code=2)
-    assert decide(RULE, bad, now=100) == Wait(115)
-    assert decide(RULE, bad, now=115) == Stop("retryStrategy.expression evaluated to false")
-
-
-@pytest.mark.parametrize(("exit_code", "phase"), [(137, "Failed"), (None, "Error")])
-def test_a_killed_try_and_the_runners_own_trouble_are_retried(
-    exit_code: int | None, phase: str
+@pytest.mark.parametrize(
+    ("tries", "now", "decided"),
+    [
+        (failed(100, exit_code=2), 100, 115),  # bad input: the backoff is waited out first
+        (failed(100, exit_code=2), 115, "retryStrategy.expression evaluated to false"),
+        (failed(100, exit_code=137), 115, None),  # an OOM kill is retried (policy Always)
+        (failed(100, exit_code=None, phase="Error"), 115, None),  # the runner's own: "-1"
+    ],
+)
+def test_bad_input_is_not_retried_and_every_other_failure_is(
+    tries: list, now: float, decided: object
 ) -> None:
-    """Policy Always: an OOM kill (137) and an Error without an exit code ("-1") are both retried."""
-    assert decide(RULE, failed(100, exit_code=exit_code, phase=phase), now=115) == Retry()
+    assert decide(RULE, tries, now=now) == decided
 
 
 def test_stopping_and_the_workflow_deadline_come_first() -> None:
-    assert decide(RULE, failed(100), now=100, stopping=True) == Stop("Stopped with strategy 'Stop'")
-    assert decide(RULE, failed(100), now=100, workflow_deadline=100) == Wait(115)  # not yet past it
+    assert decide(RULE, failed(100), now=100, stopping=True) == "Stopped with strategy 'Stop'"
+    assert decide(RULE, failed(100), now=100, workflow_deadline=100) == 115  # not yet past it
     past = decide(RULE, failed(100), now=100.5, workflow_deadline=100)
-    assert past == Stop("retry exceeded workflow deadline")
-    assert decide(None, failed(100), now=100) == Stop("exit")  # no rule: never retried
+    assert past == "retry exceeded workflow deadline"
+    assert decide(None, failed(100), now=100) == "exit"  # no rule: never retried

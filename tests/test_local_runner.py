@@ -1,7 +1,5 @@
-"""workflows/local/runner.py: a run as Argo v4.1.4's controller and executor make it, shown on tiny workflows
-whose steps are one-line Python programs (no TensorFlow): how failures propagate, Failed vs Error, retries by
-the template's own rule, deadlines, what a failed try leaves in the store, how artifacts are laid out, what is
-shown, the run's summary and taking a run up again."""
+"""workflows/local/runner.py: a run as Argo v4.1.4's controller and executor make it, on tiny workflows whose
+steps are one-line Python programs (no TensorFlow)."""
 
 from __future__ import annotations
 
@@ -50,10 +48,8 @@ def workflow(tasks: list[dict], templates: list[dict], **spec: Any) -> dict:
 def run(tmp_path: Path, manifest: dict, **runner: Any):
     lines: list[str] = []
     store = open_store(tmp_path / "store")
-    result = LocalRunner(store, tmp_path / "logs", parallelism=4, echo=lines.append, **runner).run(
-        manifest
-    )
-    return result, "\n".join(lines), store
+    runner = {"parallelism": 4, "echo": lines.append} | runner
+    return LocalRunner(store, tmp_path / "logs", **runner).run(manifest), "\n".join(lines), store
 
 
 def node(result, name: str):
@@ -93,15 +89,12 @@ def fan_out(items: list[str], train_code: str, fan_in: str, **train: Any) -> dic
 MODEL_OUTPUT = {
     "artifacts": [output("model", "out/model.txt", f"{RUN}/m/{{{{inputs.parameters.shard}}}}")]
 }
-WRITE_MODEL = (
-    "import pathlib; pathlib.Path('out').mkdir(); pathlib.Path('out/model.txt').write_text('m')"
-)
 FAN_IN = "train.Succeeded || train.Failed || train.Errored"  # the pipeline's
 
 
 def test_a_failed_task_lets_running_tasks_finish_and_omits_its_dependents(tmp_path: Path) -> None:
     """dag.go: a failed task kills nothing; dependents whose depends is false are Omitted; the run's phase
-    comes from the target branch (assessDAGPhase)."""
+    comes from the target branch (assessDAGPhase); summary.json says it all as data."""
     manifest = workflow(
         [
             {"name": "fails", "template": "fail"},
@@ -110,32 +103,33 @@ def test_a_failed_task_lets_running_tasks_finish_and_omits_its_dependents(tmp_pa
             {"name": "after-slow", "template": "ok", "depends": "slow"},
         ],
         [
-            step("fail", "raise SystemExit(3)"),
+            step("fail", "raise SystemExit(3)", retryStrategy=pipeline_rule(1)),
             step("slow", "import time; time.sleep(1.5)"),
             step("ok", "pass"),
         ],
     )
     result, _, _ = run(tmp_path, manifest)
-    phases = {n.name: n.phase for n in result.nodes}
-    assert phases == {
-        "fails": "Failed",
-        "slow": "Succeeded",
-        "after-fail": "Omitted",
-        "after-slow": "Succeeded",
-    }
+    phases = {"fails": "Failed", "slow": "Succeeded", "after-fail": "Omitted"}
+    assert {n.name: n.phase for n in result.nodes} == phases | {"after-slow": "Succeeded"}
     assert result.phase == "Failed"
     assert result.message.startswith("fails failed: exit code 3")
+    summary = json.loads(result.summary.read_text())
+    assert summary["phase"] == "Failed" and summary["name"] == result.name
+    by_name = {n["name"]: n for n in summary["nodes"]}
+    assert by_name["slow"]["phase"] == "Succeeded" and by_name["slow"]["attempts"] == 1
+    assert [t["exit_code"] for t in by_name["fails"]["tries"]] == [3, 3]
+    assert stat.S_ISREG(Path(by_name["fails"]["log"]).stat().st_mode)
 
 
 def test_the_fan_in_runs_after_a_failed_and_an_error_trainer_when_another_delivered(
     tmp_path: Path,
 ) -> None:
-    """Trainer 0 fails (exit 1), trainer 1 exits 0 without writing its model, which the wait container
-    reports as an Error; trainer 2 delivers. The pipeline's fan-in runs and the run succeeds."""
+    """Trainer 0 fails (exit 1) after writing its model, which is saved all the same (executor.go); trainer
+    1 exits 0 without writing its model: an Error; trainer 2 delivers. The fan-in runs, the run succeeds."""
     code = (
         "import pathlib, sys\n"
+        "if sys.argv[1] != '1': pathlib.Path('out').mkdir(); pathlib.Path('out/model.txt').write_text('m')\n"
         "if sys.argv[1] == '0': sys.exit(1)\n"
-        "if sys.argv[1] == '2': pathlib.Path('out').mkdir(); pathlib.Path('out/model.txt').write_text('m')\n"
     )
     manifest = fan_out(["0", "1", "2"], code, FAN_IN, outputs=MODEL_OUTPUT)
     result, _, store = run(tmp_path, manifest)
@@ -144,25 +138,7 @@ def test_the_fan_in_runs_after_a_failed_and_an_error_trainer_when_another_delive
     assert "output artifact 'model' was not written" in node(result, "train(1:1)").message
     assert result.phase == "Succeeded"
     assert [n.name for n in result.tolerated_failures] == ["train(0:0)", "train(1:1)"]
-    assert store.list_keys(f"{result.name}/m") == [f"{result.name}/m/2"]
-
-
-def test_outputs_of_a_failed_try_are_saved(tmp_path: Path) -> None:
-    """executor.go: the wait container saves output artifacts whatever the main container's exit code."""
-    manifest = fan_out(["0"], WRITE_MODEL + "; raise SystemExit(1)", "train", outputs=MODEL_OUTPUT)
-    result, _, store = run(tmp_path, manifest)
-    assert node(result, "train(0:0)").phase == "Failed"
-    assert node(result, "aggregate").phase == "Omitted" and result.phase == "Failed"
-    assert store.read_text(f"{result.name}/m/0") == "m"
-
-
-def test_a_missing_input_is_an_error_and_retried(tmp_path: Path) -> None:
-    data = {"name": "data", "path": "/work/in/data", "gcs": {"key": "nothing/here"}}
-    template = step("read", "pass", inputs={"artifacts": [data]}, retryStrategy=pipeline_rule(1))
-    result, _, _ = run(tmp_path, workflow([{"name": "read", "template": "read"}], [template]))
-    read = node(result, "read")
-    assert read.phase == "Error" and read.attempts == 2
-    assert "no results for key: nothing/here" in read.message
+    assert store.list_keys(f"{result.name}/m") == [f"{result.name}/m/0", f"{result.name}/m/2"]
 
 
 def test_input_folders_are_laid_out_as_argoexec_lays_them_out(tmp_path: Path) -> None:
@@ -198,15 +174,20 @@ def test_input_folders_are_laid_out_as_argoexec_lays_them_out(tmp_path: Path) ->
     assert set(opened.values()) == {"0o755"}
 
 
-def test_a_template_deadline_ends_a_try_as_failed_and_it_is_retried(tmp_path: Path) -> None:
-    template = step(
-        "slow",
-        "import time; time.sleep(60)",
-        activeDeadlineSeconds="1",
-        retryStrategy=pipeline_rule(1),
-    )
-    result, _, _ = run(tmp_path, workflow([{"name": "slow", "template": "slow"}], [template]))
-    slow = node(result, "slow")
+def test_a_missing_input_is_an_error_a_template_deadline_a_failure_and_both_are_retried(
+    tmp_path: Path,
+) -> None:
+    data = {"name": "data", "path": "/work/in/data", "gcs": {"key": "nothing/here"}}
+    rule = pipeline_rule(1)
+    templates = [
+        step("read", "pass", inputs={"artifacts": [data]}, retryStrategy=rule),
+        step("slow", "import time; time.sleep(60)", activeDeadlineSeconds="1", retryStrategy=rule),
+    ]
+    tasks = [{"name": "read", "template": "read"}, {"name": "slow", "template": "slow"}]
+    result, _, _ = run(tmp_path, workflow(tasks, templates))
+    read, slow = node(result, "read"), node(result, "slow")
+    assert read.phase == "Error" and read.attempts == 2
+    assert "no results for key: nothing/here" in read.message
     assert slow.phase == "Failed" and slow.attempts == 2
     assert slow.message.startswith(POD_DEADLINE_MESSAGE)
 
@@ -230,96 +211,55 @@ def test_the_workflow_deadline_stops_the_run(tmp_path: Path) -> None:
     assert node(result, "later").phase == "Omitted"
 
 
-def test_bad_input_is_not_retried_once_the_backoff_is_waited_out(tmp_path: Path) -> None:
-    """Exit code 2, the steps' bad input: the template's expression stops the retries, after the first
-    backoff (operator.go:processNodeRetries looks at the backoff first)."""
-    template = step("bad", "raise SystemExit(2)", retryStrategy=pipeline_rule(2, "1s"))
-    result, lines, _ = run(tmp_path, workflow([{"name": "bad", "template": "bad"}], [template]))
-    bad = node(result, "bad")
-    assert bad.attempts == 1 and bad.duration >= 1.0
-    assert "retryStrategy.expression evaluated to false" in bad.message
-    assert "backoff  bad: 1s before deciding on a retry" in lines
-
-
-def test_a_failed_try_is_retried_after_its_backoff_and_says_how_many_tries_it_may_have(
+def test_bad_input_is_not_retried_once_the_backoff_is_waited_out_and_other_failures_are(
     tmp_path: Path,
 ) -> None:
+    """Exit code 2, the steps' bad input: the template's expression stops the retries, after the first
+    backoff (operator.go:processNodeRetries looks at the backoff first); exit code 1 is retried."""
     count = tmp_path / "count"
-    code = (
+    flaky = (
         f"import pathlib; p = pathlib.Path({str(count)!r}); n = int(p.read_text()) if p.exists() "
         "else 0; p.write_text(str(n + 1)); raise SystemExit(0 if n else 1)"
     )
-    template = step("flaky", code, retryStrategy=pipeline_rule(2, "1s"))
-    result, lines, _ = run(tmp_path, workflow([{"name": "flaky", "template": "flaky"}], [template]))
-    flaky = node(result, "flaky")
-    assert flaky.phase == "Succeeded" and flaky.attempts == 2
+    rule = pipeline_rule(2, "1s")
+    templates = [
+        step("bad", "raise SystemExit(2)", retryStrategy=rule),
+        step("f", flaky, retryStrategy=rule),
+    ]
+    tasks = [{"name": "bad", "template": "bad"}, {"name": "flaky", "template": "f"}]
+    result, lines, _ = run(tmp_path, workflow(tasks, templates))
+    bad, flaky_node = node(result, "bad"), node(result, "flaky")
+    assert bad.attempts == 1 and bad.duration >= 1.0
+    assert "retryStrategy.expression evaluated to false" in bad.message
+    assert "backoff  bad: 1s before deciding on a retry" in lines
+    assert flaky_node.phase == "Succeeded" and flaky_node.attempts == 2
     assert "retrying flaky (attempt 2 of 3): exit code 1" in lines
-    assert flaky.duration >= 1.0  # the backoff
+    assert flaky_node.duration >= 1.0  # the backoff
 
 
-def write_progress(then: str = "") -> str:
-    return (
-        "import os, time\n"
-        "for done in range(1, 4):\n"
-        "    open(os.environ['ARGO_PROGRESS_FILE'], 'w').write(f'{done}/3\\n'); time.sleep(1.2)\n"
-        + then
-    )
-
-
-def test_progress_is_read_from_the_file_argo_names_and_told_at_the_end(tmp_path: Path) -> None:
-    manifest = workflow([{"name": "p", "template": "p"}], [step("p", write_progress())])
-    result, lines, _ = run(tmp_path, manifest)
-    assert node(result, "p").progress == "3/3"
-    assert "progress 3/3)" in lines
-
-
-def test_without_a_terminal_progress_updates_are_not_printed(tmp_path: Path) -> None:
-    """With output to a file, most lines were progress lines: only the tasks' own lines and their ends."""
-    code = write_progress("print('epoch 1/1', flush=True)\n")
-    manifest = workflow([{"name": "p", "template": "p"}], [step("p", code)])
-    _, lines, _ = run(tmp_path, manifest, live_progress=False)
-    said = [
-        line.split("s  ", 1)[-1] for line in lines.splitlines()[1:]
-    ]  # after the run's first line
-    assert [line.split(" ")[0] for line in said] == ["started", "p:", "done"]
-    assert said[1] == "p: epoch 1/1" and said[2].endswith(", progress 3/3)")
-
-
-def test_a_steps_stdout_lines_are_shown_as_they_come_and_its_stderr_is_only_logged(
+def test_stdout_lines_are_shown_as_they_come_and_progress_is_told_at_the_end(
     tmp_path: Path,
 ) -> None:
-    """What a step prints to stdout is for the person watching (on a cluster: its pod's log)."""
+    """Without a terminal only the tasks' own lines and their ends (progress read from the file Argo
+    names); stderr only goes to the log, as a pod's."""
     code = (
-        "import sys, time\n"
+        "import os, sys, time\n"
         "print('round 1: 91.20%', flush=True)\n"
         "print('diagnostics', file=sys.stderr, flush=True)\n"
-        "time.sleep(1.5)\n"
+        "for done in range(1, 4):\n"
+        "    open(os.environ['ARGO_PROGRESS_FILE'], 'w').write(f'{done}/3\\n'); time.sleep(0.6)\n"
         "print('round 2: 95.70%')\n"
     )
-    result, lines, _ = run(
-        tmp_path, workflow([{"name": "say", "template": "s"}], [step("s", code)])
-    )
-    said = [line.split("s  ") for line in lines.splitlines() if "say: " in line]
-    assert [text for _, text in said] == ["say: round 1: 91.20%", "say: round 2: 95.70%"]
-    assert float(said[1][0]) - float(said[0][0]) > 1.0  # the first shown while the step ran
-    assert lines.index("say: round 2") < lines.index("done     say")
-    assert "diagnostics" not in lines
+    manifest = workflow([{"name": "say", "template": "s"}], [step("s", code)])
+    result, lines, _ = run(tmp_path, manifest, live_progress=False)
+    said = [line.split("s  ", 1) for line in lines.splitlines()[1:]]  # after the run's first line
+    texts = [text for _, text in said]
+    assert texts[:3] == ["started  say", "say: round 1: 91.20%", "say: round 2: 95.70%"]
+    assert texts[3].startswith("done     say") and texts[3].endswith(", progress 3/3)")
+    assert float(said[2][0]) - float(said[1][0]) > 1.0  # the first shown while the step ran
+    assert "diagnostics" not in lines and node(result, "say").progress == "3/3"
     log = node(result, "say").log.read_text()
     assert "round 1: 91.20%\n" in log and "diagnostics\n" in log and "round 2: 95.70%\n" in log
-
-
-def test_the_run_summary_is_written_as_data(tmp_path: Path) -> None:
-    manifest = workflow(
-        [{"name": "a", "template": "ok"}, {"name": "b", "template": "fail", "depends": "a"}],
-        [step("ok", "pass"), step("fail", "raise SystemExit(4)", retryStrategy=pipeline_rule(1))],
-    )
-    result, _, _ = run(tmp_path, manifest)
-    summary = json.loads(result.summary.read_text())
-    assert summary["phase"] == "Failed" and summary["name"] == result.name
-    by_name = {n["name"]: n for n in summary["nodes"]}
-    assert by_name["a"]["phase"] == "Succeeded" and by_name["a"]["attempts"] == 1
-    assert [t["exit_code"] for t in by_name["b"]["tries"]] == [4, 4]
-    assert stat.S_ISREG(Path(by_name["b"]["log"]).stat().st_mode)
 
 
 def most_at_once(nodes: list) -> int:
@@ -335,16 +275,6 @@ def most_at_once(nodes: list) -> int:
     return most
 
 
-def requesting(items: int, memory: str) -> dict:
-    """`items` tries ready at once, each requesting `memory`, as the trainers of one round."""
-    resources = {"resources": {"requests": {"memory": memory}}}
-    manifest = fan_out(
-        [str(item) for item in range(items)], "import time; time.sleep(0.4)", "train"
-    )
-    manifest["spec"]["templates"][2]["container"] |= resources
-    return manifest
-
-
 @pytest.mark.parametrize(
     ("items", "memory", "cores", "budget", "most"),
     [
@@ -358,32 +288,24 @@ def test_tries_start_only_while_they_fit(
 ) -> None:
     """`--workers 64` started 64 trainers at once (about 0.6 GiB each): the runner admits tries as
     Kubernetes places pods, by their memory requests, and a few per core."""
-    lines: list[str] = []
-    runner = LocalRunner(
-        open_store(tmp_path / "store"),
-        tmp_path / "logs",
-        echo=lines.append,
-        cores=cores,
-        memory=budget,
-    )
-    result = runner.run(requesting(items, memory))
+    manifest = fan_out([str(i) for i in range(items)], "import time; time.sleep(0.4)", "train")
+    manifest["spec"]["templates"][2]["container"] |= {"resources": {"requests": {"memory": memory}}}
+    result, lines, _ = run(tmp_path, manifest, parallelism=None, cores=cores, memory=budget)
     assert result.phase == "Succeeded"
     assert most_at_once([n for n in result.nodes if n.task == "train"]) == most
-    assert f"memory {budget / 2**30:.1f} GiB" in lines[0]
+    assert f"memory {budget / 2**30:.1f} GiB" in lines.splitlines()[0]
 
 
-@pytest.mark.parametrize(
-    ("signal_name", "said"),
-    [
-        ("SIGKILL", "killed (signal 9, e.g. out of memory), exit code 137"),
-        ("SIGTERM", "terminated (signal 15, SIGTERM), exit code 143"),
-    ],
-)
-def test_a_try_killed_by_a_signal_says_so(tmp_path: Path, signal_name: str, said: str) -> None:
+def test_a_try_killed_by_a_signal_says_so(tmp_path: Path) -> None:
     """A trainer killed by the kernel's OOM killer was reported as "exit code 137"."""
-    code = f"import os, signal; print('started', flush=True); os.kill(os.getpid(), signal.{signal_name})"
-    manifest = workflow([{"name": "killed", "template": "die"}], [step("die", code)])
-    result, _, _ = run(tmp_path, manifest)
-    assert node(result, "killed").tries[0].exit_code == int(said.rsplit(" ", 1)[1])
-    assert node(result, "killed").message == f"{said}: started"
-    assert result.message.startswith(f"killed failed: {said}")
+    said = {
+        "SIGKILL": "killed (signal 9, e.g. out of memory), exit code 137",
+        "SIGTERM": "terminated (signal 15, SIGTERM), exit code 143",
+    }
+    code = "import os, signal, sys; print('started', flush=True); os.kill(os.getpid(), getattr(signal, sys.argv[1]))"
+    tasks = [{"name": name, "template": name} for name in said]
+    result, _, _ = run(tmp_path, workflow(tasks, [step(name, code, name) for name in said]))
+    for name, text in said.items():
+        assert node(result, name).tries[0].exit_code == int(text.rsplit(" ", 1)[1])
+        assert node(result, name).message == f"{text}: started"
+    assert result.message.split(" failed: ")[1].startswith(tuple(said.values()))

@@ -34,10 +34,7 @@ def test_every_workflow_the_pipeline_compiles_is_read(settings: dict) -> None:
         assert spec.entry["name"] == "pipeline"
         assert spec.scratch["train"] == ("/work/out", "/tmp")
         assert spec.deadline == 21600 and spec.deadlines["train"] == 3600
-
-
-def test_the_committed_manifests_are_read() -> None:
-    for name in ("workflow.yaml", "workflow-template.yaml"):
+    for name in ("workflow.yaml", "workflow-template.yaml"):  # the committed manifests
         read(yaml.safe_load((COMMITTED / name).read_text()))
 
 
@@ -64,23 +61,19 @@ def altered(where: str, field: str, value: object) -> dict:
         ("spec", "onExit", "cleanup", "does not support onExit (workflow spec)"),
         ("spec", "entrypoint", "train", "needs a dag template as the entrypoint"),
         ("template", "hooks", {}, "does not support hooks (template 'train')"),
-        (
-            "template",
-            "activeDeadlineSeconds",
-            "1h",
-            "train.activeDeadlineSeconds must be a whole number",
-        ),
+        ("template", "activeDeadlineSeconds", "1h", "train.activeDeadlineSeconds must be a whole"),
+        ("template", "retryStrategy", {"limit": 1, "affinity": {}}, "support affinity (template"),
         ("container", "env", [], "does not support env (template 'train')"),
         (
             "task",
             "continueOn",
-            {"failed": True},
+            {},
             "does not support continueOn (template 'pipeline', task 'split')",
         ),
         ("task", "withItems", ["0"], "does not support withItems"),
-        ("task", "depends", "init.AnySucceeded", "cannot read 'init.AnySucceeded'"),
+        ("task", "depends", "init.AnySucceeded", "cannot read depends 'init.AnySucceeded'"),
         ("artifact", "archive", {"tar": {}}, "unarchived gcs artifacts (archive: none) only"),
-        ("gcs", "bucket", "other", "a bucket belongs to the store"),
+        ("gcs", "bucket", "other", "does not support bucket (template 'split', output artifact"),
     ],
 )
 def test_what_the_pipeline_never_compiles_is_refused_in_one_line_before_anything_runs(

@@ -33,18 +33,10 @@ pytestmark = pytest.mark.cluster
 
 SMALL = {"workers": 2, "rounds": 1, "epochs": 1, "batch": 32, "limit": 3000, "seed": FIXTURE_SEED}
 SMALL_FLAGS = (
-    "--workers",
-    "2",
-    "--rounds",
-    "1",
-    "--epochs",
-    "1",
-    "--batch",
-    "32",
-    "--limit",
-    "3000",
+    *(part for key, value in SMALL.items() for part in (f"--{key}", str(value))),
+    "--serve",
+    "never",
 )
-SMALL_FLAGS += ("--seed", str(FIXTURE_SEED), "--serve", "never")
 BACKOFF_SECONDS = 10
 
 

@@ -54,23 +54,19 @@ def both(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Both:
     on_cluster = cluster.submit(*SMALL_RUN, "--name", name, "--watch")
     assert on_cluster.returncode == 0, on_cluster.stdout + on_cluster.stderr
     folder = tmp_path_factory.mktemp("local")
-    here = run_submit(
+    images = ("--image", cluster.env["STEPS_IMAGE"], "--train-image", cluster.env["TRAIN_IMAGE"])
+    store, logs, source = folder / "store", folder / "logs", cluster.env["MNIST_SOURCE"]
+    arguments = (
         "--local",
         *SMALL_RUN,
         "--name",
         name,
         "--artifacts",
-        str(folder / "store"),
+        str(store),
         "--logs-dir",
-        str(folder / "logs"),
-        "--source",
-        cluster.env["MNIST_SOURCE"],
-        "--image",
-        cluster.env["STEPS_IMAGE"],
-        "--train-image",
-        cluster.env["TRAIN_IMAGE"],
-        env=cluster.process_env(),
+        str(logs),
     )
+    here = run_submit(*arguments, "--source", source, *images, env=cluster.process_env())
     assert here.returncode == 0, here.stdout + here.stderr
     summary = json.loads((folder / "logs" / name / "summary.json").read_text())
     return Both(

@@ -21,26 +21,17 @@ DIRECTORY_MODE = 0o700  # os.MkdirAll(objectDir, 0o700) in gcs.go:downloadObject
 FILE_MODE = 0o644  # os.Create (0666) under the executor's umask 022
 
 
-def clean_key(key: str) -> str:
-    """filepath.Clean of a key: no trailing or doubled slashes, no `.` parts."""
-    return str(PurePosixPath(key)) if key else key
-
-
-def matching_keys(store: ArtifactStore, key: str) -> list[str]:
-    """The objects an input key loads: the object named `key`, or every object whose name starts with it."""
-    key = clean_key(key)
-    parent = key.rpartition("/")[0]
-    listed = store.list_keys(parent)
-    if key in listed:
-        return [key]
-    return sorted(name for name in listed if name.startswith(key) and not name.endswith("/"))
-
-
 def load_inputs(store: ArtifactStore, inputs: list[dict], invocation: Invocation) -> None:
     """Place each input artifact at its path (an optional one that is absent is left out)."""
     for artifact in inputs:
-        key, target = clean_key(artifact["gcs"]["key"]), invocation.host_path(artifact["path"])
-        names = matching_keys(store, key)
+        key = str(PurePosixPath(artifact["gcs"]["key"]))  # filepath.Clean
+        target = invocation.host_path(artifact["path"])
+        listed = store.list_keys(key.rpartition("/")[0])
+        names = (
+            [key]
+            if key in listed
+            else sorted(n for n in listed if n.startswith(key) and n[-1:] != "/")
+        )
         if not names and not artifact.get("optional"):
             raise ArtifactNotFound(
                 f"artifact {artifact['name']} failed to load: no results for key: {key}"
@@ -50,30 +41,16 @@ def load_inputs(store: ArtifactStore, inputs: list[dict], invocation: Invocation
             local = Path(os.path.normpath(os.path.join(target, name.removeprefix(key).lstrip("/"))))
             if target not in (local, *local.parents):
                 raise StepError(f"object {name!r} would land outside {target}")
-            _make_dirs(local.parent, target)
+            # folders inside the artifact as the executor makes them, above it as a mount point's
+            for folder in reversed([p for p in local.parents if not p.exists()]):
+                folder.mkdir()
+                folder.chmod(DIRECTORY_MODE if target in (folder, *folder.parents) else 0o755)
             store.download_file(name, local)
             local.chmod(FILE_MODE)
-        if names and artifact.get("mode") is not None:
-            _chmod(target, int(artifact["mode"]), bool(artifact.get("recurseMode")))
-
-
-def _make_dirs(folder: Path, artifact_root: Path) -> None:
-    """Folders inside the artifact as the executor makes them (0700); those above it as the container
-    runtime makes a mount point's parents (0755)."""
-    missing = [p for p in (folder, *folder.parents) if not p.exists()]
-    for path in reversed(missing):
-        inside = path == artifact_root or artifact_root in path.parents
-        mode = DIRECTORY_MODE if inside else 0o755
-        path.mkdir(mode=mode)
-        path.chmod(mode)  # mkdir's mode passes through the umask
-
-
-def _chmod(path: Path, mode: int, recurse: bool) -> None:
-    """executor.go:chmod: the artifact's path, and with recurseMode everything under it."""
-    path.chmod(mode)
-    if recurse and path.is_dir():
-        for child in path.rglob("*"):
-            child.chmod(mode)
+        if names and artifact.get("mode") is not None:  # executor.go:chmod
+            recursed = target.rglob("*") if artifact.get("recurseMode") else []
+            for path in (target, *recursed):
+                path.chmod(int(artifact["mode"]))
 
 
 def save_outputs(store: ArtifactStore, outputs: Mapping[str, Any], invocation: Invocation) -> str:
@@ -81,35 +58,29 @@ def save_outputs(store: ArtifactStore, outputs: Mapping[str, Any], invocation: I
     under `key/`); '' or what went wrong."""
     problems = []
     for artifact in outputs.get("artifacts", []):
-        key, source = clean_key(artifact["gcs"]["key"]), invocation.host_path(artifact["path"])
+        key = str(PurePosixPath(artifact["gcs"]["key"]))
+        source = invocation.host_path(artifact["path"])
         if not source.exists():
             problems.append(
                 f"output artifact {artifact['name']!r} was not written at {artifact['path']}"
             )
             continue
-        files = (
-            [(source, key)]
-            if not source.is_dir()
-            else [
-                (path, f"{key}/{path.relative_to(source).as_posix()}")
-                for path in sorted(source.rglob("*"))
-                if path.is_file()
+        files = [(source, key)]
+        if source.is_dir():
+            files = [
+                (p, f"{key}/{p.relative_to(source).as_posix()}") for p in sorted(source.rglob("*"))
             ]
-        )
         try:
             for path, name in files:
-                store.upload_file(path, name)
+                if path.is_file():
+                    store.upload_file(path, name)
         except (OSError, StepError) as error:
             problems.append(f"output artifact {artifact['name']!r}: {error}")
     return "; ".join(problems)
 
 
-def output_parameters(
-    outputs: Mapping[str, Any], invocation: Invocation, problems: str
-) -> dict[str, str]:
-    """Each output parameter's file, once the artifacts were saved (ValueError: what went wrong)."""
-    if problems:
-        raise ValueError(problems)
+def output_parameters(outputs: Mapping[str, Any], invocation: Invocation) -> dict[str, str]:
+    """Each output parameter's file (ValueError: one is missing)."""
     values = {}
     for parameter in outputs.get("parameters", []):
         path = invocation.host_path(parameter["valueFrom"]["path"])

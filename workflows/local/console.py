@@ -16,6 +16,7 @@ from pathlib import Path
 
 PROGRESS = re.compile(r"([0-9]+)/([0-9]+)")
 STATUS_WIDTH = 200
+CLEAR_LINE = "\r\x1b[2K"
 
 
 def read_progress(path: Path | None) -> str | None:
@@ -25,14 +26,7 @@ def read_progress(path: Path | None) -> str | None:
     except OSError:
         return None
     match = PROGRESS.fullmatch(lines[-1].strip()) if lines else None
-    if not match or int(match.group(1)) > int(match.group(2)):
-        return None
-    return match.group(0)
-
-
-def percent(progress: str) -> str:
-    done, total = (int(part) for part in progress.split("/"))
-    return f"{100 * done // total}%" if total else "0%"
+    return match[0] if match and int(match[1]) <= int(match[2]) else None
 
 
 class Console:
@@ -46,24 +40,23 @@ class Console:
 
     def say(self, text: str) -> None:
         with self._lock:
-            self._clear()
+            self._draw("")
             self.echo(f"{time.monotonic() - self.started:7.1f}s  {text}")
 
     def progress(self, progress: Mapping[str, str]) -> None:
         """`progress`: node name → N/M of the tries running now."""
-        if not self.live:
-            return
-        line = "  ".join(f"{name} {percent(value)}" for name, value in progress.items())
+        done = {name: [int(part) for part in value.split("/")] for name, value in progress.items()}
+        shown = "  ".join(f"{name} {100 * n // m if m else 0}%" for name, (n, m) in done.items())
         with self._lock:
             elapsed = time.monotonic() - self.started
-            print(f"\r\x1b[2K{elapsed:7.1f}s  running: {line}"[:STATUS_WIDTH], end="", flush=True)
-            self._drawn = bool(progress)
+            self._draw(f"{elapsed:7.1f}s  running: {shown}" if shown else "")
 
     def clear(self) -> None:
         with self._lock:
-            self._clear()
+            self._draw("")
 
-    def _clear(self) -> None:
-        if self.live and self._drawn:
-            print("\r\x1b[2K", end="", flush=True)
-            self._drawn = False
+    def _draw(self, status: str) -> None:
+        """On a terminal: the status line redrawn, or cleared when `status` is empty."""
+        if self.live and (status or self._drawn):
+            print(f"{CLEAR_LINE}{status}"[:STATUS_WIDTH], end="", flush=True)
+            self._drawn = bool(status)

@@ -19,13 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from workflows.local.engines import (
-    OUTPUT_DRAIN_SECONDS,
-    DeadlineExceeded,
-    EngineError,
-    Invocation,
-    relay_output,
-)
+from workflows.local.engines import EngineError, Invocation, attach
 
 ARGO_RUN_DIR = PurePosixPath("/var/run/argo")  # Argo's shared volume (common.VarRunArgoPath)
 PASSED_THROUGH = ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT")  # a store's emulator, when used
@@ -35,24 +29,16 @@ EMPTY_DIR_MODE = 0o777  # how the kubelet creates an emptyDir
 ENGINE_TIMEOUT_SECONDS = 120  # for create, cp, stop, rm: never the step itself
 SIGTERM_EXIT_CODE = 143  # what a stopped container exits with (128 + SIGTERM)
 
-MEMORY_UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
-MEMORY_UNITS |= {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+# resource.Quantity's suffixes (k8s.io/apimachinery/pkg/api/resource/suffix.go)
+UNITS = {"m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20}
+UNITS |= {"Gi": 2**30, "Ti": 2**40}
 
 
-def memory_bytes(quantity: str) -> int:
-    """A Kubernetes memory quantity ("3Gi", "512Mi", "1G", "1000000") in bytes."""
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kMGT]i?|)", quantity.strip())
-    if not match:
-        raise ValueError(f"not a memory quantity: {quantity!r}")
-    return int(float(match[1]) * MEMORY_UNITS[match[2]])
-
-
-def cpu_count(quantity: str) -> float:
-    """A Kubernetes CPU quantity ("2", "500m", "1.5") in CPUs."""
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)(m?)", quantity.strip())
-    if not match:
-        raise ValueError(f"not a CPU quantity: {quantity!r}")
-    return float(match[1]) / (1000 if match[2] else 1)
+def quantity(text: str) -> float:
+    """A Kubernetes quantity ("3Gi", "512Mi", "1G", "500m", "2") as a number (of bytes, of CPUs)."""
+    if not (match := re.fullmatch(r"(\d+(?:\.\d+)?)(m|[kMGT]i?|)", text.strip())):
+        raise ValueError(f"not a quantity: {text!r}")
+    return float(match[1]) * UNITS[match[2]]
 
 
 def container_name(node: str) -> str:
@@ -71,8 +57,6 @@ class ContainerEngine:
     _running: set[str] = field(default_factory=set)
     # stopped by stop_all: the attempt ends with the signal's exit code
     _stopped: set[str] = field(default_factory=set)
-    _granted: set[tuple[Path, int]] = field(default_factory=set)
-    _users: dict[str, int | None] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -89,16 +73,14 @@ class ContainerEngine:
             command += ["--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777"]
         command += ["--network", "host" if invocation.network else "none"]
         if invocation.memory_limit:
-            limit = memory_bytes(invocation.memory_limit)
+            limit = int(quantity(invocation.memory_limit))
             command += ["--memory", f"{limit}b", "--memory-swap", f"{limit}b"]
         if invocation.cpu_limit:
-            command += ["--cpus", f"{cpu_count(invocation.cpu_limit):g}"]
+            command += ["--cpus", f"{quantity(invocation.cpu_limit):g}"]
         for path in (*invocation.inputs, *invocation.scratch):
             inside = path if path.is_absolute() else invocation.working_dir / path
             command += ["--volume", f"{invocation.host_path(path)}:{inside}"]
         for host, writable in invocation.mounts:
-            if not Path(host).is_absolute():  # the container's working directory is not this one
-                raise EngineError(f"a mount must be an absolute path: {host}")
             command += ["--volume", f"{host}:{host}:{'rw' if writable else 'ro'}"]
         environment = dict(invocation.environment)
         for variable in PASSED_THROUGH:
@@ -114,43 +96,32 @@ class ContainerEngine:
 
     # ---- running
 
-    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None = None) -> int:
+    def execute(
+        self, invocation: Invocation, log: IO[str], timeout: float | None = None
+    ) -> int | None:
         self._prepare(invocation)
         container = container_name(invocation.name)
         with self._lock:
             self._running.add(container)
         try:
-            created = self._engine(self.create_command(invocation, container))
-            if created.returncode != 0:
-                reason = (created.stderr.strip().splitlines() or [f"exit {created.returncode}"])[-1]
-                raise EngineError(
-                    f"{self.name} could not create the container of {invocation.name}: {reason}"
-                )
+            failure = f"{self.name} could not create the container of {invocation.name}"
+            self._engine(self.create_command(invocation, container), failure)
             with self._lock:
                 if container in self._stopped:  # stop_all came first: never start it
                     return SIGTERM_EXIT_CODE
-            log.flush()
-            # start --attach returns the container's exit code and keeps its two streams apart; a
-            # session of its own, so Ctrl-C reaches the runner, which stops containers (stop_all)
-            process = subprocess.Popen(
-                [self.program, "start", "--attach", container],
-                stdout=subprocess.PIPE,
-                stderr=log,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-            relay = relay_output(process, log, invocation.on_output)
-            try:
-                code = process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self._stop(container)
-                process.wait()
-                raise DeadlineExceeded(invocation.name) from None
-            finally:
-                relay.join(OUTPUT_DRAIN_SECONDS)
+            # start --attach returns the container's exit code and keeps its two streams apart
+            command = [self.program, "start", "--attach", container]
+            stop = lambda _: self._stop(container)  # noqa: E731
+            code = attach(command, invocation, log, timeout, stop, start_new_session=True)
             with self._lock:
-                stopped = container in self._stopped
-            return code if stopped else self._exit_code(container, code)
+                if code is None or container in self._stopped:
+                    return code
+            # the container's own exit code; an engine failure (it never ran) is an EngineError
+            state = "{{.State.ExitCode}} {{.State.StartedAt}}"
+            inspected = self._engine([self.program, "inspect", "--format", state, container])
+            if len(fields := inspected.stdout.split()) < 2 or fields[1].startswith("0001-01-01"):
+                raise EngineError(f"{self.name} could not start the container {container}")
+            return int(fields[0])
         finally:
             self._engine([self.program, "rm", "--force", "--volumes", container])
             with self._lock:
@@ -168,83 +139,49 @@ class ContainerEngine:
     def check_ready(self, images: Iterable[str]) -> None:
         """Before a run: the engine answers (docker's daemon runs) and holds every image; EngineError
         in one line saying what is wrong, not a retried failure of each step."""
-        answered = self._engine([self.program, "info"])
-        if answered.returncode != 0:
-            reason = (answered.stderr.strip().splitlines() or [f"exit {answered.returncode}"])[-1]
-            raise EngineError(f"{self.name} does not answer: {reason}")
+        self._engine([self.program, "info"], f"{self.name} does not answer")
         for image in dict.fromkeys(images):
             self.image_uid(image)
 
     def image_uid(self, image: str) -> int | None:
         """The numeric user the image runs as (its USER), None for root or a name."""
-        with self._lock:
-            if image in self._users:
-                return self._users[image]
-        inspected = self._engine(
-            [self.program, "image", "inspect", "--format", "{{.Config.User}}", image]
-        )
-        if inspected.returncode != 0:
-            raise EngineError(f"{self.name} has no image {image}: build it with `make images`")
-        user = inspected.stdout.strip().split(":")[0]
-        uid = int(user) if user.isdigit() and user != "0" else None
-        with self._lock:
-            self._users[image] = uid
-        return uid
-
-    def _grant(self, path: Path, uid: int) -> None:
-        """Let `uid` write in `path` (and what is created there later) with an ACL entry, once."""
-        with self._lock:
-            if (path, uid) in self._granted:
-                return
-        if shutil.which("setfacl") is None:
-            raise EngineError(
-                f"the writable mount {path} needs setfacl to let uid {uid} write there (apt-get install acl)"
-            )
-        entries = ["--modify", f"u:{uid}:rwX"]
-        if path.is_dir():
-            entries = ["-R", *entries, "--modify", f"d:u:{uid}:rwX"]
-        granted = subprocess.run(["setfacl", *entries, str(path)], capture_output=True, text=True)
-        if granted.returncode != 0:
-            raise EngineError(f"cannot let uid {uid} write to {path}: {granted.stderr.strip()}")
-        with self._lock:
-            self._granted.add((path, uid))
+        inspect = [self.program, "image", "inspect", "--format", "{{.Config.User}}", image]
+        failure = f"{self.name} has no image {image}: build it with `make images`"
+        user = self._engine(inspect, failure).stdout.strip().split(":")[0]
+        return int(user) if user.isdigit() and user != "0" else None
 
     def _prepare(self, invocation: Invocation) -> None:
         """Empty, world-writable emptyDir folders; the progress folder and writable mounts writable."""
         for path in invocation.scratch:
-            folder = invocation.host_path(path)
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir(parents=True)
-            folder.chmod(EMPTY_DIR_MODE)
-        if invocation.progress_file is not None:
-            folder = invocation.progress_file.parent
+            shutil.rmtree(invocation.host_path(path), ignore_errors=True)
+        progress = [invocation.progress_file.parent] if invocation.progress_file else []
+        for folder in [invocation.host_path(path) for path in invocation.scratch] + progress:
             folder.mkdir(parents=True, exist_ok=True)
             folder.chmod(EMPTY_DIR_MODE)
         for path in invocation.outputs:
             invocation.host_path(path).parent.mkdir(parents=True, exist_ok=True)
         writable = [Path(host) for host, rw in invocation.mounts if rw]
         uid = self.image_uid(self.image or invocation.image) if writable else None
-        if uid is not None:
-            for host in writable:
-                self._grant(host, uid)
-
-    def _exit_code(self, container: str, attached: int) -> int:
-        """The container's own exit code; an engine failure (it never ran) raises EngineError."""
-        state = "{{.State.ExitCode}} {{.State.StartedAt}}"
-        inspected = self._engine([self.program, "inspect", "--format", state, container])
-        fields = inspected.stdout.split()
-        if inspected.returncode != 0 or not fields:
-            raise EngineError(f"{self.name} lost the container {container} (exit {attached})")
-        if len(fields) < 2 or fields[1].startswith("0001-01-01"):  # never started
-            raise EngineError(f"{self.name} could not start the container {container}")
-        return int(fields[0])
+        for host in writable if uid is not None else []:  # an ACL entry lets the image's user write
+            if shutil.which("setfacl") is None:
+                raise EngineError(
+                    f"the writable mount {host} needs setfacl to let uid {uid} write there (apt-get install acl)"
+                )
+            entries = ["--modify", f"u:{uid}:rwX"]
+            if host.is_dir():  # and what is created there later
+                entries = ["-R", *entries, "--modify", f"d:u:{uid}:rwX"]
+            self._engine(["setfacl", *entries, str(host)], f"cannot let uid {uid} write to {host}")
 
     def _stop(self, container: str) -> None:
         self._engine([self.program, "stop", "--time", str(STOP_GRACE_SECONDS), container])
 
-    def _engine(self, command: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    def _engine(
+        self, command: Sequence[str], failure: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`command`'s outcome; with a `failure` to say, an EngineError with its last line unless it
+        succeeded."""
         try:
-            return subprocess.run(
+            done = subprocess.run(
                 list(command),
                 capture_output=True,
                 text=True,
@@ -255,3 +192,7 @@ class ContainerEngine:
             raise EngineError(f"the container engine {self.program!r} is not installed") from None
         except subprocess.TimeoutExpired:
             raise EngineError(f"{self.name} did not answer: {' '.join(command[:3])}") from None
+        if failure and done.returncode != 0:
+            reason = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            raise EngineError(f"{failure}: {reason}")
+        return done

@@ -13,19 +13,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 import steps
 
 PROJECT_ROOT = Path(steps.__file__).resolve().parents[1]
 STOP_GRACE_SECONDS = 5.0
-# After the step ends, how long its stdout may stay open (a child it left behind holds the pipe)
-# before the runner stops reading it.
-OUTPUT_DRAIN_SECONDS = 5.0
-
-
-class DeadlineExceeded(Exception):
-    """The attempt ran past its activeDeadlineSeconds and was stopped."""
+OUTPUT_DRAIN_SECONDS = 5.0  # how long a step's stdout is read after it ended (a child may hold it)
 
 
 class EngineError(RuntimeError):
@@ -66,17 +60,55 @@ class Invocation:
 
 
 class Engine(Protocol):
-    """Runs invocations; thread-safe, since the runner runs several at once."""
+    """Runs invocations to their exit code, or None when stopped at `timeout`; `stop_all` stops every one
+    still running (Ctrl-C). Thread-safe: the runner runs several at once."""
 
     name: str
 
-    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None = None) -> int:
-        """Run to the end; return the exit code. Raise DeadlineExceeded after stopping it at `timeout`."""
-        ...
+    def execute(
+        self, invocation: Invocation, log: IO[str], timeout: float | None = None
+    ) -> int | None: ...
 
-    def stop_all(self) -> None:
-        """Stop everything still running (Ctrl-C, or a cancelled run)."""
-        ...
+    def stop_all(self) -> None: ...
+
+
+def attach(
+    command: list[str],
+    invocation: Invocation,
+    log: IO[str],
+    timeout: float | None,
+    stop: Callable[[subprocess.Popen], None],
+    started: Callable[[subprocess.Popen], None] = lambda process: None,
+    **popen: Any,
+) -> int | None:
+    """Run `command` to its end, its stdout copied
+    line by line to `log` and `invocation.on_output`, its stderr to `log`: its exit code, or None once
+    `stop`ped at `timeout`."""
+    log.flush()
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, **popen
+    )
+    started(process)
+
+    def relay(stream: IO[bytes]) -> None:
+        for raw in iter(stream.readline, b""):
+            line = raw.decode(errors="replace").rstrip("\r\n")
+            log.write(line + "\n")
+            log.flush()
+            if invocation.on_output is not None:
+                invocation.on_output(line)
+        stream.close()
+
+    relaying = threading.Thread(target=relay, args=(process.stdout,), daemon=True)
+    relaying.start()
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop(process)
+        process.wait()
+        return None
+    finally:
+        relaying.join(OUTPUT_DRAIN_SECONDS)
 
 
 @dataclass
@@ -87,76 +119,51 @@ class ProcessEngine:
     _running: set[subprocess.Popen] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None = None) -> int:
+    def execute(
+        self, invocation: Invocation, log: IO[str], timeout: float | None = None
+    ) -> int | None:
         command = list(invocation.command)
         if command[0] in ("python", "python3"):
             command[0] = sys.executable
-        environment = os.environ | invocation.environment
+        environment = os.environ | invocation.environment | {"PYTHONUNBUFFERED": "1"}
         environment["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(PROJECT_ROOT), environment.get("PYTHONPATH")])
         )
-        environment["PYTHONUNBUFFERED"] = "1"
         if invocation.progress_file is not None:
             environment["ARGO_PROGRESS_FILE"] = str(invocation.progress_file)
         for path in invocation.scratch:  # scratch outside the working folder (/tmp): the host's
             if invocation.working_dir in path.parents:
                 invocation.host_path(path).mkdir(parents=True, exist_ok=True)
-        process = subprocess.Popen(
-            command,
-            cwd=invocation.host_dir,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            stdin=subprocess.DEVNULL,
-            env=environment,
-            start_new_session=True,
-        )
-        relay = relay_output(process, log, invocation.on_output)
-        with self._lock:
-            self._running.add(process)
-        try:
-            return container_exit_code(process.wait(timeout=timeout))
-        except subprocess.TimeoutExpired:
-            stop_process(process)
-            raise DeadlineExceeded(invocation.name) from None
-        finally:
-            relay.join(OUTPUT_DRAIN_SECONDS)
+
+        mine: list[subprocess.Popen] = []
+
+        def started(process: subprocess.Popen) -> None:
+            mine.append(process)
             with self._lock:
-                self._running.discard(process)
+                self._running.add(process)
+
+        try:
+            code = attach(
+                command,
+                invocation,
+                log,
+                timeout,
+                stop_process,
+                started,
+                cwd=invocation.host_dir,
+                env=environment,
+                start_new_session=True,
+            )
+        finally:
+            with self._lock:
+                self._running.difference_update(mine)
+        return 128 - code if code is not None and code < 0 else code  # signal N: 128 + N
 
     def stop_all(self) -> None:
         with self._lock:
             processes = list(self._running)
         for process in processes:
             stop_process(process)
-
-
-def relay_output(
-    process: subprocess.Popen, log: IO[str], on_line: Callable[[str], None] | None
-) -> threading.Thread:
-    """Copy `process`'s stdout (a pipe) into `log` line by line as it comes, handing each line to
-    `on_line` too; the thread ends when the pipe closes."""
-
-    stream = process.stdout
-    if stream is None:
-        raise ValueError("relay_output needs a process started with stdout=PIPE")
-
-    def copy() -> None:
-        for raw in iter(stream.readline, b""):
-            line = raw.decode(errors="replace")
-            log.write(line if line.endswith("\n") else line + "\n")
-            log.flush()
-            if on_line is not None:
-                on_line(line.rstrip("\r\n"))
-        stream.close()
-
-    thread = threading.Thread(target=copy, name="step-output", daemon=True)
-    thread.start()
-    return thread
-
-
-def container_exit_code(returncode: int) -> int:
-    """A process killed by signal N reports -N; a container's main process reports 128 + N."""
-    return 128 - returncode if returncode < 0 else returncode
 
 
 SIGNAL_HINTS = {
@@ -168,13 +175,11 @@ SIGNAL_HINTS = {
 def exit_description(code: int) -> str:
     """How a try's exit code reads: a container's 128 + N is signal N (Kubernetes' OOM kill is 137),
     e.g. 'killed (signal 9, e.g. out of memory), exit code 137'; any other code as itself."""
-    number = code - 128
     try:
-        name = signal.Signals(number)
+        name = signal.Signals(code - 128)
     except ValueError:
         return f"exit code {code}"
-    what = SIGNAL_HINTS.get(name, f"killed by signal {number} ({name.name})")
-    return f"{what}, exit code {code}"
+    return f"{SIGNAL_HINTS.get(name, f'killed by signal {code - 128} ({name.name})')}, exit code {code}"
 
 
 def stop_process(process: subprocess.Popen, grace: float = STOP_GRACE_SECONDS) -> None:

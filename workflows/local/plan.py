@@ -1,15 +1,16 @@
-"""The DAG as Argo v4.1.4's controller walks it (workflow/controller/dag.go): each task's `depends`, read and
-evaluated as workflow/common/ancestry.go reads it; the nodes a task becomes (one, or one per item of its
-withParam); and the DAG's phase once its tasks are fulfilled.
+"""The DAG as Argo v4.1.4's controller walks it (workflow/controller/dag.go): each task's `depends`, the nodes
+a task becomes (one, or one per item of its withParam), and the DAG's phase once its tasks are fulfilled.
 
-`depends` as the pipeline writes it: task names and `task.Result` terms joined by `&&` and `||`, with
-parentheses. A bare name `a` means `(a.Succeeded || a.Skipped || a.Daemoned)` (ancestry.go:expandDependency).
-A fan-out's results are those of its group: Succeeded, or the phase of its last child that Failed or Errored
-(dag.go:executeDAGTask). A task whose expression is false once every task it names is fulfilled is Omitted.
+`depends` is read as workflow/common/ancestry.go reads it: each `task` or `task.Result` term becomes true or
+false, and what is left (`&&`, `||`, parentheses) is a boolean expression, here Python's. A bare name `a`
+means `(a.Succeeded || a.Skipped || a.Daemoned)` (ancestry.go:expandDependency). A fan-out's results are
+those of its group: Succeeded, or the phase of its last child that Failed or Errored (dag.go:executeDAGTask).
+A task whose expression is false once every task it names is fulfilled is Omitted.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import time
@@ -24,14 +25,10 @@ from workflows.local.retries import Attempt
 from workflows.local.spec import substitute
 
 FINAL = ("Succeeded", "Failed", "Error", "Omitted", "Skipped")
-COMPLETED = ("Succeeded", "Failed", "Error")
 FAILED = ("Failed", "Error")
 RESULTS = {"Succeeded", "Failed", "Errored", "Skipped", "Omitted", "Daemoned"}
 BARE_NAME = ("Succeeded", "Skipped", "Daemoned")
-DEPENDS_TOKEN = re.compile(r"\s*(&&|\|\||\(|\)|[A-Za-z0-9][-A-Za-z0-9]*(?:\.[A-Z][A-Za-z]+)?)")
-
-# an expression: ("term", task, result or None), or ("and" | "or", operand, ...)
-Expression = tuple
+TOKEN = re.compile(r"\s*(&&|\|\||[()]|([A-Za-z0-9][-A-Za-z0-9]*)(?:\.([A-Za-z]+))?)")
 
 
 @dataclass
@@ -62,11 +59,19 @@ class Node:
 
 
 @dataclass(frozen=True)
+class Depends:
+    """A `depends` as a boolean expression over its terms `t0`, `t1`…, each a (task, result or None)."""
+
+    expression: ast.expr
+    terms: list[tuple[str, str | None]]
+
+
+@dataclass(frozen=True)
 class Dag:
     """The entry template's tasks, their `depends`, and the targets that decide the DAG's phase."""
 
     tasks: dict[str, Mapping[str, Any]]
-    expressions: dict[str, Expression | None]
+    depends: dict[str, Depends | None]
     needs: dict[str, set[str]]
     order: list[str]
     targets: tuple[str, ...]  # the tasks nothing depends on
@@ -77,8 +82,8 @@ def read_dag(template: Mapping[str, Any]) -> Dag:
     tasks = {task["name"]: task for task in template["dag"]["tasks"]}
     if len(tasks) != len(template["dag"]["tasks"]):
         raise WorkflowError(f"templates.{template['name']}: a task name is used twice")
-    expressions = {name: parse(str(task.get("depends", ""))) for name, task in tasks.items()}
-    needs = {name: named(expression) for name, expression in expressions.items()}
+    depends = {name: parse(str(task.get("depends", ""))) for name, task in tasks.items()}
+    needs = {name: {t for t, _ in d.terms} if d else set() for name, d in depends.items()}
     for name, needed in needs.items():
         if unknown := sorted(needed - set(tasks)):
             raise WorkflowError(f"task {name!r} depends on unknown tasks: {', '.join(unknown)}")
@@ -88,68 +93,40 @@ def read_dag(template: Mapping[str, Any]) -> Dag:
         raise WorkflowError(
             f"templates.{template['name']}: a dependency cycle: {error.args[1]}"
         ) from None
-    depended_on = set().union(*needs.values())
-    return Dag(tasks, expressions, needs, order, tuple(sorted(set(tasks) - depended_on)))
+    targets = tuple(sorted(set(tasks).difference(*needs.values())))
+    return Dag(tasks, depends, needs, order, targets)
 
 
-def parse(text: str) -> Expression | None:
-    """A `depends` text as a tree; None when empty; UnsupportedFeature for what it does not read."""
-    tokens = DEPENDS_TOKEN.findall(text)
+def parse(text: str) -> Depends | None:
+    """A `depends` text, None when empty; UnsupportedFeature for what the pipeline never writes."""
+    if not text.strip():
+        return None
+    tokens = TOKEN.findall(text)
+    terms = [(task, result or None) for _, task, result in tokens if task]
+    names = (f"t{index}" for index in range(len(terms)))
+    python = [{"&&": "and", "||": "or"}.get(t, next(names) if task else t) for t, task, _ in tokens]
     try:
-        if "".join(tokens) != "".join(text.split()):
-            raise ValueError(text)
-        expression = _joined(tokens, "||") if tokens else None
-        if tokens:
-            raise ValueError(tokens[0])
-    except ValueError as error:
-        raise UnsupportedFeature(
-            f"the local runner cannot read {error} in depends {text!r}"
-        ) from None
-    return expression
+        if "".join(t for t, _, _ in tokens) != "".join(text.split()) or any(
+            (result or "Succeeded") not in RESULTS for _, result in terms
+        ):
+            raise SyntaxError
+        expression = ast.parse(" ".join(python), mode="eval").body
+        if not all(
+            isinstance(n, ast.BoolOp | ast.boolop | ast.Name | ast.Load)
+            for n in ast.walk(expression)
+        ):
+            raise SyntaxError
+    except SyntaxError:
+        raise UnsupportedFeature(f"the local runner cannot read depends {text!r}") from None
+    return Depends(expression, terms)
 
 
-def _joined(tokens: list[str], operator: str) -> Expression:
-    """Operands joined by `operator`, taken from the front of `tokens` (|| binds looser than &&)."""
-    operands = [_joined(tokens, "&&") if operator == "||" else _operand(tokens)]
-    while tokens[:1] == [operator]:
-        del tokens[0]
-        operands.append(_joined(tokens, "&&") if operator == "||" else _operand(tokens))
-    return operands[0] if len(operands) == 1 else ("or" if operator == "||" else "and", *operands)
-
-
-def _operand(tokens: list[str]) -> Expression:
-    token = tokens.pop(0) if tokens else "the end"
-    if token == "(":
-        inner = _joined(tokens, "||")
-        if tokens[:1] != [")"]:
-            raise ValueError("unbalanced parentheses")
-        del tokens[0]
-        return inner
-    task, _, result = token.partition(".")
-    if token in ("&&", "||", ")", "the end") or (result and result not in RESULTS):
-        raise ValueError(repr(token))
-    return ("term", task, result or None)
-
-
-def named(expression: Expression | None) -> set[str]:
-    """The tasks an expression names."""
-    if expression is None:
-        return set()
-    if expression[0] == "term":
-        return {expression[1]}
-    return set().union(*(named(operand) for operand in expression[1:]))
-
-
-def holds(expression: Expression | None, phases: Mapping[str, str]) -> bool:
-    """The expression over each named task's phase (a fan-out's: its group's)."""
-    if expression is None:
-        return True
-    if expression[0] == "term":
-        _, task, result = expression
-        accepted = (result,) if result else BARE_NAME
-        return {"Error": "Errored"}.get(phases[task], phases[task]) in accepted
-    values = (holds(operand, phases) for operand in expression[1:])
-    return all(values) if expression[0] == "and" else any(values)
+def holds(expression: ast.expr, truths: Sequence[bool]) -> bool:
+    """The expression, made only of `and`, `or` and the terms' names, over the terms' truths."""
+    if isinstance(expression, ast.BoolOp):
+        values = (holds(value, truths) for value in expression.values)
+        return all(values) if isinstance(expression.op, ast.And) else any(values)
+    return truths[int(expression.id[1:])]  # type: ignore[attr-defined]
 
 
 def task_phase(nodes: Sequence[Node], fan_out: bool) -> str | None:
@@ -163,19 +140,19 @@ def task_phase(nodes: Sequence[Node], fan_out: bool) -> str | None:
     return failed[-1] if failed else "Succeeded"
 
 
+def phase_of(dag: Dag, task: str, nodes: Mapping[str, list[Node]]) -> str | None:
+    return task_phase(nodes[task], "withParam" in dag.tasks[task]) if task in nodes else None
+
+
 def verdict(dag: Dag, task: str, nodes: Mapping[str, list[Node]]) -> bool | None:
     """None while a task it names is unfulfilled; then whether its `depends` holds (dag.go:
     evaluateDependsLogic)."""
     phases = {name: phase_of(dag, name, nodes) for name in dag.needs[task]}
-    if any(phase is None for phase in phases.values()):
-        return None
-    return holds(dag.expressions[task], phases)  # type: ignore[arg-type]
-
-
-def phase_of(dag: Dag, task: str, nodes: Mapping[str, list[Node]]) -> str | None:
-    if task not in nodes:
-        return None
-    return task_phase(nodes[task], "withParam" in dag.tasks[task])
+    if None in phases.values() or (depends := dag.depends[task]) is None:
+        return None if None in phases.values() else True
+    results = {name: {"Error": "Errored"}.get(str(p), str(p)) for name, p in phases.items()}
+    truths = [results[t] in ((r,) if r else BARE_NAME) for t, r in depends.terms]
+    return holds(depends.expression, truths)
 
 
 def expand(task: Mapping[str, Any], values: Mapping[str, str]) -> list[tuple[str, dict[str, str]]]:
@@ -187,22 +164,18 @@ def expand(task: Mapping[str, Any], values: Mapping[str, str]) -> list[tuple[str
     if "withParam" not in task:
         return [(task["name"], substitute(arguments, values, where))]
     text = substitute(task["withParam"], values, where)
-    fault = ValueError(
-        f"withParam value could not be parsed as a JSON list of names: {text.strip()}"
-    )
     try:
         items = json.loads(text)
+        if not isinstance(items, list) or not all(isinstance(i, str | int) for i in items):
+            raise ValueError
     except ValueError:
-        raise fault from None
-    if not isinstance(items, list) or not all(isinstance(item, str | int) for item in items):
-        raise fault
+        raise ValueError(
+            f"withParam value could not be parsed as a JSON list of names: {text.strip()}"
+        ) from None
     labels = [json.dumps(item) if isinstance(item, int) else item for item in items]  # {{item}}
     return [
-        (
-            f"{task['name']}({index}:{label})",
-            substitute(arguments, {**values, "item": label}, where),
-        )
-        for index, label in enumerate(labels)
+        (f"{task['name']}({i}:{label})", substitute(arguments, {**values, "item": label}, where))
+        for i, label in enumerate(labels)
     ]
 
 
@@ -214,6 +187,6 @@ def dag_phase(dag: Dag, nodes: Mapping[str, list[Node]]) -> str:
         if (phase := phase_of(dag, task, nodes)) is None:
             return "Running"
         above = set().union(*(carried[need] for need in dag.needs[task]))
-        carried[task] = {phase} if phase in COMPLETED else above
+        carried[task] = {phase} if phase in ("Succeeded", *FAILED) else above
     failed = sorted(phase for target in dag.targets for phase in carried[target] & set(FAILED))
     return failed[0] if failed else "Succeeded"

@@ -24,21 +24,15 @@ def retry_locally(runner: LocalRunner, run: str) -> RunResult:
         raise WorkflowError(f"no local run {run} to retry in {runner.logs_dir}") from None
     if summary["phase"] == "Succeeded":
         raise WorkflowError(f"run {run} succeeded: there is nothing to retry")
-    return runner.run(workflow, done=succeeded(summary))
-
-
-def succeeded(summary: dict) -> list[Node]:
-    """The nodes of `summary` that succeeded, with their outputs."""
-    return [
+    fields = ("name", "task", "template", "arguments", "outputs")
+    done = [
         Node(
-            n["name"],
-            n["task"],
-            n["template"],
-            n["arguments"],
-            Path(n["log"]),
-            "Succeeded",
-            outputs=n["outputs"],
+            **{key: node[key] for key in fields},
+            log=Path(node["log"]),
+            phase="Succeeded",
+            message="it succeeded before",
         )
-        for n in summary["nodes"]
-        if n["phase"] == "Succeeded"
+        for node in summary["nodes"]
+        if node["phase"] == "Succeeded"
     ]
+    return runner.run(workflow, done=done)

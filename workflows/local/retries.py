@@ -15,27 +15,20 @@ from workflows.errors import UnsupportedFeature
 
 # Go's time.ParseDuration units; wfv1.ParseStringToDuration first reads bare whole seconds ("30").
 UNITS = dict(ns=1e-9, us=1e-6, ms=1e-3, s=1.0, m=60.0, h=3600.0) | {"µs": 1e-6, "μs": 1e-6}
-DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
+DURATION = re.compile(r"[+-]?((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+")
+DURATION_PART = re.compile(r"([0-9.]+)([^0-9.]+)")
 WHOLE = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi: ASCII digits, an optional sign, nothing else
 # The only expression the template writes: a try that exited with this code is not retried.
 EXPRESSION = re.compile(r"asInt\(lastRetry\.exitCode\) != ([0-9]+)")
-STRATEGY_FIELDS = {"limit", "retryPolicy", "expression", "backoff"}
-BACKOFF_FIELDS = {"duration", "factor", "cap"}
-
-
-class DurationError(ValueError):
-    """Not a duration Argo accepts."""
 
 
 def parse_duration(text: str) -> float:
     """Seconds in `text` as Argo reads a duration ("15s", "1m30s", "1.5h", or bare seconds "30")."""
     if WHOLE.fullmatch(text):
-        return float(int(text))
-    body = text[1:] if text.startswith(("+", "-")) else text
-    parts = list(DURATION_PART.finditer(body))
-    if not body or "".join(part.group(0) for part in parts) != body:
-        raise DurationError(f"time: invalid duration {text!r}")
-    seconds = sum(float(part.group(1)) * UNITS[part.group(2)] for part in parts)
+        return float(text)
+    if not DURATION.fullmatch(text):
+        raise UnsupportedFeature(f"time: invalid duration {text!r}")
+    seconds = sum(float(n) * UNITS[unit] for n, unit in DURATION_PART.findall(text))
     return -seconds if text.startswith("-") else seconds
 
 
@@ -60,38 +53,30 @@ class RetryRule:
     final_exit_code: int | None = None
 
 
-def read_rule(strategy: Mapping[str, Any] | None, where: str) -> RetryRule | None:
-    """The template's retryStrategy, or UnsupportedFeature for one the template never writes."""
-    if not strategy:
-        return None
-    where = f"{where}, retryStrategy"
+def read_rule(strategy: Mapping[str, Any], where: str) -> RetryRule:
+    """The template's retryStrategy (its fields already checked by spec.py), or UnsupportedFeature for one
+    the template never writes."""
     backoff = strategy.get("backoff") or {}
-    unknown = sorted(set(strategy) - STRATEGY_FIELDS) + sorted(set(backoff) - BACKOFF_FIELDS)
-    if unknown:
+    expression = strategy.get("expression")
+    final = EXPRESSION.fullmatch(str(expression)) if expression is not None else None
+    if (
+        strategy.get("retryPolicy") != "Always"
+        or "limit" not in strategy
+        or (expression and not final)
+    ):
         raise UnsupportedFeature(
-            f"the local runner does not support {', '.join(unknown)} ({where})"
+            "the local runner reads only retryPolicy Always, a limit and the expression "
+            f"'asInt(lastRetry.exitCode) != N' ({where})"
         )
-    if strategy.get("retryPolicy") != "Always" or "limit" not in strategy:
-        raise UnsupportedFeature(f"the local runner needs retryPolicy Always and a limit ({where})")
-    final = None
-    if "expression" in strategy:
-        if not (match := EXPRESSION.fullmatch(str(strategy["expression"]))):
-            raise UnsupportedFeature(
-                f"the local runner reads only the expression 'asInt(lastRetry.exitCode) != N' ({where})"
-            )
-        final = int(match.group(1))
     if (factor := whole_number(backoff.get("factor", 1), f"{where}.backoff.factor")) < 1:
         raise UnsupportedFeature(f"the local runner needs a backoff factor of at least 1 ({where})")
-    try:
-        return RetryRule(
-            limit=whole_number(strategy["limit"], f"{where}.limit"),
-            backoff=parse_duration(str(backoff["duration"])) if "duration" in backoff else 0.0,
-            factor=factor,
-            cap=parse_duration(str(backoff["cap"])) if "cap" in backoff else None,
-            final_exit_code=final,
-        )
-    except DurationError as error:
-        raise UnsupportedFeature(f"{error} ({where})") from None
+    return RetryRule(
+        limit=whole_number(strategy["limit"], f"{where}.limit"),
+        backoff=parse_duration(str(backoff.get("duration", "0"))),
+        factor=factor,
+        cap=parse_duration(str(backoff["cap"])) if "cap" in backoff else None,
+        final_exit_code=int(final[1]) if final else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -105,52 +90,30 @@ class Attempt:
     finished: float
 
 
-@dataclass(frozen=True)
-class Stop:
-    """Not retried: the node ends with the last try's phase and this message."""
-
-    message: str
-
-
-@dataclass(frozen=True)
-class Wait:
-    """Back off until `until`, then decide again."""
-
-    until: float
-
-
-@dataclass(frozen=True)
-class Retry:
-    """Start another try."""
-
-
-Decision = Stop | Wait | Retry
-
-
 def decide(
     rule: RetryRule | None,
     attempts: Sequence[Attempt],
     now: float,
     workflow_deadline: float | None = None,
     stopping: bool = False,
-) -> Decision:
-    """What follows the last of `attempts`, in processNodeRetries' order."""
+) -> str | float | None:
+    """What follows the last of `attempts`, in processNodeRetries' order: a message when it is not retried
+    (the node ends with the last try's phase), the time to back off until before deciding again, or None:
+    another try."""
     last = attempts[-1]
     if stopping:
-        return Stop("Stopped with strategy 'Stop'")
+        return "Stopped with strategy 'Stop'"
     if rule is None:
-        return Stop(last.message)
+        return last.message
     if workflow_deadline is not None and now > workflow_deadline:
-        return Stop("retry exceeded workflow deadline")
-    wait = rule.backoff * rule.factor ** (len(attempts) - 1)
-    if rule.cap is not None:
-        wait = min(wait, rule.cap)
+        return "retry exceeded workflow deadline"
+    wait = min(rule.backoff * rule.factor ** (len(attempts) - 1), rule.cap or float("inf"))
     # operator.go: the backoff is waited out while retries are left, before the expression is read
     if rule.backoff and now < last.finished + wait and len(attempts) <= rule.limit:
-        return Wait(last.finished + wait)
+        return last.finished + wait
     if len(attempts) > rule.limit:
-        return Stop("No more retries left")
+        return "No more retries left"
     # a try without an exit code (the runner's Error) reads "-1" (operator.go:buildRetryStrategyLocalScope)
     if rule.final_exit_code is not None and last.exit_code == rule.final_exit_code:
-        return Stop("retryStrategy.expression evaluated to false")
-    return Retry()
+        return "retryStrategy.expression evaluated to false"
+    return None

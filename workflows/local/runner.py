@@ -1,6 +1,6 @@
-"""The local run: `LocalRunner.run` reads the compiled Workflow (spec.py, retries.py), walks its DAG (plan.py),
-runs each node's tries through an engine (engines.py, containers.py) with its artifacts (artifacts.py), retrying
-as the template says, and reports (console.py, outcome.py), as Argo v4.1.4's controller would on a cluster.
+"""The local run: `LocalRunner.run` reads the compiled Workflow (spec.py), walks its DAG (plan.py), runs each
+node's tries through an engine (containers.py, engines.py) with its artifacts (artifacts.py), retrying as the
+template says (retries.py), and reports (console.py, outcome.py), as Argo v4.1.4's controller would.
 
 Ready tries start in order while they fit, as the scheduler places pods by their requests: at most
 `parallelism` at once and their memory requests within the memory free at the start. A failed task stops
@@ -23,12 +23,12 @@ from typing import Any
 
 from steps.lib.errors import StepError
 from steps.lib.storage import ArtifactStore
-from workflows.errors import UnresolvedReference, UnsupportedFeature
-from workflows.local import artifacts, outcome, plan, retries, spec
+from workflows.errors import UnresolvedReference
+from workflows.local import outcome, plan, spec
+from workflows.local.artifacts import load_inputs, output_parameters, save_outputs
 from workflows.local.console import Console, read_progress
-from workflows.local.containers import memory_bytes
+from workflows.local.containers import quantity
 from workflows.local.engines import (
-    DeadlineExceeded,
     Engine,
     EngineError,
     Invocation,
@@ -36,7 +36,7 @@ from workflows.local.engines import (
     exit_description,
 )
 from workflows.local.plan import Dag, Node
-from workflows.local.retries import Attempt
+from workflows.local.retries import Attempt, decide
 
 POLL_SECONDS = 1.0
 MAX_PARALLELISM = 64  # at most this many tries at once, whatever --parallelism says
@@ -75,14 +75,13 @@ class LocalRunner:
         self._active = 0  # tries submitted and not yet finished: they share the cores
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._deadline: float | None = None
 
     def run(self, workflow: Mapping[str, Any], done: Iterable[Node] = ()) -> outcome.RunResult:
         """Run `workflow` to the end (phase Succeeded, Failed or Error); `done`: nodes of an earlier try of
         this run that succeeded, taken as they are instead of run again."""
         self.spec = spec.read(workflow)
         dag = plan.read_dag(self.spec.entry)
-        name = self.spec.name
+        name, self.folder = self.spec.name, self.logs_dir / self.spec.name
         started = self.console.started = time.monotonic()
         self._deadline = None if self.spec.deadline is None else started + self.spec.deadline
         self._stopping.clear()
@@ -91,33 +90,33 @@ class LocalRunner:
         self.console.say(
             f"run {name}: {len(dag.tasks)} tasks, parallelism {self.parallelism}, memory "
             f"{self._budget / 2**30:.1f} GiB, engine {self.engine.name}, store {self.store.uri}, "
-            f"logs {self.logs_dir / name}"
+            f"logs {self.folder}"
         )
         metadata = {k: v for k, v in workflow.get("metadata", {}).items() if k != "generateName"}
         outcome.write_json(
-            self.logs_dir / name / outcome.WORKFLOW_FILE,
-            {**workflow, "metadata": metadata | {"name": name}},
+            self.folder / outcome.WORKFLOW_FILE, {**workflow, "metadata": metadata | {"name": name}}
         )
         self._nodes: dict[str, list[Node]] = {}
         try:
-            phase = self._drive(dag, self._nodes)
+            return self._record(self._drive(dag))
         except BaseException:  # Ctrl-C: what ended so far, to take the run up again
             self._record("Failed", "stopped before its end")
             raise
-        every = [node for task_nodes in self._nodes.values() for node in task_nodes]
-        return self._record(phase, "" if phase == "Succeeded" else outcome.failure_message(every))
 
-    def _record(self, phase: str, message: str = "") -> outcome.RunResult:
+    def _record(self, phase: str, message: str | None = None) -> outcome.RunResult:
         """The run as it stands, also written to its summary.json."""
         every = [node for task_nodes in self._nodes.values() for node in task_nodes]
+        if message is None:
+            message = "" if phase in ("Succeeded", "Running") else outcome.failure_message(every)
         result = outcome.RunResult(self.spec.name, phase, every, message)
-        folder, started = self.logs_dir / self.spec.name, self.console.started
-        result.summary = outcome.write_summary(result, folder, self.engine.name, started)
+        result.summary = outcome.write_summary(
+            result, self.folder, self.engine.name, self.console.started
+        )
         return result
 
     # ---- the DAG ---------------------------------------------------------------------------------
 
-    def _drive(self, dag: Dag, nodes: dict[str, list[Node]]) -> str:
+    def _drive(self, dag: Dag) -> str:
         """Start tasks as their depends allow, until the DAG's phase is decided."""
         running: dict[Future, Node] = {}
         queue: list[Node] = []  # nodes whose dependencies are met, waiting for room
@@ -125,10 +124,10 @@ class LocalRunner:
             try:
                 while True:
                     for task in dag.order:
-                        if task not in nodes:
-                            queue += self._consider(dag, task, nodes)
+                        if task not in self._nodes:
+                            queue += self._consider(dag, task)
                     self._admit(pool, running, queue)
-                    phase = plan.dag_phase(dag, nodes)
+                    phase = plan.dag_phase(dag, self._nodes)
                     if not running:  # nothing runs and nothing can start: a task never fulfilled
                         return "Failed" if phase == "Running" else phase
                     finished, _ = wait(running, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
@@ -137,8 +136,12 @@ class LocalRunner:
                         future.result()  # a bug in the runner itself surfaces here
                     if finished:
                         self._record("Running")
-                    self._show_progress(running.values())
-            except BaseException as error:  # Ctrl-C, or a spec that cannot run: stop every task
+                    for node in running.values():
+                        node.progress = read_progress(node.progress_file) or node.progress
+                    self.console.progress(
+                        {n.name: n.progress for n in running.values() if n.progress}
+                    )
+            except BaseException as error:  # Ctrl-C, or a bug in the runner: stop every task
                 self.console.clear()
                 if isinstance(error, KeyboardInterrupt):
                     self.console.echo("interrupted: stopping every task")
@@ -148,53 +151,41 @@ class LocalRunner:
                     future.cancel()
                 raise
 
-    def _consider(self, dag: Dag, task: str, nodes: dict[str, list[Node]]) -> list[Node]:
+    def _consider(self, dag: Dag, task: str) -> list[Node]:
         """Once `task`'s dependencies are fulfilled: its nodes to run, or it is Omitted, Skipped or Error."""
-        verdict = plan.verdict(dag, task, nodes)
+        verdict = plan.verdict(dag, task, self._nodes)
         if verdict is None:
             return []
-        if not verdict:
-            nodes[task] = [self._final(dag, task, "Omitted", "omitted: depends condition not met")]
-            return []
-        try:
-            expanded = plan.expand(dag.tasks[task], self._task_values(nodes))
-        except (ValueError, UnresolvedReference) as error:
-            nodes[task] = [self._final(dag, task, "Error", str(error))]
-            return []
-        if not expanded:
-            nodes[task] = [self._final(dag, task, "Skipped", "Skipped, empty params")]
-            return []
         template = dag.tasks[task]["template"]
-        nodes[task] = [self._done.get(n) or self._node(n, task, template, a) for n, a in expanded]
-        for node in nodes[task]:
-            if node.phase == "Succeeded":
-                self.console.say(f"reused   {node.name}: it succeeded before")
-        return [node for node in nodes[task] if node.phase != "Succeeded"]
+        phase, message = "Omitted", "omitted: depends condition not met"
+        try:
+            expanded = plan.expand(dag.tasks[task], self._task_values()) if verdict else []
+            phase, message = ("Skipped", "Skipped, empty params") if verdict else (phase, message)
+        except (ValueError, UnresolvedReference) as error:
+            expanded, phase, message = [], "Error", str(error)
+        made = [self._done.get(n) or self._node(n, task, template, a) for n, a in expanded]
+        self._nodes[task] = made or [
+            self._node(task, task, template, {}, phase=phase, message=message)
+        ]
+        for node in self._nodes[task]:
+            if node.phase != "Pending":
+                said = "reused" if node.phase == "Succeeded" else node.phase.lower()
+                self.console.say(f"{said:<8} {node.name}: {node.message}")
+        return [node for node in made if node.phase == "Pending"]
 
-    def _task_values(self, nodes: Mapping[str, list[Node]]) -> dict[str, str]:
+    def _task_values(self) -> dict[str, str]:
         """Globals plus `tasks.<name>.outputs.parameters.<p>` of single-node tasks ('' when Omitted)."""
         values = dict(self.spec.globals)
-        for task, task_nodes in nodes.items():
-            outputs = self.spec.templates[task_nodes[0].template].get("outputs", {})
-            for parameter in outputs.get("parameters", []) if len(task_nodes) == 1 else []:
-                value = task_nodes[0].outputs.get(parameter["name"], "")
+        for task, (first, *more) in self._nodes.items():
+            outputs = self.spec.templates[first.template].get("outputs", {})
+            for parameter in outputs.get("parameters", []) if not more else []:
+                value = first.outputs.get(parameter["name"], "")
                 values[f"tasks.{task}.outputs.parameters.{parameter['name']}"] = value
         return values
 
-    def _node(self, name: str, task: str, template: str, arguments: dict[str, str]) -> Node:
-        return Node(
-            name,
-            task,
-            template,
-            arguments,
-            self.logs_dir / self.spec.name / f"{safe_filename(name)}.log",
-        )
-
-    def _final(self, dag: Dag, task: str, phase: str, message: str) -> Node:
-        node = self._node(task, task, dag.tasks[task]["template"], {})
-        node.phase, node.message = phase, message
-        self.console.say(f"{phase.lower():<8} {node.name}: {message}")
-        return node
+    def _node(self, name: str, task: str, template: str, arguments: dict, **state: Any) -> Node:
+        log = self.folder / f"{safe_filename(name)}.log"
+        return Node(name, task, template, arguments, log, **state)
 
     def _admit(
         self, pool: ThreadPoolExecutor, running: dict[Future, Node], queue: list[Node]
@@ -216,45 +207,45 @@ class LocalRunner:
         """The memory a try of `node` asks for: its container's requests, else its limits, else 0."""
         resources = self.spec.templates[node.template]["container"].get("resources", {})
         asked = resources.get("requests", resources.get("limits", {})).get("memory")
-        return memory_bytes(str(asked)) if asked else 0
-
-    def _show_progress(self, running: Iterable[Node]) -> None:
-        for node in running:
-            node.progress = read_progress(node.progress_file) or node.progress
-        self.console.progress({node.name: node.progress for node in running if node.progress})
+        return int(quantity(str(asked))) if asked else 0
 
     # ---- one node: its tries and retries -------------------------------------------------------
 
     def _run_node(self, node: Node) -> None:
-        try:
-            self._run_tries(node, self.spec.rules[node.template])
-        finally:
-            with self._lock:
-                self._active -= 1
-
-    def _run_tries(self, node: Node, rule: retries.RetryRule | None) -> None:
+        rule = self.spec.rules.get(node.template)
         node.started = time.monotonic()
         node.log.parent.mkdir(parents=True, exist_ok=True)
         node.phase = "Running"
         self.console.say(f"started  {node.name}")
-        while (attempt := self._attempt(node)) is not None:
-            node.tries.append(attempt)
-            node.message = attempt.message
-            while isinstance(decision := self._decide(rule, node), retries.Wait):
-                delay = decision.until - time.monotonic()
-                self.console.say(f"backoff  {node.name}: {delay:.0f}s before deciding on a retry")
-                self._stopping.wait(max(0.0, delay))
-            if isinstance(decision, retries.Stop):
-                node.phase = attempt.phase
-                if decision.message != attempt.message:
-                    node.message = f"{attempt.message} ({decision.message})"
-                break
-            of = f" of {rule.limit + 1}" if rule else ""
-            self.console.say(
-                f"retrying {node.name} (attempt {len(node.tries) + 1}{of}): {attempt.message}"
-            )
-        else:
-            node.phase = "Succeeded"
+
+        def decide_now() -> str | float | None:
+            stopping = self._stopping.is_set()
+            return decide(rule, node.tries, time.monotonic(), self._deadline, stopping)
+
+        try:
+            while (attempt := self._attempt(node)) is not None:
+                node.tries.append(attempt)
+                node.message = attempt.message
+                while isinstance(decision := decide_now(), float):
+                    delay = decision - time.monotonic()
+                    self.console.say(
+                        f"backoff  {node.name}: {delay:.0f}s before deciding on a retry"
+                    )
+                    self._stopping.wait(max(0.0, delay))
+                if decision is not None:
+                    node.phase = attempt.phase
+                    if decision != attempt.message:
+                        node.message = f"{attempt.message} ({decision})"
+                    break
+                of = f" of {rule.limit + 1}" if rule else ""
+                self.console.say(
+                    f"retrying {node.name} (attempt {len(node.tries) + 1}{of}): {attempt.message}"
+                )
+            else:
+                node.phase = "Succeeded"
+        finally:
+            with self._lock:
+                self._active -= 1
         node.finished = time.monotonic()
         progress = f", progress {node.progress}" if node.progress else ""
         if node.phase == "Succeeded":
@@ -266,10 +257,6 @@ class LocalRunner:
                 f"{node.phase.upper():<8} {node.name} ({node.duration:.1f}s{retried}): {node.message}"
             )
 
-    def _decide(self, rule: retries.RetryRule | None, node: Node) -> retries.Decision:
-        now, stopping = time.monotonic(), self._stopping.is_set()
-        return retries.decide(rule, node.tries, now, self._deadline, stopping)
-
     def _attempt(self, node: Node) -> Attempt | None:
         """One try: None when it succeeded, else what went wrong (Failed: the step; Error: the runner)."""
         started = time.monotonic()
@@ -277,20 +264,22 @@ class LocalRunner:
         def ended(phase: str, message: str, exit_code: int | None = None) -> Attempt:
             return Attempt(phase, exit_code, message, started, time.monotonic())
 
+        left = None if self._deadline is None else self._deadline - started
+        limits = (self.spec.deadlines[node.template], left)
+        timeout = min([limit for limit in limits if limit is not None], default=None)
         if self._stopping.is_set():
             return ended("Failed", STOPPED)
-        timeout = self._timeout(node.template)
         if timeout is not None and timeout <= 0:
             return ended("Failed", "Step exceeded its deadline")
         try:
             resolved = self._resolve(node)
-        except (UnresolvedReference, UnsupportedFeature) as error:
+        except UnresolvedReference as error:
             return ended("Error", str(error))
         attempt_dir = Path(tempfile.mkdtemp(prefix=f"{safe_filename(node.name)}-"))
         try:
             invocation = self._invocation(node, resolved, attempt_dir)
             try:
-                artifacts.load_inputs(self.store, resolved["inputs"], invocation)
+                load_inputs(self.store, resolved["inputs"], invocation)
             except (StepError, OSError) as error:  # ArtifactNotFound among them
                 return ended("Error", f"init: {error}")
             node.progress_file = invocation.progress_file
@@ -298,34 +287,28 @@ class LocalRunner:
                 log.write(f"--- attempt {len(node.tries) + 1}: {' '.join(invocation.command)}\n")
                 log.flush()
                 try:
-                    exit_code, deadline_hit = self.engine.execute(invocation, log, timeout), False
-                except DeadlineExceeded:
-                    exit_code, deadline_hit = None, True
+                    exit_code = self.engine.execute(invocation, log, timeout)
                 except EngineError as error:  # the pod never ran: Argo's init/wait trouble
                     return ended("Error", str(error))
             node.progress = read_progress(invocation.progress_file) or node.progress
-            saved = artifacts.save_outputs(self.store, resolved["outputs"], invocation)
+            saved = save_outputs(self.store, resolved["outputs"], invocation)
             if self._stopping.is_set():
                 return ended("Failed", STOPPED, exit_code)
-            if deadline_hit or exit_code is None:
+            if exit_code is None:
                 return ended("Failed", POD_DEADLINE_MESSAGE)
             if exit_code != 0:
                 return ended(
                     "Failed", f"{exit_description(exit_code)}: {_last_line(node.log)}", exit_code
                 )
             try:
-                node.outputs = artifacts.output_parameters(resolved["outputs"], invocation, saved)
+                if saved:
+                    raise ValueError(saved)
+                node.outputs = output_parameters(resolved["outputs"], invocation)
             except (OSError, ValueError) as error:
                 return ended("Error", f"wait: {error}", exit_code)
             return None
         finally:
             shutil.rmtree(attempt_dir, ignore_errors=True)
-
-    def _timeout(self, template: str) -> float | None:
-        """Seconds this try may run: the template's deadline, and what is left of the workflow's."""
-        left = None if self._deadline is None else self._deadline - time.monotonic()
-        limits = [limit for limit in (self.spec.deadlines[template], left) if limit is not None]
-        return min(limits, default=None)
 
     def _resolve(self, node: Node) -> dict[str, Any]:
         """The template with the workflow's globals and the node's arguments filled in."""
@@ -338,30 +321,29 @@ class LocalRunner:
                     f"input parameter {parameter['name']!r} has no value ({where})"
                 )
             values[f"inputs.parameters.{parameter['name']}"] = node.arguments[parameter["name"]]
-        inputs = template.get("inputs", {}).get("artifacts", [])
         parts = {
             "container": template["container"],
-            "inputs": inputs,
+            "inputs": template.get("inputs", {}).get("artifacts", []),
             "outputs": template.get("outputs", {}),
         }
         return spec.substitute(parts, values, where)
 
     def _invocation(self, node: Node, resolved: Mapping[str, Any], attempt_dir: Path) -> Invocation:
-        container = resolved["container"]
+        container, outputs = resolved["container"], resolved["outputs"]
         command = [*container["command"], *container.get("args", [])]
-        working_dir = PurePosixPath(container.get("workingDir", "/"))
-        outputs = resolved["outputs"]
         paths = [a["path"] for a in outputs.get("artifacts", [])]
         paths += [p["valueFrom"]["path"] for p in outputs.get("parameters", [])]
         limits = container.get("resources", {}).get("limits", {})
         (attempt_dir / "work").mkdir()
         (attempt_dir / "argo").mkdir()
+        with self._lock:  # the tries running together share the cores: a thread pool each
+            threads = str(max(1, self.cores // max(1, min(self._active, self.parallelism))))
         return Invocation(
             name=node.name,
             image=container["image"],
             command=command,
-            environment=self._thread_environment(),
-            working_dir=working_dir,
+            environment={"TF_NUM_INTRAOP_THREADS": threads, "OMP_NUM_THREADS": threads},
+            working_dir=PurePosixPath(container.get("workingDir", "/")),
             host_dir=attempt_dir / "work",
             inputs=tuple(PurePosixPath(a["path"]) for a in resolved["inputs"]),
             outputs=tuple(PurePosixPath(path) for path in paths),
@@ -370,34 +352,20 @@ class LocalRunner:
             cpu_limit=limits.get("cpu"),
             memory_limit=limits.get("memory"),
             network=any("://" in part for part in command),
-            mounts=_host_paths(command),
+            mounts=tuple(
+                (Path(p), Path(p).is_dir()) for p in command if p[:1] == "/" and Path(p).exists()
+            ),  # a folder store: writable; a data file: read-only
             on_output=lambda line: self.console.say(f"{node.name}: {line[:MAX_SHOWN_LINE]}"),
         )
-
-    def _thread_environment(self) -> dict[str, str]:
-        """Thread pools sized so the tries running together share the cores instead of fighting over
-        them: one TensorFlow process does not keep two cores busy, two processes with one thread each do."""
-        with self._lock:
-            sharing = max(1, min(self._active, self.parallelism))
-        threads = str(max(1, self.cores // sharing))
-        return {"TF_NUM_INTRAOP_THREADS": threads, "OMP_NUM_THREADS": threads}
 
 
 def available_memory() -> int:
     """Bytes of memory free for new processes now (Linux: MemAvailable), else all of it."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    meminfo = Path("/proc/meminfo")
+    for line in meminfo.read_text().splitlines() if meminfo.exists() else []:
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
-def _host_paths(command: list[str]) -> tuple[tuple[Path, bool], ...]:
-    """Absolute paths of this machine a step names (a folder store: writable; a data file: read-only)."""
-    paths = [Path(part) for part in command if part.startswith("/") and Path(part).exists()]
-    return tuple((path, path.is_dir()) for path in paths)
 
 
 def _last_line(log: Path) -> str:

@@ -16,29 +16,35 @@ from typing import Any
 from workflows.errors import UnresolvedReference, UnsupportedFeature
 from workflows.local.retries import RetryRule, read_rule, whole_number
 
-TAG_START, TAG_END = "{{", "}}"
 # util/template (fasttemplate): a tag runs from `{{` to the first `}}`; Argo trims the name inside
 TAG = re.compile(r"{{(.*?)}}")
 
-# By where it sits: the fields a run honours, then those it ignores (they only place or label pods).
+# By where it sits: the fields a run honours (`field:kind` where it holds a kind of its own, or a list of
+# them), then those it ignores (they only place or label pods).
 FIELDS = {
-    "spec": "entrypoint templates arguments activeDeadlineSeconds | automountServiceAccountToken executor"
-    " metrics podGC podMetadata securityContext serviceAccountName tolerations ttlStrategy workflowMetadata",
+    "spec": "entrypoint templates:template arguments:arguments activeDeadlineSeconds | metrics podGC"
+    " automountServiceAccountToken executor podMetadata securityContext serviceAccountName tolerations"
+    " ttlStrategy workflowMetadata",
+    "arguments": "parameters:parameter",
     "parameter": "name value description enum",
-    "template": "name container dag inputs outputs retryStrategy activeDeadlineSeconds volumes | metadata metrics",
-    "container": "image command args workingDir resources volumeMounts securityContext | terminationMessagePolicy",
+    "template": "name container:container dag:dag inputs:inputs outputs:outputs activeDeadlineSeconds"
+    " retryStrategy:retryStrategy volumes:volume | metadata metrics",
+    "container": "image command args workingDir resources volumeMounts:volumeMount securityContext"
+    " | terminationMessagePolicy",
     "volume": "name emptyDir",
     "volumeMount": "name mountPath",
-    "dag": "tasks",
-    "task": "name template arguments depends withParam",
-    "inputs": "parameters artifacts",
-    "outputs": "parameters artifacts",
-    "input parameter": "name",
-    "output parameter": "name valueFrom",
+    "dag": "tasks:task",
+    "task": "name template arguments:arguments depends withParam",
+    "inputs": "parameters:input-parameter artifacts:input-artifact",
+    "outputs": "parameters:output-parameter artifacts:output-artifact",
+    "input-parameter": "name",
+    "output-parameter": "name valueFrom:valueFrom",
     "valueFrom": "path",
-    "input artifact": "name path gcs optional mode recurseMode",
-    "output artifact": "name path gcs archive",
+    "input-artifact": "name path gcs:gcs optional mode recurseMode",
+    "output-artifact": "name path gcs:gcs archive",
     "gcs": "key",
+    "retryStrategy": "limit retryPolicy expression backoff:backoff",
+    "backoff": "duration factor cap",
 }
 
 
@@ -50,7 +56,7 @@ class Spec:
     templates: dict[str, dict]
     entry: dict
     globals: dict[str, str]  # workflow.name and workflow.parameters.*
-    rules: dict[str, RetryRule | None]  # each template's retry rule
+    rules: dict[str, RetryRule]  # the retry rule of each template that has one
     deadline: float | None  # the workflow's activeDeadlineSeconds
     deadlines: dict[str, float | None]  # each template's activeDeadlineSeconds
     scratch: dict[str, tuple[str, ...]]  # each template's emptyDir mount paths
@@ -60,17 +66,26 @@ def read(workflow: Mapping[str, Any]) -> Spec:
     """The Workflow as the runner runs it; UnsupportedFeature naming the first thing it does not know."""
     spec = workflow.get("spec", {})
     check(spec, "spec", "workflow spec")
-    for parameter in spec.get("arguments", {}).get("parameters", []):
-        check(parameter, "parameter", f"workflow parameter {parameter.get('name')!r}")
     templates = templates_by_name(workflow)
-    for template in templates.values():
-        check_template(template, f"template {template['name']!r}")
-    entry = templates.get(spec["entrypoint"])
-    if entry is None or "dag" not in entry:
+    entry = templates.get(spec["entrypoint"], {})
+    if "dag" not in entry:
         raise UnsupportedFeature("the local runner needs a dag template as the entrypoint")
-    for task in entry["dag"]["tasks"]:
-        if "container" not in templates.get(task["template"], {}):
-            raise UnsupportedFeature(f"task {task['name']!r} must name a container template")
+    for name, template in templates.items():
+        if ("dag" in template) == ("container" in template) or any(
+            "container" not in templates.get(t["template"], {}) for t in entry["dag"]["tasks"]
+        ):
+            raise UnsupportedFeature(
+                f"the local runner runs container templates from a dag (template {name!r})"
+            )
+        for side in ("inputs", "outputs"):
+            for artifact in template.get(side, {}).get("artifacts", []):
+                if "gcs" not in artifact or (
+                    side == "outputs" and artifact.get("archive") != {"none": {}}
+                ):
+                    raise UnsupportedFeature(
+                        "the local runner moves unarchived gcs artifacts (archive: none) only "
+                        f"(template {name!r}, artifact {artifact['name']!r})"
+                    )
     metadata = workflow.get("metadata", {})
     name = metadata.get("name") or metadata.get("generateName", "run-") + "".join(
         random.choices(string.ascii_lowercase + string.digits, k=5)  # as generateName makes it
@@ -83,10 +98,11 @@ def read(workflow: Mapping[str, Any]) -> Spec:
         templates=templates,
         entry=entry,
         globals={"workflow.name": name}
-        | {f"workflow.parameters.{key}": value for key, value in values.items()},
+        | {f"workflow.parameters.{k}": v for k, v in values.items()},
         rules={
-            key: read_rule(t.get("retryStrategy"), f"template {key!r}")
+            key: read_rule(t["retryStrategy"], f"template {key!r}, retryStrategy")
             for key, t in templates.items()
+            if "retryStrategy" in t
         },
         deadline=seconds(spec.get("activeDeadlineSeconds"), "spec.activeDeadlineSeconds"),
         deadlines={
@@ -109,47 +125,22 @@ def seconds(value: Any, where: str) -> float | None:
     return None if value in (None, "") else float(whole_number(value, where))
 
 
-def check(fields: Mapping[str, Any], kind: str, where: str) -> None:
-    """UnsupportedFeature when `fields` hold anything a `kind` of the compiled Workflow never holds."""
-    if unknown := sorted(set(fields) - set(FIELDS[kind].replace("|", "").split())):
-        raise UnsupportedFeature(
-            f"the local runner does not support {', '.join(unknown)} ({where})"
-        )
-
-
-def check_template(template: Mapping[str, Any], where: str) -> None:
-    check(template, "template", where)
-    for volume in template.get("volumes", []):
-        check(volume, "volume", f"{where}, volume {volume.get('name')!r}")
-    if "dag" in template:
-        check(template["dag"], "dag", where)
-        for task in template["dag"]["tasks"]:
-            check(task, "task", f"{where}, task {task.get('name')!r}")
-            for parameter in task.get("arguments", {}).get("parameters", []):
-                check(parameter, "parameter", f"{where}, task {task['name']!r}")
-        return
-    if "container" not in template:
-        raise UnsupportedFeature(f"the local runner runs container and dag templates ({where})")
-    check(template["container"], "container", where)
-    for mount in template["container"].get("volumeMounts", []):
-        check(mount, "volumeMount", f"{where}, volumeMounts")
-    for side in ("inputs", "outputs"):
-        section = template.get(side, {})
-        check(section, side, f"{where}, {side}")
-        kind = side.rstrip("s")  # input or output
-        for parameter in section.get("parameters", []):
-            check(parameter, f"{kind} parameter", f"{where}, parameter {parameter.get('name')!r}")
-            check(parameter.get("valueFrom", {}), "valueFrom", f"{where}, {parameter['name']}")
-        for artifact in section.get("artifacts", []):
-            named = f"{where}, artifact {artifact.get('name')!r}"
-            check(artifact, f"{kind} artifact", named)
-            check(artifact.get("gcs", {}), "gcs", f"{named}: a bucket belongs to the store")
-            if "gcs" not in artifact or (
-                side == "outputs" and artifact.get("archive") != {"none": {}}
-            ):
-                raise UnsupportedFeature(
-                    f"the local runner moves unarchived gcs artifacts (archive: none) only ({named})"
-                )
+def check(value: Any, kind: str, where: str) -> None:
+    """UnsupportedFeature when `value` (a `kind`, or a list of them) or what it holds has a field the
+    compiled Workflow never has there, naming the closest named thing around it."""
+    known = dict(word.partition(":")[::2] for word in FIELDS[kind].replace("|", "").split())
+    for item in value if isinstance(value, list) else [value]:
+        here = where
+        if "name" in item:
+            named = f"{kind.replace('-', ' ')} {item['name']!r}"
+            here = named if where == "workflow spec" else f"{where}, {named}"
+        if unknown := sorted(set(item) - set(known)):
+            raise UnsupportedFeature(
+                f"the local runner does not support {', '.join(unknown)} ({here})"
+            )
+        for field, inner in known.items():
+            if inner and field in item:
+                check(item[field], inner, here)
 
 
 def substitute(value: Any, values: Mapping[str, str], where: str) -> Any:
