@@ -46,14 +46,16 @@ def browser() -> Iterator[object]:
         yield launched
 
 
-def open_at(browser: object, url: str, viewport: dict = DESKTOP) -> object:
-    """The page at `viewport`'s size, once its script has run and its last part, the report, is drawn
-    (what comes earlier is laid out then: the tabs first appeared 216 px higher than they settled)."""
+def open_at(browser: object, url: str, viewport: dict = DESKTOP, settled: bool = True) -> object:
+    """The page at `viewport`'s size once its title shows; `settled`: once its script has run and its
+    last part is drawn (what comes earlier is laid out then: the tabs first appeared 216 px higher)."""
     page = browser.new_page(viewport=viewport)
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     page.goto(url)
-    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
-    page.get_by_text("goes wrong").first.wait_for()
+    page.get_by_text("Handwritten digit recognition").wait_for()
+    if settled:
+        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
+        page.get_by_text("goes wrong").first.wait_for()
     return page
 
 
@@ -151,7 +153,7 @@ def test_concurrent_costly_uploads_stay_under_the_pods_memory(
     resident memory stays under the pod's limit, since only a few decode at a time."""
     path = tmp_path / "costly.jpg"
     path.write_bytes(progressive_jpeg(7300, 5470, scans=MAX_SCANS))
-    pages = [open_at(browser, server.url) for _ in range(VISITORS)]
+    pages = [open_at(browser, server.url, settled=False) for _ in range(VISITORS)]
     before = proc_kilobytes(server.pid, "VmRSS") / 1024
     for page in pages:  # each upload starts in the browser and runs in its own script thread
         page.locator('input[type="file"]').set_input_files(str(path))
@@ -169,7 +171,7 @@ def test_one_visitor_cannot_fill_the_servers_memory_with_uploads(
 ) -> None:
     """Streamlit keeps every PUT to /_stcore/upload_file/<session>/<id> under the id the client
     sends: one visitor PUTs thirty files of 10 MB under ids of their own, as fast as they go."""
-    page = open_at(browser, server.url)
+    page = open_at(browser, server.url, settled=False)
     puts: list[str] = []
     page.on("request", lambda request: puts.append(request.url) if request.method == "PUT" else 0)
     page.locator('input[type="file"]').set_input_files(str(ROOT / "samples" / "4-photo.jpg"))
@@ -243,11 +245,13 @@ def test_store_text_reaches_the_browser_as_text(
     (folder / "run.json").write_text(json.dumps(card))
     (store / LATEST_KEY).write_text("ui-test-md")
     with serving(store, tmp_path / "server.log") as hostile:
-        page = browser.new_page(viewport=DESKTOP)
+        page = browser.new_page(viewport={"width": 1100, "height": 1400})
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         fetched: list[str] = []
         page.on("request", lambda request: fetched.append(request.url))
         page.goto(hostile.url)
+        page.get_by_text("Handwritten digit recognition").wait_for()
+        page.get_by_role("tab", name="Upload images").wait_for()
         page.get_by_text("www.evil.example").first.wait_for()  # shown, as text, with the card
         page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
         assert page.locator(f'img[src="{BEACON}"]').count() == 0

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 import streamlit_drawable_canvas
+from streamlit.components.v2.get_bidi_component_manager import get_bidi_component_manager
 from streamlit_drawable_canvas import st_canvas
 
 from ui.widget_states import MAX_DRAWING_BYTES, REFUSED, TOO_LARGE
@@ -38,8 +39,11 @@ CANVAS_CSS = "\n".join(
 
 
 def declare_canvas() -> None:
-    """Register the canvas component with CANVAS_CSS in the running server, in place of the package's
-    own style sheet (a component of that name is looked up when it is drawn)."""
+    """Register the canvas component with CANVAS_CSS in the running server, once, in place of the
+    package's own style sheet (a component of that name is looked up when it is drawn)."""
+    declared = get_bidi_component_manager().get(CANVAS_COMPONENT)
+    if declared is not None and declared.css == CANVAS_CSS:
+        return
     st.components.v2.component(
         CANVAS_COMPONENT,
         html='<div class="canvas-root"></div>',
