@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -22,7 +21,15 @@ from steps.lib.model_file import read_weights
 from steps.lib.registry import LATEST_KEY, run_prefix
 from tests.conftest import new_bucket
 from tests.support.gcs_emulator import own_emulator
-from tests.support.page import BATCH, EPOCHS, FIRST_RUN, SAMPLES, TRAINING_HISTORY, publish_run
+from tests.support.page import (
+    BATCH,
+    EPOCHS,
+    FIRST_RUN,
+    SAMPLES,
+    TRAINING_HISTORY,
+    encode,
+    publish_run,
+)
 from tests.support.project import ROOT
 from tests.support.steps import write_model_weights
 from ui import model_source, training
@@ -101,20 +108,6 @@ def own_store(published_store: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(published_store, tmp_path / "store"))
 
 
-def test_the_page_shows_the_published_model(
-    monkeypatch: pytest.MonkeyPatch, published_store: Path
-) -> None:
-    page = open_page(monkeypatch, latest_uri(published_store))
-    assert metric(page, "Run") == verbatim(FIRST_RUN)
-    assert metric(page, "Test accuracy").endswith("%")
-    assert float(metric(page, "Test accuracy").rstrip("%")) > 90
-    assert metric(page, "Epochs") == str(EPOCHS)
-    assert metric(page, "Batch") == str(BATCH)
-    assert any("Trained and published" in caption.value for caption in page.caption)
-    assert "Confusion matrix on the test set" in image_captions(page)
-    assert not page.error and not page.warning
-
-
 def chart_specs(block) -> list[dict]:
     """The Vega-Lite specs of the charts in `block` (Streamlit's charts, altair's included); none takes
     the mouse wheel (a selection bound to its scales zooms the chart instead of scrolling the page)."""
@@ -135,57 +128,48 @@ def encoded_fields(spec: dict) -> set[str]:
     }
 
 
-def test_the_card_is_in_the_sidebar_with_the_runs_training_curves(
+def test_the_page_shows_the_card_with_its_curves_the_report_and_the_three_inputs(
     monkeypatch: pytest.MonkeyPatch, published_store: Path
 ) -> None:
-    """The sidebar: beside the page on a wide screen, folded away on a phone's."""
+    """The card in the sidebar (beside the page on a wide screen, folded on a phone's), the report
+    open below the inputs."""
     page = open_page(monkeypatch, latest_uri(published_store))
     card = page.sidebar
     assert [item.value for item in card.metric if item.label == "Run"] == [verbatim(FIRST_RUN)]
     assert not [item for item in page.main.metric if item.label == "Run"]
+    assert float(metric(page, "Test accuracy").rstrip("%")) > 90
+    assert metric(page, "Epochs") == str(EPOCHS) and metric(page, "Batch") == str(BATCH)
+    assert any("Trained and published" in caption.value for caption in page.caption)
     curves = chart_specs(card)
     assert len(curves) == 2 and all({"epoch", "value", "line"} <= encoded_fields(c) for c in curves)
     # whole epochs on the axis, even for a run of one epoch ("1.000000" before)
     assert {layer["encoding"]["x"]["axis"]["format"] for c in curves for layer in c["layer"]} == {
         "d"
     }
-    said = [caption.value for caption in card.caption]
-    assert training.rounds_line(TRAINING_HISTORY) in said
+    assert training.rounds_line(TRAINING_HISTORY) in [caption.value for caption in card.caption]
     assert any(f"Serving {verbatim(FIRST_RUN)}" in caption.value for caption in page.main.caption)
-
-
-def test_the_report_is_open_and_counts_each_digits_errors(
-    monkeypatch: pytest.MonkeyPatch, published_store: Path
-) -> None:
-    page = open_page(monkeypatch, latest_uri(published_store))
     assert not page.expander  # nothing to unfold: the report is there
     assert "Confusion matrix on the test set" in image_captions(page)
-    per_digit = [spec for spec in chart_specs(page.main) if "misread" in encoded_fields(spec)]
-    assert len(per_digit) == 1
+    assert len([s for s in chart_specs(page.main) if "misread" in encoded_fields(s)]) == 1
     assert any(caption.value.startswith("Commonest mistakes: ") for caption in page.main.caption)
+    assert [tab.label for tab in page.tabs] == ["Upload images", "Take a photo", "Draw a digit"]
+    assert any("Draw one digit" in caption.value for caption in page.caption)
+    assert not page.error and not page.warning
 
 
-def test_a_history_that_fails_its_checks_leaves_the_model_served_without_curves(
-    monkeypatch: pytest.MonkeyPatch, own_store: Path
+@pytest.mark.parametrize("history", ['{"rounds": "many"}', None])
+def test_a_history_that_fails_its_checks_or_is_missing_leaves_a_card_without_curves(
+    monkeypatch: pytest.MonkeyPatch, own_store: Path, history: str | None
 ) -> None:
-    (own_store / run_prefix(FIRST_RUN) / "history.json").write_text('{"rounds": "many"}')
+    path = own_store / run_prefix(FIRST_RUN) / "history.json"
+    path.write_text(history) if history else path.unlink()
     page = open_page(monkeypatch, latest_uri(own_store))
     assert metric(page, "Run") == verbatim(FIRST_RUN) and not page.warning
     assert not chart_specs(page.sidebar)
-    assert any(
-        caption.value.startswith("The training history cannot be shown")
-        for caption in page.sidebar.caption
-    )
-
-
-def test_a_run_published_without_a_history_has_a_card_without_curves(
-    monkeypatch: pytest.MonkeyPatch, own_store: Path
-) -> None:
-    (own_store / run_prefix(FIRST_RUN) / "history.json").unlink()
-    page = open_page(monkeypatch, latest_uri(own_store))
-    assert metric(page, "Run") == verbatim(FIRST_RUN)
-    assert not chart_specs(page.sidebar) and not page.warning
-    assert not any("cannot be shown" in caption.value for caption in page.sidebar.caption)
+    said = [
+        c.value for c in page.sidebar.caption if c.value.startswith("The training history cannot")
+    ]
+    assert len(said) == (1 if history else 0)
 
 
 def test_metrics_without_a_matrix_still_say_each_digits_errors(
@@ -199,18 +183,6 @@ def test_metrics_without_a_matrix_still_say_each_digits_errors(
     assert "Confusion matrix on the test set" in image_captions(page)  # the run's confusion.png
     (per_digit,) = [s for s in chart_specs(page.main) if "misread (%)" in encoded_fields(s)]
     assert per_digit
-
-
-@pytest.mark.parametrize("sample", ["7-photo.jpg", "2-mnist.png"])
-def test_an_uploaded_sample_gets_its_digit(
-    monkeypatch: pytest.MonkeyPatch, published_store: Path, sample: str
-) -> None:
-    page = open_page(monkeypatch, latest_uri(published_store))
-    upload(page, sample, (SAMPLES / sample).read_bytes(), "image/jpeg")
-    assert metric(page, "Prediction") == sample[0]
-    assert not page.error
-    assert PAIR_CAPTION in image_captions(page)
-    assert len(chart_specs(page.main)) == 2  # the ten probabilities, each digit's errors
 
 
 def test_an_upload_is_never_written_to_disk_under_its_name(
@@ -238,51 +210,33 @@ def files_under(folder: Path) -> set[str]:
     return names
 
 
-def png(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
+def bad_uploads() -> dict[str, tuple[bytes, str]]:
+    """Files the page refuses, and what it says of each: in a browser Streamlit refuses a file over the
+    upload limit earlier; AppTest hands the bytes straight to the page."""
+    side, limit = int((MAX_PIXELS * 3) ** 0.5), upload_limit()
+    return {
+        "not an image": (b"just some text\n" * 10, "This is not an image the page can read"),
+        "truncated": ((SAMPLES / "4-photo.jpg").read_bytes()[:2000], "damaged or cut short"),
+        "0 bytes": (b"", "The file is empty"),
+        "no ink": (encode(Image.new("RGB", (120, 90), "white")), "No digit found"),
+        "bomb": (encode(Image.new("1", (side, side), 0)), "The image has too many pixels"),
+        "too big": (
+            encode(Image.new("L", (28, 28))) + bytes(limit),
+            f"the limit is {limit // MB} MB",
+        ),
+    }
 
 
-BAD_UPLOADS = {
-    "not an image": (b"just some text\n" * 10, "This is not an image the page can read"),
-    "truncated": ((SAMPLES / "4-photo.jpg").read_bytes()[:2000], "damaged or cut short"),
-    "0 bytes": (b"", "The file is empty"),
-    "no ink": (png(Image.new("RGB", (120, 90), "white")), "No digit found"),
-}
-
-
-@pytest.mark.parametrize("case", list(BAD_UPLOADS))
-def test_a_bad_upload_gets_its_message_and_the_page_keeps_working(
-    monkeypatch: pytest.MonkeyPatch, published_store: Path, case: str
-) -> None:
-    data, message = BAD_UPLOADS[case]
-    page = open_page(monkeypatch, latest_uri(published_store))
-    upload(page, "upload.png", data)
-    assert [message in error.value for error in page.error] == [True]
-    assert not [item for item in page.metric if item.label == "Prediction"]
-    upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())  # the next upload works
-    assert metric(page, "Prediction") == "7" and not page.error
-
-
-def test_a_decompression_bomb_is_refused(
+def test_each_bad_upload_gets_its_one_message_and_the_page_keeps_working(
     monkeypatch: pytest.MonkeyPatch, published_store: Path
 ) -> None:
-    side = int((MAX_PIXELS * 3) ** 0.5)
     page = open_page(monkeypatch, latest_uri(published_store))
-    upload(page, "bomb.png", png(Image.new("1", (side, side), 0)))
-    assert page.error[0].value.startswith("The image has too many pixels")
-
-
-def test_a_file_over_the_upload_limit_is_refused(
-    monkeypatch: pytest.MonkeyPatch, published_store: Path
-) -> None:
-    # AppTest hands the bytes straight to the page; in a browser Streamlit refuses them earlier.
-    limit = upload_limit()
-    data = png(Image.new("L", (28, 28), 0)) + bytes(limit)
-    page = open_page(monkeypatch, latest_uri(published_store))
-    upload(page, "big.png", data)
-    assert f"the limit is {limit // MB} MB" in page.error[0].value
+    for case, (data, message) in bad_uploads().items():
+        upload(page, f"{case}.png", data)
+        assert [message in error.value for error in page.error] == [True], case
+        assert not [item for item in page.metric if item.label == "Prediction"], case
+        upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())  # the next upload works
+        assert metric(page, "Prediction") == "7" and not page.error
 
 
 def not_a_digit(name: str) -> bytes:
@@ -297,7 +251,7 @@ def not_a_digit(name: str) -> bytes:
     }
     for line in strokes[name]:
         draw.line(line, fill=0, width=14)
-    return png(image)
+    return encode(image)
 
 
 @pytest.fixture(scope="module")
@@ -397,12 +351,6 @@ def test_the_card_shows_every_setting_that_is_not_the_default(
     assert "/srv" not in str(page)  # the server's disk is not the visitors' business
 
 
-def test_the_canvas_is_offered(monkeypatch: pytest.MonkeyPatch, published_store: Path) -> None:
-    page = open_page(monkeypatch, latest_uri(published_store))
-    assert [tab.label for tab in page.tabs] == ["Upload images", "Take a photo", "Draw a digit"]
-    assert np.any(["Draw one digit" in caption.value for caption in page.caption])
-
-
 def test_several_files_get_one_result_each_beside_their_picture(
     monkeypatch: pytest.MonkeyPatch, published_store: Path
 ) -> None:
@@ -424,6 +372,9 @@ def test_several_files_get_one_result_each_beside_their_picture(
         "This is not an image the page can read (use png, jpg, jpeg, bmp, gif, webp)."
     ]
     assert image_captions(page).count(PAIR_CAPTION) == 3  # each beside what the model sees
+    assert (
+        len(chart_specs(page.main)) == 1 + 3
+    )  # each digit's errors, each file's ten probabilities
 
 
 def test_a_photo_from_the_camera_is_predicted(
@@ -457,24 +408,11 @@ def test_an_unexpected_failure_shows_a_plain_message_not_the_source(
     assert "secret" not in str(page)
 
 
-def test_a_new_run_with_malformed_metrics_keeps_the_old_model(
-    monkeypatch: pytest.MonkeyPatch, own_store: Path
+def test_visitors_get_no_tracebacks_no_deploy_button_and_no_per_run_reloading(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    page = open_page(monkeypatch, latest_uri(own_store))
-    bad = own_store / run_prefix("ui-test-bad")
-    shutil.copytree(own_store / run_prefix(FIRST_RUN), bad)
-    (bad / "metrics.json").write_text('{"accuracy": 0.9, "confusion_matrix": [[1, 2], [3]]}')
-    (bad / "confusion.png").unlink()
-    (own_store / LATEST_KEY).write_text("ui-test-bad")
-    look_again(page)
-    assert not page.exception, page.exception
-    assert metric(page, "Run") == verbatim(FIRST_RUN)
-    assert "confusion_matrix" in page.text[0].value
-    upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
-    assert metric(page, "Prediction") == "7"
-
-
-def test_visitors_get_no_tracebacks_and_no_deploy_button(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each script run walked every imported module's path for the file watcher and the whole heap
+    for the garbage collector: two thirds of a visitor's server CPU (docs/how-it-works.md#the-page)."""
     from streamlit import config
 
     monkeypatch.chdir(ROOT)  # Streamlit reads ./.streamlit/config.toml, as the page's image does
@@ -484,6 +422,8 @@ def test_visitors_get_no_tracebacks_and_no_deploy_button(monkeypatch: pytest.Mon
         assert config.get_option("client.toolbarMode") == "viewer"
         assert config.get_option("client.showErrorLinks") is False
         assert config.get_option("server.maxUploadSize") == upload_limit() // MB
+        assert config.get_option("server.fileWatcherType") == "none"
+        assert config.get_option("runner.postScriptGC") is False
     finally:
         monkeypatch.undo()
         config.get_config_options(force_reparse=True)
@@ -535,24 +475,6 @@ def test_store_text_is_shown_as_text_not_markdown(
     assert_no_store_markdown(page)
 
 
-def test_a_date_out_of_range_in_utc_does_not_stop_the_page(
-    monkeypatch: pytest.MonkeyPatch, own_store: Path
-) -> None:
-    """`0001-01-01T00:00:00+14:00` is ISO 8601, but a year before 1 in UTC: astimezone overflows."""
-    page = open_page(monkeypatch, latest_uri(own_store))
-    publish_copy(own_store, "ui-test-date", published_at="0001-01-01T00:00:00+14:00")
-    look_again(page)
-    assert not page.exception, page.exception
-    assert [tab.label for tab in page.tabs] == ["Upload images", "Take a photo", "Draw a digit"]
-    # The shared checks of the published files refuse the date (steps/lib/published.py): the new run is
-    # unavailable and the page keeps serving the one before, whose card and date stay as they were.
-    assert not any("0001" in caption.value for caption in page.caption)
-    assert [w.value for w in page.warning] == [
-        "Still serving `ui-test-1`. The newest model cannot be used:"
-    ]
-    assert "published_at" in page.text[0].value
-
-
 def test_a_card_in_a_shape_no_check_expected_does_not_stop_the_page(
     monkeypatch: pytest.MonkeyPatch, own_store: Path
 ) -> None:
@@ -602,23 +524,6 @@ def test_what_the_page_says_of_a_model_is_built_once_per_model(
             assert len(chart_specs(page.sidebar)) == 2
             assert "Confusion matrix on the test set" in image_captions(page)
     assert built == {"curve_chart": 2, "draw_confusion": 1, "errors_per_digit": 1, "differing": 1}
-
-
-def test_the_served_page_spends_nothing_per_run_on_reloading_or_collecting(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Each script run walked every imported module's path for the file watcher and the whole heap
-    for the garbage collector: two thirds of a visitor's server CPU (docs/how-it-works.md#the-page)."""
-    from streamlit import config
-
-    monkeypatch.chdir(ROOT)
-    config.get_config_options(force_reparse=True)
-    try:
-        assert config.get_option("server.fileWatcherType") == "none"
-        assert config.get_option("runner.postScriptGC") is False
-    finally:
-        monkeypatch.undo()
-        config.get_config_options(force_reparse=True)
 
 
 def test_a_store_that_cannot_be_reached_leaves_the_model_served_and_says_so(

@@ -1,13 +1,7 @@
-"""A real browser on the running page: headless Chromium driven by Playwright.
-
-Debian's Chromium (/usr/bin/chromium) when installed, else Playwright's own where `python -m playwright
-install chromium` put it (`make test` tries that). Required, not optional: with neither, these tests
-fail with the one line that says what to install (`.ci/run` installs Debian's).
-"""
+"""The running page in a real browser: headless Chromium driven by Playwright (tests/support/browser.py)."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
@@ -15,13 +9,12 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 import requests
-from PIL import Image
 
 from steps.lib.registry import LATEST_KEY, run_prefix
-from tests.support.page import FIRST_RUN, SURE, progressive_jpeg, uneven_light_photo
+from tests.support.browser import NO_CHROMIUM, chromium, chromium_program
+from tests.support.page import FIRST_RUN, SURE, progressive_jpeg
 from tests.support.page_client import proc_kilobytes
 from tests.support.page_server import Server, serving
 from tests.support.project import ROOT
@@ -30,58 +23,39 @@ from ui.compare import PICKER
 from ui.images.decode import MAX_CONCURRENT_DECODES, MAX_SCANS, MB
 from ui.uploads import MAX_SESSION_BYTES
 
-DEBIAN_CHROMIUM = Path("/usr/bin/chromium")
-NO_CHROMIUM = (
-    "no Chromium for the browser tests: install Debian's (apt-get install chromium) "
-    "or Playwright's (python -m playwright install chromium)"
-)
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 PAGE_TIMEOUT_MS = 120_000  # the server imports TensorFlow and loads the model on the first visit
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+CARD = '[data-testid="stSidebar"]'
+COMPACT_RESULT = (
+    400  # screen pixels of one result, its name to the next one's, on a phone (820 before)
+)
 
 
 @pytest.fixture(scope="module")
 def server(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The page serving the test model."""
-    with serving(published_store, tmp_path_factory.mktemp("streamlit") / "server.log") as page:
+    """The page serving the test model, with another run in its store to compare it with."""
+    folder = tmp_path_factory.mktemp("streamlit")
+    with serving(beside_the_page_run(published_store, folder / "store"), folder / "log") as page:
         yield page
-
-
-def chromium_program(playwrights: Path, debian: Path = DEBIAN_CHROMIUM) -> Path:
-    """Debian's Chromium, else Playwright's own build (`playwrights`: where `python -m playwright
-    install chromium` puts it) if installed; fails the test in one line if neither."""
-    for program in (debian, playwrights):
-        if program.is_file():
-            return program
-    pytest.fail(NO_CHROMIUM, pytrace=False)
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(chromium_program(Path(playwright.chromium.executable_path))),
-            args=CHROMIUM_ARGS,
-            headless=True,
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
-def open_page(browser: object, url: str) -> object:
-    page = browser.new_page(viewport={"width": 1100, "height": 1400})
+def open_at(browser: object, url: str, viewport: dict = DESKTOP, settled: bool = True) -> object:
+    """The page at `viewport`'s size once its title shows; `settled`: once its script has run and its
+    last part is drawn (what comes earlier is laid out then: the tabs first appeared 216 px higher)."""
+    page = browser.new_page(viewport=viewport)
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     page.goto(url)
     page.get_by_text("Handwritten digit recognition").wait_for()
+    if settled:
+        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
+        page.get_by_text("goes wrong").first.wait_for()
     return page
 
 
@@ -90,17 +64,12 @@ def shown(page: object, label: str) -> str:
     return metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
-def confidence_shown(page: object) -> float:
-    """The confidence under the prediction ("97.3% confident"), as a fraction."""
+def predicted_digit(page: object, what: str) -> str:
+    """The digit the page shows for `what`, once its confidence ("97.3% confident") shows the test
+    model is sure of it (tests/support/page.py: SURE); under that the fixture is too weak to tell."""
     metric = page.locator('[data-testid="stMetric"]').filter(has_text="Prediction")
     delta = metric.locator('[data-testid="stMetricDelta"]').inner_text().strip()
-    return float(delta.removesuffix("confident").strip().rstrip("%")) / 100
-
-
-def predicted_digit(page: object, what: str) -> str:
-    """The digit the page shows for `what`, once its confidence shows the test model is sure of it
-    (tests/support/page.py: SURE); under that the fixture is too weak to tell anything."""
-    confidence = confidence_shown(page)
+    confidence = float(delta.removesuffix("confident").strip().rstrip("%")) / 100
     if confidence < SURE:
         pytest.fail(
             f"fixture too weak: the page's test model reads {what} as {shown(page, 'Prediction')} "
@@ -110,51 +79,25 @@ def predicted_digit(page: object, what: str) -> str:
     return shown(page, "Prediction")
 
 
-def test_an_uploaded_sample_is_read_off_the_page(browser: object, server: Server) -> None:
-    page = open_page(browser, server.url)
-    page.locator('input[type="file"]').set_input_files(str(ROOT / "samples" / "4-photo.jpg"))
-    page.get_by_text("What the model sees").wait_for()
-    assert predicted_digit(page, "4-photo.jpg") == "4"
-    assert page.get_by_text("ui-test-1").count() >= 1  # the model card names the run
-    page.close()
-
-
-DESKTOP = {"width": 1280, "height": 900}
-PHONE = {"width": 390, "height": 844}
-CARD = '[data-testid="stSidebar"]'
-COMPACT_RESULT = (
-    400  # screen pixels of one result, its name to the next one's, on a phone: 820 before
-)
-
-
-def open_at(browser: object, url: str, viewport: dict) -> object:
-    """The page at `viewport`'s size, once its script has run and its last part is drawn (what comes
-    earlier is laid out then: the tabs first appeared 216 px higher than they settled)."""
-    page = browser.new_page(viewport=viewport)
-    page.set_default_timeout(PAGE_TIMEOUT_MS)
-    page.goto(url)
-    page.get_by_text("Handwritten digit recognition").wait_for()
-    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
-    page.get_by_text("goes wrong").first.wait_for()  # the report, the page's last part
-    return page
-
-
 def on_first_screen(locator: object, viewport: dict) -> bool:
     box = locator.bounding_box()
     return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= viewport["height"]
 
 
-def test_on_a_desktop_screen_the_card_and_its_curves_are_beside_the_upload(
+def test_on_a_desktop_screen_an_upload_is_read_beside_the_card_and_its_curves(
     browser: object, server: Server
 ) -> None:
-    page = open_at(browser, server.url, DESKTOP)
+    page = open_at(browser, server.url)
     card = page.locator(CARD)
-    card.get_by_text("ui-test-1").wait_for()
+    card.get_by_text(FIRST_RUN).wait_for()
     card.get_by_text("Training, round by round").wait_for()
     charts = card.locator('[data-testid="stVegaLiteChart"]')
     charts.nth(1).wait_for()  # drawn after the heading above them
     assert charts.count() == 2
     assert on_first_screen(page.get_by_role("tab", name="Upload images"), DESKTOP)
+    page.locator('input[type="file"]').set_input_files(str(ROOT / "samples" / "4-photo.jpg"))
+    page.get_by_text("What the model sees").wait_for()
+    assert predicted_digit(page, "4-photo.jpg") == "4"
     page.close()
 
 
@@ -163,58 +106,38 @@ def test_on_a_phone_the_card_is_folded_the_upload_comes_first_and_results_are_co
 ) -> None:
     page = open_at(browser, server.url, PHONE)
     upload_tab = page.get_by_role("tab", name="Upload images")
-    upload_tab.wait_for()
     assert on_first_screen(upload_tab, PHONE)
     assert not page.locator(CARD).is_visible()
     names = ["4-photo.jpg", "7-mnist.png"]
     page.locator('input[type="file"]').set_input_files([str(ROOT / "samples" / n) for n in names])
-    predictions = page.locator('[data-testid="stMetric"]').filter(has_text="Prediction")
-    predictions.nth(1).wait_for()
+    page.locator('[data-testid="stMetric"]').filter(has_text="Prediction").nth(1).wait_for()
     labels = page.locator('[data-testid="stText"]')
     tops = [labels.filter(has_text=name).bounding_box()["y"] for name in names]
     assert 0 < tops[1] - tops[0] < COMPACT_RESULT, tops
     page.locator('[data-testid="stExpandSidebarButton"]').click()  # the card unfolds
-    page.locator(CARD).get_by_text("ui-test-1").wait_for()
+    page.locator(CARD).get_by_text(FIRST_RUN).wait_for()
     page.close()
 
 
-def test_a_digit_drawn_with_the_mouse_is_predicted(browser: object, server: Server) -> None:
-    page = open_page(browser, server.url)
+def test_a_stroke_pressed_on_the_canvas_top_edge_as_the_pointer_enters_is_drawn(
+    browser: object, server: Server
+) -> None:
+    """The pointer comes from above and presses on the canvas's top row, under the corner where its
+    toolbar shows on hover; a straight stroke down from there is read as a one."""
+    page = open_at(browser, server.url)
     page.get_by_role("tab", name="Draw a digit").click()
     canvas = page.locator("canvas").last  # Fabric.js draws on the upper of its two canvases
     canvas.wait_for()
     box = canvas.bounding_box()
-    left, top = box["x"], box["y"]
-    page.mouse.move(left + 140, top + 40)
+    x, top = box["x"] + box["width"] - 20, box["y"]
+    page.mouse.move(x, top - 60)
+    page.mouse.move(x, top + 1)
     page.mouse.down()
-    for step in range(1, 21):  # a straight stroke down the middle: a one
-        page.mouse.move(left + 140, top + 40 + step * 10)
+    for step in range(1, 26):
+        page.mouse.move(x, top + 1 + step * 10)
     page.mouse.up()
     page.get_by_text("What the model sees").wait_for()
-    assert predicted_digit(page, "a stroke drawn down the canvas") == "1"
-    page.close()
-
-
-def unevenness(data: bytes) -> float:
-    """How much the brightest part of the sheet outshines the darkest (ratio of the 95th and 5th
-    percentiles of the photo blurred far beyond its strokes)."""
-    gray = Image.open(io.BytesIO(data)).convert("L").resize((16, 12), Image.Resampling.BOX)
-    low, high = np.percentile(np.asarray(gray, dtype=np.float32), [5, 95])
-    return float(high / max(low, 1.0))
-
-
-def test_a_photo_under_uneven_light_is_read_off_the_page(
-    browser: object, server: Server, mnist_path: Path, tmp_path: Path
-) -> None:
-    data, label = uneven_light_photo(mnist_path)
-    assert unevenness(data) > 1.6, unevenness(data)
-    path = tmp_path / "uneven.jpg"
-    path.write_bytes(data)
-    page = open_page(browser, server.url)
-    page.locator('input[type="file"]').set_input_files(str(path))
-    page.get_by_text("What the model sees").wait_for()
-    assert page.get_by_text("Your picture").count() == 1
-    assert predicted_digit(page, "the photo under uneven light") == str(label)
+    assert predicted_digit(page, "a stroke drawn down from the canvas's top edge") == "1"
     page.close()
 
 
@@ -230,7 +153,7 @@ def test_concurrent_costly_uploads_stay_under_the_pods_memory(
     resident memory stays under the pod's limit, since only a few decode at a time."""
     path = tmp_path / "costly.jpg"
     path.write_bytes(progressive_jpeg(7300, 5470, scans=MAX_SCANS))
-    pages = [open_page(browser, server.url) for _ in range(VISITORS)]
+    pages = [open_at(browser, server.url, settled=False) for _ in range(VISITORS)]
     before = proc_kilobytes(server.pid, "VmRSS") / 1024
     for page in pages:  # each upload starts in the browser and runs in its own script thread
         page.locator('input[type="file"]').set_input_files(str(path))
@@ -248,7 +171,7 @@ def test_one_visitor_cannot_fill_the_servers_memory_with_uploads(
 ) -> None:
     """Streamlit keeps every PUT to /_stcore/upload_file/<session>/<id> under the id the client
     sends: one visitor PUTs thirty files of 10 MB under ids of their own, as fast as they go."""
-    page = open_page(browser, server.url)
+    page = open_at(browser, server.url, settled=False)
     puts: list[str] = []
     page.on("request", lambda request: puts.append(request.url) if request.method == "PUT" else 0)
     page.locator('input[type="file"]').set_input_files(str(ROOT / "samples" / "4-photo.jpg"))
@@ -277,43 +200,6 @@ def test_one_visitor_cannot_fill_the_servers_memory_with_uploads(
     page.close()
 
 
-BEACON = "http://127.0.0.1:9/beacon.png"
-HOSTILE = f"![beacon]({BEACON}) [log in](https://evil.example/login) www.evil.example"
-
-
-def test_store_text_reaches_the_browser_as_text(
-    browser: object, published_store: Path, tmp_path: Path
-) -> None:
-    """A run.json whose text is Markdown: the browser fetches no image and shows no link from it."""
-    store = Path(shutil.copytree(published_store, tmp_path / "store"))
-    folder = store / run_prefix("ui-test-md")
-    shutil.copytree(store / run_prefix(FIRST_RUN), folder)
-    card = json.loads((folder / "run.json").read_text())
-    # published_at must be a date (steps/lib/published.py refuses other text); run and settings are text
-    # a line end Markdown knows besides \n (\r\r: a blank line) must not end the code span either
-    card.update(run=HOSTILE, settings={"workers": HOSTILE, "note": f"x\r\r{HOSTILE} **bold**"})
-    (folder / "run.json").write_text(json.dumps(card))
-    (store / LATEST_KEY).write_text("ui-test-md")
-    with serving(store, tmp_path / "server.log") as hostile:
-        page = browser.new_page(viewport={"width": 1100, "height": 1400})
-        page.set_default_timeout(PAGE_TIMEOUT_MS)
-        fetched: list[str] = []
-        page.on("request", lambda request: fetched.append(request.url))
-        page.goto(hostile.url)
-        page.get_by_text("Handwritten digit recognition").wait_for()
-        page.get_by_role("tab", name="Upload images").wait_for()
-        page.get_by_text(
-            "www.evil.example"
-        ).first.wait_for()  # shown, as text, once the card is drawn
-        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
-        assert page.locator(f'img[src="{BEACON}"]').count() == 0
-        assert page.locator('a[href*="evil.example"]').count() == 0
-        assert page.locator("strong", has_text="bold").count() == 0
-        assert page.get_by_text("**bold**").count() == 1  # the setting's Markdown, shown as text
-        assert not [url for url in fetched if url.startswith(BEACON)]
-        page.close()
-
-
 def pick(page: object, label: str, option: str) -> None:
     """Choose `option` in the card's selectbox `label`: its list is opened again until it shows, as a
     rerun of the page's script (a component's first value) may close it as it opens."""
@@ -329,42 +215,62 @@ def pick(page: object, label: str, option: str) -> None:
     pytest.fail(f"the list of {label!r} never showed {option!r}", pytrace=False)
 
 
-def test_the_served_model_is_compared_with_another_run(
+def test_the_served_model_is_compared_with_another_run(browser: object, server: Server) -> None:
+    page = open_at(browser, server.url)
+    pick(page, PICKER, OLD)
+    page.get_by_text(f"Served beside {OLD}").wait_for()
+    assert shown(page, OLD) == "96.12%"
+    for run in (FIRST_RUN, OLD):
+        page.get_by_text(f"Confusion matrix of {run}").wait_for()
+    table = page.locator('[data-testid="stDataFrame"]')  # the settings that differ
+    table.first.wait_for()  # the grid's code loads when a page first shows one
+    assert table.count() == 1
+    page.close()
+
+
+BEACON = "http://127.0.0.1:9/beacon.png"
+HOSTILE = f"![beacon]({BEACON}) [log in](https://evil.example/login) www.evil.example"
+
+
+def test_store_text_reaches_the_browser_as_text(
     browser: object, published_store: Path, tmp_path: Path
 ) -> None:
-    store = beside_the_page_run(published_store, tmp_path / "store")
-    with serving(store, tmp_path / "server.log") as page_server:
-        page = open_at(browser, page_server.url, DESKTOP)
-        pick(page, PICKER, OLD)
-        page.get_by_text(f"Served beside {OLD}").wait_for()
-        assert shown(page, OLD) == "96.12%"
-        for run in (FIRST_RUN, OLD):
-            page.get_by_text(f"Confusion matrix of {run}").wait_for()
-        table = page.locator('[data-testid="stDataFrame"]')  # the settings that differ
-        table.first.wait_for()  # the grid's code loads when a page first shows one
-        assert table.count() == 1
+    """A run.json whose text is Markdown: the browser fetches no image and shows no link from it."""
+    store = Path(shutil.copytree(published_store, tmp_path / "store"))
+    folder = store / run_prefix("ui-test-md")
+    shutil.copytree(store / run_prefix(FIRST_RUN), folder)
+    card = json.loads((folder / "run.json").read_text())
+    # run and settings are text (published_at must be a date); \r\r, a blank line, must not end a code span
+    card.update(run=HOSTILE, settings={"workers": HOSTILE, "note": f"x\r\r{HOSTILE} **bold**"})
+    (folder / "run.json").write_text(json.dumps(card))
+    (store / LATEST_KEY).write_text("ui-test-md")
+    with serving(store, tmp_path / "server.log") as hostile:
+        page = browser.new_page(viewport={"width": 1100, "height": 1400})
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+        fetched: list[str] = []
+        page.on("request", lambda request: fetched.append(request.url))
+        page.goto(hostile.url)
+        page.get_by_text("Handwritten digit recognition").wait_for()
+        page.get_by_role("tab", name="Upload images").wait_for()
+        page.get_by_text("www.evil.example").first.wait_for()  # shown, as text, with the card
+        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
+        assert page.locator(f'img[src="{BEACON}"]').count() == 0
+        assert page.locator('a[href*="evil.example"]').count() == 0
+        assert page.locator("strong", has_text="bold").count() == 0
+        assert page.get_by_text("**bold**").count() == 1  # the setting's Markdown, shown as text
+        assert not [url for url in fetched if url.startswith(BEACON)]
         page.close()
 
 
-# --- which Chromium: Debian's, else Playwright's, else one line (no browser is started) ---
-
-
-def test_debian_chromium_comes_first(tmp_path: Path) -> None:
+def test_chromium_is_debians_else_playwrights_else_one_line_says_what_to_install(
+    tmp_path: Path,
+) -> None:
     debian, own = tmp_path / "chromium", tmp_path / "ms-playwright" / "chrome"
-    for program in (debian, own):
-        program.parent.mkdir(parents=True, exist_ok=True)
-        program.write_text("")
-    assert chromium_program(own, debian) == debian
-
-
-def test_playwrights_own_chromium_is_used_without_debians(tmp_path: Path) -> None:
-    own = tmp_path / "ms-playwright" / "chrome"
     own.parent.mkdir()
     own.write_text("")
-    assert chromium_program(own, tmp_path / "no-chromium") == own
-
-
-def test_without_any_chromium_the_browser_tests_fail_saying_what_to_install(tmp_path: Path) -> None:
+    assert chromium_program(own, debian) == own
+    debian.write_text("")
+    assert chromium_program(own, debian) == debian
     with pytest.raises(pytest.fail.Exception) as failed:
         chromium_program(tmp_path / "no-playwright-chrome", tmp_path / "no-chromium")
     assert str(failed.value) == NO_CHROMIUM

@@ -19,7 +19,7 @@ import pytest
 from PIL import Image, ImageFile
 
 from bench.photos import photo
-from tests.support.page import progressive_jpeg
+from tests.support.page import encode, progressive_jpeg
 from tests.support.project import ROOT
 from ui.images.decode import MAX_PIXELS
 from ui.preprocess import ImageRejected, prepare
@@ -27,12 +27,6 @@ from ui.preprocess import ImageRejected, prepare
 SEED = 16
 MUTANTS = 400  # in-process, through prepare()
 CLI_MUTANTS = 60  # of them, also through one `python -m ui.predict` run
-
-
-def encode(image: Image.Image, format: str, **options: object) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format=format, **options)
-    return buffer.getvalue()
 
 
 def seeds() -> list[bytes]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from PIL import Image
 
 from bench.photos import photo as hard_photo
 from steps.lib.mnist import load_mnist
-from tests.support.page import SURE
+from tests.support.page import SURE, encode
 from tools.make_samples import photograph
 from ui.images.decode import ImageRejected
 from ui.preprocess import BOX, CENTRE, SIDE, prepare
@@ -27,12 +26,6 @@ PHOTO_FRAME = (
 SURE_CLEAN_MIN = 0.8  # a test model sure of fewer clean digits than this is too weak to judge by
 HARD_KEPT = 0.97  # of those, the share the hard photographs must keep (99.6% measured, seeds 0-2)
 KIND_KEPT = 0.98  # and the kinder sample photographs (100%)
-
-
-def encode(image: Image.Image, format: str = "PNG") -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format=format)
-    return buffer.getvalue()
 
 
 @pytest.fixture(scope="module")

@@ -46,8 +46,7 @@ SURE = 0.9
 
 def train_digit_model(mnist_path: Path, target: Path) -> Path:
     """Train the project's CNN on the first TRAIN_DIGITS training digits (seed: FIXTURE_SEED); save
-    it as .h5, after checking that it reads SURE_SAMPLES and the browser's uneven-light photo as the
-    page's tests need."""
+    it as .h5, after checking that it reads SURE_SAMPLES as the page's tests need."""
     import keras
 
     from steps.lib.keras_model import build_model, compile_model, save_model, to_inputs
@@ -64,18 +63,8 @@ def train_digit_model(mnist_path: Path, target: Path) -> Path:
     )
     save_model(model, target)
     sure = {name: (SAMPLES / name).read_bytes() for name in SURE_SAMPLES}
-    sure["0 under uneven light (test_ui_browser.py)"] = uneven_light_photo(mnist_path)[0]
     check_sure(Network(read_weights(target)), sure)
     return target
-
-
-def uneven_light_photo(mnist_path: Path) -> tuple[bytes, int]:
-    """A 1600x1200 JPEG of MNIST's test digit 3 (a 0) with a shadow over part of the sheet and a
-    gradient (bench.photos, seed 6), and its label."""
-    from bench.photos import photo
-
-    _, test = load_mnist(mnist_path)
-    return photo(test.x[3], seed=6, size=(1600, 1200)), int(test.y[3])
 
 
 def check_sure(model: Network, images: dict[str, bytes]) -> None:
@@ -157,6 +146,13 @@ def publish_run(store: str | Path, run: str, model: Path, evaluation: Path) -> N
         *(f"--setting={name}={value}" for name, value in settings.items()),
     ]
     publish.main(publish.make_parser().parse_args(args))
+
+
+def encode(image: Image.Image, format: str = "PNG", **options: object) -> bytes:
+    """`image` as a file of `format`, made with Pillow's `options`."""
+    buffer = io.BytesIO()
+    image.save(buffer, format=format, **options)
+    return buffer.getvalue()
 
 
 # Crafted files for the page's limits (issue: untrusted uploads). Each is made here, small on disk.
