@@ -58,7 +58,6 @@ DESKTOP = {"width": 1440, "height": 900}
 NARROW = {"width": 390, "height": 844}  # a phone's viewport, in CSS pixels
 # The button of the Argo UI's link to the page (infra/gke/lib.sh, render_argo_config).
 PAGE_LINK = "Model page"
-PAGE_TITLE = "Handwritten digits"  # ui/app.py's page_title
 SCREENSHOTS = os.environ.get("ARGO_UI_SCREENSHOTS")
 PLACEHOLDER_TITLE = "Argo Server: the Argo UI did not build"
 # What the split step says of a file that is not an .npz (steps/lib/npz.py), its error line.
@@ -163,7 +162,6 @@ def test_the_graph_shows_every_task_of_the_dag(page: Any, cluster: Cluster, smal
 def test_a_runs_page_opens_the_page_serving_its_model(
     page: Any, cluster: Cluster, small_run: str
 ) -> None:
-    """The button of the Argo configuration's link (scope workflow) opens its address, the page."""
     config = cluster.get("configmap", "workflow-controller-configmap", "-n", "argo")
     links = yaml.safe_load(config["data"].get("links", "[]"))
     [address] = [link["url"] for link in links if link["name"] == PAGE_LINK]
@@ -175,7 +173,17 @@ def test_a_runs_page_opens_the_page_serving_its_model(
     model_page = opened.value
     model_page.wait_for_load_state("domcontentloaded")
     assert model_page.url == address
-    expect(model_page).to_have_title(PAGE_TITLE, timeout=TIMEOUT_MS)
+    expect(model_page).to_have_title("Handwritten digits", timeout=TIMEOUT_MS)  # ui/app.py
+
+
+def test_a_trainers_logs_show_its_epoch_lines(page: Any, cluster: Cluster, small_run: str) -> None:
+    open_run(page, cluster, small_run)
+    select_node(page, "train-round-1(1:1)(0)")
+    page.locator(".workflow-node-info").get_by_role("button", name="LOGS").click()
+    page.locator(".workflow-logs-viewer").filter(
+        has_text=re.compile(r"epoch\s1/1:\saccuracy")
+    ).wait_for()
+    screenshot(page, "logs")
 
 
 def test_evaluate_and_aggregate_list_their_pictures_and_the_server_returns_them(
@@ -228,10 +236,8 @@ def test_the_templates_submit_form_describes_every_parameter(page: Any, cluster:
     label.locator("xpath=following-sibling::*[1]").hover()
     page.get_by_text(first["description"]).first.wait_for()
     screenshot(page, "submit")
-    page.set_viewport_size(NARROW)
-    page.reload()
-    page.get_by_role("button", name="SUBMIT").first.click()
-    form.locator("label", has_text=parameters[-1]["name"]).first.wait_for()
+    page.set_viewport_size(NARROW)  # the open form, as the browser draws it narrowed
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     screenshot(page, "submit-narrow")
 
 
