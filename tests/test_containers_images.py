@@ -1,16 +1,23 @@
-"""The images' sizes stay within what each needs, and TensorFlow is in the train image only. Sizes are what
+"""The images hold exactly the versions uv.lock pins, their sizes stay within what each needs, and TensorFlow
+is in the train image only. Sizes are what
 the project adds above the base image (the stand-in here is 0.20 GB, the official slim base about 0.13 GB):
 the steps image's targets are 0.4 GB on the stand-in and 0.3 GB on the official base, so its layers above
 the base stay under 150 MB."""
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.support import containers
 from tests.support.containers import Images, finds_tensorflow
+from tests.support.project import ROOT
 
 pytestmark = pytest.mark.containers
 images = containers.images  # the fixture, under its own name
@@ -18,6 +25,53 @@ images = containers.images  # the fixture, under its own name
 MB = 1_000_000
 # Above the base, in MB (measured: steps 133, train 992, page 424).
 BUDGETS = {"steps": 150, "train": 1050, "page": 450}
+# Each image's extra of pyproject.toml (the steps image: the core alone).
+EXTRAS = {"steps": None, "train": "train", "page": "page"}
+# The uv `make setup` installs, beside the tests' Python (Makefile: UV).
+UV = Path(sys.prefix) / "uv" / "bin" / "uv"
+LIST_INSTALLED = (
+    "import importlib.metadata as m, json; "
+    "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"
+)
+
+
+def locked(extra: str | None) -> dict[str, str]:
+    """What uv.lock pins for an extra on this platform (the images' too: Linux, the same Python minor,
+    tests/test_infra_image.py), the project itself left out: `uv export`'s list, its markers evaluated."""
+    exported = subprocess.run(
+        [str(UV), "export", "--frozen", "--no-hashes", "--no-header", "--no-annotate"]
+        + ["--no-emit-project", "--format", "requirements-txt"]
+        + (["--extra", extra] if extra else []),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert exported.returncode == 0, exported.stderr
+    pins = [Requirement(line) for line in exported.stdout.splitlines() if line.strip()]
+    return {
+        canonicalize_name(pin.name): str(pin.specifier).removeprefix("==")
+        for pin in pins
+        if pin.marker is None or pin.marker.evaluate()
+    }
+
+
+def installed(engine: str, image: str) -> dict[str, str]:
+    """Every distribution in the image's environment and its version, the project itself left out."""
+    listed = subprocess.run(
+        [engine, "run", "--rm", "--network", "none", image, "python", "-c", LIST_INSTALLED],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr
+    found = {canonicalize_name(n): v for n, v in json.loads(listed.stdout).items()}
+    assert found.pop("mnist-argo") == containers.VERSION
+    return found
+
+
+@pytest.mark.parametrize("key", sorted(EXTRAS))
+def test_each_image_holds_exactly_the_locked_versions(images: Images, key: str) -> None:
+    assert installed(images.engine, getattr(images, key)) == locked(EXTRAS[key])
 
 
 def inspect(engine: str, image: str, template: str) -> str:

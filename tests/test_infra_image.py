@@ -1,5 +1,6 @@
-"""The container images (infra/docker/Dockerfile): built from the project's own pyproject.toml, so what runs
-in the cluster is what CI installed and tested. Here the Dockerfile is parsed, and the wheel it installs is built
+"""The container images (infra/docker/Dockerfile): built from the project's own pyproject.toml and the
+versions uv.lock pins, installed by `uv sync --locked` as `make setup` installs them, so what runs in the
+cluster is what CI installed and tested. Here the Dockerfile is parsed, and the wheel it installs is built
 from exactly the files .dockerignore lets into the build context; the images themselves are built and run by
 the container tests (tests/test_containers_*.py, `make test-containers`)."""
 
@@ -30,14 +31,20 @@ def venv_source(target: str) -> str:
     return copied.split()[0].removeprefix("--from=")
 
 
-def installed_extras(stage: str) -> set[str]:
-    """What `pip install` brings into a stage's environment, along its lineage: '.', '.[train]', ..."""
-    found = set()
-    for instruction, value in effective(stage):
-        for command in shell_commands(value) if instruction == "RUN" else []:
-            if Path(command[0]).name.startswith("pip") and command[1:2] == ["install"]:
-                found |= {a for a in command[2:] if not a.startswith("-")}
-    return found
+def uv_syncs(stage: str) -> list[list[str]]:
+    """The arguments of every `uv sync` that builds a stage's environment, along its lineage, in order."""
+    return [
+        command[2:]
+        for instruction, value in effective(stage)
+        for command in (shell_commands(value) if instruction == "RUN" else [])
+        if Path(command[0]).name == "uv" and command[1:2] == ["sync"]
+    ]
+
+
+def synced_extras(stage: str) -> set[str]:
+    """The extras of a stage's last sync: a sync removes whatever its extras do not hold."""
+    arguments = uv_syncs(stage)[-1]
+    return {arguments[i + 1] for i, word in enumerate(arguments) if word == "--extra"}
 
 
 def shell_commands(run: str) -> list[list[str]]:
@@ -96,29 +103,31 @@ def test_base_images_are_one_pinned_python_matching_ci() -> None:
     assert (int(match[1]), int(match[2])) >= minimum
 
 
-def test_the_only_install_source_is_the_projects_pyproject() -> None:
-    installs = pip_installs()
-    assert installs, "the Dockerfile installs nothing with pip"
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"
+def test_every_image_installs_the_versions_uv_lock_pins() -> None:
+    """Each image's environment is made by `uv sync --locked` (a lock that no longer matches pyproject.toml
+    is refused; every file is checked against the lock's hashes), by the uv pyproject.toml requires; pip
+    installs that uv and nothing else."""
+    required_uv = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"][
+        "required-version"
     ]
-    for arguments in installs:
-        sources = [argument for argument in arguments if not argument.startswith("-")]
-        flags = [argument for argument in arguments if argument.startswith("-")]
-        assert sources in (["."], [".[train]"], [".[page]"]), (
-            f"pip install of something other than the project: {arguments}"
-        )
-        assert set(flags) <= {"--no-deps"}, f"unexpected pip flags: {flags}"
-    assert ["."] in installs and [".[train]"] in installs and [".[page]"] in installs, (
-        "dependencies must come from `pip install .[...]`"
+    installs = pip_installs()
+    assert len(installs) == 1, installs
+    (package,) = [argument for argument in installs[0] if not argument.startswith("-")]
+    # The argument as the build's shell expands it in its working folder, which holds pyproject.toml.
+    expanded = subprocess.run(
+        ["bash", "-c", f'printf %s "{package}"'], cwd=ROOT, capture_output=True, text=True
     )
-    assert {"train", "page"} <= set(extras)
-    deps = [value for _, value in stages()["deps"]]
-    copied = next(i for i, value in enumerate(deps) if "pyproject.toml" in value)
-    installed = next(i for i, value in enumerate(deps) if "pip install ." in value)
-    assert copied < installed, (
-        "pyproject.toml must be in place before the dependencies are installed"
-    )
+    assert expanded.stdout == f"uv{required_uv}", (package, expanded.stderr)
+    for target in ("steps", "train", "page"):
+        syncs = uv_syncs(venv_source(target))
+        assert syncs and all("--locked" in arguments for arguments in syncs), (target, syncs)
+        # The project itself as a wheel, not a link to /src.
+        assert "--no-editable" in syncs[-1] and "--no-install-project" not in syncs[-1], syncs
+    deps = [(instruction, value) for instruction, value in stages()["deps"]]
+    copied = next(i for i, (ins, value) in enumerate(deps) if ins == "COPY" and "uv.lock" in value)
+    synced = next(i for i, (ins, value) in enumerate(deps) if ins == "RUN" and "uv sync" in value)
+    assert copied < synced, "pyproject.toml and uv.lock must be in place before the first sync"
+    assert "pyproject.toml" in deps[copied][1]
     text = DOCKERFILE.read_text()
     for other_source in ("requirements", "conda ", "uv pip", "poetry"):
         assert other_source not in text, other_source
@@ -165,11 +174,11 @@ def test_each_image_installs_only_its_own_dependencies() -> None:
 
 def test_only_the_train_image_holds_tensorflow() -> None:
     """The steps image (split, init, aggregate, evaluate, publish: every DAG level but the trainers')
-    installs the core alone, so a fresh node pulls a small image for them; the train image installs
-    `.[train]`; the page `.[page]` (it runs the network in numpy)."""
-    assert installed_extras(venv_source("steps")) == {"."}
-    assert installed_extras(venv_source("train")) == {".", ".[train]"}
-    assert installed_extras(venv_source("page")) == {".", ".[page]"}
+    syncs the core alone, so a fresh node pulls a small image for them; the train image syncs the extra
+    `train`; the page `page` (it runs the network in numpy)."""
+    assert synced_extras(venv_source("steps")) == set()
+    assert synced_extras(venv_source("train")) == {"train"}
+    assert synced_extras(venv_source("page")) == {"page"}
     # The two step images share everything but their environment: a node holding one keeps those
     # layers for the other.
     assert lineage("steps")[1:] == lineage("train")[1:]
@@ -225,6 +234,7 @@ def in_build_context(relative: str) -> bool:
 def test_dockerignore_sends_the_project_and_nothing_else() -> None:
     for needed in (
         "pyproject.toml",
+        "uv.lock",
         "README.md",
         "steps/lib/staged_outputs.py",
         "workflows/pipeline/workflow.py",

@@ -989,7 +989,7 @@ def test_image_tag_follows_the_images_content(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     for path in ("infra", "steps", "workflows", "ui", ".streamlit", "tests"):
         shutil.copytree(ROOT / path, tree / path, ignore=shutil.ignore_patterns("__pycache__"))
-    for path in ("pyproject.toml", "README.md", ".dockerignore"):
+    for path in ("pyproject.toml", "uv.lock", "README.md", ".dockerignore"):
         shutil.copy(ROOT / path, tree / path)
     first = image_tag(tree)
     assert first.startswith("0.1.0-") and len(first) == len("0.1.0-") + 12, first

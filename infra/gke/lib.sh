@@ -193,7 +193,9 @@ PROGRESS_REPORT_TIME=10s
 # ARGO_EXECUTOR_IMAGE replaces the released executor image; ARGO_EXTRA_ENV (NAME=VALUE) is given to the
 # executor's containers and to every step's main container (the config's executor.env and mainContainer,
 # workflowpod.go: createEnvVars and the strategic merge of mainContainer): the local cluster names its GCS
-# emulator so, GKE sets neither.
+# emulator so, GKE sets neither. PAGE_URL, the page's address as a browser reaches it, puts a button on each
+# workflow's page in the Argo UI that opens it (the config's links, scope workflow: ui/src/workflows/components/
+# workflow-details/workflow-details.tsx; the page shows the store's runs, and no URL picks one).
 render_argo_config() {
     local directory="$1" env=""
     mkdir -p "${directory}"
@@ -252,6 +254,10 @@ data:
 YAML
     if [[ -n "${env}" ]]; then
         printf '  mainContainer: |%s\n' "${env}" >>"${directory}/workflow-controller-configmap.yaml"
+    fi
+    if [[ -n "${PAGE_URL:-}" ]]; then
+        printf '  links: |\n    - name: Model page\n      scope: workflow\n      url: %s\n' \
+            "$(json_string "${PAGE_URL}")" >>"${directory}/workflow-controller-configmap.yaml"
     fi
     cat >"${directory}/workflow-controller-deployment.yaml" <<YAML
 apiVersion: apps/v1

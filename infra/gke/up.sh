@@ -360,7 +360,7 @@ install_argo() {
             die "Argo ${ARGO_VERSION}'s manifest built at ${commit} has sha256 ${actual}, not the ${expected} listed in ${ARGO_RELEASES}: nothing applied"
         fi
     fi
-    render_argo_config "${directory}"
+    PAGE_URL="$(page_url)" render_argo_config "${directory}"
     log "installing Argo Workflows ${ARGO_VERSION} into namespace argo (executor without root, requeue ${REQUEUE_TIME})"
     # Argo v4's CRDs carry full validation schemas and are too large for client-side apply.
     kube apply --server-side --force-conflicts --kustomize "${directory}"
@@ -427,6 +427,11 @@ wait_for_quota() {
         sleep 10
     done
     die "the ResourceQuota ${RESOURCE_QUOTA} in namespace ${NAMESPACE} does not count all it bounds after $((QUOTA_WAIT_ATTEMPTS / 6)) minutes: see kubectl --context $(kube_context "${ZONE}") -n ${NAMESPACE} describe resourcequota ${RESOURCE_QUOTA}, then run up.sh again"
+}
+
+# The page's address for the Argo UI's link to it: PAGE_DOMAIN's, or the port-forward print_next_steps gives.
+page_url() {
+    if [[ -n "${PAGE_DOMAIN}" ]]; then echo "https://${PAGE_DOMAIN}/"; else echo "http://localhost:8501/"; fi
 }
 
 # How to reach the Argo UI, the page and train on the cluster: commands to paste into the same shell, in this

@@ -42,6 +42,11 @@ ETCD_METRICS_PORT=2381
 KUBELET_HEALTHZ_PORT=10248
 KUBE_PROXY_METRICS_PORT=10249
 KUBE_PROXY_HEALTHZ_PORT=10256
+# The page's Service address, chosen here so that the Argo UI's link to the page (PAGE_URL, render_argo_config
+# in infra/gke/lib.sh) is known when Argo is installed: in the lowest 16 addresses of the Service range, which
+# Kubernetes keeps for addresses chosen by hand (KEP-3070).
+PAGE_IP=10.77.1.10
+PAGE_URL="http://${PAGE_IP}/"
 BUCKET=mnist-local
 NAMESPACE=mnist
 

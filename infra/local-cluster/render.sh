@@ -172,7 +172,7 @@ render_argo_install() {
     mkdir -p "${directory}"
     ARGO_VERSION="${ARGO_LOCAL_VERSION}" gke_lib kustomize_argo_release "${manifests}/cluster-install" \
         "$(kubectl_bin)" >"${directory}/install.yaml"
-    ARGO_VERSION="${ARGO_LOCAL_VERSION}" REQUEUE_TIME="${REQUEUE_TIME:-2s}" \
+    ARGO_VERSION="${ARGO_LOCAL_VERSION}" REQUEUE_TIME="${REQUEUE_TIME:-2s}" PAGE_URL="${PAGE_URL}" \
         ARGO_EXECUTOR_IMAGE="${ARGOEXEC_IMAGE}" ARGO_EXTRA_ENV="STORAGE_EMULATOR_HOST=${GCS_URL}" \
         gke_lib render_argo_config "${directory}"
     # The Argo Server reads archived logs and artifacts from the bucket for the UI and the API.
@@ -204,8 +204,9 @@ YAML
 }
 
 # The project's manifests as every cluster gets them (infra/k8s/base), with this cluster's settings in an
-# overlay, as up.sh writes one for GKE: the bucket, the page's image, and where the GCS emulator is. The page's
-# image is imported, never pulled: IfNotPresent.
+# overlay, as up.sh writes one for GKE: the bucket, the page's image, and where the GCS emulator is; the page's
+# Service at PAGE_IP, the address of the Argo UI's link to it. The page's image is imported, never pulled:
+# IfNotPresent.
 render_project_overlay() {
     local directory="$1"
     mkdir -p "${directory}"
@@ -221,11 +222,20 @@ images:
     newTag: ${PAGE_IMAGE##*:}
 patches:
 $(gke_lib render_bucket_patches IfNotPresent "STORAGE_EMULATOR_HOST=${GCS_URL}")
+  - patch: |
+      apiVersion: v1
+      kind: Service
+      metadata:
+        name: mnist-page
+        namespace: ${NAMESPACE}
+      spec:
+        clusterIP: ${PAGE_IP}
 YAML
 }
 
 # What `source .cluster/env` sets: the admin's kubeconfig, the Argo Server and the submitter's token (one
-# day), the artifact store, the emulator, the images, and the built programs (kubectl, argo) on PATH.
+# day), the artifact store, the emulator, the images, the page's address, and the built programs (kubectl,
+# argo) on PATH.
 render_env() {
     local server token
     server="$(kube -n argo get service argo-server -o jsonpath='{.spec.clusterIP}')"
@@ -245,5 +255,6 @@ export GOOGLE_CLOUD_PROJECT=local
 export STEPS_IMAGE="${STEPS_IMAGE}"
 export TRAIN_IMAGE="${TRAIN_IMAGE}"
 export PAGE_IMAGE="${PAGE_IMAGE}"
+export PAGE_URL="${PAGE_URL}"
 ENV
 }

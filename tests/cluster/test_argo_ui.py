@@ -2,10 +2,11 @@
 infra/local-cluster/build-ui.sh, embedded in the Argo Server) in headless Chromium, logged in with the
 submitter's token through its login box. A small run's graph shows every task of the DAG, a trainer's logs
 show its epoch lines, the evaluate and aggregate nodes list their pictures and the server returns them, the
-registered WorkflowTemplate's Submit form describes each parameter, and a run given bad input shows the
-step's own error line on its node.
+registered WorkflowTemplate's Submit form describes each parameter, a run's page has a button opening the
+page that serves the model (PAGE_URL), and a run given bad input shows the step's own error line on its node.
 
-With ARGO_UI_SCREENSHOTS set to a folder (docs/images), the tests leave their screenshots there."""
+With ARGO_UI_SCREENSHOTS set to a folder (docs/images), the tests leave their screenshots there, the graph's
+and the Submit form's also as a phone shows them (390 px wide)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ from urllib.parse import urljoin
 import pytest
 import requests
 import urllib3  # noqa: F401  (its warning is filtered by name)
+import yaml
 from PIL import Image
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
 from tests.support.browser import chromium
 from tests.support.cluster import Cluster, tries
@@ -52,6 +55,9 @@ SUBMITTED = re.compile(r"^submitted (\S+) to ", re.MULTILINE)
 TIMEOUT_MS = 60_000
 MODAL_WAIT_MS = 5_000
 DESKTOP = {"width": 1440, "height": 900}
+NARROW = {"width": 390, "height": 844}  # a phone's viewport, in CSS pixels
+# The button of the Argo UI's link to the page (infra/gke/lib.sh, render_argo_config).
+PAGE_LINK = "Model page"
 SCREENSHOTS = os.environ.get("ARGO_UI_SCREENSHOTS")
 PLACEHOLDER_TITLE = "Argo Server: the Argo UI did not build"
 # What the split step says of a file that is not an .npz (steps/lib/npz.py), its error line.
@@ -147,6 +153,27 @@ def test_the_graph_shows_every_task_of_the_dag(page: Any, cluster: Cluster, smal
     open_run(page, cluster, small_run)
     assert graph_labels(page) >= TASKS, sorted(graph_labels(page))
     screenshot(page, "graph")
+    # As a phone opens it: the UI lays the graph out for the width it loads at.
+    page.set_viewport_size(NARROW)
+    open_run(page, cluster, small_run)
+    screenshot(page, "graph-narrow")
+
+
+def test_a_runs_page_opens_the_page_serving_its_model(
+    page: Any, cluster: Cluster, small_run: str
+) -> None:
+    config = cluster.get("configmap", "workflow-controller-configmap", "-n", "argo")
+    links = yaml.safe_load(config["data"].get("links", "[]"))
+    [address] = [link["url"] for link in links if link["name"] == PAGE_LINK]
+    if cluster.local:
+        assert address == cluster.env["PAGE_URL"]
+    open_run(page, cluster, small_run)
+    with page.context.expect_page() as opened:
+        page.get_by_role("button", name=PAGE_LINK).click()
+    model_page = opened.value
+    model_page.wait_for_load_state("domcontentloaded")
+    assert model_page.url == address
+    expect(model_page).to_have_title("Handwritten digits", timeout=TIMEOUT_MS)  # ui/app.py
 
 
 def test_a_trainers_logs_show_its_epoch_lines(page: Any, cluster: Cluster, small_run: str) -> None:
@@ -209,6 +236,9 @@ def test_the_templates_submit_form_describes_every_parameter(page: Any, cluster:
     label.locator("xpath=following-sibling::*[1]").hover()
     page.get_by_text(first["description"]).first.wait_for()
     screenshot(page, "submit")
+    page.set_viewport_size(NARROW)  # the open form, as the browser draws it narrowed
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    screenshot(page, "submit-narrow")
 
 
 def test_a_run_given_bad_input_shows_the_steps_error_line_on_its_node(

@@ -44,6 +44,7 @@ CLUSTER_VARIABLES = (
     "STEPS_IMAGE",
     "TRAIN_IMAGE",
     "PAGE_IMAGE",
+    "PAGE_URL",  # the page's address, which the Argo UI links to (the local cluster's .cluster/env)
     "PATH",
 )
 NO_CLUSTER = (
