@@ -10,6 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
+from hera.workflows import models as m
+
 from steps.lib.errors import StepError
 from steps.lib.published import differing
 from steps.lib.registry import latest_run
@@ -17,13 +19,7 @@ from steps.lib.run_index import RunRecord, read_run, run_index
 from steps.lib.storage import ArtifactStore, open_store
 from workflows.errors import UsageError
 from workflows.run_end import report
-from workflows.server.client import (
-    ArgoServer,
-    NoSuchRun,
-    get_workflow,
-    list_workflows,
-    retry_workflow,
-)
+from workflows.server.client import ArgoServer, NoSuchRun, call
 from workflows.server.watch import ended, output, watch
 
 RETRYABLE = ("Failed", "Error")  # the phases Argo's retry takes up (workflow/util/util.go)
@@ -186,7 +182,7 @@ def cluster_latest(store: str) -> str | None:
 def cluster_run(server: ArgoServer, store: str, run: str) -> RunRecord:
     """The run as the server holds it, with its rounds from the bucket's history when there."""
     try:
-        record = cluster_record(get_workflow(server, run))
+        record = cluster_record(call(server, lambda argo: argo.get_workflow(run)))
     except NoSuchRun as error:
         raise UsageError(str(error)) from None
     if store.startswith("gs://"):
@@ -200,14 +196,18 @@ def retry_cluster(server: ArgoServer, run: str, store: str, follow: bool, interv
     """Take up a failed run with the Argo Server's retry (its failed tasks run again); an unknown run,
     one that succeeded or one still running is refused first."""
     try:
-        phase = get_workflow(server, run).get("status", {}).get("phase") or "Pending"
+        phase = (
+            call(server, lambda argo: argo.get_workflow(run)).get("status", {}).get("phase")
+            or "Pending"
+        )
     except NoSuchRun as error:
         raise UsageError(str(error)) from None
     if phase == "Succeeded":
         raise UsageError(f"run {run} succeeded: there is nothing to retry")
     if phase not in RETRYABLE:
         raise UsageError(f"run {run} is {phase}: only a run that failed or was stopped is retried")
-    retry_workflow(server, run)
+    request = m.WorkflowRetryRequest(name=run, namespace=server.namespace)
+    call(server, lambda argo: argo.retry_workflow(run, request))
     print(f"retrying {run}: its failed tasks run again, those that succeeded are kept")
     print(f"  {server.ui_link(run)}", flush=True)
     if not follow:
@@ -232,7 +232,9 @@ def main(args: argparse.Namespace, server: ArgoServer | None) -> int:
 
         lines = read_store(args.store, read)
     elif args.list:
-        listed = map(cluster_record, list_workflows(server))
+        listed = map(
+            cluster_record, call(server, lambda argo: argo.list_workflows()).get("items") or []
+        )
         records = sorted(listed, key=lambda r: r.started, reverse=True)
         lines = list_lines(records, cluster_latest(args.store))
     else:

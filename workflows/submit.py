@@ -277,7 +277,7 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
     if args.register:
         template = compile_template(settings, args.template_name)
         lint(server, template)  # nothing is created or registered before the server's lint passes
-        _, is_new = register_template(server, template)
+        is_new = register_template(server, template)
         print(
             f"{'created' if is_new else 'updated'} WorkflowTemplate {args.template_name} in "
             f"namespace {server.namespace}; start runs from {server.root}workflow-templates/"

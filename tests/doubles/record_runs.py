@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from tests.doubles import recordings
 from tests.support.cluster import ENDED, Cluster, from_environment, opened
 from tests.support.stories import FIRST_TRY_LINE, OOM_LINE, STORIES, Story
-from workflows.server.client import get_workflow, stop_workflow
+from workflows.server.client import call, stop_workflow
 from workflows.server.watch import CANNOT_PULL
 
 POLL_SECONDS = 1.0
@@ -44,7 +44,7 @@ def record(cluster: Cluster, story: Story) -> dict:
     stopped, stuck_since = None, None
     while True:
         polled = time.monotonic()
-        status = recordings.trimmed(get_workflow(cluster.argo_server, name).get("status", {}))
+        status = recordings.trimmed(call(cluster.argo_server, lambda argo: argo.get_workflow(name)).get("status", {}))
         read = datetime.now(UTC)
         if status != previous:
             change = recordings.changes(previous, status)

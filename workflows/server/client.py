@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import os
 import re
-import ssl
 import time
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import pydantic
 import requests
@@ -30,11 +29,9 @@ CACHE_WAITS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # seconds between tries: 15.75 s 
 TRUE = {"1", "true", "yes", "on"}
 # How hera.exceptions word an answer other than 2xx: "Server returned status code 401 with message: `...`"
 HERA_MESSAGE = re.compile(r"status code (\d+) with message: `(.*)`\s*$", re.DOTALL)
-# How the server answers a spec its validation refuses at lint: LintWorkflow returns validate.go's error as
-# it is, which gRPC makes Unknown, HTTP 500 (server/workflow/workflow_server.go:716); LintWorkflowTemplate
-# makes it InvalidArgument, HTTP 400 (server/workflowtemplate/workflow_template_server.go:191-193).
+# A spec the server's lint refuses: LintWorkflow answers HTTP 500 (server/workflow/workflow_server.go:716),
+# LintWorkflowTemplate 400 (server/workflowtemplate/workflow_template_server.go:191-193).
 LINT_REFUSALS = (400, 500)
-Answer = TypeVar("Answer")
 
 
 class ArgoError(ProjectError):
@@ -62,7 +59,6 @@ class ArgoServer:
         return f"{self.url.rstrip('/')}/{path + '/' if path else ''}"
 
     def ui_link(self, name: str) -> str:
-        """The run's page in the Argo UI."""
         return f"{self.root}workflows/{self.namespace}/{name}"
 
 
@@ -73,8 +69,8 @@ def from_environment(
     insecure_skip_verify: bool | None = None,
     base_href: str | None = None,
 ) -> ArgoServer | None:
-    """The server named by the arguments or, failing them, ARGO_*; None when no server is named.
-    ARGO_SERVER is `host:port` (https unless ARGO_SECURE=false) or a full URL, as Argo's CLI reads it."""
+    """The server the arguments or ARGO_* name (`host:port` is https unless ARGO_SECURE=false, as
+    Argo's CLI reads it); None when no server is named."""
     address = (server or environ.get("ARGO_SERVER", "")).strip().rstrip("/")
     if not address:
         return None
@@ -100,50 +96,21 @@ class _TimedSession(requests.Session):
         return super().request(*args, **kwargs)
 
 
-def service(server: ArgoServer) -> WorkflowsService:
-    """Hera's client for this server. ARGO_TOKEN may be 'Bearer ...' (as Argo's CLI prints it) or bare:
-    Hera adds 'Bearer ' to a bare token."""
-    return WorkflowsService(
-        host=server.root,  # Hera joins "api/v1/..." to it, so the base href stays in every path
-        verify_ssl=not server.insecure_skip_verify,
-        token=server.token.strip() or None,
-        namespace=server.namespace,
-        session=_TimedSession(),
-    )
-
-
-def _find(error: BaseException | None, kind: type[BaseException]) -> BaseException | None:
-    """The first exception of `kind` wrapped anywhere in `error` (requests wraps urllib3 wraps ssl)."""
-    seen: set[int] = set()
-    stack: list[Any] = [error]
-    while stack:
-        current = stack.pop()
-        if not isinstance(current, BaseException) or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, kind):
-            return current
-        stack.extend([*current.args, getattr(current, "reason", None)])
-        stack.extend([current.__cause__, current.__context__])
-    return None
-
-
 def _connection_error(server: ArgoServer, error: requests.RequestException) -> ArgoError:
-    unverified = _find(error, ssl.SSLCertVerificationError)
-    if isinstance(unverified, ssl.SSLCertVerificationError):
+    text = " ".join(str(error).split())
+    if "CERTIFICATE_VERIFY_FAILED" in text:
         return ArgoError(
-            f"TLS: cannot verify the certificate of {server.url} ({unverified.verify_message}); "
-            "a port-forwarded Argo Server has a self-signed one: set ARGO_INSECURE_SKIP_VERIFY=true"
+            f"TLS: cannot verify the certificate of {server.url}; a port-forwarded Argo Server has "
+            "a self-signed one: set ARGO_INSECURE_SKIP_VERIFY=true"
         )
-    tls = _find(error, ssl.SSLError)
-    if isinstance(tls, ssl.SSLError):
+    if isinstance(error, requests.exceptions.SSLError):
         return ArgoError(
-            f"TLS failed with {server.url} ({tls.reason or tls}); if the server runs "
-            "without TLS (argo server --secure=false), use an http:// ARGO_SERVER"
+            f"TLS failed with {server.url}; if the server runs without TLS "
+            "(argo server --secure=false), use an http:// ARGO_SERVER"
         )
-    reason = _find(error, OSError) or error
+    reason = re.search(r"\[Errno -?\d+\] [^'\")]*", text)
     return ArgoError(
-        f"cannot reach the Argo Server at {server.url} ({' '.join(str(reason).split())}); is "
+        f"cannot reach the Argo Server at {server.url} ({reason[0] if reason else text}); is "
         "`kubectl -n argo port-forward svc/argo-server 2746:2746` running, and ARGO_SERVER right?"
     )
 
@@ -153,6 +120,7 @@ def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
     match = HERA_MESSAGE.search(str(error))
     status = int(match.group(1)) if match else getattr(error, "status_code", 0)
     detail = " ".join((match.group(2) if match else str(error)).split())
+    where = f"namespace {server.namespace!r}"
     if status == 401:
         hint = "set ARGO_TOKEN" if not server.token else "ARGO_TOKEN is not accepted; renew it"
         return ArgoError(
@@ -171,24 +139,23 @@ def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
         )
     if status == 403:
         return ArgoError(
-            f"the token in ARGO_TOKEN may not do this in namespace {server.namespace!r} "
-            f"(403 {detail}); use a token of a ServiceAccount allowed there, or check the namespace "
-            "(ARGO_NAMESPACE, --namespace): in one that does not exist only an administrator's token "
-            "is told so, any other's is refused like this"
+            f"the token in ARGO_TOKEN may not do this in {where} (403 {detail}); use a token of a "
+            "ServiceAccount allowed there, or check the namespace (ARGO_NAMESPACE, --namespace): in "
+            "one that does not exist only an administrator's token is told so, any other's is "
+            "refused like this"
         )
     if status == 404 and "namespace" in detail.lower():
         return ArgoError(
-            f"namespace {server.namespace!r} does not exist on the cluster ({detail}); "
-            "set ARGO_NAMESPACE or --namespace"
+            f"{where} does not exist on the cluster ({detail}); set ARGO_NAMESPACE or --namespace"
         )
     if status == 404 and detail.startswith("workflowtemplates"):
         return ArgoError(
-            f"no such WorkflowTemplate in namespace {server.namespace!r} ({detail}); register it "
+            f"no such WorkflowTemplate in {where} ({detail}); register it "
             "first: python workflows/submit.py --register"
         )
     if status == 404 and detail.startswith("workflows"):
         return NoSuchRun(
-            f"the Argo Server holds no such run in namespace {server.namespace!r} ({detail}); "
+            f"the Argo Server holds no such run in {where} ({detail}); "
             "it may have ended longer ago than its TTL: python workflows/submit.py --list"
         )
     if status == 409 and "already exists" not in detail:
@@ -196,21 +163,26 @@ def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
             f"someone else changed it while this was sent (409 {detail}); run the command again"
         )
     if status == 409:
-        return ArgoError(
-            f"the name is already taken in namespace {server.namespace!r} ({detail}); "
-            "choose another --name"
-        )
+        return ArgoError(f"the name is already taken in {where} ({detail}); choose another --name")
     return ArgoError(f"the Argo Server answered {status or 'an error'}: {detail}")
 
 
-def _call(server: ArgoServer, operation: Callable[[WorkflowsService], Answer]) -> Answer:
-    """`operation` on Hera's client; whatever Hera, requests or pydantic raise becomes one ArgoError."""
+def call(server: ArgoServer, operation: Callable[[WorkflowsService], Any]) -> Any:
+    """`operation` on Hera's client for this server, its answer as the JSON the server sent; whatever
+    Hera, requests or pydantic raise becomes one ArgoError."""
     try:
-        with warnings.catch_warnings(), service(server) as argo:
+        with warnings.catch_warnings():
             if server.insecure_skip_verify:  # asked for: do not warn on every request
                 warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
             warnings.simplefilter("ignore", DeprecationWarning)  # Hera calls pydantic's .json()
-            return operation(argo)
+            with WorkflowsService(
+                host=server.root,  # Hera joins "api/v1/..." to it: the base href stays in every path
+                verify_ssl=not server.insecure_skip_verify,
+                token=server.token.strip() or None,  # Hera adds 'Bearer ' to a bare token
+                namespace=server.namespace,
+                session=_TimedSession(),
+            ) as argo:
+                answer = operation(argo)
     except hera_errors.HeraException as error:
         raise _refusal(server, error) from None
     except requests.JSONDecodeError:
@@ -219,83 +191,60 @@ def _call(server: ArgoServer, operation: Callable[[WorkflowsService], Answer]) -
         ) from None
     except requests.RequestException as error:
         raise _connection_error(server, error) from None
-    except (KeyError, pydantic.ValidationError) as error:
-        # an error answer without Argo's "message", or a body that is not an Argo resource
+    except (KeyError, pydantic.ValidationError) as error:  # an answer that is not Argo's API
         raise ArgoError(
             f"{server.url} answered with something other than the Argo Server's API "
             f"({type(error).__name__}); is ARGO_SERVER the Argo Server?"
         ) from None
-
-
-def _as_dict(resource: pydantic.BaseModel) -> dict:
-    """A Hera model as the JSON document the server sent."""
-    return resource.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(answer, pydantic.BaseModel):
+        return answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return answer
 
 
 def lint(server: ArgoServer, document: dict) -> None:
-    """The Argo Server's own validation of a Workflow or WorkflowTemplate (validate.go, as at create),
-    which creates nothing; WorkflowRefused with the server's reason when it refuses the spec."""
-    kind = document["kind"]
+    """The Argo Server's own validation of a Workflow or WorkflowTemplate, which creates nothing;
+    WorkflowRefused with the server's reason when it refuses the spec."""
+    kind, namespace = document["kind"], server.namespace
 
     def check(argo: WorkflowsService) -> None:
         try:
             if kind == "WorkflowTemplate":
                 template = m.WorkflowTemplate(**document)
                 argo.lint_workflow_template(
-                    m.WorkflowTemplateLintRequest(namespace=server.namespace, template=template)
+                    m.WorkflowTemplateLintRequest(namespace=namespace, template=template)
                 )
             else:
-                workflow = m.Workflow(**document)
                 argo.lint_workflow(
-                    m.WorkflowLintRequest(namespace=server.namespace, workflow=workflow)
+                    m.WorkflowLintRequest(namespace=namespace, workflow=m.Workflow(**document))
                 )
         except hera_errors.HeraException as error:
             match = HERA_MESSAGE.search(str(error))
             if match is None or int(match.group(1)) not in LINT_REFUSALS:
                 raise
-            reason = " ".join(match.group(2).split())
-            raise WorkflowRefused(f"the Argo Server refuses the {kind}: {reason}") from None
+            raise WorkflowRefused(
+                f"the Argo Server refuses the {kind}: {' '.join(match[2].split())}"
+            ) from None
 
-    _call(server, check)
+    call(server, check)
 
 
 def create_workflow(server: ArgoServer, workflow: dict) -> dict:
-    """Submit a Workflow; returns it as created, with its generated name."""
     request = m.WorkflowCreateRequest(namespace=server.namespace, workflow=m.Workflow(**workflow))
-    return _as_dict(_call(server, lambda argo: argo.create_workflow(request)))
-
-
-def get_workflow(server: ArgoServer, name: str) -> dict:
-    """The Workflow with its current status and nodes."""
-    return _as_dict(_call(server, lambda argo: argo.get_workflow(name)))
-
-
-def list_workflows(server: ArgoServer) -> list[dict]:
-    """Every Workflow of the namespace the server still holds, with its spec and status."""
-    listed = _call(server, lambda argo: argo.list_workflows())
-    return [_as_dict(workflow) for workflow in listed.items or []]
-
-
-def retry_workflow(server: ArgoServer, name: str) -> dict:
-    """Run a failed Workflow's failed tasks again, keeping those that succeeded, as the Argo UI's
-    Retry does (server/workflow/workflow_server.go: RetryWorkflow)."""
-    request = m.WorkflowRetryRequest(name=name, namespace=server.namespace)
-    return _as_dict(_call(server, lambda argo: argo.retry_workflow(name, request)))
+    return call(server, lambda argo: argo.create_workflow(request))
 
 
 def stop_workflow(server: ArgoServer, name: str, message: str) -> dict:
     """Stop a run as the Argo UI's Stop does: its running steps are ended, and it fails."""
     request = m.WorkflowStopRequest(name=name, namespace=server.namespace, message=message)
-    return _as_dict(_call(server, lambda argo: argo.stop_workflow(name, request)))
+    return call(server, lambda argo: argo.stop_workflow(name, request))
 
 
 def register_template(
     server: ArgoServer, template: dict, sleep: Callable[[float], None] = time.sleep
-) -> tuple[dict, bool]:
-    """Create the WorkflowTemplate, or replace it as Hera's WorkflowTemplate.update() does; returns
-    (it, created?) once the server's cached reads see it. A create refused as existing or an update
-    refused as a Conflict (the cache trailed a write) is tried again from a fresh read, a few times."""
-    name = template["metadata"]["name"]
+) -> bool:
+    """Create the WorkflowTemplate or replace it; True when created. A write the server's trailing cache
+    makes fail (name taken, or a Conflict) is tried again from a fresh read; then the cache is awaited."""
+    name, namespace = template["metadata"]["name"], server.namespace
 
     def version(argo: WorkflowsService) -> str | None:
         try:
@@ -303,24 +252,22 @@ def register_template(
         except hera_errors.NotFound:
             return None
 
-    def write(argo: WorkflowsService) -> tuple[m.WorkflowTemplate, bool]:
+    def write(argo: WorkflowsService) -> bool:
         for wait in (*CACHE_WAITS, None):
             current = version(argo)
-            metadata = {**template["metadata"], "resourceVersion": current}
+            sent = m.WorkflowTemplate(
+                **{**template, "metadata": {**template["metadata"], "resourceVersion": current}}
+            )
             try:
                 if current is None:
                     stored = argo.create_workflow_template(
-                        m.WorkflowTemplateCreateRequest(
-                            namespace=server.namespace, template=m.WorkflowTemplate(**template)
-                        )
+                        m.WorkflowTemplateCreateRequest(namespace=namespace, template=sent)
                     )
                 else:
                     stored = argo.update_workflow_template(
                         name,
                         m.WorkflowTemplateUpdateRequest(
-                            name=name,
-                            namespace=server.namespace,
-                            template=m.WorkflowTemplate(**{**template, "metadata": metadata}),
+                            name=name, namespace=namespace, template=sent
                         ),
                     )
             except hera_errors.AlreadyExists:  # name taken, or Conflict: the cache was behind
@@ -332,11 +279,10 @@ def register_template(
                 sleep(pause)
                 if version(argo) == stored.metadata.resource_version:
                     break
-            return stored, current is None
+            return current is None
         raise AssertionError("unreachable")
 
-    stored, created = _call(server, write)
-    return _as_dict(stored), created
+    return call(server, write)
 
 
 def submit_from_template(
@@ -347,9 +293,8 @@ def submit_from_template(
     name: str | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict:
-    """Start a run of a registered WorkflowTemplate with these parameter values, named as direct runs
-    (submitOptions.generateName: workflow/common/convert.go); a template the server's cache does not
-    show yet (workflow_server.go: SubmitWorkflow) is asked for again a few times."""
+    """Start a run of a registered WorkflowTemplate, named as direct runs; a template the server's cache
+    does not show yet (workflow_server.go: SubmitWorkflow) is asked for again a few times."""
     options = m.SubmitOpts(
         parameters=[f"{key}={value}" for key, value in parameters.items()],
         generate_name=None if name else generate_name,
@@ -372,4 +317,4 @@ def submit_from_template(
                 sleep(wait)
         raise AssertionError("unreachable")
 
-    return _as_dict(_call(server, submit))
+    return call(server, submit)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from workflows.run_end import RunEnd
-from workflows.server.client import ArgoError, ArgoServer, get_workflow, stop_workflow
+from workflows.server.client import ArgoError, ArgoServer, call, stop_workflow
 
 DONE = {"Succeeded", "Failed", "Error"}
 FULFILLED = DONE | {"Skipped", "Omitted"}
@@ -208,7 +208,7 @@ def watch(
     misses = 0
     while True:
         try:
-            workflow = get_workflow(server, name)
+            workflow = call(server, lambda argo: argo.get_workflow(name))
             misses = 0
         except ArgoError:
             misses += 1
