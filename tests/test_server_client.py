@@ -1,14 +1,12 @@
-"""workflows/server/client.py through submit.py, against the Argo Server double: each refusal one line
-saying what to do, the base href, and registering while the server's cache trails its writes."""
+"""workflows/server/client.py through submit.py, against the Argo Server double: the refusals the real
+cluster cannot make (tests/cluster/test_server_refusals.py makes the others), the base href, and
+registering while the server's cache trails its writes."""
 
 from __future__ import annotations
 
-import datetime
 import http.server
 import threading
-import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from hera.exceptions import HeraException
@@ -50,61 +48,6 @@ def test_a_forbidden_answer_says_who_refused(detail: str, expected: str) -> None
     assert "\n" not in line
 
 
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1, like a port-forwarded Argo Server's."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "argo-server")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .sign(key, hashes.SHA256())
-    )
-    folder = tmp_path_factory.mktemp("tls")
-    (folder / "cert.pem").write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    (folder / "key.pem").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return folder / "cert.pem", folder / "key.pem"
-
-
-def test_tls_failure_says_how_to_accept_the_certificate(
-    serve: Callable,
-    certificate: tuple[Path, Path],
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    double, url = serve(tls=certificate)
-    assert url.startswith("https://")
-    on_argo(monkeypatch, url.removeprefix("https://"))  # host:port, as Argo's CLI takes it
-    code, _, err = submit(capsys)
-    assert code == 1 and err.count("\n") == 1
-    assert "TLS" in err and "ARGO_INSECURE_SKIP_VERIFY=true" in err
-    assert double.requests == []
-    monkeypatch.setenv("ARGO_INSECURE_SKIP_VERIFY", "true")
-    with warnings.catch_warnings(record=True) as warned:
-        warnings.simplefilter("always")
-        code, out, err = submit(capsys)
-    assert code == 0 and out.startswith("submitted mnist-")
-    assert len(double.runs) == 1
-    assert err == "" and [w.message for w in warned] == []  # asked for: no warning per request
-
-
 def test_plain_http_server_spoken_to_with_tls(
     serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -115,34 +58,6 @@ def test_plain_http_server_spoken_to_with_tls(
     assert "TLS failed" in err and "http://" in err
 
 
-@pytest.mark.parametrize(
-    ("token", "namespace", "expected"),
-    [
-        (None, "mnist", ["401", "set ARGO_TOKEN", "kubectl -n mnist create token mnist-submitter"]),
-        ("Bearer stale", "mnist", ["401", "ARGO_TOKEN is not accepted"]),
-        ("Bearer read-only-token", "mnist", ["403", "ARGO_TOKEN", "namespace 'mnist'"]),
-        ("good-token", "nowhere", ["403", "namespace 'nowhere'", "ARGO_NAMESPACE"]),
-    ],
-    ids=["no-token", "bad-token", "forbidden", "no-namespace"],
-)
-def test_server_refusals_are_one_clear_line(
-    token: str | None,
-    namespace: str,
-    expected: list[str],
-    serve: Callable,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    double, url = serve()
-    on_argo(monkeypatch, url, token=token, ARGO_NAMESPACE=namespace)
-    code, out, err = submit(capsys, "--watch")
-    assert code == 1 and out == ""
-    assert err.count("\n") == 1 and err.startswith("submit: error: ")
-    for words in expected:
-        assert words in err
-    assert double.runs == {}
-
-
 def test_unreachable_server(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -150,17 +65,6 @@ def test_unreachable_server(
     code, _, err = submit(capsys)
     assert code == 1 and err.count("\n") == 1
     assert "cannot reach the Argo Server" in err and "port-forward svc/argo-server 2746:2746" in err
-
-
-def test_a_name_already_taken(
-    argo: ArgoDouble, gcs_bucket: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    bucket = ("--artifacts", f"gs://{gcs_bucket}")  # one this machine reads: no warning line
-    assert submit(capsys, *bucket, "--name", "mnist-nightly")[0] == 0
-    assert "mnist-nightly" in argo.runs
-    code, _, err = submit(capsys, *bucket, "--name", "mnist-nightly")
-    assert code == 1 and err.count("\n") == 1
-    assert "already taken" in err and "mnist-nightly" in err and "--name" in err
 
 
 def test_a_name_published_in_the_bucket_is_refused_before_anything_is_sent(
@@ -247,18 +151,6 @@ def test_registering_while_the_cache_trails_the_writes_updates_the_template(
     template = argo.templates[cluster.TEMPLATE_NAME]
     assert template["metadata"]["resourceVersion"] == "3"
     assert sum("withParam" in t for t in template["spec"]["templates"][-1]["dag"]["tasks"]) == 3
-
-
-def test_a_conflict_that_persists_is_reported_as_one(
-    lagging: Callable, capsys: pytest.CaptureFixture[str]
-) -> None:
-    argo = lagging(1)
-    assert submit(capsys, "--register", "--rounds", "1")[0] == 0
-    assert submit(capsys, "--register", "--rounds", "2")[0] == 0
-    argo.stale[cluster.TEMPLATE_NAME][1] = 1000  # someone else's changes keep ours stale
-    code, _, err = submit(capsys, "--register", "--rounds", "3")
-    assert code == 1 and err.count("\n") == 1
-    assert "someone else changed it" in err and "409" in err and "already taken" not in err
 
 
 def test_a_run_from_the_template_right_after_registering_finds_it(

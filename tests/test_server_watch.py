@@ -1,5 +1,5 @@
 """workflows/server/watch.py on runs recorded on a real cluster, replayed by the Argo Server double and
-submitted with `--watch`: each step's phases, retries, progress and reasons, the failure in one line."""
+submitted with `--watch`; a killed trainer and progress are watched live in tests/cluster/test_watch_live.py."""
 
 from __future__ import annotations
 
@@ -9,21 +9,17 @@ from collections.abc import Callable
 import pytest
 
 from tests.doubles import recordings
-from tests.doubles.argo_server import ArgoDouble
 from tests.support import docs
-from tests.support.argo_double import TOKEN, on_argo, submit, trainer
-from tests.support.stories import FIRST_TRY_LINE, MISSING_IMAGE, OOM_LAST_LINE
+from tests.support.argo_double import on_argo, submit, trainer
+from tests.support.stories import FIRST_TRY_LINE, MISSING_IMAGE
 from tests.support.watch_output import (
-    check_failed_trainer,
     check_retried_trainer,
     lines_of,
     phase,
     phases_of,
-    progress_of,
     retries_in,
 )
-from workflows.server.client import from_environment
-from workflows.server.watch import describe, failure, one_line, steps_of, watch
+from workflows.server.watch import describe, failure, one_line, steps_of
 
 pytestmark = pytest.mark.usefixtures("clean_environment")
 
@@ -51,14 +47,6 @@ def test_a_failed_containers_log_tail_is_shown_by_its_last_line() -> None:
     assert recorded.count("\n") > 2 and "argo=true" in recorded, recorded
     [own] = [line for line in recorded.splitlines() if line.startswith("python -m steps.aggregate")]
     assert one_line(recorded) == f"main: Error (exit code 2): {own}"
-
-
-def test_a_failed_run_names_the_failed_node(watched_run: Callable) -> None:
-    """A trainer OOM-killed on every try: each wait says why and for how long, then the failure."""
-    code, out, err = watched_run("fail")
-    killed = f"main: OOMKilled (exit code 137): {OOM_LAST_LINE}"
-    backoffs = ["15 seconds", "30 seconds"]
-    check_failed_trainer(code, out, err, trainer("1"), killed, backoffs, every=True)
 
 
 def test_a_run_goes_ahead_without_a_failed_trainer_when_min_workers_allow(
@@ -97,52 +85,6 @@ def test_a_retried_trainer_is_watched_as_docs_argo_md_shows_it(watched_run: Call
 
 def without_duration(line: str) -> str:
     return re.sub(r"\s+\d+s(?=\s|$)", "", line)
-
-
-def watch_polls(double: ArgoDouble, url: str) -> list[tuple[int, str]]:
-    """(poll number, line) for every line watch() echoes of the double's only run."""
-    [name] = double.runs
-    server = from_environment({"ARGO_SERVER": url, "ARGO_TOKEN": TOKEN})
-    polls, lines = [0], []
-
-    def next_poll(_: float) -> None:
-        polls[0] += 1
-
-    watch(server, name, echo=lambda line: lines.append((polls[0], line)), sleep=next_poll)
-    return lines
-
-
-def reported(recording: recordings.Recording, step: str) -> list[str]:
-    """The progress values each of the step's tries showed while it ran, try after try."""
-    values = []
-    for name in recording.tries(step):
-        assert len(recording.reports(name)) >= 2, f"{name}: the recording has too few reports"
-        values += recording.reports(name)
-    return values
-
-
-def test_watch_prints_each_trainers_progress_once_per_change(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Polled twice as fast as the run changes, each trainer's progress is printed once per value, at
-    most a line per step per poll; a Retry node shows its running try's own, not the sum of its tries'."""
-    recording = recordings.load("retry")
-    double, url = serve(story="retry", reads_per_tick=2)
-    on_argo(monkeypatch, url)
-    assert submit(capsys, *recording.flags)[0] == 0
-    lines = watch_polls(double, url)
-    out = "\n".join(line for _, line in lines)
-    trainers = [step for step in recording.steps() if step.startswith("train-")]
-    assert trainers == [trainer("0")]
-    for step in trainers:
-        assert progress_of(out, step) == reported(recording, step), step
-    for step in set(recording.steps()) - set(trainers):
-        assert progress_of(out, step) == [], step
-    steps_per_poll = [(poll, line.split()[0]) for poll, line in lines]
-    assert len(steps_per_poll) == len(set(steps_per_poll)), "two lines for one step in one poll"
-    summed = {node.get("progress") for node in recording.nodes(trainer("0"))}
-    second = recording.tries(trainer("0"))[1]
-    assert summed.isdisjoint(recording.reports(second)), "the recording cannot tell them apart"
 
 
 def test_a_step_whose_image_cannot_be_pulled_stops_the_watched_run(

@@ -1,5 +1,4 @@
-"""The real Argo Server's refusals, as submit.py words them: the same one line tests/test_server_client.py
-expects of the double, so the double's answers are the real server's."""
+"""The real Argo Server's refusals, as submit.py words them: one line that says what to do."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""A test double of the Argo Server, which cannot run here: an HTTP(S) server on 127.0.0.1 serving the
-operations of the server's published OpenAPI the client calls (lint, create, get, list, retry and stop
-workflows; lint, create, get and update WorkflowTemplates; submit from one), refusing as the real server
-words it (401, 403 also for a missing namespace, 404, 409; tests/cluster/test_server_refusals.py), and
-linting as the real one only when a test sets `lint_refusal` (tests/cluster/test_lint_agrees.py).
+"""A test double of the Argo Server for tests that cannot use the cluster: an HTTP server on 127.0.0.1
+serving the operations of the server's published OpenAPI the client calls, refusing as the real server
+words it (404, 409), and linting as the real one only when a test sets `lint_refusal`
+(tests/cluster/test_lint_agrees.py). Tokens and RBAC are the real cluster's tests'.
 
 Template reads trail writes by `informer_lag` reads, as the server's informer cache does
 (server/apiserver/argoserver.go: wftmplStore). A created run replays a recording of a real run
@@ -16,13 +15,11 @@ from __future__ import annotations
 import json
 import random
 import re
-import ssl
 import string
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -98,16 +95,12 @@ class Run:
 
 @dataclass
 class ArgoDouble:
-    token: str = "Bearer good-token"
-    forbidden_token: str = "Bearer read-only-token"
-    namespaces: tuple[str, ...] = ("mnist",)
     story: str = "succeed"
     reads_per_tick: int = 1
     # A run read this often is an error of the test: a watch that never stops a stuck run fails
     # instead of reading its last status before the stop forever.
     max_reads: int = 1000
     base_href: str = "/"
-    tls: tuple[Path, Path] | None = None  # certificate and key files: serve HTTPS
     requests: list[tuple[str, str, Any]] = field(default_factory=list)
     runs: dict[str, Run] = field(default_factory=dict)
     templates: dict[str, dict] = field(default_factory=dict)
@@ -117,7 +110,7 @@ class ArgoDouble:
     stale: dict[str, list] = field(default_factory=dict)
 
     def start(self) -> str:
-        """Serve in a thread; returns the base URL (scheme://127.0.0.1:port)."""
+        """Serve in a thread; returns the base URL (http://127.0.0.1:port)."""
         double = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -131,15 +124,9 @@ class ArgoDouble:
 
         self._routes = _routes()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        scheme = "http"
-        if self.tls:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(*self.tls)
-            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
-            scheme = "https"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
-        return f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def stop(self) -> None:
         self._server.shutdown()
@@ -176,7 +163,6 @@ class ArgoDouble:
         self.requests.append((handler.command, path, body))
         operation, path_values = self._operation(handler.command, path)
         namespace = path_values.get("namespace", "")
-        self._authorize(handler.command, path, handler.headers.get("Authorization", ""), namespace)
         serve = getattr(self, f"_op_{operation['operationId']}", None)
         if serve is None:
             raise Refused(501, 12, f"the double does not serve {operation['operationId']}")
@@ -190,27 +176,6 @@ class ArgoDouble:
                 names = re.findall(r"{([^/]+?)}", template)
                 return item[method.lower()], dict(zip(names, match.groups(), strict=True))
         raise Refused(404, 5, f"no API operation {method} {path}")
-
-    def _authorize(self, method: str, path: str, authorization: str, namespace: str) -> None:
-        """As the real server answers (tests/cluster/test_server_refusals.py): a token it does not
-        accept, then the API server's RBAC, which refuses before it looks the namespace up."""
-        if authorization not in (self.token, self.forbidden_token):
-            raise Refused(401, 16, "token not valid: Unauthorized")
-        if authorization == self.forbidden_token:
-            raise Refused(403, 7, self._forbidden(method, path, namespace, "mnist-page"))
-        if namespace not in self.namespaces:
-            raise Refused(403, 7, self._forbidden(method, path, namespace, "mnist-submitter"))
-
-    @staticmethod
-    def _forbidden(method: str, path: str, namespace: str, account: str) -> str:
-        """The API server's RBAC refusal, as the Argo Server passes it on."""
-        resource = "workflowtemplates" if "/workflow-templates/" in path else "workflows"
-        verb = {"POST": "create", "PUT": "update", "DELETE": "delete"}.get(method, "get")
-        return (
-            f'{resource}.argoproj.io is forbidden: User "system:serviceaccount:mnist:{account}" '
-            f'cannot {verb} resource "{resource}" in API group "argoproj.io" in the namespace '
-            f'"{namespace}"'
-        )
 
     def _run(self, name: str) -> Run:
         if name not in self.runs:

@@ -44,7 +44,9 @@ def record(cluster: Cluster, story: Story) -> dict:
     stopped, stuck_since = None, None
     while True:
         polled = time.monotonic()
-        status = recordings.trimmed(call(cluster.argo_server, lambda argo: argo.get_workflow(name)).get("status", {}))
+        status = recordings.trimmed(
+            call(cluster.argo_server, lambda argo: argo.get_workflow(name)).get("status", {})
+        )
         read = datetime.now(UTC)
         if status != previous:
             change = recordings.changes(previous, status)
