@@ -12,7 +12,6 @@ from steps.lib.storage import open_store
 from tests.doubles import recordings
 from tests.doubles.argo_server import ArgoDouble
 from tests.support.runs import CUT, OLD, SERVED, fill
-from workflows.pipeline import resources
 from workflows.submit import main
 
 TOKEN = "Bearer good-token"
@@ -124,13 +123,6 @@ def test_on_a_cluster_the_servers_runs(
     assert code == 0, err
     assert any(line.startswith("round 1 held out") for line in lines)
     assert next(line for line in lines if line.startswith("workers")).split()[1:] == ["3", "2", "*"]
-
-    code, _, err = submit(capsys, "--retry", SERVED)
-    assert (code, err) == (2, f"submit: error: run {SERVED} succeeded: there is nothing to retry\n")
+    # a retry on the server: tests/cluster/test_retry.py
     code, _, err = submit(capsys, "--retry", "mnist-none1")
     assert code == 2 and err.count("\n") == 1 and "holds no such run" in err
-    code, lines, _ = submit(capsys, "--retry", CUT)
-    assert code == 0 and lines[0].startswith(f"retrying {CUT}: its failed tasks run again")
-    retried = [path for method, path, _ in argo.requests if method == "PUT"]
-    assert retried == [f"/api/v1/workflows/{resources.NAMESPACE}/{CUT}/retry"]
-    assert argo.runs[CUT].answer(1)["status"]["phase"] == "Running"

@@ -1,5 +1,5 @@
-"""submit.py's --list, --compare and --retry: the runs of a store (steps.lib.run_index) or those an Argo
-Server still holds, one a line or two side by side, and taking up a run that failed."""
+"""submit.py's --list, --compare and --retry on an Argo Server: the runs of a store (steps.lib.run_index)
+or those the server still holds, one a line or two side by side, and taking up a run that failed."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def table(rows: list[list[str]]) -> list[str]:
 
 
 def list_lines(records: Iterable[RunRecord], latest: str | None) -> list[str]:
-    """One line a run: name, start, phase, test accuracy, what LATEST serves, non-default settings."""
+    """One line a run: name, start, phase, accuracy, whether LATEST serves it, non-default settings."""
     rows = [["run", "started (UTC)", "phase", "accuracy", "served", "settings"]]
     for record in records:
         phase = record.phase + (f" ({record.problem})" if record.problem else "")
@@ -100,8 +100,7 @@ def round_text(score: float | None, seconds: float | None) -> str:
 
 
 def compare_lines(first: RunRecord, second: RunRecord, latest: str | None) -> list[str]:
-    """The two runs side by side: phase, accuracy, every setting (* where both say it and differ),
-    each round's score on the held-out digits."""
+    """The two runs side by side: phase, accuracy, settings (* where they differ), each round's score."""
     rows = [["", first.run, second.run, ""]]
     rows.append(["started (UTC)", when_text(first.started), when_text(second.started), ""])
     rows.append(["phase", first.phase, second.phase, ""])
@@ -137,8 +136,7 @@ def served(store: ArtifactStore) -> str | None:
 
 
 def cluster_record(workflow: dict) -> RunRecord:
-    """A run as the Argo Server holds it: its phase, start, accuracy (evaluate's output) and settings
-    (the workflow's parameters, and its rounds: one train task a round)."""
+    """A run as the Argo Server holds it; its settings are the workflow's parameters and its rounds."""
     spec, status = workflow.get("spec", {}), workflow.get("status", {})
     parameters = {
         each["name"]: number(each.get("value", ""))
@@ -160,7 +158,6 @@ def cluster_record(workflow: dict) -> RunRecord:
 
 
 def number(text: str) -> object:
-    """A parameter's text as the card keeps it: an int or a float when it is one."""
     for kind in (int, float):
         try:
             return kind(text)
@@ -180,7 +177,7 @@ def cluster_latest(store: str) -> str | None:
 
 
 def cluster_run(server: ArgoServer, store: str, run: str) -> RunRecord:
-    """The run as the server holds it, with its rounds from the bucket's history when there."""
+    """The run as the server holds it, with its rounds' history from the bucket when there."""
     try:
         record = cluster_record(call(server, lambda argo: argo.get_workflow(run)))
     except NoSuchRun as error:
@@ -193,8 +190,7 @@ def cluster_run(server: ArgoServer, store: str, run: str) -> RunRecord:
 
 
 def retry_cluster(server: ArgoServer, run: str, store: str, follow: bool, interval: float) -> int:
-    """Take up a failed run with the Argo Server's retry (its failed tasks run again); an unknown run,
-    one that succeeded or one still running is refused first."""
+    """Take up a failed run with the Argo Server's retry; a run unknown, succeeded or running is refused."""
     try:
         phase = (
             call(server, lambda argo: argo.get_workflow(run)).get("status", {}).get("phase")
@@ -218,9 +214,7 @@ def retry_cluster(server: ArgoServer, run: str, store: str, follow: bool, interv
 
 def main(args: argparse.Namespace, server: ArgoServer | None) -> int:
     """--list, --compare or --retry, on the Argo Server when one is named, else on the store."""
-    if args.retry:
-        if server is None:  # submit.py takes a local run up itself, with the local runner
-            raise UsageError("--retry on this machine is taken up by submit.py's local runner")
+    if args.retry and server is not None:  # a local run submit.py takes up with the local runner
         return retry_cluster(server, args.retry, args.store, args.watch, args.poll_seconds)
     if server is None:
 

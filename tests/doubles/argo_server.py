@@ -1,5 +1,5 @@
 """A test double of the Argo Server for tests that cannot use the cluster: an HTTP server on 127.0.0.1
-serving the operations of the server's published OpenAPI the client calls, refusing as the real server
+serving the operations of the server's published OpenAPI the offline tests call, refusing as the real server
 words it (404, 409), and linting as the real one only when a test sets `lint_refusal`
 (tests/cluster/test_lint_agrees.py). Tokens and RBAC are the real cluster's tests'.
 
@@ -63,7 +63,6 @@ class Run:
     recording: Recording
     reads: int = 0
     stopped_at: int | None = None  # the tick StopWorkflow came at
-    retried: bool = False  # RetryWorkflow came: its failed nodes are gone, and it runs
 
     def tick(self, reads_per_tick: int) -> int:
         """How many statuses the run has moved through: 1 on the first read."""
@@ -85,11 +84,6 @@ class Run:
         status = self.recording.served(
             self.index(reads_per_tick), self.workflow["metadata"]["name"], now
         )
-        if self.retried:  # as workflow/util/util.go: FormulateRetryWorkflow leaves it
-            nodes = status.get("nodes", {})
-            kept = {key: node for key, node in nodes.items() if node["phase"] == "Succeeded"}
-            status = {**status, "phase": "Running", "nodes": kept}
-            status.pop("finishedAt", None)
         return {**self.workflow, "status": status}
 
 
@@ -250,22 +244,6 @@ class ArgoDouble:
     def _op_WorkflowService_ListWorkflows(self, namespace: str, _: Any, __: Any) -> dict:
         items = [run.answer(self.reads_per_tick) for run in self.runs.values()]
         return {"metadata": {"resourceVersion": "1"}, "items": items}
-
-    def _op_WorkflowService_RetryWorkflow(self, _: str, name: str, __: Any) -> dict:
-        """As workflow/util/util.go: FormulateRetryWorkflow, without its options."""
-        run = self._run(name)
-        phase = run.answer(self.reads_per_tick)["status"].get("phase")
-        if phase == "Succeeded":
-            raise Refused(
-                400,
-                3,
-                "To retry a succeeded workflow, set the options restartSuccessful and "
-                "nodeFieldSelector",
-            )
-        if phase not in ("Failed", "Error"):
-            raise Refused(400, 3, f"Cannot retry a workflow in phase {phase}")
-        run.retried = True
-        return run.answer(self.reads_per_tick)
 
     def _op_WorkflowService_StopWorkflow(self, _: str, name: str, body: Any) -> dict:
         run = self._run(name)

@@ -1,8 +1,5 @@
-"""A compact live view of a run on the Argo Server: a line each time a step changes phase, or its own
-progress report (Argo's `N/M`, docs/progress.md) changes. A retried step is its Retry node, shown as
-its current try. A try whose image cannot be pulled stays Pending until its deadline (Argo v4.1.4 checks
-pendingTimeout on the Retry node, Running from its creation: controller/operator.go executeTemplate),
-so a step stuck so for STUCK_SECONDS stops the run, as the Argo UI's Stop does."""
+"""A live view of a run on the Argo Server: a line each time a step's phase or own progress (`N/M`)
+changes, a retried step shown as its current try; a step stuck on its image stops the run."""
 
 from __future__ import annotations
 
@@ -22,8 +19,8 @@ POLL_SECONDS = 5.0
 # A stopped run's own message (Argo v4.1.4, workflow/controller/operator.go:598).
 STOPPED = "Stopped with strategy"
 UNREACHABLE_POLLS = 6  # give a dropped port-forward half a minute before giving up
-# Why a pod's container is waiting (operator.go getPendingReason) when its image will not come: the
-# kubelet's reasons (kubelet/images), which only a new image or a fixed name change.
+# Why a pod waits for an image that will not come (kubelet/images; operator.go getPendingReason). Such a
+# try stays Pending until its deadline (Argo v4.1.4 checks pendingTimeout on the Retry node, Running).
 CANNOT_PULL = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 STUCK_SECONDS = 180.0  # ImagePullBackOff retries a pull after 10 s, 20 s, … up to 5 minutes
 # How the controller words a container that failed, then the container's termination message: the steps'
@@ -66,8 +63,7 @@ def _tries(node: dict, nodes: dict[str, dict]) -> list[dict]:
 
 
 def _view(node: dict, nodes: dict[str, dict]) -> tuple[str, str, str]:
-    """(phase, message, progress) of a step as shown: a retried step that is not over shows its
-    current try's phase and progress; one waiting to retry says why the last try failed."""
+    """(phase, message, progress) of a step: a retried one not over shows its current try's."""
     phase = node.get("phase") or "Pending"
     if node["type"] != "Retry":
         return phase, _message(node), _reported(node)
@@ -86,8 +82,7 @@ def _message(node: dict) -> str:
 
 
 def one_line(message: str) -> str:
-    """A node's message on one line: a failed container's log tail becomes the step's own last line,
-    where it says what went wrong (`main: Error (exit code 2): python -m steps.split: error: …`)."""
+    """A node's message on one line: of a failed container's log tail, the step's own last line."""
     found = CONTAINER_FAILED.match(message)
     if found is None or "\n" not in message:
         return message
@@ -140,8 +135,7 @@ def steps_of(workflow: dict, now: datetime | None = None) -> list[Step]:
 
 
 def describe(step: Step) -> str:
-    """One line: name, phase, duration, retries, the progress of a running step that reports it, and
-    the message of a step that did not succeed."""
+    """One line: name, phase, duration, retries, progress, and why a step did not succeed."""
     retries = (
         f"  {step.retries} {'retry' if step.retries == 1 else 'retries'}" if step.retries else ""
     )
@@ -152,8 +146,7 @@ def describe(step: Step) -> str:
 
 
 def failure(workflow: dict) -> str:
-    """Why the run did not succeed: it was stopped (the Argo UI's Stop, or the watch's), or its failed
-    step's name and message, or the run's own message."""
+    """Why the run did not succeed: stopped, its failed step's message, or the run's own message."""
     message = workflow.get("status", {}).get("message", "")
     if message.startswith(STOPPED):  # every running try then ends "workflow shutdown with …"
         return f"the run was stopped ({message}); nothing after it ran"
@@ -164,7 +157,6 @@ def failure(workflow: dict) -> str:
 
 
 def ended(workflow: dict) -> RunEnd:
-    """How the run ended, as run_end.report says it."""
     status = workflow.get("status", {})
     started, finished = _time(status.get("startedAt")), _time(status.get("finishedAt"))
     return RunEnd(
@@ -187,7 +179,6 @@ def output(workflow: dict, template: str, parameter: str) -> str | None:
 
 
 def cannot_pull(step: Step) -> bool:
-    """Whether the step is waiting for an image that cannot be pulled."""
     return step.phase == "Pending" and step.message.startswith(CANNOT_PULL)
 
 
@@ -199,10 +190,8 @@ def watch(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> dict:
-    """Poll the run until it ends; returns the final Workflow. Each poll echoes at most a line per step,
-    when its phase, retries, message or progress changed; a step stuck on its image stops the run."""
-    seen: dict[str, tuple[str, int, str]] = {}
-    progress_seen: dict[str, str] = {}
+    """Poll the run until it ends, echoing a line per step that changed; returns the final Workflow."""
+    seen: dict[str, tuple[str, int, str, str]] = {}
     stuck_since: dict[str, float] = {}
     stopping = False
     misses = 0
@@ -218,9 +207,9 @@ def watch(
             continue
         now = clock()
         for step in steps_of(workflow):
-            state = (step.phase, step.retries, step.message)
-            if seen.get(step.name) != state or progress_seen.get(step.name, "") != step.progress:
-                seen[step.name], progress_seen[step.name] = state, step.progress
+            state = (step.phase, step.retries, step.message, step.progress)
+            if seen.get(step.name) != state:
+                seen[step.name] = state
                 echo(describe(step))
             if not cannot_pull(step):
                 stuck_since.pop(step.name, None)
