@@ -1,6 +1,5 @@
-"""Every check submit.py makes before a run, before anything is created or sent: a refusal is one
-UsageError line (exit 2), a warning or note one line on stderr. Each setting's own bounds are its
-parser's (pipeline/settings.py); what Argo accepts, the Argo Server's lint (server/client.py)."""
+"""Every check submit.py makes before anything is created or sent: a refusal is one UsageError line
+(exit 2), a warning one line on stderr. A setting's own bounds are its parser's (pipeline/settings.py)."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ from workflows.pipeline.settings import PipelineSettings
 
 
 def inconsistency(settings: PipelineSettings) -> str | None:
-    """Why these settings cannot make the run they describe, or set what another makes inert; None
-    when they agree."""
+    """Why these settings contradict each other, or set what another makes inert; None if they agree."""
     start = PipelineSettings()
     if settings.min_workers > settings.workers:
         return (
@@ -67,8 +65,7 @@ def check_settings(settings: PipelineSettings, name: str | None) -> None:
 
 
 def check_run_name(name: str) -> None:
-    """A Kubernetes object name of at most 63 characters, as Argo takes a Workflow's
-    (workflow/validate/validate.go: maxCharsInObjectName), and a run id the store and the page know."""
+    """A run id the store and the page know, and an object name Argo takes (validate.go: maxCharsInObjectName)."""
     if not RUN_ID.match(name):
         raise UsageError(
             f"--name {name[:80]!r}: a run's name is lowercase letters, digits, '-' and '.', "
@@ -77,8 +74,7 @@ def check_run_name(name: str) -> None:
 
 
 def writable_folder(path: Path, flag: str, inside: Path | None = None) -> None:
-    """`path` is a folder this user can write in, or can be made in its existing parent (or in
-    `inside`, made first): a mistyped path becomes no tree of new folders."""
+    """`path` is a folder this user can write in, or can make in an existing parent (or in `inside`)."""
     if path.exists():
         if not path.is_dir():
             raise UsageError(f"{flag} {path} is a file, not a folder")
@@ -99,7 +95,7 @@ def writable_folder(path: Path, flag: str, inside: Path | None = None) -> None:
 
 
 def local_source(source: str) -> None:
-    """A data source on this machine is a readable file (a URL or gs:// URI is read by split)."""
+    """A data source on this machine is a readable file."""
     if "://" in source:
         return
     path = Path(source)
@@ -133,8 +129,7 @@ def check_local(
     name: str | None,
     ready: Callable[[list[str]], None],
 ) -> None:
-    """What a local run is refused for: a store or logs folder that cannot be made, a source that is no
-    file, a taken --name, and (`ready`) an engine without the images."""
+    """A local run's store, logs, source, --name and (`ready`) engine with its images."""
     folder_store = Path(settings.store) if "://" not in settings.store else None
     if folder_store is not None:
         writable_folder(folder_store, "--artifacts")
@@ -148,9 +143,8 @@ def check_local(
 
 
 def cluster_refusal(settings: PipelineSettings) -> str | None:
-    """Why a cluster could not run these settings, or None: it reads no file of this machine, and
-    Argo keeps keyed artifacts at the top of the repository's bucket (workflow_types.go:
-    ArtifactLocation.Relocate), so the store is that bucket without a prefix."""
+    """Why a cluster could not run these settings, or None: Argo keeps keyed artifacts at the top of
+    the repository's bucket (workflow_types.go: ArtifactLocation.Relocate)."""
     if not settings.store.startswith("gs://"):
         return (
             "on Argo the model is published to a bucket: pass --artifacts gs://BUCKET, the bucket "
@@ -184,8 +178,7 @@ def image_warnings(settings: PipelineSettings) -> list[str]:
 
 
 def check_cluster(settings: PipelineSettings, images_used: bool) -> None:
-    """What a cluster run is refused for, then its images warned of when the run takes them (a run
-    from the registered template takes the template's)."""
+    """What a cluster run is refused for, then the images it takes warned of."""
     if problem := cluster_refusal(settings):
         raise UsageError(problem)
     for warning in image_warnings(settings) if images_used else []:
@@ -199,8 +192,7 @@ def render_notes(settings: PipelineSettings) -> list[str]:
 
 
 def unpullable_image(image: str) -> str | None:
-    """Why a cluster's nodes could not pull `image`, or None: as distribution/reference reads a name, a
-    first part with `.` or `:` is a registry, else Docker Hub; `localhost` is the node itself."""
+    """Why a cluster's nodes could not pull `image`, or None (as distribution/reference reads a name)."""
     registry, slash, _ = image.partition("/")
     if not slash or not ("." in registry or ":" in registry or registry == "localhost"):
         return "names no registry (it is the local build's name)"
@@ -224,7 +216,7 @@ def check_name_unpublished(store: str, name: str) -> None:
 
 
 def check_local_retry(uri: str, run: str) -> None:
-    """A published run succeeded: nothing to take up (the rest the runner refuses: local/resume.py)."""
+    """A published run succeeded: nothing to take up."""
     try:
         check_unpublished(open_store(uri), run)
     except AlreadyPublished:

@@ -127,7 +127,6 @@ def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
 
 
 def add_argo_options(argo: argparse._ArgumentGroup) -> None:
-    """Where the Argo Server is (as Argo's own CLI reads it), and what to do there."""
     argo.add_argument(
         "--argo-server",
         default=None,
@@ -193,7 +192,6 @@ def settings_table() -> str:
 
 
 def local_engine(name: str) -> Engine:
-    """The engine that starts each step locally: a process, or a container of the step's image."""
     if name == "process":
         return ProcessEngine()
     from workflows.local.containers import ContainerEngine
@@ -211,13 +209,11 @@ def logs_folder(args: argparse.Namespace) -> Path:
 def run_locally(
     workflow: dict, settings: PipelineSettings, args: argparse.Namespace, retry: str | None = None
 ) -> int:
-    """Run the workflow on this machine, or with `retry` take up that run from its folder of logs
-    (workflows/local/resume.py: its succeeded tasks reused, the rest run)."""
+    """Run the workflow on this machine, or with `retry` take up that run from its logs."""
     engine, logs = local_engine(args.engine), logs_folder(args)
     check_ready = getattr(engine, "check_ready", None)
 
     def ready(images: list[str]) -> None:
-        """The container engine answers and holds the images (a process engine needs nothing)."""
         if check_ready is None:
             return
         try:
@@ -252,7 +248,7 @@ def run_locally(
 
 
 def named(workflow: dict, name: str | None) -> dict:
-    """The workflow under `name` instead of a generated one (as Argo takes metadata.name)."""
+    """The workflow under `name` instead of a generated one."""
     if not name:
         return workflow
     metadata = {k: v for k, v in workflow["metadata"].items() if k != "generateName"}
@@ -294,10 +290,8 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
     else:
         workflow = compile_workflow(settings)
         if args.register:
-            # Just registered: the controller may still hold the template's previous spec in its
-            # cache (it reads templates from an informer, as the server does), so the run carries
-            # the spec it was registered with, labelled as the template's run as the server labels
-            # them (workflow/common/convert.go: NewWorkflowFromWorkflowTemplate).
+            # The controller's cache may still hold the previous spec: the run carries the one just
+            # registered, labelled as the server labels a template's run (common/convert.go).
             labels = workflow["metadata"].get("labels", {})
             workflow["metadata"]["labels"] = labels | {TEMPLATE_LABEL: args.template_name}
         workflow = named(workflow, args.name)

@@ -1,6 +1,4 @@
-"""The Kubernetes resources the pipeline names and asks for: the names it shares with infra/k8s (change
-them together), each step's size and deadline (from its peak memory on full MNIST), the run's deadline
-and lifetime, and its pods' security."""
+"""The Kubernetes names (shared with infra/k8s), sizes, deadlines and security the pipeline asks for."""
 
 from __future__ import annotations
 
@@ -36,9 +34,7 @@ SPOT_TAINT = ("cloud.google.com/gke-spot", "true", "NoSchedule")
 
 
 def pod_security_context() -> m.PodSecurityContext:
-    """Every container of a step's pod, Argo's init and wait included, runs as the steps' user under
-    seccomp RuntimeDefault, meeting Pod Security `restricted` (Argo v4.1.4 puts this on the pod:
-    workflowpod.go, addSchedulingConstraints; its executor containers set no user of their own)."""
+    """Every container of a step's pod, Argo's too, as the steps' user: Pod Security `restricted`."""
     return m.PodSecurityContext(
         run_as_non_root=True,
         run_as_user=STEPS_USER,
@@ -61,8 +57,7 @@ def container_security_context() -> m.SecurityContext:
 
 
 def workflow_pod_fields() -> dict:
-    """Who a step's pod is: no Kubernetes token in a step (it reaches GCS through Workload Identity),
-    so Argo needs an executor account, whose token only init and wait get (workflowpod.go)."""
+    """A step's pod has no Kubernetes token; Argo's init and wait get the executor account's."""
     key, value, effect = SPOT_TAINT
     return {
         "service_account_name": SERVICE_ACCOUNT,

@@ -1,6 +1,5 @@
-"""The pipeline's settings, each declared once: default (steps.lib.defaults), meaning, parser, environment
-variable, choices, and whether it is a workflow parameter or shapes the workflow. submit.py's flags,
-the workflow's parameters and the README's settings table are made from these."""
+"""The pipeline's settings, each declared once (default, meaning, parser, variable, choices); submit.py's
+flags, the workflow's parameters and the README's settings table are made from these."""
 
 from __future__ import annotations
 
@@ -54,8 +53,7 @@ def setting(default: Any, help: str, parse: Callable[[str], Any], **options: Any
 
 
 def untagged(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """`parse`, refusing first any `{{` or `}}`: Argo would substitute such a tag, or evaluate `{{=…}}`
-    (workflow/common/util.go, SubstituteParams)."""
+    """`parse`, refusing first any `{{` or `}}`, which Argo would substitute (common/util.go)."""
 
     @functools.wraps(parse)
     def checked(text: str) -> Any:
@@ -90,8 +88,7 @@ def round_count(text: str) -> int:
 
 
 def location(text: str) -> str:
-    """argparse type: a URL or gs:// URI as it is; a path made absolute (each step runs in its own folder).
-    At most MAX_SETTING_TEXT characters: publish keeps it on the run's card, and refuses a longer one."""
+    """argparse type: a URL or gs:// URI as it is, a path made absolute; as long as the run's card takes."""
     value = text if "://" in text else str(Path(text).resolve())
     if len(value) > MAX_SETTING_TEXT:
         raise argparse.ArgumentTypeError(

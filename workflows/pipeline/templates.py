@@ -28,8 +28,7 @@ def workflow_param(name: str) -> str:
 
 @dataclass(frozen=True)
 class Read:
-    """An input artifact: the object at `key` (or every object under it, for a folder) placed at `path`
-    (under /work), which the step's `flag` names on its command line."""
+    """An input artifact: the object at `key` (or all under it) at `path`, named by the step's `flag`."""
 
     name: str
     flag: str
@@ -56,8 +55,7 @@ class Read:
 
 @dataclass(frozen=True)
 class Write:
-    """An output at `path`: an artifact stored unarchived at `key`, or (no key) an output parameter;
-    `flag` names the path on the command line, None when the step writes it unasked."""
+    """An output at `path`: an artifact at `key`, or (no key) a parameter; `flag` names it, if any."""
 
     name: str
     path: str
@@ -85,8 +83,7 @@ def step_template(
     writes: list[Write] | tuple = (),
     metrics: list | None = None,
 ) -> Container:
-    """The template running `python -m steps.<name>` with `options` (a list: the flag repeated, once
-    per value) and a flag per file."""
+    """The template running `python -m steps.<name>` with `options` and a flag per file."""
     args = [
         part
         for flag, value in options.items()

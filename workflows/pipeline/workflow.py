@@ -1,7 +1,5 @@
-"""The pipeline as an Argo Workflow, defined with Hera: build_workflow wires the steps' templates into the
-DAG; the steps know nothing of Argo. workflow.yaml and workflow-template.yaml beside it are what it
-compiles to (manifests.py). Artifacts are key-only GCS ones under the run's name, in the cluster's
-artifact repository; `workers` stays a runtime parameter (the fan-out's `withParam`)."""
+"""The pipeline as an Argo Workflow, defined with Hera: the steps' templates wired into the DAG, their
+artifacts GCS keys under the run's name; workflow.yaml beside it is what it compiles to."""
 
 from __future__ import annotations
 
@@ -165,8 +163,7 @@ def train_step(step: StepFactory, rounds: int) -> Container:
 
 
 def aggregate_step(step: StepFactory) -> Container:
-    """One round's FedAvg; it scores the average on split's held-out digits and adds the round to the
-    history it starts from (`start-history`), whose file and picture the Argo UI shows."""
+    """One round's FedAvg, scored on split's held-out digits and added to the history."""
     return step(
         "aggregate",
         parameters=["round", "shards", "start-history"],
@@ -205,8 +202,7 @@ def aggregate_step(step: StepFactory) -> Container:
 
 
 def evaluate_step(step: StepFactory) -> Container:
-    """Scores the final model; the Argo UI shows the confusion picture and the report as artifacts.
-    It writes them into --out-dir under their own names, so they take no flag each."""
+    """Scores the final model into --out-dir; the Argo UI shows the confusion picture and report."""
     return step(
         "evaluate",
         parameters=["model", "missing-shards"],
@@ -234,8 +230,7 @@ def evaluate_step(step: StepFactory) -> Container:
 
 
 def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
-    """Publishes the model with a card of every setting (each its own argument, so no text can change
-    another); whether the run became the served one is data, the `served` and `reason` outputs."""
+    """Publishes the model with a card of every setting; whether it is served is its outputs."""
     trained_with = [name for name in settings.parameters() if name != "store"]
     card = [f"{name}={workflow_param(name)}" for name in trained_with]
     values = asdict(settings)
@@ -287,8 +282,7 @@ def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
 
 
 def empty_workflow(settings: PipelineSettings) -> Workflow:
-    """The Workflow before its templates: its parameters, labels, service account, deadlines, clean-up and
-    metric."""
+    """The Workflow before its templates: parameters, labels, accounts, deadlines, clean-up, metric."""
     labels = {
         "app.kubernetes.io/name": resources.APP_LABEL,
         "app.kubernetes.io/component": "training",
@@ -356,8 +350,7 @@ def label_expression(parameter: str) -> str:
 
 
 def workflow_parameters(settings: PipelineSettings) -> list[Parameter]:
-    """The workflow parameters, described and constrained for the Argo UI's Submit form; the pinned
-    store is an enum of its one value (validate.go: validateArguments refuses another)."""
+    """The parameters for the Argo UI's Submit form; the pinned store is an enum of its one value."""
     values = settings.parameters()
     return [
         Parameter(
