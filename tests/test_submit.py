@@ -13,11 +13,11 @@ import pytest
 from tests.doubles import recordings
 from tests.doubles.argo_server import REFUSED_CONTINUE_ON, ArgoDouble
 from tests.support import docs
-from tests.support.argo_double import IMAGE, STORE, TOKEN, TRAIN_IMAGE, on_argo, submit, trainer
+from tests.support.argo_double import IMAGE, STORE, TOKEN, TRAIN_IMAGE, on_argo, submit
 from tests.support.argo_schema import first_error, workflow_validator
 from tests.support.project import ROOT
 from tests.support.stories import STORIES
-from tests.support.watch_output import PROGRESS, lines_of, phase, phases_of, steps_in
+from tests.support.watch_output import steps_in
 from workflows import preflight
 from workflows.pipeline import resources as cluster
 from workflows.submit import main
@@ -59,23 +59,9 @@ def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == f"submitted {name} to {url} (namespace {cluster.NAMESPACE})"
     assert lines[1].strip() == f"{url}/workflows/{cluster.NAMESPACE}/{name}"
-    # split, init, 2 rounds of 3 trainers and an aggregate, evaluate, publish
-    steps = recording.steps()
-    assert len(steps) == 1 + 1 + 2 * (3 + 1) + 1 + 1
-    assert sorted(steps_in(result.stdout)) == sorted(steps)
-    # each step's one try: a line for every state the controller gave it, in order, with its message
-    for step in steps:
-        [one_try] = recording.tries(step)
-        states = recording.states(one_try)
-        assert (states[0][0], states[-1][0]) == ("Pending", "Succeeded"), states
-        printed = [line for line in lines_of(result.stdout, step) if PROGRESS not in line]
-        assert [phase(line) for line in printed] == [state[0] for state in states], step
-        for line, (_, message) in zip(printed, states, strict=True):
-            assert line.endswith(f"  {message}" if message else "s"), line  # else: its duration
-    trainer_waits = [
-        line for line in lines_of(result.stdout, trainer("2")) if "Unschedulable" in line
-    ]
-    assert trainer_waits, "a trainer waiting for the node's CPU says so"
+    assert sorted(steps_in(result.stdout)) == sorted(
+        recording.steps()
+    )  # each state: test_server_watch
     seconds = (
         recordings.moment(recording.final["finishedAt"])
         - recordings.moment(recording.final["startedAt"])
@@ -146,17 +132,13 @@ def test_from_template_starts_a_run_with_the_given_settings(
     assert err.count("\n") == 1 and "mnist-pipeline" in err and "not found" in err
     assert "register it first" in err
     assert submit(capsys, "--register", "--rounds", "2")[0] == 0
-    code, out, _ = submit(capsys, "--from-template", "--workers", "3", "--epochs", "3", "--watch")
+    code, out, _ = submit(capsys, "--from-template", "--workers", "3", "--epochs", "3")
     assert code == 0, out
     [(_, path, body)] = [r for r in argo.requests if r[1].endswith("/submit")][-1:]
     assert path == "/api/v1/workflows/mnist/submit"
     assert body["resourceKind"] == "WorkflowTemplate"
     assert body["resourceName"] == cluster.TEMPLATE_NAME
     assert {"workers=3", "epochs=3", f"store={STORE}"} <= set(body["submitOptions"]["parameters"])
-    # the run the double replays: the succeed story's, of 3 workers and 2 rounds
-    assert phases_of(out, "train-round-2(2:2)")[-1] == "Succeeded"
-    accuracy = recordings.load("succeed").output("evaluate", "accuracy")
-    assert f"test accuracy: {accuracy}" in out
 
 
 def test_runs_from_the_template_are_named_like_direct_runs(
@@ -207,8 +189,7 @@ def test_an_image_no_registry_serves_is_told_apart(image: str, why: str | None) 
 def test_a_cluster_run_warns_of_an_image_no_registry_serves(
     argo: ArgoDouble, capsys: pytest.CaptureFixture[str], flag: str
 ) -> None:
-    """A local cluster's nodes run images loaded under local names, so it is only said, in one line
-    with the pushed image's form; a run from the registered template takes the template's."""
+    """Only said (a local cluster's nodes hold them loaded); a run from the template takes its images."""
     for flags in ([], ["--register"], ["--register", "--from-template"]):
         code, _, err = submit(capsys, *flags, flag, "mnist-argo-steps:0.1.0")
         assert code == 0, err
@@ -221,7 +202,6 @@ def test_a_cluster_run_warns_of_an_image_no_registry_serves(
 def test_a_cluster_store_is_the_artifact_repositorys_bucket_itself(
     argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Under gs://bucket/prefix the checkpoints and the model would land apart from the run's files."""
     for flags in ([], ["--register"], ["--from-template"]):
         code, _, err = submit(capsys, *flags, "--artifacts", "gs://mnist-models/team-a")
         assert code == 2 and err.count("\n") == 1
@@ -256,7 +236,6 @@ def test_a_spec_the_servers_lint_refuses_is_one_line_exit_2_and_nothing_made(
     flags: list[str],
     kind: str,
 ) -> None:
-    """The Argo Server's own validation judges the spec before anything is created or registered."""
     double, url = serve(lint_refusal=REFUSED_CONTINUE_ON)
     on_argo(monkeypatch, url)
     code, out, err = submit(capsys, *flags, "--watch")

@@ -74,17 +74,6 @@ def test_the_dag_has_a_trainer_task_per_round(workers: int, rounds: int) -> None
     ]
 
 
-def test_every_finished_run_is_deleted_after_its_ttl() -> None:
-    """A day after a success, three days after any other end, Error included: gc_controller.go:ttl()
-    reads secondsAfterFailure for Failed only, and secondsAfterCompletion for any end."""
-    for document in compiled(3, 2):
-        assert document["spec"]["ttlStrategy"] == {
-            "secondsAfterSuccess": cluster.SUCCEEDED_RUN_TTL_SECONDS,
-            "secondsAfterFailure": cluster.FAILED_RUN_TTL_SECONDS,
-            "secondsAfterCompletion": cluster.FAILED_RUN_TTL_SECONDS,
-        }
-
-
 def test_spec_carries_what_a_cluster_needs() -> None:
     """Runs from the template labelled too; every step sized and bounded in time; key-only unarchived
     artifacts under the run's name; aggregate reading every trainer's model through one key prefix."""
@@ -188,9 +177,7 @@ def as_sent(request: Any) -> dict:
 
 
 def test_the_spec_reaches_the_server_through_heras_models_unchanged() -> None:
-    """argo_client sends the compiled dict through Hera's models, which drop what they do not know:
-    Hera before 5.26 has no `backoff.cap` (Argo 3.7), and every retry's wait would lose its bound.
-    pyproject.toml pins the lowest Hera that carries the whole spec and that the client speaks."""
+    """Hera's models drop what they do not know (before 5.26: `backoff.cap`); pyproject pins one that does."""
     workflow, template = compiled(3, 2)
     sent = as_sent(m.WorkflowCreateRequest(namespace="mnist", workflow=m.Workflow(**workflow)))
     assert sent["workflow"] == workflow
@@ -232,8 +219,7 @@ def evaluate_label(expression: str, parameters: dict[str, str]) -> str:
 
 @pytest.mark.parametrize("typed", ["3", "3 ", " 12", "3\t", "three", "", "3 4", "9" * 70, "-1"])
 def test_no_setting_typed_in_the_submit_form_makes_an_invalid_label(typed: str) -> None:
-    """The controller fails a run at its start when a labelsFrom value is not a valid label value
-    (operator.go: updateWorkflowMetadata); the Submit form takes any text."""
+    """The controller fails a run whose labelsFrom value is no label value; the form takes any text."""
     workflow, _ = compiled(3, 2)
     parameters = {p["name"]: str(p["value"]) for p in workflow["spec"]["arguments"]["parameters"]}
     for name, source in workflow["spec"]["workflowMetadata"]["labelsFrom"].items():

@@ -1,5 +1,4 @@
-"""Errors of compiling, checking, submitting and running the workflow: submit.py exits 2 on a refusal
-(UsageError, WorkflowError: nothing ran) and 1 when what it tried failed (ArgoError, a failed run)."""
+"""Refusals of submit.py, which exits 2 on them: nothing ran (a failed try exits 1: ArgoError, a run)."""
 
 from __future__ import annotations
 

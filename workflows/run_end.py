@@ -1,6 +1,5 @@
-"""The lines that end a run, the same for both engines: its phase and time, then why it failed, or its test
-accuracy and whether it became the served model (publish's `served` and `reason` outputs), with what only
-one engine knows (the local runner's model, logs and the workers it went ahead without)."""
+"""The lines that end a run, the same for both engines: its phase and time, then why it failed, or its
+test accuracy and whether it became the served model, with what only one engine knows."""
 
 from __future__ import annotations
 
@@ -39,8 +38,7 @@ def python_command() -> str:
 
 
 def serving_lines(run: str, store: str, served: str | None, reason: str | None) -> list[str]:
-    """publish's outcome: LATEST moved and why, or why not and the exact command that serves the run
-    anyway (--store only when it is not the default one)."""
+    """publish's outcome: LATEST moved and why, or why not and the command that serves the run anyway."""
     if served is None:  # a template registered before publish had these outputs
         return []
     if served == "true":

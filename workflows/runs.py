@@ -168,10 +168,8 @@ def number(text: str) -> object:
 
 def cluster_latest(store: str) -> str | None:
     """What the cluster's bucket serves; None when the store is not a bucket or cannot be read."""
-    if not store.startswith("gs://"):
-        return None
     try:
-        return served(open_store(store))
+        return served(open_store(store)) if store.startswith("gs://") else None
     except Exception:  # the list stands without it
         return None
 

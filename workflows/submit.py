@@ -110,23 +110,7 @@ def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
     )
     for flag, (meaning, shown, options) in LOCAL_OPTIONS.items():
         local.add_argument(flag, help=f"{meaning} (default: {shown.strip('`')})", **options)
-    add_argo_options(
-        p.add_argument_group("argo", "on an Argo Server; flags and variables as Argo's own CLI")
-    )
-    kept = p.add_argument_group("runs", "the runs of the store (--artifacts) or of the Argo Server")
-    what = kept.add_mutually_exclusive_group()
-    what.add_argument("--list", action="store_true", help="list the runs, the newest first")
-    what.add_argument(
-        "--compare", nargs=2, metavar="RUN", help="two runs' settings and rounds side by side"
-    )
-    what.add_argument(
-        "--retry", metavar="RUN", help="take up a failed run, keeping the tasks that succeeded"
-    )
-    add_arguments(p.add_argument_group("settings"), start)
-    return p
-
-
-def add_argo_options(argo: argparse._ArgumentGroup) -> None:
+    argo = p.add_argument_group("argo", "on an Argo Server; flags and variables as Argo's own CLI")
     argo.add_argument(
         "--argo-server",
         default=None,
@@ -175,6 +159,17 @@ def add_argo_options(argo: argparse._ArgumentGroup) -> None:
         default=resources.TEMPLATE_NAME,
         help=f"the WorkflowTemplate's name (default: {resources.TEMPLATE_NAME})",
     )
+    kept = p.add_argument_group("runs", "the runs of the store (--artifacts) or of the Argo Server")
+    what = kept.add_mutually_exclusive_group()
+    what.add_argument("--list", action="store_true", help="list the runs, the newest first")
+    what.add_argument(
+        "--compare", nargs=2, metavar="RUN", help="two runs' settings and rounds side by side"
+    )
+    what.add_argument(
+        "--retry", metavar="RUN", help="take up a failed run, keeping the tasks that succeeded"
+    )
+    add_arguments(p.add_argument_group("settings"), start)
+    return p
 
 
 def settings_table() -> str:
@@ -191,14 +186,6 @@ def settings_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-def local_engine(name: str) -> Engine:
-    if name == "process":
-        return ProcessEngine()
-    from workflows.local.containers import ContainerEngine
-
-    return ContainerEngine(program=name)
-
-
 def logs_folder(args: argparse.Namespace) -> Path:
     """--logs-dir, or by default the store's `logs` (a folder store) or the project's .runs/logs."""
     if args.logs_dir is not None:
@@ -210,7 +197,13 @@ def run_locally(
     workflow: dict, settings: PipelineSettings, args: argparse.Namespace, retry: str | None = None
 ) -> int:
     """Run the workflow on this machine, or with `retry` take up that run from its logs."""
-    engine, logs = local_engine(args.engine), logs_folder(args)
+    if args.engine == "process":
+        engine: Engine = ProcessEngine()
+    else:
+        from workflows.local.containers import ContainerEngine
+
+        engine = ContainerEngine(program=args.engine)
+    logs = logs_folder(args)
     check_ready = getattr(engine, "check_ready", None)
 
     def ready(images: list[str]) -> None:

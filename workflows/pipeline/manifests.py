@@ -1,6 +1,5 @@
-"""The committed manifests beside workflow.py, so a reader sees what it compiles to: workflow.yaml and
-workflow-template.yaml, the default settings with `--artifacts gs://BUCKET`, as `submit.py --render`
-prints them. `python -m workflows.pipeline.manifests` (make manifests) writes them again."""
+"""The committed manifests beside workflow.py, the defaults with `--artifacts gs://BUCKET` as `submit.py
+--render` prints them; `python -m workflows.pipeline.manifests` (make manifests) writes them again."""
 
 from __future__ import annotations
 

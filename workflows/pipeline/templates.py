@@ -39,10 +39,8 @@ class Read:
     def artifact(self) -> GCSArtifact:
         if not self.folder:
             return GCSArtifact(name=self.name, path=f"{WORKDIR}/{self.path}", key=self.key)
-        # argoexec creates a folder input with mode 0700 as its own user (artifacts/gcs/gcs.go:
-        # downloadObject); only the artifact's `mode` changes that (executor/executor.go:loadArtifact), and
-        # the step runs as the image's non-root user. Optional: when every worker failed there is nothing
-        # under the prefix, and the step, not the artifact loader, says which shards are missing.
+        # argoexec makes a folder input 0700, its own, but for `mode` (executor.go:loadArtifact); optional:
+        # when every worker failed, the step, not the artifact loader, says which shards are missing.
         return GCSArtifact(
             name=self.name,
             path=f"{WORKDIR}/{self.path}",
@@ -101,9 +99,7 @@ def step_template(
         inputs=[Parameter(name=p) for p in parameters] + [r.artifact() for r in reads],
         outputs=[w.output() for w in writes],
         resources=size.resources(),
-        active_deadline_seconds=str(
-            size.deadline_seconds
-        ),  # an IntOrString: a string in the schema
+        active_deadline_seconds=str(size.deadline_seconds),  # an IntOrString: a string
         labels={f"{resources.APP_LABEL}/step": name},
         retry_strategy=retry,
         metrics=metrics,
@@ -112,9 +108,8 @@ def step_template(
             EmptyDirVolume(name="tmp", mount_path="/tmp"),
         ],
         security_context=resources.container_security_context(),
-        # A step that fails says why in its last line; the kubelet makes the log's tail the container's
-        # termination message, which the controller appends to the node's message (Argo v4.1.4,
-        # workflow/controller/operator.go:1893-1897): "main: Error (exit code 2): split: error: …".
+        # The log's tail, with the step's last line saying why it failed, ends the node's message
+        # (operator.go:1893-1897): "main: Error (exit code 2): split: error: …".
         termination_message_policy="FallbackToLogsOnError",
     )
 

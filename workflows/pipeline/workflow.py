@@ -235,7 +235,11 @@ def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
     card = [f"{name}={workflow_param(name)}" for name in trained_with]
     values = asdict(settings)
     shaped = [f"{option_name(n)}={values[n]}" for n, spec in declared() if not spec.parameter]
-    last_round = settings.rounds
+    attached = [  # the files the card carries beside the model
+        ("confusion", CONFUSION_FILE, f"{EVALUATION}/{CONFUSION_FILE}"),
+        ("history", HISTORY_FILE, round_history(settings.rounds)),
+        ("history-plot", HISTORY_PLOT, round_history(settings.rounds, HISTORY_PLOT)),
+    ]
     return step(
         "publish",
         parameters=["model"],
@@ -255,23 +259,9 @@ def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
                 path=f"in/{METRICS_FILE}",
                 key=f"{EVALUATION}/{METRICS_FILE}",
             ),
-            Read(
-                "confusion",
-                flag="--attach",
-                path=f"in/{CONFUSION_FILE}",
-                key=f"{EVALUATION}/{CONFUSION_FILE}",
-            ),
-            Read(
-                "history",
-                flag="--attach",
-                path=f"in/{HISTORY_FILE}",
-                key=round_history(last_round),
-            ),
-            Read(
-                "history-plot",
-                flag="--attach",
-                path=f"in/{HISTORY_PLOT}",
-                key=round_history(last_round, HISTORY_PLOT),
+            *(
+                Read(name, flag="--attach", path=f"in/{file}", key=key)
+                for name, file, key in attached
             ),
         ],
         writes=[
@@ -313,10 +303,8 @@ def empty_workflow(settings: PipelineSettings) -> Workflow:
         pod_metadata=m.Metadata(labels={"app.kubernetes.io/name": resources.APP_LABEL}),
         **resources.workflow_pod_fields(),
         active_deadline_seconds=resources.RUN_DEADLINE_SECONDS,
-        # A finished run's pods go with it (they are owned by the Workflow); podGC deletes them at once
-        # after a success. gccontroller/gc_controller.go:ttl() reads secondsAfterFailure only for phase
-        # Failed; a run that ends in Error (a branch's last try errored, "pod deleted" with a Spot node)
-        # reaches secondsAfterCompletion: without it, such a run and its pods would stay for ever.
+        # gc_controller.go:ttl() reads secondsAfterFailure for phase Failed only: a run ending in Error
+        # (e.g. a Spot node's "pod deleted") goes after secondsAfterCompletion, with its pods.
         pod_gc=m.PodGC(strategy="OnWorkflowSuccess"),
         ttl_strategy=m.TTLStrategy(
             seconds_after_success=resources.SUCCEEDED_RUN_TTL_SECONDS,
@@ -335,10 +323,8 @@ def empty_workflow(settings: PipelineSettings) -> Workflow:
     )
 
 
-# A label value the Submit form's text cannot make invalid: the controller checks each labelsFrom value
-# (controller/operator.go: updateWorkflowMetadata, validation.IsValidLabelValue) and fails the run at its
-# start on a bad one, e.g. "3 " typed with a trailing space. The number itself, trimmed, or "invalid" (the
-# step then refuses the setting with its own message).
+# The controller fails a run whose labelsFrom value is no label value (operator.go: updateWorkflowMetadata),
+# e.g. "3 " typed in the Submit form: the number trimmed, or "invalid" (the step then refuses the setting).
 LABEL_NUMBER = "^[0-9]{1,9}$"
 INVALID_LABEL = "invalid"
 

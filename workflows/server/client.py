@@ -9,7 +9,8 @@ import time
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import pydantic
 import requests
@@ -32,6 +33,8 @@ HERA_MESSAGE = re.compile(r"status code (\d+) with message: `(.*)`\s*$", re.DOTA
 # A spec the server's lint refuses: LintWorkflow answers HTTP 500 (server/workflow/workflow_server.go:716),
 # LintWorkflowTemplate 400 (server/workflowtemplate/workflow_template_server.go:191-193).
 LINT_REFUSALS = (400, 500)
+Answer = TypeVar("Answer")
+Sleep = Callable[[float], None]
 
 
 class ArgoError(ProjectError):
@@ -239,11 +242,21 @@ def stop_workflow(server: ArgoServer, name: str, message: str) -> dict:
     return call(server, lambda argo: argo.stop_workflow(name, request))
 
 
-def register_template(
-    server: ArgoServer, template: dict, sleep: Callable[[float], None] = time.sleep
-) -> bool:
-    """Create the WorkflowTemplate or replace it; True when created. A write the server's trailing cache
-    makes fail (name taken, or a Conflict) is tried again from a fresh read; then the cache is awaited."""
+def _retried(
+    attempt: Callable[[], Answer], refused: type[Exception], waits: tuple, sleep: Sleep
+) -> Answer:
+    """`attempt`, tried again after each wait while the server's trailing cache makes it fail so."""
+    for wait in waits:
+        try:
+            return attempt()
+        except refused:
+            sleep(wait)
+    return attempt()
+
+
+def register_template(server: ArgoServer, template: dict, sleep: Sleep = time.sleep) -> bool:
+    """Create the WorkflowTemplate or replace it, then await the server's cache; True when created. A
+    write the cache makes fail (name taken, or a Conflict) is tried again from a fresh read."""
     name, namespace = template["metadata"]["name"], server.namespace
 
     def version(argo: WorkflowsService) -> str | None:
@@ -252,37 +265,27 @@ def register_template(
         except hera_errors.NotFound:
             return None
 
-    def write(argo: WorkflowsService) -> bool:
-        for wait in (*CACHE_WAITS, None):
-            current = version(argo)
-            sent = m.WorkflowTemplate(
-                **{**template, "metadata": {**template["metadata"], "resourceVersion": current}}
-            )
-            try:
-                if current is None:
-                    stored = argo.create_workflow_template(
-                        m.WorkflowTemplateCreateRequest(namespace=namespace, template=sent)
-                    )
-                else:
-                    stored = argo.update_workflow_template(
-                        name,
-                        m.WorkflowTemplateUpdateRequest(
-                            name=name, namespace=namespace, template=sent
-                        ),
-                    )
-            except hera_errors.AlreadyExists:  # name taken, or Conflict: the cache was behind
-                if wait is None:
-                    raise
-                sleep(wait)
-                continue
-            for pause in (0.0, *CACHE_WAITS):  # a bounded wait for the cache to show the write
-                sleep(pause)
-                if version(argo) == stored.metadata.resource_version:
-                    break
-            return current is None
-        raise AssertionError("unreachable")
+    def write(argo: WorkflowsService) -> tuple[m.WorkflowTemplate, bool]:
+        current = version(argo)
+        metadata = {**template["metadata"], "resourceVersion": current}
+        sent = m.WorkflowTemplate(**{**template, "metadata": metadata})
+        if current is None:
+            request = m.WorkflowTemplateCreateRequest(namespace=namespace, template=sent)
+            return argo.create_workflow_template(request), True
+        update = m.WorkflowTemplateUpdateRequest(name=name, namespace=namespace, template=sent)
+        return argo.update_workflow_template(name, update), False
 
-    return call(server, write)
+    def register(argo: WorkflowsService) -> bool:
+        stored, created = _retried(
+            lambda: write(argo), hera_errors.AlreadyExists, CACHE_WAITS, sleep
+        )
+        for pause in (0.0, *CACHE_WAITS):  # a bounded wait for the cache to show the write
+            sleep(pause)
+            if version(argo) == stored.metadata.resource_version:
+                break
+        return created
+
+    return call(server, register)
 
 
 def submit_from_template(
@@ -291,7 +294,7 @@ def submit_from_template(
     parameters: Mapping[str, str],
     generate_name: str,
     name: str | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Sleep = time.sleep,
 ) -> dict:
     """Start a run of a registered WorkflowTemplate, named as direct runs; a template the server's cache
     does not show yet (workflow_server.go: SubmitWorkflow) is asked for again a few times."""
@@ -306,15 +309,6 @@ def submit_from_template(
         resource_name=template_name,
         submit_options=options,
     )
-
-    def submit(argo: WorkflowsService) -> m.Workflow:
-        for wait in (*CACHE_WAITS[:3], None):  # 1.75 s: the cache trails by moments, not seconds
-            try:
-                return argo.submit_workflow(request)
-            except hera_errors.NotFound:
-                if wait is None:
-                    raise
-                sleep(wait)
-        raise AssertionError("unreachable")
-
-    return call(server, submit)
+    # 1.75 s in all: the cache trails by moments, not seconds
+    submit = partial(_retried, refused=hera_errors.NotFound, waits=CACHE_WAITS[:3], sleep=sleep)
+    return call(server, lambda argo: submit(lambda: argo.submit_workflow(request)))
