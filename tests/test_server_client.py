@@ -33,12 +33,8 @@ pytestmark = pytest.mark.usefixtures("clean_environment")
             "'mnist-workflows' with binding 'mnist-workflows' denied request",
             "the cluster's admission policy refused the Workflow",
         ),
-        (
-            'workflows.argoproj.io is forbidden: User "x" cannot create',
-            "ARGO_TOKEN may not do this",
-        ),
     ],
-    ids=["quota", "admission-policy", "rbac"],
+    ids=["quota", "admission-policy"],
 )
 def test_a_forbidden_answer_says_who_refused(detail: str, expected: str) -> None:
     """403 is RBAC's answer, but the quota's and an admission policy's too: the line names which."""

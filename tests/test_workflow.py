@@ -6,9 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-import tomllib
 import warnings
-from importlib.metadata import version
 from typing import Any
 from unittest.mock import ANY
 
@@ -18,7 +16,6 @@ from hera.workflows import models as m
 
 from tests.support import docs
 from tests.support.argo_schema import first_error, workflow_validator
-from tests.support.project import ROOT
 from workflows import submit
 from workflows.local.spec import templates_by_name
 from workflows.pipeline import resources as cluster
@@ -26,10 +23,6 @@ from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_template, compile_workflow
 
 SHAPES = [(1, 1), (3, 2), (5, 3), (8, 1)]
-# Measured in scratch environments: hera 5.16.0 to 5.25.1 drop retryStrategy.backoff.cap; 5.26 and 5.27
-# carry it but their models are pydantic v1 ones, which argo_client does not speak (model_dump); from 6.0.0
-# (to 7.1.0) this file and test_submit.py pass.
-LOWEST_HERA = "6.0"
 
 
 def compiled(workers: int, rounds: int) -> tuple[dict, dict]:
@@ -190,12 +183,6 @@ def test_the_spec_reaches_the_server_through_heras_models_unchanged() -> None:
         for t in sent["template"]["spec"]["templates"]
         if "container" in t
     )
-
-
-def test_the_lowest_hera_allowed_is_the_one_that_carries_the_spec() -> None:
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert f"hera>={LOWEST_HERA}" in pyproject["project"]["optional-dependencies"]["submit"]
-    assert tuple(map(int, version("hera").split(".")[:2])) >= (6, 0)
 
 
 # k8s.io/apimachinery validation.IsValidLabelValue: at most 63 characters of this form.

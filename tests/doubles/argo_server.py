@@ -1,14 +1,8 @@
-"""A test double of the Argo Server for tests that cannot use the cluster: an HTTP server on 127.0.0.1
-serving the operations of the server's published OpenAPI the offline tests call, refusing as the real server
-words it (404, 409), and linting as the real one only when a test sets `lint_refusal`
-(tests/cluster/test_lint_agrees.py). Tokens and RBAC are the real cluster's tests'.
-
-Template reads trail writes by `informer_lag` reads, as the server's informer cache does
-(server/apiserver/argoserver.go: wftmplStore). A created run replays a recording of a real run
-(tests/doubles/recordings.py, `story`): each GET answers its next status, one every `reads_per_tick`
-reads, under the created name and with its times moved to now; a stop jumps to what followed the
-recorded stop. A run from a template is named `<template>-xxxxx` unless submitOptions say otherwise
-(workflow/common/convert.go)."""
+"""A double of the Argo Server, for the tests that cannot use the cluster (a mock: no Argo Server runs
+here): the operations of its published OpenAPI the offline tests call, refused in its words (404, 409),
+linted as it does only when a test sets `lint_refusal` (tests/cluster/test_lint_agrees.py), template
+reads trailing writes by `informer_lag` reads as its cache does (argoserver.go: wftmplStore). A created
+run replays a recording of a real run (tests/doubles/recordings.py): each GET its next status."""
 
 from __future__ import annotations
 
