@@ -43,7 +43,7 @@ def refused(
 
 
 @pytest.fixture
-def source(tmp_path: Path, small_mnist: Path) -> str:
+def source(small_mnist: Path) -> str:
     return str(small_mnist)
 
 

@@ -57,16 +57,11 @@ def inconsistency(settings: PipelineSettings) -> str | None:
 
 
 def check_settings(settings: PipelineSettings, name: str | None) -> None:
-    """What every run, render or registration is refused for: contradicting settings, a bad --name."""
+    """What every run, render or registration is refused for: contradicting settings, or a --name that is
+    no run id the store and page know or Argo takes (validate.go: maxCharsInObjectName)."""
     if problem := inconsistency(settings):
         raise UsageError(problem)
-    if name:
-        check_run_name(name)
-
-
-def check_run_name(name: str) -> None:
-    """A run id the store and the page know, and an object name Argo takes (validate.go: maxCharsInObjectName)."""
-    if not RUN_ID.match(name):
+    if name and not RUN_ID.match(name):
         raise UsageError(
             f"--name {name[:80]!r}: a run's name is lowercase letters, digits, '-' and '.', "
             "starts and ends with a letter or digit, and is at most 63 characters (as Argo's)"

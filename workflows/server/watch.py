@@ -178,10 +178,6 @@ def output(workflow: dict, template: str, parameter: str) -> str | None:
     return None
 
 
-def cannot_pull(step: Step) -> bool:
-    return step.phase == "Pending" and step.message.startswith(CANNOT_PULL)
-
-
 def watch(
     server: ArgoServer,
     name: str,
@@ -211,7 +207,7 @@ def watch(
             if seen.get(step.name) != state:
                 seen[step.name] = state
                 echo(describe(step))
-            if not cannot_pull(step):
+            if step.phase != "Pending" or not step.message.startswith(CANNOT_PULL):
                 stuck_since.pop(step.name, None)
                 continue
             since = stuck_since.setdefault(step.name, now)
