@@ -26,7 +26,24 @@ from steps.lib.model_file import (
     read_model_file,
     write_model_file,
 )
-from tests.support.steps import copy_model, keras_model_file, model_file, write_model_weights
+from tests.support.steps import (
+    call,
+    copy_model,
+    digits,
+    keras_model_file,
+    model_file,
+    peak_memory_mb,
+    shared_heap_names,
+    weight_paths,
+    write_json,
+    write_model_weights,
+    write_npz,
+)
+
+READ_WEIGHTS = (
+    "from steps.lib.model_file import read_weights\nfrom steps.lib.errors import StepError\n"
+    "try:\n    read_weights('{}')\nexcept StepError as error:\n    print(error)"
+)
 
 
 def attributes(obj: h5py.HLObject) -> dict[str, object]:
@@ -192,6 +209,7 @@ def refused(call: object, *args: object) -> str:
 def test_a_child_is_reached_through_hard_links_only(h5) -> None:
     h5.create_group("a").create_dataset("w", data=np.zeros(2, np.float32))
     h5["soft"] = h5py.SoftLink("/a")
+    h5["external"] = h5py.ExternalLink("other.h5", "/a")
     long = "b" * 70
     assert model_weights._child(h5, "a/w", h5py.Dataset).shape == (2,)
     assert refused(model_weights._child, h5, "a/../a", h5py.Group) == "bad name 'a/../a'"
@@ -202,6 +220,9 @@ def test_a_child_is_reached_through_hard_links_only(h5) -> None:
     assert refused(model_weights._child, h5, "a/w/x", h5py.Dataset) == "'a/w/x' is not a group"
     assert refused(model_weights._child, h5, "soft", h5py.Group) == (
         "'soft' is missing or not a hard link"
+    )
+    assert refused(model_weights._child, h5, "external", h5py.Group) == (
+        "'external' is missing or not a hard link"
     )
     assert refused(model_weights._child, h5, long, h5py.Group) == (
         f"{long[:60]!r} is missing or not a hard link"
@@ -452,3 +473,53 @@ def test_a_model_is_read_without_taking_a_lock(tmp_path) -> None:
     with path.open("rb") as holder:
         fcntl.flock(holder, fcntl.LOCK_EX)
         assert len(read_model_file(path).weights) == len(WEIGHT_LAYOUT)
+
+
+def test_a_model_declaring_a_huge_weight_is_refused_before_allocation(tmp_path: Path) -> None:
+    path = copy_model(tmp_path / "big.h5")  # a 2.6 GB dense kernel declared, never written
+    name = weight_paths(path)[4]
+    with h5py.File(path, "r+") as handle:
+        del handle[name]
+        handle.create_dataset(name, shape=(1600, 400_000), dtype="f4", chunks=(16, 4000))
+    assert path.stat().st_size < 8 << 20
+    peak, output = peak_memory_mb(READ_WEIGHTS.format(path))
+    assert "not a model of this project's architecture" in output
+    assert peak < 400, f"peak {peak:.0f} MB"
+
+
+def test_names_pointing_at_one_big_heap_object_are_refused_before_they_are_read(
+    tmp_path: Path,
+) -> None:
+    """64 16-byte names all pointing at one 4 MB heap object: reading them would take 256 MB."""
+    model = shared_heap_names(copy_model(tmp_path / "heap.h5"), 64, 4 << 20)
+    assert model.stat().st_size < 8 << 20
+    peak, output = peak_memory_mb(READ_WEIGHTS.format(model))
+    assert peak < 150, f"peak {peak:.0f} MB"
+    assert "attribute layer_names holds 268435456 bytes of text" in output, output
+
+
+@pytest.mark.parametrize("step", ["aggregate", "evaluate", "publish", "train", "page"])
+def test_every_reader_of_model_files_bounds_them(step: str, tmp_path: Path, capsys) -> None:
+    from steps import aggregate, evaluate, publish, train
+
+    model = shared_heap_names(copy_model(tmp_path / "0.h5"), 8, 4 << 10)
+    data = write_npz(tmp_path / "digits.npz", **digits())
+    argv = {
+        "aggregate": ["--models-dir", tmp_path, "--out", tmp_path / "o/avg.h5"],
+        "evaluate": ["--model", model, "--test", data, "--out-dir", tmp_path / "o"],
+        "publish": ["--store", tmp_path / "o", "--run", "mnist-abc12", "--model", model],
+        "train": ["--shard", data, "--model", model, "--out", tmp_path / "o/m.h5"],
+    }
+    if step == "aggregate":
+        write_json(tmp_path / "0.json", {"samples": 100, "epochs": 1})
+    if step == "page":  # the page's loader, for a store's run or MODEL_URI naming a file
+        from ui.model_source import ModelKeeper, parse_model_uri
+
+        line = ModelKeeper(parse_model_uri(str(model))).refresh().problem
+    else:
+        extra = {"publish": ["--metrics", write_json(tmp_path / "m.json", {"accuracy": 0.9})]}
+        extra["train"] = ["--stats-out", tmp_path / "o/s.json"]
+        module = {"aggregate": aggregate, "evaluate": evaluate, "publish": publish, "train": train}
+        line = call(module[step], [*argv[step], *extra.get(step, [])], capsys)
+        assert not (tmp_path / "o").exists()
+    assert "attribute layer_names holds 32768 bytes of text, more than 16384" in line

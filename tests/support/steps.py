@@ -22,6 +22,7 @@ import pytest
 from steps.lib.entry_point import run
 from steps.lib.errors import EXIT_BAD_INPUT
 from steps.lib.registry import LATEST_KEY
+from tests.support.project import run_python
 
 
 def call(module, argv: list, capsys: pytest.CaptureFixture[str]) -> str:
@@ -191,6 +192,16 @@ def corrupt_deflate_npz(path: Path) -> Path:
     data[start : start + 64] = bytes([0xFF]) * 64
     path.write_bytes(bytes(data))
     return path
+
+
+def peak_memory_mb(code: str) -> tuple[float, str]:
+    """Run `code` in a fresh interpreter: its peak resident memory in MB (VmHWM), and its stdout."""
+    peak = "re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1]"
+    probe = f"{code}\nimport re\nprint({peak})"
+    result = run_python(probe)
+    assert result.returncode == 0, result.stderr
+    *lines, peak_kb = result.stdout.strip().splitlines()
+    return int(peak_kb) / 1024, "\n".join(lines)
 
 
 def json_nested(depth: int = 100_000) -> str:
