@@ -63,17 +63,6 @@ def model_file() -> Path:
     return folder / "model.h5"
 
 
-@functools.cache
-def keras_model_file() -> Path:
-    """The same network's file as Keras itself writes it (legacy_h5_format.save_model_to_hdf5)."""
-    from steps.lib.keras_model import build_model, save_model
-
-    folder = Path(tempfile.mkdtemp(prefix="keras-model-"))
-    atexit.register(shutil.rmtree, folder, True)
-    save_model(build_model(), folder / "model.h5")
-    return folder / "model.h5"
-
-
 def copy_model(target: Path) -> Path:
     shutil.copyfile(model_file(), target)
     return target
