@@ -134,25 +134,26 @@ def test_the_progress_file_is_readable_by_the_wait_containers_user(tmp_path: Pat
     assert (tmp_path / "progress").stat().st_mode & 0o777 == 0o644
 
 
-def thread_probe(environment: dict[str, str]) -> subprocess.CompletedProcess:
-    """Load TensorFlow as the training steps do, run an op, report the pools' configured sizes."""
+@pytest.mark.slow  # TensorFlow in a fresh process
+def test_tensorflow_loads_silently_with_the_thread_counts_and_no_collection() -> None:
+    """Thread variables applied through tf.config; the collector off during the import (collections
+    took a quarter of it) and what the import made frozen out of later ones."""
     code = (
+        "import gc\n"
         "from steps.lib.tensorflow_setup import import_keras\n"
+        "runs = []\n"
+        "gc.callbacks.append(lambda phase, info: phase == 'start' and runs.append(info))\n"
         "import_keras()\n"
+        "print(len(runs), gc.isenabled(), gc.get_freeze_count() > 100_000)\n"
         "import tensorflow as tf\n"
         "tf.matmul(tf.ones((64, 64)), tf.ones((64, 64)))\n"
         "print(tf.config.threading.get_intra_op_parallelism_threads(),"
         " tf.config.threading.get_inter_op_parallelism_threads())\n"
     )
-    env = {**os.environ, **environment}
-    return run_python(code, env=env, timeout=300)
-
-
-@pytest.mark.slow  # TensorFlow in a fresh process
-def test_thread_variables_are_applied_through_tf_config_and_start_up_is_silent() -> None:
-    result = thread_probe({"TF_NUM_INTRAOP_THREADS": "3", "TF_NUM_INTEROP_THREADS": "2"})
+    threads = {"TF_NUM_INTRAOP_THREADS": "3", "TF_NUM_INTEROP_THREADS": "2"}
+    result = run_python(code, env={**os.environ, **threads}, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["3", "2"]
+    assert result.stdout.split() == ["0", "True", "True", "3", "2"]
     assert result.stderr == ""
 
 
@@ -300,23 +301,6 @@ def test_a_trainer_reports_every_call_of_many_batches(
     ends = [STEPS_PER_CALL, 2 * STEPS_PER_CALL, per_epoch]
     expected = [0, *ends, *(per_epoch + end for end in ends)]
     assert progress_writes == [f"{done}/{2 * per_epoch}\n" for done in expected]
-
-
-@pytest.mark.slow  # TensorFlow in a fresh process
-def test_the_collector_is_off_while_tensorflow_loads_and_on_after() -> None:
-    """Collecting again and again while TensorFlow's import makes its objects took a quarter of the
-    import; what the import made is frozen out of later collections."""
-    code = (
-        "import gc\n"
-        "from steps.lib.tensorflow_setup import import_keras\n"
-        "runs = []\n"
-        "gc.callbacks.append(lambda phase, info: phase == 'start' and runs.append(info))\n"
-        "import_keras()\n"
-        "print(len(runs), gc.isenabled(), gc.get_freeze_count() > 100_000)\n"
-    )
-    result = run_python(code, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["0", "True", "True"]
 
 
 INFINITE_STEP = "1e39"
