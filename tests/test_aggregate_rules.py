@@ -120,6 +120,7 @@ def test_shards_are_read_as_ids_with_splits_counts_and_default_to_those_present(
     assert aggregate.expected_shards('{"0": 1, "b1": 7}', ["x"]) == {"0": 1, "b1": 7}
     assert aggregate.expected_shards(None, ["3", "4"]) == {"3": None, "4": None}
     assert len(aggregate.expected_shards(f"[{', '.join(['1'] * MAX_SHARDS)}]", [])) == 1
+    assert aggregate.expected_shards(json.dumps({"0": MAX_SAMPLES}), []) == {"0": MAX_SAMPLES}
     many = {str(i): 1 for i in range(MAX_SHARDS)}
     assert len(aggregate.expected_shards(json.dumps(many), [])) == MAX_SHARDS
 
@@ -199,10 +200,6 @@ def test_splits_counts_weigh_the_models_and_a_model_claiming_another_count_does_
         "only 2 of 3 workers delivered a model, fewer than the 3 required; missing shards: 2; "
         "2.h5 does not count: its stats claim 5 samples; split made 3"
     )
-
-
-def test_a_count_of_exactly_max_samples_is_a_shards_count() -> None:
-    assert aggregate.expected_shards(json.dumps({"0": MAX_SAMPLES}), []) == {"0": MAX_SAMPLES}
 
 
 def test_long_bad_shards_are_quoted_to_80_characters() -> None:
