@@ -16,7 +16,7 @@ from steps.lib.entry_point import run
 from steps.lib.errors import StepError
 from steps.lib.mnist import MAX_SAMPLES
 from steps.lib.model_file import read_model_file
-from tests.support.steps import call, copy_model, write_json, write_model_weights
+from tests.support.steps import call, copy_model, json_nested, write_json, write_model_weights
 
 
 def fan_in(tmp_path: Path, stats: dict[str, object]) -> Path:
@@ -106,6 +106,7 @@ def test_the_weights_are_averaged_by_each_shards_own_count(tmp_path: Path, capsy
         ('{"0": true}', f"--shards: digit counts are integers in 1..{MAX_SAMPLES}"),
         (f'{{"0": {MAX_SAMPLES + 1}}}', f"--shards: digit counts are integers in 1..{MAX_SAMPLES}"),
         ('{"a-b": 5}', f"--shards: at most {MAX_SHARDS} ids of letters and digits"),
+        (json_nested(), "--shards: JSON nested too deeply"),
     ],
 )
 def test_shards_that_are_not_ids_or_counts_are_refused(text: str, message: str) -> None:
@@ -119,6 +120,7 @@ def test_shards_are_read_as_ids_with_splits_counts_and_default_to_those_present(
     assert aggregate.expected_shards('{"0": 1, "b1": 7}', ["x"]) == {"0": 1, "b1": 7}
     assert aggregate.expected_shards(None, ["3", "4"]) == {"3": None, "4": None}
     assert len(aggregate.expected_shards(f"[{', '.join(['1'] * MAX_SHARDS)}]", [])) == 1
+    assert aggregate.expected_shards(json.dumps({"0": MAX_SAMPLES}), []) == {"0": MAX_SAMPLES}
     many = {str(i): 1 for i in range(MAX_SHARDS)}
     assert len(aggregate.expected_shards(json.dumps(many), [])) == MAX_SHARDS
 
@@ -200,10 +202,6 @@ def test_splits_counts_weigh_the_models_and_a_model_claiming_another_count_does_
     )
 
 
-def test_a_count_of_exactly_max_samples_is_a_shards_count() -> None:
-    assert aggregate.expected_shards(json.dumps({"0": MAX_SAMPLES}), []) == {"0": MAX_SAMPLES}
-
-
 def test_long_bad_shards_are_quoted_to_80_characters() -> None:
     ids = "[" + ", ".join(["1.5"] * 40) + "]"
     with pytest.raises(StepError) as raised:
@@ -246,3 +244,59 @@ def test_a_model_of_no_expected_shard_is_named_on_stderr(tmp_path: Path, capsys)
     out, error = capsys.readouterr()
     assert "ignoring 7.h5: not one of the expected shards" in error.splitlines()
     assert out == ""
+
+
+@pytest.mark.parametrize(
+    ("stats", "message"),
+    [
+        (json_nested(10_000), "nested too deeply"),
+        ('{"samples": 1' + "0" * 400 + "}", f"in 1..{MAX_SAMPLES}"),
+        ('{"samples": 1e300}', f"in 1..{MAX_SAMPLES}"),
+        ('{"samples": NaN}', "not valid JSON"),
+        (b'{"samples": "\xff"}', "not UTF-8"),
+    ],
+)
+def test_a_forged_stats_file_does_not_count(
+    stats: str | bytes, message: str, tmp_path: Path, capsys
+) -> None:
+    folder = fan_in(tmp_path, {"0": 1})
+    (folder / "0.json").write_bytes(stats if isinstance(stats, bytes) else stats.encode())
+    line = call(aggregate, ["--models-dir", folder, "--out", tmp_path / "avg.h5"], capsys)
+    assert "only 0 of 1 workers delivered a model" in line and message in line
+    assert not (tmp_path / "avg.h5").exists()
+
+
+def test_the_compiled_spec_gives_aggregate_the_counts_split_made(
+    tmp_path: Path, small_mnist: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """split and aggregate's arguments as Argo substitutes them: --shards holds split's counts."""
+    from steps import split
+    from workflows.local.spec import substitute, templates_by_name
+    from workflows.pipeline.settings import PipelineSettings
+    from workflows.pipeline.workflow import compile_workflow
+
+    workflow = compile_workflow(PipelineSettings(workers=2, rounds=1, source=str(small_mnist)))
+    templates = templates_by_name(workflow)
+    values = {
+        f"workflow.parameters.{p['name']}": p["value"]
+        for p in workflow["spec"]["arguments"]["parameters"]
+    } | {"workflow.name": "mnist-abc12"}
+    monkeypatch.chdir(tmp_path)
+    args = substitute(templates["split"]["container"]["args"], values, "split")
+    assert run(split.main, split.make_parser(), args) == 0, capsys.readouterr().err
+    for output in templates["split"]["outputs"]["parameters"]:
+        path = tmp_path / output["valueFrom"]["path"].removeprefix("/work/")
+        values[f"tasks.split.outputs.parameters.{output['name']}"] = path.read_text()
+    [task] = [
+        task
+        for template in workflow["spec"]["templates"]
+        for task in template.get("dag", {}).get("tasks", [])
+        if task["name"] == "aggregate-round-1"
+    ]
+    for argument in task["arguments"]["parameters"]:
+        values[f"inputs.parameters.{argument['name']}"] = substitute(
+            argument["value"], values, "aggregate's arguments"
+        )
+    args = substitute(templates["aggregate"]["container"]["args"], values, "aggregate")
+    counts = aggregate.expected_shards(args[args.index("--shards") + 1], [])
+    assert counts == {"0": 500, "1": 500}  # 2000 digits less 1000 held out

@@ -470,7 +470,7 @@ def test_the_simulation_averages_rounds_until_the_target(small_mnist: Path, caps
             epochs=1,
             batch=50,
             target=0.999,
-            workers="1,2",
+            workers="2",
             rounds="1,2",
             final_learning_rate=0.001,
         )
@@ -478,7 +478,7 @@ def test_the_simulation_averages_rounds_until_the_target(small_mnist: Path, caps
     fedavg.main(args)
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     runs = [(line["workers"], line["rounds"], line["round"]) for line in lines]
-    assert runs == [(1, 1, 1), (1, 2, 1), (1, 2, 2), (2, 1, 1), (2, 2, 1), (2, 2, 2)]
+    assert runs == [(2, 1, 1), (2, 2, 1), (2, 2, 2)]
     assert all(0.0 <= line["accuracy"] <= 1.0 for line in lines)
 
 

@@ -18,7 +18,7 @@ from steps.lib.registry import LATEST_KEY, latest_run, run_prefix
 from steps.lib.storage import open_store
 from tests.support.faults import with_failing_shard
 from tests.support.project import FIXTURE_SEED, SUBMIT, local_run
-from tests.support.steps import flags
+from tests.support.steps import copy_model, flags
 from workflows.local.runner import LocalRunner
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
@@ -91,10 +91,6 @@ def served_metrics(store) -> dict:
 
 def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path: Path) -> None:
     settings = f"--workers 2 --epochs 3 --batch 32 --rounds 1 --limit 5000 --seed {FIXTURE_SEED}"
-    calm = tmp_path / "calm"
-    undisturbed = start_submit(
-        local_run(calm, tmp_path / "calm-logs", mnist_path, *settings.split()), uuid.uuid4().hex
-    )  # alongside, to compare with
     tag = uuid.uuid4().hex
     store, logs = tmp_path / "store", tmp_path / "logs"
     run = start_submit(local_run(store, logs, mnist_path, *settings.split()), tag)
@@ -106,20 +102,14 @@ def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path
     assert log is not None, "train-round-1(0:0) never started"
     wait_for_line(log, "checkpoint saved after epoch 1", run)
     os.kill(pid_running_in(tag, "train-round-1-0-0-"), signal.SIGKILL)  # in its second epoch
-    for process in (run, undisturbed):
-        stdout, stderr = process.communicate(timeout=900)
-        assert process.returncode == 0, stdout + stderr
-
+    stdout, stderr = run.communicate(timeout=900)
+    assert run.returncode == 0, stdout + stderr
     text = log.read_text()
     assert "--- attempt 2" in text
     assert "resuming from checkpoint: 1 epoch(s) done, starting at epoch 2" in text
     resumed = text.split("--- attempt 2")[1]
     assert "epoch 1/3" not in resumed and "epoch 3/3" in resumed
-    calm_accuracy, hurt = (
-        served_metrics(open_store(folder))["accuracy"] for folder in (calm, store)
-    )
-    # Only the shuffling order after the restart differs: a model within 2 points is as good.
-    assert abs(hurt - calm_accuracy) < 0.02, (hurt, calm_accuracy)
+    assert served_metrics(open_store(store))["accuracy"] > 0.5  # a trained model, not a fresh one
 
 
 def small_settings(source: Path, **changes: object) -> PipelineSettings:
@@ -222,60 +212,55 @@ def test_ctrl_c_stops_every_task_and_keeps_the_published_model(
 
 
 def test_two_runs_publishing_at_once_leave_latest_complete(
-    tmp_path: Path, mnist_path: Path, strict_gcs_bucket: str
+    tmp_path: Path, strict_gcs_bucket: str
 ) -> None:
     store = f"gs://{strict_gcs_bucket}"  # a folder store's swap is the same rule (test_publish.py)
-    # both runs ask to be served (the same settings score the same: if-better would serve the
-    # first only), so the pointer's compare-and-swap decides: the later swap wins
-    args = flags(workers=1, rounds=1, batch=32, limit=1000, serve="always")
-    runs = [
-        start_submit(local_run(store, tmp_path / f"logs-{i}", mnist_path, *args), "race")
+    model = copy_model(tmp_path / "model.h5")
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text(json.dumps({"accuracy": 0.9}))
+    runs = [  # both ask to be served: the pointer's compare-and-swap decides
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "steps.publish",
+                "--serve=always",
+                *flags(store=store, run=f"mnist-race{i}", model=model, metrics=metrics),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for i in range(2)
     ]
     for run in runs:
-        stdout, stderr = run.communicate(timeout=900)
+        stdout, stderr = run.communicate(timeout=120)
         assert run.returncode == 0, stdout + stderr
-
-    from steps.lib.keras_model import load_model
-
     opened = open_store(store)
-    names = sorted(
-        k.split("/")[2] for k in opened.list_keys("models/mnist") if k.endswith("run.json")
-    )
-    assert len(names) == 2
-    for name in names:  # both runs' models are intact
-        target = tmp_path / f"{name}.h5"
-        opened.download_file(f"{run_prefix(name)}/model.h5", target)
-        load_model(target)
-        assert json.loads(opened.read_text(f"{run_prefix(name)}/metrics.json"))["accuracy"] > 0.3
-    assert latest_run(opened) in names
+    for name in ("mnist-race0", "mnist-race1"):  # both runs' models are intact
+        opened.download_file(f"{run_prefix(name)}/model.h5", tmp_path / f"{name}.h5")
+        assert (tmp_path / f"{name}.h5").read_bytes() == model.read_bytes()
+    assert latest_run(opened) in ("mnist-race0", "mnist-race1")
 
 
 def test_rerunning_a_step_gives_the_same_output_and_writes_only_its_own(
-    tmp_path: Path, small_mnist: Path
+    tmp_path: Path, small_mnist: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def step(*args: str) -> None:
-        result = subprocess.run(
-            [sys.executable, "-m", *args], cwd=tmp_path, capture_output=True, text=True, timeout=300
-        )
-        assert result.returncode == 0, result.stderr
+    from steps import split, train
+    from steps.lib.entry_point import run
+    from steps.lib.model_file import read_weights
 
-    step(
-        "steps.split",
-        *flags(source=small_mnist, workers=2, shards_dir="shards", test_out="test.npz"),
-    )
-    step("steps.init", "--out", "init.h5")
+    monkeypatch.chdir(tmp_path)
+    argv = flags(source=small_mnist, workers=2, shards_dir="shards", test_out="test.npz")
+    assert run(split.main, split.make_parser(), argv) == 0
+    copy_model(tmp_path / "init.h5")
     before = {p.name for p in tmp_path.iterdir()}
     for attempt in ("a", "b"):
-        train = f"--shard shards/0.npz --model init.h5 --seed 4 --out {attempt}/model.h5"
-        step("steps.train", *train.split(), "--stats-out", f"{attempt}/stats.json")
+        argv = f"--shard shards/0.npz --model init.h5 --seed 4 --epochs 1 --out {attempt}/model.h5"
+        argv += f" --stats-out {attempt}/stats.json"
+        assert run(train.main, train.make_parser(), argv.split()) == 0
     assert {p.name for p in tmp_path.iterdir()} == before | {"a", "b"}
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["model.h5", "stats.json"]
-
-    from steps.lib.keras_model import load_model
-
-    first, second = (load_model(tmp_path / x / "model.h5").get_weights() for x in "ab")
+    first, second = (read_weights(tmp_path / x / "model.h5") for x in "ab")
     assert all((x == y).all() for x, y in zip(first, second, strict=True))
-    assert (tmp_path / "a" / "stats.json").read_text() == (
-        tmp_path / "b" / "stats.json"
-    ).read_text()
+    assert (tmp_path / "a/stats.json").read_text() == (tmp_path / "b/stats.json").read_text()

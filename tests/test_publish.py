@@ -1,10 +1,11 @@
-"""The publish step: every run it accepts kept under models/mnist/<run>/ whatever --serve decides (the
-step succeeds and says why as data: --served-out, --reason-out), a published run never replaced, LATEST
-moved by the store's compare-and-swap against the run it replaces, a killed publish's temporaries swept."""
+"""The publish step: every run it accepts kept whatever --serve decides, a published run never replaced,
+LATEST moved by compare-and-swap, a killed publish's temporaries swept, and untrusted inputs refused."""
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import io
 import json
 import os
 import tempfile
@@ -12,11 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
-from steps.lib.registry import LATEST_KEY, run_prefix
+from steps import publish
+from steps.lib.registry import CONFUSION_FILE, LATEST_KEY, run_prefix
 from steps.lib.storage import ArtifactStore, LocalStore, open_store
+from tests.support.page import png_of_empty_chunks
+from tests.support.project import run_python
 from tests.support.steps import FULL_RUN as FULL
-from tests.support.steps import latest, publish_as
+from tests.support.steps import call, copy_model, flags, json_nested, latest, publish_as, write_json
+from ui.images.picture import MAX_PICTURE_BYTES
 
 
 def kept(tmp_path: Path, run_id: str) -> set[str]:
@@ -244,3 +250,259 @@ def test_stale_temporaries_of_a_killed_publish_are_swept(
     code, error, _, _ = publish_as(tmp_path, FULL, 0.9906, capsys=capsys)
     assert code == 0, error
     assert [path.exists() for path in stale + kept_files] == [False] * 2 + [True] * 4
+
+
+def publish_argv(tmp_path: Path, metrics: Path, *extra) -> list:
+    model = copy_model(tmp_path / "model.h5")
+    return [
+        *flags(store=tmp_path / "store", run="mnist-abc12", model=model, metrics=metrics),
+        *extra,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("metrics", "message"),
+    [
+        (b'{"accuracy": NaN}', "not valid JSON"),
+        (b'{"accuracy": 1e400}', "number in [0, 1]"),
+        (b'{"accuracy": true}', "number in [0, 1]"),
+        (b'{"accuracy": 0.9, "confusion_matrix": [[1]]}', "10 rows of 10"),
+        (json_nested(30_000).encode(), "nested too deeply"),
+        (b'{"accuracy": 0.9, "note": "\xff\xfe"}', "not UTF-8"),
+        (b'{"accuracy": 0.9, "loss": 1' + b"0" * 400 + b"}", "'loss' must be a finite number"),
+        (b'{"accuracy": 0.9, "note": "' + b"x" * 100_000 + b'"}', "larger than 65536 bytes"),
+        (b'{"accuracy": 0.9, "missing_shards": {"1": [3]}}', "lists of shard ids"),
+    ],
+)
+def test_publish_refuses_poisoned_metrics(
+    metrics: bytes, message: str, tmp_path: Path, capsys
+) -> None:
+    path = tmp_path / "metrics.json"
+    path.write_bytes(metrics)
+    line = call(publish, publish_argv(tmp_path, path), capsys)
+    assert message in line
+    assert not (tmp_path / "store").exists()
+
+
+def test_publish_refuses_bad_settings_and_overlong_runs(tmp_path: Path, capsys) -> None:
+    metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
+    for setting, message in [
+        ("workers", "expected NAME=VALUE"),
+        ('{"workers": 3}=1', "expected NAME=VALUE"),
+        ("source=" + "x" * 1025, "at most 1024 characters"),
+    ]:
+        argv = publish_argv(tmp_path, metrics, "--setting", setting)
+        assert message in call(publish, argv, capsys)
+    argv = publish_argv(tmp_path, metrics, "--setting", "epochs=1", "--setting", "epochs=400")
+    assert "--setting epochs is given twice" in call(publish, argv, capsys)
+    argv = publish_argv(tmp_path, metrics)
+    argv[argv.index("mnist-abc12")] = "a" * 5000
+    assert "(63 at most)" in call(publish, argv, capsys)
+    assert not (tmp_path / "store").exists()
+
+
+def png(mode: str, size: tuple[int, int]) -> bytes:
+    buffer = io.BytesIO()
+    Image.new(mode, size).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def padded_with_chunks(picture: bytes) -> bytes:
+    """`picture` grown to the 2 MB a picture may be with empty chunks: 174,000 of them."""
+    return png_of_empty_chunks(MAX_PICTURE_BYTES - len(picture), picture)
+
+
+@pytest.mark.parametrize(
+    ("picture", "message"),
+    [
+        (padded_with_chunks(png("RGB", (510, 510))), "over 10000 blocks"),
+        (png("L", (2100, 2000)), "up to 4 megapixels"),
+        (png("L", (16, 16)) + bytes(MAX_PICTURE_BYTES), f"larger than {MAX_PICTURE_BYTES} bytes"),
+        (b"\xff\xd8\xff\xe0 a JPEG named .png", "not a PNG"),
+        (png("RGB", (64, 64))[:60], "damaged or cut short"),
+    ],
+    ids=["174,221 empty chunks", "too many pixels", "too big", "not a PNG", "cut short"],
+)
+def test_publish_refuses_a_confusion_picture_the_page_would_not_show(
+    picture: bytes, message: str, tmp_path: Path, capsys
+) -> None:
+    metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
+    attachment = tmp_path / CONFUSION_FILE
+    attachment.write_bytes(picture)
+    line = call(publish, publish_argv(tmp_path, metrics, "--attach", attachment), capsys)
+    assert f"attachment {attachment}" in line and message in line, line
+    assert not (tmp_path / "store").exists()
+
+
+def published_card(store: Path, run: str = "mnist-abc12") -> dict:
+    return json.loads((store / "models" / "mnist" / run / "run.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "source",
+    ['gs://data/a"b/mnist.npz', 'gs://data", "epochs": 400, "x": "/mnist.npz'],
+    ids=["a quote", "a crafted folder name"],
+)
+def test_no_workflow_parameter_can_rewrite_the_card(
+    source: str, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiled publish template's arguments as Argo substitutes them (plain text replacement)."""
+    from workflows.local.spec import substitute, templates_by_name
+    from workflows.pipeline.settings import PipelineSettings
+    from workflows.pipeline.workflow import compile_workflow
+
+    settings = PipelineSettings(epochs=1, source=source)
+    workflow = compile_workflow(settings)
+    values = {
+        f"workflow.parameters.{p['name']}": p["value"]
+        for p in workflow["spec"]["arguments"]["parameters"]
+    }
+    values |= {"workflow.name": "mnist-abc12", "inputs.parameters.model": "unused"}
+    values["workflow.parameters.store"] = str(tmp_path / "store")
+    args = substitute(
+        templates_by_name(workflow)["publish"]["container"]["args"], values, "publish"
+    )
+    (tmp_path / "in").mkdir()
+    copy_model(tmp_path / "in" / "model.h5")
+    write_json(tmp_path / "in" / "metrics.json", {"accuracy": 0.9})
+    (tmp_path / "in" / "confusion.png").write_bytes(png("RGB", (16, 16)))
+    for attached in ("history.json", "history.png"):
+        (tmp_path / "in" / attached).write_bytes(b"attached")
+    monkeypatch.chdir(tmp_path)
+    code = publish.main(publish.make_parser().parse_args(args))
+    capsys.readouterr()
+    assert code is None
+    card = published_card(tmp_path / "store")["settings"]
+    assert card["epochs"] == 1
+    assert card["source"] == settings.source
+    assert card["rounds"] == settings.rounds
+
+
+def test_a_source_too_long_for_the_card_is_refused_at_submit() -> None:
+    from workflows.pipeline.settings import defaults
+
+    with pytest.raises(ValueError, match=r"MNIST_SOURCE=.*longer than 1024 characters"):
+        defaults({"MNIST_SOURCE": "gs://bucket/" + "d" * 1020})
+    assert defaults({"MNIST_SOURCE": "gs://bucket/" + "d" * 1000}).source.endswith("d")
+
+
+def test_publish_publishes_only_what_the_page_accepts(tmp_path: Path, capsys) -> None:
+    """publish and the page check run.json with the same functions (steps.lib.published)."""
+    from ui.model_source import ModelKeeper, parse_model_uri
+
+    metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9, "test_samples": 10})
+    source = "gs://bucket/" + "d" * 241
+    argv = publish_argv(
+        tmp_path, metrics, "--setting", f"source={source}", "--setting", "flag=true"
+    )
+    assert run_ok(publish, argv, capsys)
+    assert published_card(tmp_path / "store")["settings"] == {"source": source, "flag": "true"}
+    status = ModelKeeper(parse_model_uri(str(tmp_path / "store"))).refresh()
+    assert status.problem is None and status.model.card["settings"]["source"] == source
+
+
+def test_the_card_records_a_local_source_by_its_content_never_its_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from steps.lib import mnist
+
+    official, other = tmp_path / "mnist.npz", tmp_path / "other.npz"
+    official.write_bytes(b"the official file")
+    other.write_bytes(b"another file")
+    monkeypatch.setattr(
+        mnist, "KERAS_MNIST_SHA256", hashlib.sha256(b"the official file").hexdigest()
+    )
+    recorded = lambda source: publish.settings_from([f"source={source}"])["source"]  # noqa: E731
+    assert recorded(official) == recorded(mnist.KERAS_MNIST_URL) == mnist.KERAS_MNIST_URL
+    assert recorded(other) == f"sha256:{hashlib.sha256(b'another file').hexdigest()}"
+    assert recorded("gs://bucket/mnist.npz") == "gs://bucket/mnist.npz"
+    assert recorded(tmp_path / "gone.npz") == str(tmp_path / "gone.npz")  # the page shows no path
+
+
+@pytest.mark.parametrize(
+    ("stamp", "why"),
+    [
+        ("0001-01-01T00:00:00+14:00", "out of range"),  # astimezone raised OverflowError
+        ("9999-12-31T23:59:59-14:00", "out of range"),
+        ("2026-11-29T18:48:58", "no UTC offset"),
+        ("yesterday", "not an ISO 8601 time"),
+    ],
+)
+def test_a_published_at_the_page_cannot_convert_is_refused(stamp: str, why: str) -> None:
+    from steps.lib.published import BadRunFile, read_card
+
+    with pytest.raises(BadRunFile, match=why):
+        read_card(json.dumps({"published_at": stamp}).encode(), "mnist-abc12")
+    card = read_card(b'{"published_at": "2026-11-29T23:48:58+05:00"}', "mnist-abc12")
+    assert card["published_at"] == "2026-11-29T18:48:58.000000+00:00"
+
+
+def publish_process(
+    tmp_path: Path, *extra: str, metrics: Path | None = None
+) -> tuple[int, str, float]:
+    """publish in a fresh interpreter (a blocking open would hang it): exit code, stderr, peak MB."""
+    metrics = metrics or write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
+    argv = [str(a) for a in publish_argv(tmp_path, metrics, *extra)]
+    probe = (
+        "import re, sys\n"
+        "from steps import publish\n"
+        "from steps.lib.entry_point import run\n"
+        f"code = run(publish.main, publish.make_parser(), {argv!r})\n"
+        "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
+        "sys.exit(code)\n"
+    )
+    result = run_python(probe, timeout=20)
+    return result.returncode, result.stderr.strip(), int(result.stdout or 0) / 1024
+
+
+def test_publish_refuses_a_symlinked_pointer_lock(tmp_path: Path) -> None:
+    pointers = tmp_path / "store" / "models" / "mnist"
+    pointers.mkdir(parents=True)
+    (pointers / ".LATEST.lock").symlink_to(tmp_path / "outside.lock")
+    code, error, _ = publish_process(tmp_path)
+    assert code == 2 and "the lock of models/mnist/LATEST" in error, error
+    assert not (tmp_path / "outside.lock").exists()
+    assert not (pointers / "LATEST").exists()
+
+
+@pytest.mark.parametrize("fifo", ["lock", "LATEST", "metrics"])
+def test_a_fifo_never_blocks_publish(fifo: str, tmp_path: Path) -> None:
+    pointers = tmp_path / "store" / "models" / "mnist"
+    pointers.mkdir(parents=True)
+    path = {
+        "lock": pointers / ".LATEST.lock",
+        "LATEST": pointers / "LATEST",
+        "metrics": tmp_path / "fifo.json",
+    }[fifo]
+    os.mkfifo(path)
+    code, error, _ = publish_process(tmp_path, metrics=path if fifo == "metrics" else None)
+    assert code == 2 and "not a regular file" in error, error
+    if fifo != "lock":  # found before anything is written
+        assert not (pointers / "mnist-abc12").exists()
+
+
+def test_a_huge_latest_is_not_read_whole_and_is_replaced(tmp_path: Path) -> None:
+    """A sparse 400 MB LATEST: only its head is read, and as it names no run it is replaced."""
+    pointers = tmp_path / "store" / "models" / "mnist"
+    pointers.mkdir(parents=True)
+    with (pointers / "LATEST").open("wb") as latest:
+        latest.truncate(400 << 20)
+    code, error, peak = publish_process(tmp_path)
+    assert code == 0, error
+    assert peak < 150, f"peak {peak:.0f} MB"
+    assert (pointers / "LATEST").read_text() == "mnist-abc12"
+
+
+def run_ok(module, argv: list, capsys) -> bool:
+    from steps.lib.entry_point import run
+
+    code = run(module.main, module.make_parser(), [str(a) for a in argv])
+    error = capsys.readouterr().err
+    assert code == 0, error
+    return True
+
+
+def test_settings_never_become_nan() -> None:
+    from steps.publish import typed
+
+    assert typed("NaN") == "NaN" and typed("1e400") == "1e400" and typed("3") == 3

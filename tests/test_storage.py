@@ -1,4 +1,4 @@
-"""The artifact store: the same behaviour from a folder and from GCS (emulator), pointer swaps included."""
+"""The artifact store: the same behaviour from a folder and from GCS (emulator), kept inside its root."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 
 from steps.lib.errors import StepError
 from steps.lib.storage import ArtifactStore, LocalStore, download_dir, open_store, upload_dir
+from tests.support.steps import files_in
 
 
 @pytest.fixture(params=["folder", pytest.param("gcs", marks=pytest.mark.slow)])  # gcs: the emulator
@@ -76,3 +77,56 @@ def test_the_folders_right_under_a_prefix(store: ArtifactStore, tmp_path: Path) 
         (tmp_path / "elsewhere").mkdir()
         (store.root / "run-c").symlink_to(tmp_path / "elsewhere")
         assert store.list_folders("", 10) == ["run-a", "run-b"]
+
+
+def test_the_folder_store_refuses_paths_through_symlinks_out_of_its_root(tmp_path: Path) -> None:
+    root, outside = tmp_path / "store", tmp_path / "outside"
+    (root / "models").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    (root / "models" / "mnist").symlink_to(outside)
+    (root / "leak.txt").symlink_to(outside / "secret.txt")
+    store = open_store(root)
+    for action in (
+        lambda: store.write_text("models/mnist/LATEST", "x"),
+        lambda: store.upload_file(outside / "secret.txt", "models/mnist/run/model.h5"),
+        lambda: store.read_text("leak.txt"),
+        lambda: store.download_file("leak.txt", tmp_path / "copy.txt"),
+        lambda: store.list_keys(".."),
+        lambda: store.list_keys("models/mnist"),
+        lambda: store.write_if_generation("models/mnist/LATEST", "x", 0),
+    ):
+        with pytest.raises(StepError, match=r"invalid artifact key|leads outside the store"):
+            action()
+    assert store.list_keys("") == []
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+    assert not (tmp_path / "copy.txt").exists()
+
+
+def test_listing_does_not_follow_symlinks(tmp_path: Path) -> None:
+    root, outside = tmp_path / "store", tmp_path / "outside"
+    (root / "run").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    (root / "run" / "own.txt").write_text("own")
+    (root / "run" / "leak.txt").symlink_to(outside / "secret.txt")
+    (root / "run" / "folder").symlink_to(outside)
+    assert open_store(root).list_keys("run") == ["run/own.txt"]
+
+
+def test_download_dir_keeps_stored_names_inside_the_target(tmp_path: Path) -> None:
+    """GCS stores 'run/x/../../escape.txt' (a stand-in listing: the emulator drops such names)."""
+
+    class Listing:
+        uri = "gs://bucket"
+
+        def list_keys(self, prefix: str) -> list[str]:
+            return [f"{prefix}../../escape.txt"]
+
+        def download_file(self, key: str, local: Path) -> None:
+            local.parent.mkdir(parents=True, exist_ok=True)
+            local.write_text("escaped")
+
+    with pytest.raises(StepError, match="invalid artifact key"):
+        download_dir(Listing(), "run/x", tmp_path / "in" / "models")
+    assert files_in(tmp_path) == set()

@@ -1,5 +1,5 @@
-"""train as a pod runs it: progress in Argo's N/M format where ARGO_PROGRESS_FILE says, and the thread
-counts the runner sets through TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS really applied."""
+"""train as a pod runs it: progress in Argo's N/M format, the thread counts the runner sets applied,
+a diverging trainer's one line, and forged checkpoints ignored."""
 
 from __future__ import annotations
 
@@ -134,25 +134,26 @@ def test_the_progress_file_is_readable_by_the_wait_containers_user(tmp_path: Pat
     assert (tmp_path / "progress").stat().st_mode & 0o777 == 0o644
 
 
-def thread_probe(environment: dict[str, str]) -> subprocess.CompletedProcess:
-    """Load TensorFlow as the training steps do, run an op, report the pools' configured sizes."""
+@pytest.mark.slow  # TensorFlow in a fresh process
+def test_tensorflow_loads_silently_with_the_thread_counts_and_no_collection() -> None:
+    """Thread variables applied through tf.config; the collector off during the import (collections
+    took a quarter of it) and what the import made frozen out of later ones."""
     code = (
+        "import gc\n"
         "from steps.lib.tensorflow_setup import import_keras\n"
+        "runs = []\n"
+        "gc.callbacks.append(lambda phase, info: phase == 'start' and runs.append(info))\n"
         "import_keras()\n"
+        "print(len(runs), gc.isenabled(), gc.get_freeze_count() > 100_000)\n"
         "import tensorflow as tf\n"
         "tf.matmul(tf.ones((64, 64)), tf.ones((64, 64)))\n"
         "print(tf.config.threading.get_intra_op_parallelism_threads(),"
         " tf.config.threading.get_inter_op_parallelism_threads())\n"
     )
-    env = {**os.environ, **environment}
-    return run_python(code, env=env, timeout=300)
-
-
-@pytest.mark.slow  # TensorFlow in a fresh process
-def test_thread_variables_are_applied_through_tf_config_and_start_up_is_silent() -> None:
-    result = thread_probe({"TF_NUM_INTRAOP_THREADS": "3", "TF_NUM_INTEROP_THREADS": "2"})
+    threads = {"TF_NUM_INTRAOP_THREADS": "3", "TF_NUM_INTEROP_THREADS": "2"}
+    result = run_python(code, env={**os.environ, **threads}, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["3", "2"]
+    assert result.stdout.split() == ["0", "True", "True", "3", "2"]
     assert result.stderr == ""
 
 
@@ -302,18 +303,143 @@ def test_a_trainer_reports_every_call_of_many_batches(
     assert progress_writes == [f"{done}/{2 * per_epoch}\n" for done in expected]
 
 
-@pytest.mark.slow  # TensorFlow in a fresh process
-def test_the_collector_is_off_while_tensorflow_loads_and_on_after() -> None:
-    """Collecting again and again while TensorFlow's import makes its objects took a quarter of the
-    import; what the import made is frozen out of later collections."""
-    code = (
-        "import gc\n"
-        "from steps.lib.tensorflow_setup import import_keras\n"
-        "runs = []\n"
-        "gc.callbacks.append(lambda phase, info: phase == 'start' and runs.append(info))\n"
-        "import_keras()\n"
-        "print(len(runs), gc.isenabled(), gc.get_freeze_count() > 100_000)\n"
+INFINITE_STEP = "1e39"
+DIVERGENCE = {
+    "weights only (one batch)": (100, []),
+    "the loss too (three batches)": (300, []),
+    "with checkpoints (three batches)": (300, ["--checkpoint-key", "c/0.npz"]),
+}
+
+
+@pytest.mark.slow  # trains
+@pytest.mark.parametrize("case", list(DIVERGENCE))
+def test_a_diverging_trainer_says_so_in_one_line_and_writes_nothing(
+    tmp_path: Path, small_mnist: Path, capsys, case: str
+) -> None:
+    from steps.lib.mnist import load_mnist
+    from steps.lib.shards import write_shard
+
+    samples, extra = DIVERGENCE[case]
+    train_digits, _ = load_mnist(small_mnist)
+    write_shard(tmp_path / "shard.npz", train_digits.take(np.arange(samples)))
+    argv = ["--shard", tmp_path / "shard.npz", "--model", copy_model(tmp_path / "start.h5")]
+    argv += ["--learning-rate", INFINITE_STEP, "--batch", "100", "--epochs", "1"]
+    argv += ["--out", tmp_path / "o/m.h5", "--stats-out", tmp_path / "o/s.json"]
+    if extra:
+        argv += ["--checkpoint-store", tmp_path / "store", *extra]
+    assert run(train.main, train.make_parser(), [str(a) for a in argv]) == 2
+    captured = capsys.readouterr()
+    *_, last = captured.err.strip().splitlines()
+    epoch = next(line for line in captured.out.splitlines() if line.startswith("epoch 1/1: "))
+    assert ("loss nan" in epoch) == (samples > 100), epoch  # the path the case is about was taken
+    assert last == (
+        f"python -m steps.train: error: training diverged on {tmp_path / 'shard.npz'}: its loss or "
+        "weights became NaN or infinite; try a smaller --learning-rate"
     )
-    result = run_python(code, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["0", "True", "True"]
+    assert not (tmp_path / "o").exists()
+    assert not list((tmp_path / "store").rglob("*.npz")), "a diverged model was checkpointed"
+
+
+@pytest.fixture
+def trainer_inputs(tmp_path: Path, small_mnist: Path) -> dict:
+    from steps.lib.mnist import load_mnist
+    from steps.lib.shards import write_shard
+
+    train_digits, _ = load_mnist(small_mnist)
+    write_shard(tmp_path / "shard.npz", train_digits.take(np.arange(200)))
+    return {
+        "shard": tmp_path / "shard.npz",
+        "model": copy_model(tmp_path / "start.h5"),
+        "store": tmp_path / "store",
+        "key": "run/checkpoints/0.npz",
+        "epochs": 1,
+    }
+
+
+def forge_checkpoint(inputs: dict, record: dict, weights: list | None = None) -> object:
+    """A checkpoint fingerprinted as train's inputs holding `record`; the model it was made for."""
+    from steps.lib.keras_model import compile_model, load_model
+
+    model = compile_model(load_model(inputs["model"]), 1e-3)
+    model.optimizer.build(model.trainable_variables)
+    arrays = {f"w{i}": w for i, w in enumerate(weights or model.get_weights())}
+    arrays |= {f"o{i}": np.asarray(v) for i, v in enumerate(model.optimizer.variables)}
+    record.setdefault("inputs", fingerprint_of(inputs))
+    path = inputs["store"] / inputs["key"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, meta=np.array(json.dumps(record)), **arrays)
+    return model
+
+
+def fingerprint_of(inputs: dict) -> str:
+    from steps.lib.checkpoint import fingerprint
+
+    return fingerprint(inputs["shard"], inputs["model"], f"{inputs['epochs']} 50 0.001")
+
+
+def run_trainer(inputs: dict, out: Path, capsys) -> str:
+    from steps.lib.entry_point import run
+
+    argv = [
+        *("--shard", inputs["shard"], "--model", inputs["model"], "--epochs", inputs["epochs"]),
+        *("--batch", 50, "--learning-rate", 0.001),  # as forge_checkpoint's fingerprint has it
+        *("--out", out / "model.h5", "--stats-out", out / "stats.json"),
+        *("--checkpoint-store", inputs["store"], "--checkpoint-key", inputs["key"]),
+    ]
+    code = run(train.main, train.make_parser(), [str(a) for a in argv])
+    error = capsys.readouterr().err
+    assert code == 0, error
+    return error
+
+
+@pytest.mark.parametrize(
+    ("record", "why"),
+    [
+        ({"epochs_done": 99, "logs": {}}, "epochs_done must be an integer in 1..1"),
+        ({"epochs_done": "1", "logs": {}}, "epochs_done must be an integer"),
+        ({"epochs_done": True, "logs": {}}, "epochs_done must be an integer"),
+        ({"epochs_done": 1, "logs": 5}, "logs must be an object"),
+        ({"epochs_done": 1, "logs": {"samples": 10**9}}, "logs must be an object of loss"),
+        ({"epochs_done": 1, "logs": {"loss": "x"}}, "logs must hold finite, non-negative numbers"),
+        # math.isfinite(10**400) raised OverflowError: every retry crashed on the same checkpoint
+        ({"epochs_done": 1, "logs": {"loss": 10**400}}, "logs must hold finite, non-negative"),
+        (
+            {"epochs_done": 1, "logs": {}, "inputs": ["not", "a", "string"]},
+            "it was made from other",
+        ),
+        (
+            {"epochs_done": 1, "logs": {}, "history": {"loss": [0.1], "seconds": [1.0]}},
+            "its history must hold the columns loss, accuracy",
+        ),
+        (
+            {"epochs_done": 1, "logs": {}, "history": {"loss": [0.1, 0.2], "accuracy": [0.5, 0.6]}},
+            "its history has values for 2 epochs, not 1",
+        ),
+        ({"epochs_done": 1, "logs": {"loss": 0.1}, "nan": True}, "it holds NaN or infinite values"),
+    ],
+)
+def test_a_forged_checkpoint_is_ignored_saying_why(
+    record: dict, why: str, trainer_inputs: dict, capsys
+) -> None:
+    from steps.lib.checkpoint import restore
+    from steps.lib.model_file import read_weights
+
+    weights = None
+    if record.pop("nan", False):
+        weights = read_weights(trainer_inputs["model"])
+        weights[2][:] = np.nan
+    model = forge_checkpoint(trainer_inputs, record, weights)
+    path = trainer_inputs["store"] / trainer_inputs["key"]
+    assert restore(model, fingerprint_of(trainer_inputs), 1, path) is None
+    assert f"ignoring the stored checkpoint: {why}" in capsys.readouterr().err
+
+
+def test_a_finished_checkpoint_is_used_and_cannot_change_the_sample_count(
+    trainer_inputs: dict, tmp_path: Path, capsys
+) -> None:
+    forge_checkpoint(trainer_inputs, {"epochs_done": 1, "logs": {"loss": 0.25, "accuracy": 0.5}})
+    error = run_trainer(trainer_inputs, tmp_path / "out", capsys)
+    assert "resuming from checkpoint: 1 epoch(s) done" in error
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert stats == {"loss": 0.25, "accuracy": 0.5, "epochs": 1, "samples": 200}
+    assert list(stats)[-1] == "samples"

@@ -144,7 +144,7 @@ def test_latest_naming_something_that_is_not_a_run_keeps_the_old_model(store: Pa
 
 
 # The page and publish check run files with the same functions (steps.lib.published): each rule is
-# tested with publish (tests/test_untrusted_files.py); here, that the page keeps the last good model.
+# tested with publish (tests/test_publish.py); here, that the page keeps the last good model.
 MALFORMED = {
     "metrics: not JSON": ("metrics.json", b"{not json"),
     "metrics: 3000x3000 matrix": (

@@ -3,7 +3,6 @@ Keras model holding the FedAvg mean, and the steps that do not train never impor
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 
 from steps import aggregate
 from steps.lib.entry_point import run
-from steps.lib.model_file import CONFIG_CLASSES, CONFIG_MODULES, LAYER_CLASSES, WEIGHT_LAYOUT
+from steps.lib.model_file import WEIGHT_LAYOUT
 from tests.support.project import run_python
 from tests.support.steps import (
     copy_model,
@@ -42,28 +41,10 @@ def test_the_owned_layout_is_the_networks() -> None:
     assert all(weight.dtype == "float32" for weight in model.weights)
 
 
-def test_the_owned_config_rules_accept_the_networks_config() -> None:
-    from steps.lib.keras_model import build_model
-
-    config = json.loads(build_model().to_json())
-    assert tuple(layer["class_name"] for layer in config["config"]["layers"]) == LAYER_CLASSES
-    named, pending = set(), [config]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, dict):
-            if "class_name" in value:
-                named.add((value["class_name"], value.get("module")))
-            pending.extend(value.values())
-        elif isinstance(value, list):
-            pending.extend(value)
-    assert {name for name, _ in named} <= CONFIG_CLASSES
-    assert {module for _, module in named} <= CONFIG_MODULES
-
-
 def test_aggregate_writes_a_keras_model_holding_the_weighted_mean(tmp_path: Path) -> None:
     import keras
 
-    from steps.lib.keras_model import build_model, to_inputs
+    from steps.lib.keras_model import build_model
 
     folder = tmp_path / "models"
     folder.mkdir()
@@ -81,24 +62,9 @@ def test_aggregate_writes_a_keras_model_holding_the_weighted_mean(tmp_path: Path
     assert run_aggregate(folder, out) == 0
 
     opened = keras.models.load_model(out, compile=False)  # a full model, architecture included
-    reference = build_model()  # the mean computed with Keras's own tensors
-    reference.set_weights(
-        [
-            keras.ops.convert_to_numpy(
-                sum(
-                    keras.ops.convert_to_tensor(s[i]) * c for s, c in zip(sets, counts, strict=True)
-                )
-                / sum(counts)
-            )
-            for i in range(len(sets[0]))
-        ]
-    )
-    for got, want in zip(opened.get_weights(), reference.get_weights(), strict=True):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
-    images = to_inputs(rng.integers(0, 256, size=(32, 28, 28), dtype=np.uint8))
-    np.testing.assert_allclose(
-        opened.predict(images, verbose=0), reference.predict(images, verbose=0), atol=1e-5
-    )
+    for index, got in enumerate(opened.get_weights()):
+        want = sum(s[index].astype(np.float64) * c for s, c in zip(sets, counts, strict=True))
+        np.testing.assert_allclose(got, want / sum(counts), rtol=1e-5, atol=1e-7)
 
 
 def test_aggregates_output_is_checked_like_any_input(tmp_path: Path) -> None:

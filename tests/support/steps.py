@@ -22,6 +22,7 @@ import pytest
 from steps.lib.entry_point import run
 from steps.lib.errors import EXIT_BAD_INPUT
 from steps.lib.registry import LATEST_KEY
+from tests.support.project import run_python
 
 
 def call(module, argv: list, capsys: pytest.CaptureFixture[str]) -> str:
@@ -59,17 +60,6 @@ def model_file() -> Path:
     atexit.register(shutil.rmtree, folder, True)
     weights = init.initial_weights(0)
     write_model_file(folder / "model.h5", init.new_model_file(weights), weights)
-    return folder / "model.h5"
-
-
-@functools.cache
-def keras_model_file() -> Path:
-    """The same network's file as Keras itself writes it (legacy_h5_format.save_model_to_hdf5)."""
-    from steps.lib.keras_model import build_model, save_model
-
-    folder = Path(tempfile.mkdtemp(prefix="keras-model-"))
-    atexit.register(shutil.rmtree, folder, True)
-    save_model(build_model(), folder / "model.h5")
     return folder / "model.h5"
 
 
@@ -191,6 +181,16 @@ def corrupt_deflate_npz(path: Path) -> Path:
     data[start : start + 64] = bytes([0xFF]) * 64
     path.write_bytes(bytes(data))
     return path
+
+
+def peak_memory_mb(code: str) -> tuple[float, str]:
+    """Run `code` in a fresh interpreter: its peak resident memory in MB (VmHWM), and its stdout."""
+    peak = "re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1]"
+    probe = f"{code}\nimport re\nprint({peak})"
+    result = run_python(probe)
+    assert result.returncode == 0, result.stderr
+    *lines, peak_kb = result.stdout.strip().splitlines()
+    return int(peak_kb) / 1024, "\n".join(lines)
 
 
 def json_nested(depth: int = 100_000) -> str:
