@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.kustomize import build
+from tests.support.kustomize import build, gke_lib
 from tests.support.project import ROOT
 
 # Every skipped checkov rule, with why it does not apply here. None is skipped today.
@@ -57,19 +57,9 @@ def public_overlay(tmp_path: Path) -> Path:
     """The overlay up.sh writes with PAGE_DOMAIN and PAGE_IAP_MEMBERS set, beside a copy of infra/k8s."""
     shutil.copytree(ROOT / "infra" / "k8s", tmp_path / "k8s")
     overlay = tmp_path / "k8s" / "overlays" / "public"
-    script = 'source infra/gke/config.sh && source infra/gke/lib.sh && render_overlay "$@"'
-    subprocess.run(
-        ["bash", "-c", script, "render", str(overlay), "../../base", "sha256:" + "a" * 64],
-        cwd=ROOT,
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(tmp_path),
-            "PROJECT_ID": "my-project",
-            "PAGE_DOMAIN": "mnist.example.com",
-            "PAGE_IAP_MEMBERS": "user:a@example.com",
-        },
-        check=True,
-    )
+    settings = {"PROJECT_ID": "my-project", "PAGE_DOMAIN": "mnist.example.com"}
+    settings["PAGE_IAP_MEMBERS"] = "user:a@example.com"
+    gke_lib(tmp_path, settings, "render_overlay", str(overlay), "../../base", "sha256:" + "a" * 64)
     return overlay
 
 
