@@ -1,12 +1,5 @@
-"""Static security check of the Dockerfile and the Kubernetes manifests with checkov.
-
-checkov pins older versions of libraries pytest needs (packaging<24), so it cannot share the project's
-environment: it is installed once into its own virtual environment under the user's cache folder, from the
-`scan` extra declared in pyproject.toml, and run as a separate program. One checkov run covers infra/ as
-written (the Dockerfile, the scripts and Cloud Build file for secrets) and the manifests as kustomize
-assembles them for a cluster: the committed example overlay, and the one up.sh writes for a public page behind
-IAP (its Ingress and GKE's own kinds). The base alone is not scanned: it holds placeholders (project, bucket, an
-image without a digest) that every overlay replaces."""
+"""checkov over infra/ as written (the Dockerfile; the scripts and Cloud Build file for secrets) and the
+manifests as kustomize assembles them: the example overlay, and up.sh's for a public page behind IAP."""
 
 from __future__ import annotations
 
@@ -37,7 +30,8 @@ def checkov_requirements() -> list[str]:
 
 
 def checkov_program() -> Path:
-    """checkov in its own virtual environment, made on first use and kept for the next runs."""
+    """checkov in its own virtual environment (it pins libraries older than pytest needs, packaging<24),
+    from the `scan` extra, made on first use and kept for the next runs."""
     requirements = checkov_requirements()
     key = hashlib.sha256("\n".join([sys.version, *requirements]).encode()).hexdigest()[:12]
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
@@ -68,6 +62,7 @@ def test_dockerfile_and_manifests_pass_checkov(tmp_path: Path) -> None:
     scanned = tmp_path / "scan"
     for folder in ("docker", "gke"):
         shutil.copytree(ROOT / "infra" / folder, scanned / "infra" / folder)
+    # Not the base: its placeholders (project, bucket, an image without a digest) every overlay replaces.
     assembled = build(ROOT / "infra" / "k8s" / "overlays" / "example")
     public = build(public_overlay(tmp_path))
     (scanned / "assembled").mkdir()
