@@ -1,12 +1,5 @@
-"""Static security check of the Dockerfile and the Kubernetes manifests with checkov.
-
-checkov pins older versions of libraries pytest needs (packaging<24), so it cannot share the project's
-environment: it is installed once into its own virtual environment under the user's cache folder, from the
-`scan` extra declared in pyproject.toml, and run as a separate program. One checkov run covers infra/ as
-written (the Dockerfile, the scripts and Cloud Build file for secrets) and the manifests as kustomize
-assembles them for a cluster: the committed example overlay, and the one up.sh writes for a public page behind
-IAP (its Ingress and GKE's own kinds). The base alone is not scanned: it holds placeholders (project, bucket, an
-image without a digest) that every overlay replaces."""
+"""checkov over infra/ as written (the Dockerfile; the scripts and Cloud Build file for secrets) and the
+manifests as kustomize assembles them: the example overlay, and up.sh's for a public page behind IAP."""
 
 from __future__ import annotations
 
@@ -22,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.kustomize import build
+from tests.support.kustomize import build, gke_lib
 from tests.support.project import ROOT
 
 # Every skipped checkov rule, with why it does not apply here. None is skipped today.
@@ -37,7 +30,8 @@ def checkov_requirements() -> list[str]:
 
 
 def checkov_program() -> Path:
-    """checkov in its own virtual environment, made on first use and kept for the next runs."""
+    """checkov in its own virtual environment (it pins libraries older than pytest needs, packaging<24),
+    from the `scan` extra, made on first use and kept for the next runs."""
     requirements = checkov_requirements()
     key = hashlib.sha256("\n".join([sys.version, *requirements]).encode()).hexdigest()[:12]
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
@@ -57,19 +51,9 @@ def public_overlay(tmp_path: Path) -> Path:
     """The overlay up.sh writes with PAGE_DOMAIN and PAGE_IAP_MEMBERS set, beside a copy of infra/k8s."""
     shutil.copytree(ROOT / "infra" / "k8s", tmp_path / "k8s")
     overlay = tmp_path / "k8s" / "overlays" / "public"
-    script = 'source infra/gke/config.sh && source infra/gke/lib.sh && render_overlay "$@"'
-    subprocess.run(
-        ["bash", "-c", script, "render", str(overlay), "../../base", "sha256:" + "a" * 64],
-        cwd=ROOT,
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(tmp_path),
-            "PROJECT_ID": "my-project",
-            "PAGE_DOMAIN": "mnist.example.com",
-            "PAGE_IAP_MEMBERS": "user:a@example.com",
-        },
-        check=True,
-    )
+    settings = {"PROJECT_ID": "my-project", "PAGE_DOMAIN": "mnist.example.com"}
+    settings["PAGE_IAP_MEMBERS"] = "user:a@example.com"
+    gke_lib(tmp_path, settings, "render_overlay", str(overlay), "../../base", "sha256:" + "a" * 64)
     return overlay
 
 
@@ -78,6 +62,7 @@ def test_dockerfile_and_manifests_pass_checkov(tmp_path: Path) -> None:
     scanned = tmp_path / "scan"
     for folder in ("docker", "gke"):
         shutil.copytree(ROOT / "infra" / folder, scanned / "infra" / folder)
+    # Not the base: its placeholders (project, bucket, an image without a digest) every overlay replaces.
     assembled = build(ROOT / "infra" / "k8s" / "overlays" / "example")
     public = build(public_overlay(tmp_path))
     (scanned / "assembled").mkdir()

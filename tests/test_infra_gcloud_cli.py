@@ -1,12 +1,14 @@
-"""Every gcloud command line of infra/gke (and of docs/gke.md and the README's GKE brief) parsed by the real
-Google Cloud CLI: the scripts run against the stand-in gcloud (tests/doubles/cloud_tools.py), which records
-each argv, once per path they can take; each distinct argv is replayed through the real `gcloud`, where an
+"""Every gcloud command line of infra/gke, of the advice its scripts print, and of docs/gke.md and the
+README's GKE brief, parsed by the real Google Cloud CLI: the scripts run against the stand-in gcloud
+(tests/doubles/cloud_tools.py), which records each argv, once per path they can take; every distinct argv is
+replayed through the real gcloud CLI, loaded once in one process (tests/support/gcloud_lines.py), where an
 argument error exits 2. Nothing leaves the machine: with no credentials a well-formed command stops with "You
 do not currently have an active account selected"; every API is pointed at a closed port of 127.0.0.1, and,
 where `unshare` can, gcloud runs in a network namespace with no interface up."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -14,7 +16,6 @@ import shutil
 import socket
 import subprocess
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,6 @@ from tests.doubles.cloud_tools import (
     IAP_POLICY,
     PROJECT_POLICY,
     ROOT,
-    Sandbox,
     make_sandbox,
     system_bin,
 )
@@ -35,9 +35,12 @@ pytestmark = [
     pytest.mark.skipif(
         GCLOUD is None, reason="the Google Cloud CLI (gcloud) is not installed on this machine"
     ),
-    pytest.mark.slow,  # the real gcloud parses every command line: seconds each
+    pytest.mark.slow,  # the real gcloud loads its CLI and each command group: seconds
 ]
-
+SDK = Path(GCLOUD or "/").resolve().parents[1]  # the SDK's bin/gcloud
+# The Python bin/gcloud picks: CLOUDSDK_PYTHON, else the SDK's bundled one, else python3 on PATH.
+BUNDLED = SDK / "platform" / "bundledpythonunix" / "bin" / "python3"
+GCLOUD_PYTHON = os.environ.get("CLOUDSDK_PYTHON") or str(BUNDLED if BUNDLED.exists() else "python3")
 # What gcloud says where a well-formed command would first need credentials to call an API.
 NO_CREDENTIALS = "You do not currently have an active account selected"
 # `gcloud auth login` parses, prints its sign-in link, then waits for a code (stdin is empty here).
@@ -58,8 +61,6 @@ APIS_BY_GROUP = {
     "services": ["serviceusage"],
     "storage": ["storage"],
 }
-# Each gcloud run takes about 0.5 s of CPU but 2 to 5 s on a loaded 2-core machine: run several at once.
-PARALLEL = 6
 
 # The scripts' paths: (script, settings) — together they run every gcloud line of up.sh and down.sh.
 PUBLIC = {"PAGE_DOMAIN": "mnist.example.com", "PAGE_IAP_MEMBERS": "user:a@example.com"}
@@ -141,36 +142,32 @@ def gcloud_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     }
 
 
-def gcloud_verdict(argv: list[str], cwd: Path, env: dict[str, str], jail: list[str]) -> str | None:
-    """None when the real gcloud accepts the command line, else why not."""
-    assert GCLOUD is not None
-    result = subprocess.run(
-        [*jail, GCLOUD, *argv],
+def verdict(argv: list[str], code: int, said: str) -> str | None:
+    """None when the real gcloud accepted the command line, else why not."""
+    shown = f"gcloud {shlex.join(argv)}\n{said.strip()}"
+    if code == 2:
+        return f"argument error (exit 2): {shown}"
+    if code == 0 or NO_CREDENTIALS in said or SIGN_IN_PROMPT in said:
+        return None
+    return f"stopped before any request (exit {code}): {shown}"
+
+
+def replay(argvs: list[list[str]], cwd: Path, env: dict[str, str]) -> list[str | None]:
+    """The verdict of each argv, in order, all parsed by one process of the real gcloud CLI."""
+    driver = ROOT / "tests" / "support" / "gcloud_lines.py"
+    done = subprocess.run(
+        [*network_jail(), GCLOUD_PYTHON, str(driver), str(SDK / "lib")],
         cwd=cwd,
         env=env,
-        stdin=subprocess.DEVNULL,
+        input=json.dumps(argvs),
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=600,
     )
-    shown = f"gcloud {shlex.join(argv)}\n{result.stderr.strip()}"
-    if result.returncode == 2:
-        return f"argument error (exit 2): {shown}"
-    said = result.stdout + result.stderr
-    if result.returncode == 0 or NO_CREDENTIALS in said or SIGN_IN_PROMPT in said:
-        return None
-    return f"stopped before any request (exit {result.returncode}): {shown}"
-
-
-def replay(
-    argvs: Iterable[list[str]], cwd: Path, env: dict[str, str]
-) -> list[tuple[list[str], str | None]]:
-    """Each argv through the real gcloud, several at once; the verdicts in order."""
-    argvs = list(argvs)
-    jail = network_jail()
-    with ThreadPoolExecutor(PARALLEL) as pool:
-        verdicts = list(pool.map(lambda argv: gcloud_verdict(argv, cwd, env, jail), argvs))
-    return list(zip(argvs, verdicts, strict=True))
+    assert done.returncode == 0, done.stderr
+    return [
+        verdict(argv, *answer) for argv, answer in zip(argvs, json.loads(done.stdout), strict=True)
+    ]
 
 
 def command_group(argv: list[str]) -> str:
@@ -192,27 +189,85 @@ def distinct(argvs: Iterable[list[str]], temporary: str) -> list[list[str]]:
     return list(seen.values())
 
 
+# Where the scripts stop or keep something, they print the gcloud command that resolves it.
+ADVICE_SCENARIOS: list[tuple[str, dict[str, str]]] = [
+    ("up.sh", {"FAKE_EXISTING": "foreign-cluster"}),
+    ("up.sh", {"FAKE_EXISTING": "foreign-bucket"}),
+    ("up.sh", {"FAKE_EXISTING": "foreign-account"}),
+    ("up.sh", {"FAKE_EXISTING": "foreign-registry"}),
+    ("up.sh", {"FAKE_EXISTING": "cluster", "FAKE_CLUSTER_STATUS": "RECONCILING"}),
+    ("down.sh", {"FAKE_EXISTING": "foreign-cluster"}),
+    ("down.sh", {"FAKE_EXISTING": "cluster", "FAKE_NAMESPACE_TIMES_OUT": "1"}),
+]
+
+
+def documented_gcloud_lines() -> list[list[str]]:
+    """The gcloud commands of docs/gke.md's bash blocks, then of the README's "Run on GKE" brief, with the
+    variables their blocks export expanded (bash's $RANDOM as 12345) and placeholders as written."""
+    sections = [docs.GKE.read_text(), docs.section(docs.README, "Run on GKE")]
+    variables = {"RANDOM": "12345"}
+    lines = []
+    for block in docs.bash_blocks("\n".join(sections)):
+        for command in block:
+            words = shlex.split(command, comments=True)
+            if words[:1] == ["export"] and all("=" in word for word in words[1:]):
+                for word in words[1:]:
+                    name, value = word.split("=", 1)
+                    variables[name] = docs.expand(value, variables)
+            elif words[:1] == ["gcloud"]:
+                lines.append([docs.expand(word, variables) for word in words[1:]])
+    return lines
+
+
+def broken(scripts: list[list[str]], config: Path) -> list[list[str]]:
+    """Recorded lines the real gcloud must refuse: a flag misspelt, a value of the wrong type, a flag left
+    out, and a Cloud Build config with an unknown field (gcloud reads it before it calls anything)."""
+    create = next(argv for argv in scripts if argv[:3] == ["container", "clusters", "create"])
+    size = create.index("--disk-size") + 1
+    grant = next(argv for argv in scripts if argv[:2] == ["projects", "add-iam-policy-binding"])
+    build = next(argv for argv in scripts if argv[:2] == ["builds", "submit"])
+    config.write_text((ROOT / "infra" / "gke" / "cloudbuild.yaml").read_text() + "optionz: {}\n")
+    return [
+        [("--num-node" if word == "--num-nodes" else word) for word in create],
+        [*create[:size], "fifty", *create[size + 1 :]],
+        [word for word in grant if word != "--role" and not word.startswith("roles/")],
+        [str(config) if word == "infra/gke/cloudbuild.yaml" else word for word in build],
+    ]
+
+
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Sandbox, list[list[str]]]:
-    """Every distinct gcloud argv of up.sh and down.sh over SCENARIOS, with their temporary files restored."""
+def lines(
+    tmp_path_factory: pytest.TempPathFactory, gcloud_env: dict[str, str]
+) -> dict[str, list[tuple[list[str], str | None]]]:
+    """Each kind of gcloud line (scripts, advised, documented, broken) with the real gcloud's verdicts."""
     base = tmp_path_factory.mktemp("scripts")
     sandbox = make_sandbox(base, system_bin(base / "system"))
     for script, settings in SCENARIOS:
         sandbox.run(script, **settings)
-    argvs = distinct(sandbox.gcloud_argvs(), sandbox.env["TMPDIR"])
-    for argv in argvs:
-        for argument in argv:
-            kept = Path(f"{argument}.kept")
-            if argument.startswith(sandbox.env["TMPDIR"]) and kept.exists():
-                shutil.copy(kept, argument)
-    return sandbox, argvs
+    scripts = distinct(sandbox.gcloud_argvs(), sandbox.env["TMPDIR"])
+    for argument in (argument for argv in scripts for argument in argv):
+        kept = Path(f"{argument}.kept")
+        if argument.startswith(sandbox.env["TMPDIR"]) and kept.exists():
+            shutil.copy(kept, argument)
+    advised = []
+    for script, settings in ADVICE_SCENARIOS:
+        result, _ = sandbox.run(script, check=False, **settings)
+        commands = re.findall(r"\bgcloud ([a-z][^()\n]*)", result.stderr)
+        assert commands, (script, settings, result.stderr)
+        advised += [shlex.split(command) for command in commands]
+    kinds = {
+        "scripts": scripts,
+        "advised": advised,
+        "documented": documented_gcloud_lines(),
+        "broken": broken(scripts, base / "cloudbuild.yaml"),
+    }
+    everything = [argv for argvs in kinds.values() for argv in argvs]
+    verdicts = iter(replay(everything, sandbox.root, gcloud_env))
+    return {kind: [(argv, next(verdicts)) for argv in argvs] for kind, argvs in kinds.items()}
 
 
-def test_the_scripts_every_gcloud_line_parses(
-    recorded: tuple[Sandbox, list[list[str]]], gcloud_env: dict[str, str]
-) -> None:
-    sandbox, argvs = recorded
-    # The paths above reach every kind of gcloud call the scripts make.
+def test_the_scenarios_reach_every_kind_of_gcloud_call(lines: dict[str, list]) -> None:
+    argvs = [argv for argv, _ in lines["scripts"]]
     joined = [shlex.join(argv) for argv in argvs]
     for expected in (
         "services enable",
@@ -244,94 +299,28 @@ def test_the_scripts_every_gcloud_line_parses(
         "_STEPS_IMAGE",
         "_TRAIN_IMAGE",
     ]
+
+
+@pytest.mark.parametrize("kind", ["scripts", "advised", "documented"])
+def test_every_gcloud_line_parses(lines: dict[str, list], kind: str) -> None:
+    argvs = [argv for argv, _ in lines[kind]]
     assert not {command_group(argv) for argv in argvs} - set(APIS_BY_GROUP), (
         "a group without overrides"
     )
-    failures = [verdict for _, verdict in replay(argvs, sandbox.root, gcloud_env) if verdict]
+    failures = [verdict for _, verdict in lines[kind] if verdict]
     assert not failures, "\n\n".join(failures)
 
 
-def test_a_misspelt_flag_or_bad_value_is_caught(
-    recorded: tuple[Sandbox, list[list[str]]], gcloud_env: dict[str, str]
-) -> None:
-    """The check can fail: recorded lines with one flag misspelt, or a value of the wrong type."""
-    sandbox, argvs = recorded
-    create = next(argv for argv in argvs if argv[:3] == ["container", "clusters", "create"])
-    misspelt = [("--num-node" if word == "--num-nodes" else word) for word in create]
-    size = create.index("--disk-size") + 1
-    bad_value = [*create[:size], "fifty", *create[size + 1 :]]
-    grant = next(argv for argv in argvs if argv[:2] == ["projects", "add-iam-policy-binding"])
-    no_role = [word for word in grant if word != "--role" and not word.startswith("roles/")]
-    verdicts = replay([create, misspelt, bad_value, no_role], sandbox.root, gcloud_env)
-    assert verdicts[0][1] is None, verdicts[0][1]
-    for argv, verdict in verdicts[1:]:
-        assert verdict and verdict.startswith("argument error (exit 2)"), (argv, verdict)
-
-
-def test_a_build_config_gcloud_cannot_read_is_caught(
-    recorded: tuple[Sandbox, list[list[str]]], gcloud_env: dict[str, str], tmp_path: Path
-) -> None:
-    """gcloud reads the Cloud Build config before it calls anything: an unknown field stops it there."""
-    sandbox, argvs = recorded
-    build = next(argv for argv in argvs if argv[:2] == ["builds", "submit"])
-    config = tmp_path / "cloudbuild.yaml"
-    config.write_text((ROOT / "infra" / "gke" / "cloudbuild.yaml").read_text() + "optionz: {}\n")
-    broken = [str(config) if word == "infra/gke/cloudbuild.yaml" else word for word in build]
-    ((_, verdict),) = replay([broken], sandbox.root, gcloud_env)
-    assert verdict and "stopped before any request" in verdict and "optionz" in verdict
-
-
-def documented_gcloud_lines() -> list[list[str]]:
-    """The gcloud commands of docs/gke.md's bash blocks, then of the README's "Run on GKE" brief, with the
-    variables their blocks export expanded (bash's $RANDOM as 12345) and placeholders as written."""
-    sections = [docs.GKE.read_text(), docs.section(docs.README, "Run on GKE")]
-    variables = {"RANDOM": "12345"}
-    lines = []
-    for block in docs.bash_blocks("\n".join(sections)):
-        for command in block:
-            words = shlex.split(command, comments=True)
-            if words[:1] == ["export"] and all("=" in word for word in words[1:]):
-                for word in words[1:]:
-                    name, value = word.split("=", 1)
-                    variables[name] = docs.expand(value, variables)
-            elif words[:1] == ["gcloud"]:
-                lines.append([docs.expand(word, variables) for word in words[1:]])
-    return lines
-
-
-def test_the_documented_gcloud_lines_parse(gcloud_env: dict[str, str], tmp_path: Path) -> None:
+def test_the_documented_lines_are_read() -> None:
     argvs = documented_gcloud_lines()
     assert ["projects", "create", "mnist-argo-12345"] in argvs
     assert any(argv[:3] == ["billing", "projects", "link"] for argv in argvs)
-    assert not {command_group(argv) for argv in argvs} - set(APIS_BY_GROUP), (
-        "a group without overrides"
-    )
-    failures = [verdict for _, verdict in replay(argvs, tmp_path, gcloud_env) if verdict]
-    assert not failures, "\n\n".join(failures)
 
 
-# Where the scripts stop or keep something, they print the gcloud command that resolves it.
-ADVICE_SCENARIOS: list[tuple[str, dict[str, str]]] = [
-    ("up.sh", {"FAKE_EXISTING": "foreign-cluster"}),
-    ("up.sh", {"FAKE_EXISTING": "foreign-bucket"}),
-    ("up.sh", {"FAKE_EXISTING": "foreign-account"}),
-    ("up.sh", {"FAKE_EXISTING": "foreign-registry"}),
-    ("up.sh", {"FAKE_EXISTING": "cluster", "FAKE_CLUSTER_STATUS": "RECONCILING"}),
-    ("down.sh", {"FAKE_EXISTING": "foreign-cluster"}),
-    ("down.sh", {"FAKE_EXISTING": "cluster", "FAKE_NAMESPACE_TIMES_OUT": "1"}),
-]
-
-
-def test_the_gcloud_commands_the_scripts_advise_parse(
-    tmp_path: Path, gcloud_env: dict[str, str]
+def test_a_misspelt_flag_a_bad_value_or_an_unreadable_build_config_is_caught(
+    lines: dict[str, list],
 ) -> None:
-    sandbox = make_sandbox(tmp_path, system_bin(tmp_path / "system"))
-    advised = []
-    for script, settings in ADVICE_SCENARIOS:
-        result, _ = sandbox.run(script, check=False, **settings)
-        commands = re.findall(r"\bgcloud ([a-z][^()\n]*)", result.stderr)
-        assert commands, (script, settings, result.stderr)
-        advised += [shlex.split(command) for command in commands]
-    assert len(advised) >= len(ADVICE_SCENARIOS)
-    failures = [verdict for _, verdict in replay(advised, sandbox.root, gcloud_env) if verdict]
-    assert not failures, "\n\n".join(failures)
+    misspelt, bad_value, no_role, build_config = [verdict or "" for _, verdict in lines["broken"]]
+    for refusal in (misspelt, bad_value, no_role):
+        assert refusal.startswith("argument error (exit 2)"), refusal
+    assert "stopped before any request" in build_config and "optionz" in build_config, build_config

@@ -2,7 +2,8 @@
 versions uv.lock pins, installed by `uv sync --locked` as `make setup` installs them, so what runs in the
 cluster is what CI installed and tested. Here the Dockerfile is parsed, and the wheel it installs is built
 from exactly the files .dockerignore lets into the build context; the images themselves are built and run by
-the container tests (tests/test_containers_*.py, `make test-containers`)."""
+the container tests (tests/test_containers_*.py, `make test-containers`), which also check that each image
+holds exactly the versions uv.lock pins and that TensorFlow is in the train image alone."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from tests.support.dockerfile import DOCKERFILE, effective, instructions, lineage, stages
+from tests.support.dockerfile import effective, instructions, stages
 from tests.support.project import ROOT
 
 PACKAGES = ("steps", "workflows", "ui")
@@ -29,46 +30,6 @@ def venv_source(target: str) -> str:
     """The build stage whose /opt/venv the final image copies."""
     (copied,) = [v for i, v in stages()[target] if i == "COPY" and v.startswith("--from")]
     return copied.split()[0].removeprefix("--from=")
-
-
-def uv_syncs(stage: str) -> list[list[str]]:
-    """The arguments of every `uv sync` that builds a stage's environment, along its lineage, in order."""
-    return [
-        command[2:]
-        for instruction, value in effective(stage)
-        for command in (shell_commands(value) if instruction == "RUN" else [])
-        if Path(command[0]).name == "uv" and command[1:2] == ["sync"]
-    ]
-
-
-def synced_extras(stage: str) -> set[str]:
-    """The extras of a stage's last sync: a sync removes whatever its extras do not hold."""
-    arguments = uv_syncs(stage)[-1]
-    return {arguments[i + 1] for i, word in enumerate(arguments) if word == "--extra"}
-
-
-def shell_commands(run: str) -> list[list[str]]:
-    """A RUN line split into its commands (joined by && or ;)."""
-    commands, current = [], []
-    for word in shlex.split(run):
-        if word in ("&&", ";", "||"):
-            commands.append(current)
-            current = []
-        else:
-            current.append(word)
-    return [command for command in [*commands, current] if command]
-
-
-def pip_installs() -> list[list[str]]:
-    """The arguments of every `pip install` the Dockerfile runs."""
-    installs = []
-    for instruction, value in instructions():
-        for command in shell_commands(value) if instruction == "RUN" else []:
-            if Path(command[0]).name.startswith("pip") and command[1:2] == ["install"]:
-                installs.append(command[2:])
-            elif command[:4] == ["python", "-m", "pip", "install"]:
-                installs.append(command[4:])
-    return installs
 
 
 def build_args() -> dict[str, str]:
@@ -103,44 +64,6 @@ def test_base_images_are_one_pinned_python_matching_ci() -> None:
     assert (int(match[1]), int(match[2])) >= minimum
 
 
-def test_every_image_installs_the_versions_uv_lock_pins() -> None:
-    """Each image's environment is made by `uv sync --locked` (a lock that no longer matches pyproject.toml
-    is refused; every file is checked against the lock's hashes), by the uv pyproject.toml requires; pip
-    installs that uv and nothing else."""
-    required_uv = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"][
-        "required-version"
-    ]
-    installs = pip_installs()
-    assert len(installs) == 1, installs
-    (package,) = [argument for argument in installs[0] if not argument.startswith("-")]
-    # The argument as the build's shell expands it in its working folder, which holds pyproject.toml.
-    expanded = subprocess.run(
-        ["bash", "-c", f'printf %s "{package}"'], cwd=ROOT, capture_output=True, text=True
-    )
-    assert expanded.stdout == f"uv{required_uv}", (package, expanded.stderr)
-    for target in ("steps", "train", "page"):
-        syncs = uv_syncs(venv_source(target))
-        assert syncs and all("--locked" in arguments for arguments in syncs), (target, syncs)
-        # The project itself as a wheel, not a link to /src.
-        assert "--no-editable" in syncs[-1] and "--no-install-project" not in syncs[-1], syncs
-    deps = [(instruction, value) for instruction, value in stages()["deps"]]
-    copied = next(i for i, (ins, value) in enumerate(deps) if ins == "COPY" and "uv.lock" in value)
-    synced = next(i for i, (ins, value) in enumerate(deps) if ins == "RUN" and "uv sync" in value)
-    assert copied < synced, "pyproject.toml and uv.lock must be in place before the first sync"
-    assert "pyproject.toml" in deps[copied][1]
-    text = DOCKERFILE.read_text()
-    for other_source in ("requirements", "conda ", "uv pip", "poetry"):
-        assert other_source not in text, other_source
-    # apt-get only brings binutils' strip into the build stage; the images themselves install nothing.
-    for name, stage in stages().items():
-        runs = " ".join(value for instruction, value in stage if instruction == "RUN")
-        if name == "deps":
-            installed = [c for c in shell_commands(runs) if c[:2] == ["apt-get", "install"]]
-            assert [c[-1] for c in installed] == ["binutils"], installed
-        else:
-            assert "apt-get" not in runs, name
-
-
 def test_each_image_installs_only_its_own_dependencies() -> None:
     """The steps image gets the core and TensorFlow, the page image the core and Streamlit (it runs the
     network in numpy); neither gets the submit tools (Hera), the dev tools, or TensorFlow's CUDA build."""
@@ -170,21 +93,6 @@ def test_each_image_installs_only_its_own_dependencies() -> None:
         "train": "build-train",
         "page": "build-page",
     }
-
-
-def test_only_the_train_image_holds_tensorflow() -> None:
-    """The steps image (split, init, aggregate, evaluate, publish: every DAG level but the trainers')
-    syncs the core alone, so a fresh node pulls a small image for them; the train image syncs the extra
-    `train`; the page `page` (it runs the network in numpy)."""
-    assert synced_extras(venv_source("steps")) == set()
-    assert synced_extras(venv_source("train")) == {"train"}
-    assert synced_extras(venv_source("page")) == {"page"}
-    # The two step images share everything but their environment: a node holding one keeps those
-    # layers for the other.
-    assert lineage("steps")[1:] == lineage("train")[1:]
-    assert (
-        [i for i, _ in stages()["steps"]] == [i for i, _ in stages()["train"]] == ["FROM", "COPY"]
-    )
 
 
 def test_images_run_as_a_non_root_user_with_their_commands() -> None:
@@ -313,12 +221,3 @@ def test_wheel_requires_exactly_the_projects_dependencies(wheel: Path) -> None:
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     normalise = lambda requirement: str(Requirement(requirement)).lower()  # noqa: E731
     assert {normalise(item) for item in runtime} == {normalise(item) for item in declared}
-
-
-def test_the_tensorflow_version_is_found_under_either_build() -> None:
-    """bench records the TensorFlow version; the distribution is tensorflow-cpu here, tensorflow elsewhere."""
-    import tensorflow as tf
-
-    from bench.run import machine
-
-    assert machine()["tensorflow"] == tf.__version__

@@ -17,7 +17,7 @@ import yaml
 from steps.lib.registry import run_prefix
 from tests.reference import required
 from tests.support.argo_schema import WORKFLOW_SCHEMA
-from tests.support.kustomize import Manifest, build, identity, needs_kubectl
+from tests.support.kustomize import Manifest, build, gke_lib, identity, needs_kubectl
 from tests.support.project import ROOT
 from tests.support.rights import documented
 from workflows.pipeline.settings import PipelineSettings
@@ -36,20 +36,6 @@ EXAMPLE = {"PROJECT_ID": "my-project", "IMAGE_TAG": "0.1.0"}
 EXAMPLE_DIGEST = "sha256:" + "0123456789abcdef" * 4
 
 
-def render(tmp_path: Path, environment: dict[str, str], function: str, *args: str) -> str:
-    """Run one function of infra/gke/lib.sh (after config.sh) with these settings; return its stdout."""
-    script = f'source infra/gke/config.sh && source infra/gke/lib.sh && {function} "$@"'
-    result = subprocess.run(
-        ["bash", "-c", script, "render", *args],
-        cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **environment},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return result.stdout
-
-
 # What up.sh writes with the page public over HTTPS behind IAP.
 PUBLIC = {"PAGE_DOMAIN": "mnist.example.com", "PAGE_IAP_MEMBERS": "user:a@example.com"}
 # Kinds of GKE's own CRDs, which the Kubernetes schemas do not hold.
@@ -64,7 +50,7 @@ def render_overlay(tmp_path: Path, name: str, extra: dict[str, str]) -> Path:
             shutil.copytree(K8S / folder, tmp_path / "k8s" / folder)
     overlay = tmp_path / "k8s" / "overlays" / name
     settings = {"PROJECT_ID": PROJECT, "BUCKET": BUCKET, "REGION": REGION, "IMAGE_TAG": TAG}
-    render(tmp_path, {**settings, **extra}, "render_overlay", str(overlay), "../../base", DIGEST)
+    gke_lib(tmp_path, {**settings, **extra}, "render_overlay", str(overlay), "../../base", DIGEST)
     return overlay
 
 
@@ -124,7 +110,7 @@ def test_an_invalid_manifest_is_rejected() -> None:
 
 def test_example_overlay_is_what_up_sh_writes(tmp_path: Path) -> None:
     """The committed example is the renderer's output for the example settings, so it cannot go stale."""
-    render(
+    gke_lib(
         tmp_path, EXAMPLE, "render_overlay", str(tmp_path / "example"), "../../base", EXAMPLE_DIGEST
     )
     written = (tmp_path / "example" / "kustomization.yaml").read_text()
@@ -309,7 +295,7 @@ def gcs_lifecycle_deletes(rules: list[dict], name: str, age_days: int) -> bool:
 
 def test_lifecycle_rule_deletes_old_runs_and_keeps_published_models(tmp_path: Path) -> None:
     lifecycle = json.loads(
-        render(tmp_path, {"PROJECT_ID": PROJECT, "ARTIFACT_TTL_DAYS": "5"}, "render_lifecycle")
+        gke_lib(tmp_path, {"PROJECT_ID": PROJECT, "ARTIFACT_TTL_DAYS": "5"}, "render_lifecycle")
     )
     rules = lifecycle["rule"]
     # Run artifacts are keyed "<workflow name>/..."; the workflow's generateName is that name's start.
@@ -324,7 +310,7 @@ def test_lifecycle_rule_deletes_old_runs_and_keeps_published_models(tmp_path: Pa
 
 def test_overlay_refuses_anything_but_an_image_digest(tmp_path: Path) -> None:
     with pytest.raises(subprocess.CalledProcessError) as failure:
-        render(
+        gke_lib(
             tmp_path,
             {"PROJECT_ID": PROJECT},
             "render_overlay",
@@ -349,10 +335,10 @@ def test_settings_that_would_delete_published_models_are_refused(
     prefix: str, refusal: str, tmp_path: Path
 ) -> None:
     with pytest.raises(subprocess.CalledProcessError) as failure:
-        render(tmp_path, {"PROJECT_ID": PROJECT, "RUN_PREFIX": prefix}, "check_settings")
+        gke_lib(tmp_path, {"PROJECT_ID": PROJECT, "RUN_PREFIX": prefix}, "check_settings")
     assert failure.value.returncode == 2
     assert failure.value.stderr.startswith("error: RUN_PREFIX") and refusal in failure.value.stderr
 
 
 def test_a_run_prefix_beside_models_is_accepted(tmp_path: Path) -> None:
-    render(tmp_path, {"PROJECT_ID": PROJECT, "RUN_PREFIX": "mnist-"}, "check_settings")
+    gke_lib(tmp_path, {"PROJECT_ID": PROJECT, "RUN_PREFIX": "mnist-"}, "check_settings")

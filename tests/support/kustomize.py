@@ -1,5 +1,5 @@
 """The manifests of a kustomization as the real `kubectl kustomize` assembles them (kustomize is built into
-kubectl)."""
+kubectl), and the functions of infra/gke/lib.sh that write them."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.support.project import ROOT
 
 Manifest = dict[str, Any]
 KUBECTL = shutil.which("kubectl")
@@ -36,3 +38,16 @@ def identity(manifest: Manifest) -> tuple[str, str, str]:
     """(kind, namespace, name): what kustomize keeps unique and patches match on."""
     metadata = manifest.get("metadata", {})
     return manifest["kind"], metadata.get("namespace", ""), metadata["name"]
+
+
+def gke_lib(home: Path, settings: dict[str, str], function: str, *args: str) -> str:
+    """FUNCTION of infra/gke/lib.sh (after config.sh) run with these settings alone: its stdout."""
+    script = f'source infra/gke/config.sh && source infra/gke/lib.sh && {function} "$@"'
+    return subprocess.run(
+        ["bash", "-c", script, function, *args],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(home), **settings},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
