@@ -278,7 +278,7 @@ def most_at_once(nodes: list) -> int:
 @pytest.mark.parametrize(
     ("items", "memory", "cores", "budget", "most"),
     [
-        (8, "1Gi", 64, 3 * 2**30, 3),  # the memory requests decide
+        (8, "1Gi", 64, 3 * 2**30, 3),  # the memory limits decide
         (6, "10Mi", 1, 2**40, 2),  # without --parallelism: two tries per core
         (3, "2Gi", 8, 2**30, 1),  # larger than the whole budget: still runs, alone
     ],
@@ -289,7 +289,7 @@ def test_tries_start_only_while_they_fit(
     """`--workers 64` started 64 trainers at once (about 0.6 GiB each): the runner admits tries as
     Kubernetes places pods, by their memory requests, and a few per core."""
     manifest = fan_out([str(i) for i in range(items)], "import time; time.sleep(0.4)", "train")
-    manifest["spec"]["templates"][2]["container"] |= {"resources": {"requests": {"memory": memory}}}
+    manifest["spec"]["templates"][2]["container"] |= {"resources": {"limits": {"memory": memory}}}
     result, lines, _ = run(tmp_path, manifest, parallelism=None, cores=cores, memory=budget)
     assert result.phase == "Succeeded"
     assert most_at_once([n for n in result.nodes if n.task == "train"]) == most

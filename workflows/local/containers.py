@@ -1,15 +1,10 @@
-"""Runs each try in a container of the steps' image (podman or docker), as an Argo pod runs it: as the image's
-user on a read-only root with a tmpfs at /tmp, no network unless the step needs one, `resources.limits` as
---memory/--cpus (no swap), input artifacts and emptyDir volumes bind-mounted at their paths (a root-owned 0700
-input folder is unreadable to the step here as on the cluster, workflow/executor/executor.go:loadArtifact),
-the progress file in Argo's /var/run/argo, and paths of this machine the step names mounted at the same path,
-a writable one with an ACL entry for the image's user. Every output the pipeline writes is on an emptyDir, read
-from its mount after the container ends, as the wait container reads it whatever the exit code."""
+"""Each try in a container of the step's image (podman or docker), as an Argo pod runs it: the image's user
+on a read-only root, no network unless the step needs one, `resources.limits` without swap, inputs, emptyDirs
+and the paths the step names bind-mounted, the progress file in Argo's /var/run/argo."""
 
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
 import subprocess
@@ -19,40 +14,37 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from workflows.local.engines import EngineError, Invocation, attach
+from workflows.local.engines import (
+    STOP_GRACE_SECONDS,
+    EngineError,
+    Invocation,
+    attach,
+    safe_filename,
+)
 
 ARGO_RUN_DIR = PurePosixPath("/var/run/argo")  # Argo's shared volume (common.VarRunArgoPath)
 PASSED_THROUGH = ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT")  # a store's emulator, when used
 LABEL = "mnist-argo.engine=local-runner"
-STOP_GRACE_SECONDS = 5
 EMPTY_DIR_MODE = 0o777  # how the kubelet creates an emptyDir
 ENGINE_TIMEOUT_SECONDS = 120  # for create, cp, stop, rm: never the step itself
 SIGTERM_EXIT_CODE = 143  # what a stopped container exits with (128 + SIGTERM)
 
-# resource.Quantity's suffixes (k8s.io/apimachinery/pkg/api/resource/suffix.go)
-UNITS = {"m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20}
-UNITS |= {"Gi": 2**30, "Ti": 2**40}
-
-
-def quantity(text: str) -> float:
-    """A Kubernetes quantity ("3Gi", "512Mi", "1G", "500m", "2") as a number (of bytes, of CPUs)."""
-    if not (match := re.fullmatch(r"(\d+(?:\.\d+)?)(m|[kMGT]i?|)", text.strip())):
-        raise ValueError(f"not a quantity: {text!r}")
-    return float(match[1]) * UNITS[match[2]]
-
 
 def container_name(node: str) -> str:
-    """An engine-safe, unique container name for an attempt of a node, e.g. mnist-train-round-1-0-0-3f9a1c."""
-    safe = re.sub(r"[^a-zA-Z0-9_.-]+", "-", node).strip("-.") or "task"
-    return f"mnist-{safe[:80]}-{secrets.token_hex(3)}"
+    """An engine-safe, unique container name for a try, e.g. mnist-train-round-1-0-0-3f9a1c."""
+    return f"mnist-{safe_filename(node)[:80]}-{secrets.token_hex(3)}"
+
+
+def mounts(invocation: Invocation) -> list[Path]:
+    """The paths of this machine the command line names (a folder store, a data file)."""
+    return [Path(part) for part in invocation.command if part[:1] == "/" and Path(part).exists()]
 
 
 @dataclass
 class ContainerEngine:
-    """Runs invocations in containers of `image` (default: each invocation's own image) with `program`."""
+    """Runs invocations in containers of their image with `program` (podman or docker)."""
 
     program: str = "podman"
-    image: str | None = None
     name: str = field(init=False)
     _running: set[str] = field(default_factory=set)
     # stopped by stop_all: the attempt ends with the signal's exit code
@@ -62,26 +54,29 @@ class ContainerEngine:
     def __post_init__(self) -> None:
         self.name = Path(self.program).name
 
-    # ---- the command line
-
     def create_command(self, invocation: Invocation, container: str) -> list[str]:
         """`podman create ...`: everything the attempt's container is, but not started."""
         command = [self.program, "create", "--name", container, "--label", LABEL]
         command += ["--workdir", str(invocation.working_dir)]
         command += ["--read-only"]  # securityContext.readOnlyRootFilesystem
-        if PurePosixPath("/tmp") not in invocation.scratch:  # the spec's emptyDir, else a tmpfs
-            command += ["--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777"]
-        command += ["--network", "host" if invocation.network else "none"]
-        if invocation.memory_limit:
-            limit = int(quantity(invocation.memory_limit))
-            command += ["--memory", f"{limit}b", "--memory-swap", f"{limit}b"]
-        if invocation.cpu_limit:
-            command += ["--cpus", f"{quantity(invocation.cpu_limit):g}"]
+        network = any(
+            "://" in part for part in invocation.command
+        )  # a store or data over the network
+        command += ["--network", "host" if network else "none"]
+        if invocation.memory:
+            command += [
+                "--memory",
+                f"{invocation.memory}b",
+                "--memory-swap",
+                f"{invocation.memory}b",
+            ]
+        if invocation.cpus:
+            command += ["--cpus", f"{invocation.cpus:g}"]
         for path in (*invocation.inputs, *invocation.scratch):
             inside = path if path.is_absolute() else invocation.working_dir / path
             command += ["--volume", f"{invocation.host_path(path)}:{inside}"]
-        for host, writable in invocation.mounts:
-            command += ["--volume", f"{host}:{host}:{'rw' if writable else 'ro'}"]
+        for host in mounts(invocation):  # a folder store: writable; a data file: read-only
+            command += ["--volume", f"{host}:{host}:{'rw' if host.is_dir() else 'ro'}"]
         environment = dict(invocation.environment)
         for variable in PASSED_THROUGH:
             if variable in os.environ and variable not in environment:
@@ -91,10 +86,8 @@ class ContainerEngine:
             environment["ARGO_PROGRESS_FILE"] = str(ARGO_RUN_DIR / invocation.progress_file.name)
         for variable, value in environment.items():
             command += ["--env", f"{variable}={value}"]
-        command += [self.image or invocation.image, *invocation.command]
+        command += [invocation.image, *invocation.command]
         return command
-
-    # ---- running
 
     def execute(
         self, invocation: Invocation, log: IO[str], timeout: float | None = None
@@ -137,8 +130,7 @@ class ContainerEngine:
             self._engine([self.program, "rm", "--force", "--volumes", container])
 
     def check_ready(self, images: Iterable[str]) -> None:
-        """Before a run: the engine answers (docker's daemon runs) and holds every image; EngineError
-        in one line saying what is wrong, not a retried failure of each step."""
+        """Before a run: EngineError in one line unless the engine answers and holds every image."""
         self._engine([self.program, "info"], f"{self.name} does not answer")
         for image in dict.fromkeys(images):
             self.image_uid(image)
@@ -151,7 +143,7 @@ class ContainerEngine:
         return int(user) if user.isdigit() and user != "0" else None
 
     def _prepare(self, invocation: Invocation) -> None:
-        """Empty, world-writable emptyDir folders; the progress folder and writable mounts writable."""
+        """Empty, world-writable emptyDirs and progress folder; writable mounts writable by the image's user."""
         for path in invocation.scratch:
             shutil.rmtree(invocation.host_path(path), ignore_errors=True)
         progress = [invocation.progress_file.parent] if invocation.progress_file else []
@@ -160,8 +152,8 @@ class ContainerEngine:
             folder.chmod(EMPTY_DIR_MODE)
         for path in invocation.outputs:
             invocation.host_path(path).parent.mkdir(parents=True, exist_ok=True)
-        writable = [Path(host) for host, rw in invocation.mounts if rw]
-        uid = self.image_uid(self.image or invocation.image) if writable else None
+        writable = [host for host in mounts(invocation) if host.is_dir()]
+        uid = self.image_uid(invocation.image) if writable else None
         for host in writable if uid is not None else []:  # an ACL entry lets the image's user write
             if shutil.which("setfacl") is None:
                 raise EngineError(
@@ -178,8 +170,7 @@ class ContainerEngine:
     def _engine(
         self, command: Sequence[str], failure: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """`command`'s outcome; with a `failure` to say, an EngineError with its last line unless it
-        succeeded."""
+        """`command`'s outcome; with a `failure` to say, EngineError with its last line unless it succeeded."""
         try:
             done = subprocess.run(
                 list(command),

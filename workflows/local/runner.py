@@ -1,16 +1,9 @@
-"""The local run: `LocalRunner.run` reads the compiled Workflow (spec.py), walks its DAG (plan.py), runs each
-node's tries through an engine (containers.py, engines.py) with its artifacts (artifacts.py), retrying as the
-template says (retries.py), and reports (console.py, outcome.py), as Argo v4.1.4's controller would.
-
-Ready tries start in order while they fit, as the scheduler places pods by their requests: at most
-`parallelism` at once and their memory requests within the memory free at the start. A failed task stops
-nothing already running. Ctrl-C stops every try.
-"""
+"""`LocalRunner.run`: the compiled Workflow's DAG walked as Argo v4.1.4's controller walks it, each node's
+tries run by an engine, at most `parallelism` at once and within the memory free at the start."""
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -27,13 +20,13 @@ from workflows.errors import UnresolvedReference
 from workflows.local import outcome, plan, spec
 from workflows.local.artifacts import load_inputs, output_parameters, save_outputs
 from workflows.local.console import Console, read_progress
-from workflows.local.containers import quantity
 from workflows.local.engines import (
     Engine,
     EngineError,
     Invocation,
     ProcessEngine,
     exit_description,
+    safe_filename,
 )
 from workflows.local.plan import Dag, Node
 from workflows.local.retries import Attempt, decide
@@ -44,10 +37,6 @@ TRIES_PER_CORE = 2  # without --parallelism: a few more tries than cores keep th
 POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 STOPPED = "Stopped with strategy 'Stop'"
 MAX_SHOWN_LINE = 400  # characters of a step's stdout line shown as the run goes (the log keeps all)
-
-
-def safe_filename(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.-]+", "-", name).strip("-")
 
 
 class LocalRunner:
@@ -77,8 +66,7 @@ class LocalRunner:
         self._stopping = threading.Event()
 
     def run(self, workflow: Mapping[str, Any], done: Iterable[Node] = ()) -> outcome.RunResult:
-        """Run `workflow` to the end (phase Succeeded, Failed or Error); `done`: nodes of an earlier try of
-        this run that succeeded, taken as they are instead of run again."""
+        """Run `workflow` to its end; `done`: nodes of an earlier try of this run, reused as they are."""
         self.spec = spec.read(workflow)
         dag = plan.read_dag(self.spec.entry)
         name, self.folder = self.spec.name, self.logs_dir / self.spec.name
@@ -177,7 +165,7 @@ class LocalRunner:
         """Globals plus `tasks.<name>.outputs.parameters.<p>` of single-node tasks ('' when Omitted)."""
         values = dict(self.spec.globals)
         for task, (first, *more) in self._nodes.items():
-            outputs = self.spec.templates[first.template].get("outputs", {})
+            outputs = self.spec.steps[first.template].template.get("outputs", {})
             for parameter in outputs.get("parameters", []) if not more else []:
                 value = first.outputs.get(parameter["name"], "")
                 values[f"tasks.{task}.outputs.parameters.{parameter['name']}"] = value
@@ -190,11 +178,11 @@ class LocalRunner:
     def _admit(
         self, pool: ThreadPoolExecutor, running: dict[Future, Node], queue: list[Node]
     ) -> None:
-        """Start queued nodes, in order, while they fit: at most `parallelism` at once, and the memory
-        their templates request within the budget (one always starts when nothing runs)."""
-        used = sum(self._memory_request(node) for node in running.values())
+        """Start queued nodes in order while at most `parallelism` run and their memory fits the budget
+        (one always starts when nothing runs)."""
+        used = sum(self.spec.steps[node.template].memory for node in running.values())
         while queue:
-            cost = self._memory_request(queue[0])
+            cost = self.spec.steps[queue[0].template].memory
             if running and (len(running) >= self.parallelism or used + cost > self._budget):
                 return
             node = queue.pop(0)
@@ -203,16 +191,10 @@ class LocalRunner:
                 self._active += 1
             running[pool.submit(self._run_node, node)] = node
 
-    def _memory_request(self, node: Node) -> int:
-        """The memory a try of `node` asks for: its container's requests, else its limits, else 0."""
-        resources = self.spec.templates[node.template]["container"].get("resources", {})
-        asked = resources.get("requests", resources.get("limits", {})).get("memory")
-        return int(quantity(str(asked))) if asked else 0
-
     # ---- one node: its tries and retries -------------------------------------------------------
 
     def _run_node(self, node: Node) -> None:
-        rule = self.spec.rules.get(node.template)
+        rule = self.spec.steps[node.template].rule
         node.started = time.monotonic()
         node.log.parent.mkdir(parents=True, exist_ok=True)
         node.phase = "Running"
@@ -265,7 +247,7 @@ class LocalRunner:
             return Attempt(phase, exit_code, message, started, time.monotonic())
 
         left = None if self._deadline is None else self._deadline - started
-        limits = (self.spec.deadlines[node.template], left)
+        limits = (self.spec.steps[node.template].deadline, left)
         timeout = min([limit for limit in limits if limit is not None], default=None)
         if self._stopping.is_set():
             return ended("Failed", STOPPED)
@@ -312,7 +294,7 @@ class LocalRunner:
 
     def _resolve(self, node: Node) -> dict[str, Any]:
         """The template with the workflow's globals and the node's arguments filled in."""
-        template = self.spec.templates[node.template]
+        template = self.spec.steps[node.template].template
         where = f"template {template['name']!r}"
         values = dict(self.spec.globals)
         for parameter in template.get("inputs", {}).get("parameters", []):
@@ -333,7 +315,6 @@ class LocalRunner:
         command = [*container["command"], *container.get("args", [])]
         paths = [a["path"] for a in outputs.get("artifacts", [])]
         paths += [p["valueFrom"]["path"] for p in outputs.get("parameters", [])]
-        limits = container.get("resources", {}).get("limits", {})
         (attempt_dir / "work").mkdir()
         (attempt_dir / "argo").mkdir()
         with self._lock:  # the tries running together share the cores: a thread pool each
@@ -347,20 +328,16 @@ class LocalRunner:
             host_dir=attempt_dir / "work",
             inputs=tuple(PurePosixPath(a["path"]) for a in resolved["inputs"]),
             outputs=tuple(PurePosixPath(path) for path in paths),
-            scratch=tuple(PurePosixPath(path) for path in self.spec.scratch[node.template]),
+            scratch=self.spec.steps[node.template].scratch,
             progress_file=attempt_dir / "argo" / "progress",
-            cpu_limit=limits.get("cpu"),
-            memory_limit=limits.get("memory"),
-            network=any("://" in part for part in command),
-            mounts=tuple(
-                (Path(p), Path(p).is_dir()) for p in command if p[:1] == "/" and Path(p).exists()
-            ),  # a folder store: writable; a data file: read-only
+            cpus=self.spec.steps[node.template].cpus,
+            memory=self.spec.steps[node.template].memory,
             on_output=lambda line: self.console.say(f"{node.name}: {line[:MAX_SHOWN_LINE]}"),
         )
 
 
 def available_memory() -> int:
-    """Bytes of memory free for new processes now (Linux: MemAvailable), else all of it."""
+    """Bytes of memory free now (Linux: MemAvailable), else all of it."""
     meminfo = Path("/proc/meminfo")
     for line in meminfo.read_text().splitlines() if meminfo.exists() else []:
         if line.startswith("MemAvailable:"):
