@@ -8,7 +8,6 @@ import os
 import secrets
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -46,30 +45,26 @@ class ContainerEngine:
 
     program: str = "podman"
     name: str = field(init=False)
-    _running: set[str] = field(default_factory=set)
-    # stopped by stop_all: the attempt ends with the signal's exit code
-    _stopped: set[str] = field(default_factory=set)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _running: set[str] = field(default_factory=set)  # set operations hold the GIL
+    _stopped: bool = False  # by stop_all: every try ends with SIGTERM's exit code
 
     def __post_init__(self) -> None:
         self.name = Path(self.program).name
 
     def create_command(self, invocation: Invocation, container: str) -> list[str]:
-        """`podman create ...`: everything the attempt's container is, but not started."""
+        """`podman create ...`: everything the try's container is, but not started."""
         command = [self.program, "create", "--name", container, "--label", LABEL]
-        command += ["--workdir", str(invocation.working_dir)]
-        command += ["--read-only"]  # securityContext.readOnlyRootFilesystem
+        command += [
+            "--workdir",
+            str(invocation.working_dir),
+            "--read-only",
+        ]  # readOnlyRootFilesystem
         network = any(
             "://" in part for part in invocation.command
         )  # a store or data over the network
         command += ["--network", "host" if network else "none"]
-        if invocation.memory:
-            command += [
-                "--memory",
-                f"{invocation.memory}b",
-                "--memory-swap",
-                f"{invocation.memory}b",
-            ]
+        if memory := invocation.memory:
+            command += ["--memory", f"{memory}b", "--memory-swap", f"{memory}b"]
         if invocation.cpus:
             command += ["--cpus", f"{invocation.cpus:g}"]
         for path in (*invocation.inputs, *invocation.scratch):
@@ -77,38 +72,32 @@ class ContainerEngine:
             command += ["--volume", f"{invocation.host_path(path)}:{inside}"]
         for host in mounts(invocation):  # a folder store: writable; a data file: read-only
             command += ["--volume", f"{host}:{host}:{'rw' if host.is_dir() else 'ro'}"]
-        environment = dict(invocation.environment)
-        for variable in PASSED_THROUGH:
-            if variable in os.environ and variable not in environment:
-                environment[variable] = os.environ[variable]
+        environment = {v: os.environ[v] for v in PASSED_THROUGH if v in os.environ}
+        environment |= invocation.environment
         if invocation.progress_file is not None:
             command += ["--volume", f"{invocation.progress_file.parent}:{ARGO_RUN_DIR}"]
             environment["ARGO_PROGRESS_FILE"] = str(ARGO_RUN_DIR / invocation.progress_file.name)
         for variable, value in environment.items():
             command += ["--env", f"{variable}={value}"]
-        command += [invocation.image, *invocation.command]
-        return command
+        return [*command, invocation.image, *invocation.command]
 
     def execute(
         self, invocation: Invocation, log: IO[str], timeout: float | None = None
     ) -> int | None:
         self._prepare(invocation)
         container = container_name(invocation.name)
-        with self._lock:
-            self._running.add(container)
+        self._running.add(container)
         try:
             failure = f"{self.name} could not create the container of {invocation.name}"
             self._engine(self.create_command(invocation, container), failure)
-            with self._lock:
-                if container in self._stopped:  # stop_all came first: never start it
-                    return SIGTERM_EXIT_CODE
+            if self._stopped:  # stop_all came first: never start it
+                return SIGTERM_EXIT_CODE
             # start --attach returns the container's exit code and keeps its two streams apart
             command = [self.program, "start", "--attach", container]
             stop = lambda _: self._stop(container)  # noqa: E731
             code = attach(command, invocation, log, timeout, stop, start_new_session=True)
-            with self._lock:
-                if code is None or container in self._stopped:
-                    return code
+            if code is None or self._stopped:
+                return code
             # the container's own exit code; an engine failure (it never ran) is an EngineError
             state = "{{.State.ExitCode}} {{.State.StartedAt}}"
             inspected = self._engine([self.program, "inspect", "--format", state, container])
@@ -117,15 +106,11 @@ class ContainerEngine:
             return int(fields[0])
         finally:
             self._engine([self.program, "rm", "--force", "--volumes", container])
-            with self._lock:
-                self._running.discard(container)
-                self._stopped.discard(container)
+            self._running.discard(container)
 
     def stop_all(self) -> None:
-        with self._lock:
-            containers = list(self._running)
-            self._stopped.update(containers)
-        for container in containers:
+        self._stopped = True
+        for container in list(self._running):
             self._stop(container)
             self._engine([self.program, "rm", "--force", "--volumes", container])
 
@@ -143,26 +128,21 @@ class ContainerEngine:
         return int(user) if user.isdigit() and user != "0" else None
 
     def _prepare(self, invocation: Invocation) -> None:
-        """Empty, world-writable emptyDirs and progress folder; writable mounts writable by the image's user."""
-        for path in invocation.scratch:
-            shutil.rmtree(invocation.host_path(path), ignore_errors=True)
+        """Empty, world-writable emptyDirs and progress folder; folders it names writable by its user."""
         progress = [invocation.progress_file.parent] if invocation.progress_file else []
         for folder in [invocation.host_path(path) for path in invocation.scratch] + progress:
-            folder.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
             folder.chmod(EMPTY_DIR_MODE)
         for path in invocation.outputs:
             invocation.host_path(path).parent.mkdir(parents=True, exist_ok=True)
         writable = [host for host in mounts(invocation) if host.is_dir()]
         uid = self.image_uid(invocation.image) if writable else None
-        for host in writable if uid is not None else []:  # an ACL entry lets the image's user write
+        for host in writable if uid is not None else []:  # ACL entries, also for what is made there
             if shutil.which("setfacl") is None:
-                raise EngineError(
-                    f"the writable mount {host} needs setfacl to let uid {uid} write there (apt-get install acl)"
-                )
-            entries = ["--modify", f"u:{uid}:rwX"]
-            if host.is_dir():  # and what is created there later
-                entries = ["-R", *entries, "--modify", f"d:u:{uid}:rwX"]
-            self._engine(["setfacl", *entries, str(host)], f"cannot let uid {uid} write to {host}")
+                raise EngineError(f"the writable mount {host} needs setfacl (apt-get install acl)")
+            entries = ["-R", "--modify", f"u:{uid}:rwX", "--modify", f"d:u:{uid}:rwX", str(host)]
+            self._engine(["setfacl", *entries], f"cannot let uid {uid} write to {host}")
 
     def _stop(self, container: str) -> None:
         self._engine([self.program, "stop", "--time", str(STOP_GRACE_SECONDS), container])
