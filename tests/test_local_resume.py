@@ -110,7 +110,7 @@ def test_a_run_that_succeeded_or_is_not_there_is_refused(tmp_path: Path) -> None
     runner = LocalRunner(open_store(tmp_path / "store"), tmp_path / "logs", echo=print)
     with pytest.raises(WorkflowError, match="no local run mnist-none to retry in"):
         retry_locally(runner, "mnist-none")
-    manifest = workflow([{"name": "a", "template": "ok"}], [step("ok", "pass")])
+    manifest = workflow(["a:ok"], [step("ok", "pass")])
     manifest["metadata"] = {"name": RUN}
     assert runner.run(manifest).phase == "Succeeded"
     with pytest.raises(WorkflowError, match=f"run {RUN} succeeded: there is nothing to retry"):

@@ -36,6 +36,8 @@ def test_every_workflow_the_pipeline_compiles_is_read(settings: dict) -> None:
         assert train.scratch == (PurePosixPath("/work/out"), PurePosixPath("/tmp"))
         assert spec.deadline == 21600 and train.deadline == 3600
         assert train.memory == 3 * 2**30 and train.cpus == 2  # resources.limits: 3Gi, 2
+        # the models folder readable to the steps' user, not argoexec's 0700 (gcs.go:downloadObject)
+        assert spec.steps["aggregate"].template["inputs"]["artifacts"][0]["mode"] == 0o755
     for name in ("workflow.yaml", "workflow-template.yaml"):  # the committed manifests
         read(yaml.safe_load((COMMITTED / name).read_text()))
 
