@@ -99,11 +99,9 @@ time.sleep(300)
     engine = ContainerEngine(images.engine)
     results: list[int] = []
     threads, progress = [], [tmp_path / f"progress-{shard}" / "p" for shard in range(2)]
-    for shard in range(2):
+    for shard, file in enumerate(progress):
         name = f"stopped-step({shard})"
-        task = fake_step(
-            tmp_path / str(shard), images, code, name=name, progress_file=progress[shard]
-        )
+        task = fake_step(tmp_path / str(shard), images, code, name=name, progress_file=file)
         call = lambda t=task, s=shard: results.append(run(engine, t, tmp_path / str(s))[0])  # noqa: E731
         threads.append(threading.Thread(target=call))
         threads[-1].start()

@@ -67,13 +67,10 @@ def test_a_run_cut_short_after_its_trainers_is_taken_up_without_training_them_ag
     manifest = tmp_path / "workflow.json"
     manifest.write_text(json.dumps(cut_short_workflow(tmp_path)))
     store, logs = tmp_path / "store", tmp_path / "logs"
-    runner = subprocess.Popen(
-        [sys.executable, "-c", START, str(store), str(logs), str(manifest)],
-        cwd=ROOT,
-        env=os.environ | {"PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal
-    )
+    command = [sys.executable, "-c", START, str(store), str(logs), str(manifest)]
+    as_in_a_terminal = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    environment = os.environ | {"PYTHONPATH": str(ROOT)}
+    runner = subprocess.Popen(command, cwd=ROOT, env=environment, preexec_fn=as_in_a_terminal)
     try:
         deadline = time.monotonic() + 120
         while not (tmp_path / "aggregate.pid").exists() and time.monotonic() < deadline:
@@ -89,9 +86,9 @@ def test_a_run_cut_short_after_its_trainers_is_taken_up_without_training_them_ag
     assert summary(logs)["phase"] != "Succeeded"
 
     if how == signal.SIGINT:  # taken up as a user does: submit.py --retry RUN
-        command = [sys.executable, "workflows/submit.py", "--retry", RUN, "--artifacts", str(store)]
+        command = [sys.executable, "workflows/submit.py", "--retry", RUN, f"--artifacts={store}"]
         done = subprocess.run(
-            [*command, "--logs-dir", str(logs)], cwd=ROOT, capture_output=True, text=True
+            [*command, f"--logs-dir={logs}"], cwd=ROOT, capture_output=True, text=True
         )
         assert done.returncode == 0, done.stderr
         said = done.stdout

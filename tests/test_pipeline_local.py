@@ -94,7 +94,7 @@ def test_failed_task_stops_the_run_with_its_name_and_log(tmp_path: Path, small_m
     assert not (tmp_path / "store" / "models").exists()
 
 
-def test_bad_settings_are_refused_before_anything_runs(tmp_path: Path) -> None:
+def test_bad_settings_are_one_line_and_exit_2_before_anything_runs(tmp_path: Path) -> None:
     result = run_submit("--local", "--workers", "0", "--artifacts", str(tmp_path / "store"))
     assert result.returncode == 2
     assert "error:" in result.stderr

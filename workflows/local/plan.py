@@ -64,7 +64,7 @@ class Dag:
     """The entry template's tasks, their `depends`, and the targets that decide the DAG's phase."""
 
     tasks: dict[str, Mapping[str, Any]]
-    depends: dict[str, Depends | None]
+    depends: dict[str, Depends]
     needs: dict[str, set[str]]
     order: list[str]
     targets: tuple[str, ...]  # the tasks nothing depends on
@@ -76,7 +76,7 @@ def read_dag(template: Mapping[str, Any]) -> Dag:
     if len(tasks) != len(template["dag"]["tasks"]):
         raise WorkflowError(f"templates.{template['name']}: a task name is used twice")
     depends = {name: parse(str(task.get("depends", ""))) for name, task in tasks.items()}
-    needs = {name: {t for c in d or [] for t, _ in c} for name, d in depends.items()}
+    needs = {name: {t for clause in d for t, _ in clause} for name, d in depends.items()}
     for name, needed in needs.items():
         if unknown := sorted(needed - set(tasks)):
             raise WorkflowError(f"task {name!r} depends on unknown tasks: {', '.join(unknown)}")
@@ -90,10 +90,10 @@ def read_dag(template: Mapping[str, Any]) -> Dag:
     return Dag(tasks, depends, needs, order, targets)
 
 
-def parse(text: str) -> Depends | None:
-    """A `depends` text, None when empty; UnsupportedFeature for what the pipeline never writes."""
+def parse(text: str) -> Depends:
+    """A `depends` text (empty: no clauses); UnsupportedFeature for what the pipeline never writes."""
     if not (bare := "".join(text.split())):
-        return None
+        return []
     clauses = [
         [(task, result or None) for task, _, result in (t.partition(".") for t in c.split("||"))]
         for c in bare.replace("(", "").replace(")", "").split("&&")
@@ -104,8 +104,8 @@ def parse(text: str) -> Depends | None:
 
 
 def task_phase(nodes: Sequence[Node], fan_out: bool) -> str | None:
-    """A task's phase once every node it made is final (a fan-out's: the last Failed or Error child's,
-    else Succeeded); None before."""
+    """A task's phase once its nodes are final (a fan-out's: its last Failed or Error child's, else
+    Succeeded); None before."""
     if any(node.phase not in FINAL for node in nodes):
         return None
     if not fan_out or nodes[0].phase in ("Omitted", "Skipped"):  # a task that never ran is one node
@@ -119,21 +119,21 @@ def phase_of(dag: Dag, task: str, nodes: Mapping[str, list[Node]]) -> str | None
 
 
 def verdict(dag: Dag, task: str, nodes: Mapping[str, list[Node]]) -> bool | None:
-    """None while a task it names is unfulfilled; then whether its `depends` holds (dag.go:
-    evaluateDependsLogic)."""
+    """None while a task it names is unfulfilled, then whether its `depends` holds (dag.go)."""
     phases = {name: phase_of(dag, name, nodes) for name in dag.needs[task]}
-    if None in phases.values() or (depends := dag.depends[task]) is None:
-        return None if None in phases.values() else True
+    if None in phases.values():
+        return None
     results = {name: {"Error": "Errored"}.get(str(p), str(p)) for name, p in phases.items()}
-    return all(any(results[t] in ((r,) if r else BARE_NAME) for t, r in c) for c in depends)
+    return all(
+        any(results[t] in ((r,) if r else BARE_NAME) for t, r in c) for c in dag.depends[task]
+    )
 
 
 def expand(task: Mapping[str, Any], values: Mapping[str, str]) -> list[tuple[str, dict[str, str]]]:
     """(node name, arguments) of each node the task makes: one, or one per item of its withParam."""
     where = f"task {task['name']!r}"
-    arguments = {
-        p["name"]: str(p["value"]) for p in task.get("arguments", {}).get("parameters", [])
-    }
+    parameters = task.get("arguments", {}).get("parameters", [])
+    arguments = {p["name"]: str(p["value"]) for p in parameters}
     if "withParam" not in task:
         return [(task["name"], substitute(arguments, values, where))]
     text = substitute(task["withParam"], values, where)
@@ -142,9 +142,8 @@ def expand(task: Mapping[str, Any], values: Mapping[str, str]) -> list[tuple[str
         if not isinstance(items, list) or not all(isinstance(i, str | int) for i in items):
             raise ValueError
     except ValueError:
-        raise ValueError(
-            f"withParam value could not be parsed as a JSON list of names: {text.strip()}"
-        ) from None
+        message = f"withParam value could not be parsed as a JSON list of names: {text.strip()}"
+        raise ValueError(message) from None
     labels = [json.dumps(item) if isinstance(item, int) else item for item in items]  # {{item}}
     return [
         (f"{task['name']}({i}:{label})", substitute(arguments, {**values, "item": label}, where))
