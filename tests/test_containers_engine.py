@@ -3,7 +3,6 @@ on a read-only root, their inputs laid out as Argo's executor lays them out."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from pathlib import Path, PurePosixPath
@@ -11,26 +10,12 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from tests.support import containers
-from tests.support.containers import IMAGE_UID, Images, leftover_containers
+from tests.support.containers import IMAGE_UID, Images, invocation, leftover_containers
 from workflows.local.containers import ContainerEngine
 from workflows.local.engines import Invocation
 
 pytestmark = pytest.mark.containers
 images = containers.images  # the fixture, under its own name
-
-
-def fake_step(tmp_path: Path, images: Images, code: str, **changes) -> Invocation:
-    (tmp_path / "task").mkdir(parents=True, exist_ok=True)
-    fields = {
-        "name": "fake-step(0)",
-        "image": images.steps,
-        "command": ["python", "-c", code],
-        "environment": {},
-        "working_dir": PurePosixPath("/work"),
-        "host_dir": tmp_path / "task",
-        "scratch": (PurePosixPath("out"), PurePosixPath("/tmp")),  # the pipeline's emptyDirs
-    }
-    return Invocation(**(fields | changes))
 
 
 def run(engine: ContainerEngine, task: Invocation, tmp_path: Path, timeout: float = 120):
@@ -45,7 +30,7 @@ def test_a_root_owned_0700_input_folder_is_unreadable_to_the_step(
     tmp_path: Path, images: Images, mode: int, readable: bool
 ) -> None:
     code = "import os; print(sorted(os.listdir('in/models')))"
-    task = fake_step(tmp_path, images, code, inputs=(PurePosixPath("in/models"),))
+    task = invocation(tmp_path / "task", code, inputs=(PurePosixPath("in/models"),))
     folder = task.host_dir / "in/models"
     folder.mkdir(parents=True)
     folder.chmod(mode)
@@ -77,7 +62,7 @@ for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in
 sys.exit(3)
 """
     outputs = (PurePosixPath("out/model.h5"), PurePosixPath("out/models"))
-    task = fake_step(tmp_path, images, code, outputs=outputs, memory=512 * 2**20, cpus=0.5)
+    task = invocation(tmp_path / "task", code, outputs=outputs, memory=512 * 2**20, cpus=0.5)
     exit_code, log = run(ContainerEngine(images.engine), task, tmp_path)
     assert exit_code == 3, log
     assert f"uid {IMAGE_UID}" in log and "root: Read-only file system" in log
@@ -101,7 +86,7 @@ time.sleep(300)
     threads, progress = [], [tmp_path / f"progress-{shard}" / "p" for shard in range(2)]
     for shard, file in enumerate(progress):
         name = f"stopped-step({shard})"
-        task = fake_step(tmp_path / str(shard), images, code, name=name, progress_file=file)
+        task = invocation(tmp_path / str(shard) / "task", code, name=name, progress_file=file)
         call = lambda t=task, s=shard: results.append(run(engine, t, tmp_path / str(s))[0])  # noqa: E731
         threads.append(threading.Thread(target=call))
         threads[-1].start()
@@ -120,25 +105,9 @@ time.sleep(300)
 
 
 def test_a_deadline_stops_and_removes_the_container(tmp_path: Path, images: Images) -> None:
-    task = fake_step(tmp_path, images, "import time; time.sleep(300)", name="deadline-step")
+    task = invocation(tmp_path / "task", "import time; time.sleep(300)", name="deadline-step")
     assert run(ContainerEngine(images.engine), task, tmp_path, timeout=3)[0] is None
     assert not leftover_containers(images.engine, "deadline-step")
-
-
-def test_no_network_unless_the_step_needs_one(tmp_path: Path, images: Images) -> None:
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        port = server.getsockname()[1]
-        code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5); print('reached')"
-        engine = ContainerEngine(images.engine)
-        isolated, log = run(engine, fake_step(tmp_path, images, code, name="isolated"), tmp_path)
-        assert isolated != 0 and "reached" not in log
-        # a command naming a store or data over the network gets the host's network
-        networked_step = fake_step(tmp_path, images, code, name="networked")
-        networked_step.command.append("gs://bucket/x")
-        networked, log = run(engine, networked_step, tmp_path)
-        assert networked == 0 and "reached" in log
 
 
 def test_a_writable_folder_mount_lets_the_images_user_write(tmp_path: Path, images: Images) -> None:
@@ -156,7 +125,7 @@ try:
 except OSError as error:
     print("data:", error.strerror)
 """
-    task = fake_step(tmp_path, images, code)
+    task = invocation(tmp_path / "task", code)
     task.command.extend([str(store), str(data)])
     exit_code, log = run(ContainerEngine(images.engine), task, tmp_path)
     assert exit_code == 0, log

@@ -7,24 +7,18 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from tests.support.containers import invocation
 from workflows.local.containers import ContainerEngine, container_name
-from workflows.local.engines import Invocation
 
 
 def create(tmp_path: Path, program: str = "podman", **changes) -> list[str]:
     """The `create` command line of an aggregate try, with `changes` to its invocation."""
-    fields = {
-        "name": "aggregate-round-1",
-        "image": "mnist-argo-steps:0.1.0",
-        "command": ["python", "-m", "steps.aggregate", "--models-dir", "in/models"],
-        "environment": {"TF_NUM_INTEROP_THREADS": "1"},
-        "working_dir": PurePosixPath("/work"),
-        "host_dir": tmp_path / "task",
-        "inputs": (PurePosixPath("in/models"),),
-        "outputs": (PurePosixPath("out/model.h5"),),
-        "scratch": (PurePosixPath("out"),),
-    }
-    return ContainerEngine(program).create_command(Invocation(**(fields | changes)), "c1")
+    command = ["python", "-m", "steps.aggregate", "--models-dir", "in/models"]
+    inputs, outputs = (PurePosixPath("in/models"),), (PurePosixPath("out/model.h5"),)
+    environment = {"TF_NUM_INTEROP_THREADS": "1"}
+    aggregate = dict(name="aggregate-round-1", command=command, inputs=inputs, outputs=outputs)
+    task = invocation(tmp_path / "task", **(aggregate | {"environment": environment} | changes))
+    return ContainerEngine(program).create_command(task, "c1")
 
 
 def options(command: list[str], flag: str) -> list[str]:
@@ -77,8 +71,8 @@ def test_limits_become_memory_and_cpus_without_swap(tmp_path: Path) -> None:
 def test_the_emulator_is_passed_through_only_when_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
-    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
+    for variable in ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT"):
+        monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("HOME", "/root")  # the host's other variables never reach the container
     assert options(create(tmp_path), "--env") == ["TF_NUM_INTEROP_THREADS=1"]
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:9023")

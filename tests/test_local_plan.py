@@ -16,19 +16,18 @@ from workflows.pipeline.workflow import compile_workflow
 
 def nodes(**phases: str | tuple[str, ...]) -> dict[str, list[Node]]:
     """Each task's nodes in the given phase (a tuple: a fan-out's children)."""
+    made = {task: phase if isinstance(phase, tuple) else (phase,) for task, phase in phases.items()}
     return {
-        task: [
-            Node(f"{task}({i})", task, "t", {}, Path("log"), phase=child)
-            for i, child in enumerate(phase if isinstance(phase, tuple) else (phase,))
-        ]
-        for task, phase in phases.items()
+        t: [Node(f"{t}({i})", t, "t", {}, Path("log"), phase=p) for i, p in enumerate(c)]
+        for t, c in made.items()
     }
 
 
 def dag(depends: str) -> Dag:
     """Task `x` depending on `depends`, over the tasks a, b and c."""
-    tasks = [{"name": n, "template": "t"} for n in "abc"]
-    tasks.append({"name": "x", "template": "t", "depends": depends})
+    tasks = [{"name": n, "template": "t"} for n in "abc"] + [
+        {"name": "x", "template": "t", "depends": depends}
+    ]
     return read_dag({"name": "main", "dag": {"tasks": tasks}})
 
 

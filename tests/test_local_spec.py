@@ -69,12 +69,7 @@ def altered(where: str, field: str, value: object) -> dict:
         ("template", "retryStrategy", {"limit": 1, "affinity": {}}, "support affinity (template"),
         ("container", "env", [], "does not support env (template 'train')"),
         ("resources", "limits", {"memory": "3GB"}, "cannot read the quantity '3GB' (memory)"),
-        (
-            "task",
-            "continueOn",
-            {},
-            "does not support continueOn (template 'pipeline', task 'split')",
-        ),
+        ("task", "continueOn", {}, "continueOn (template 'pipeline', task 'split')"),
         ("task", "withItems", ["0"], "does not support withItems"),
         ("task", "depends", "init.AnySucceeded", "cannot read depends 'init.AnySucceeded'"),
         ("artifact", "archive", {"tar": {}}, "unarchived gcs artifacts (archive: none) only"),
@@ -92,14 +87,11 @@ def test_what_the_pipeline_never_compiles_is_refused_in_one_line_before_anything
 
 
 def test_tags_are_substituted_as_the_controller_substitutes_them() -> None:
-    """SubstituteParams: values go in as written, whitespace inside a tag is ignored, and every tag must
-    resolve: an unknown one and an expression (never evaluated here) stop the try."""
+    """Values go in as written, a tag's whitespace is ignored, an unknown tag or an expression stops the try."""
     values = {"inputs.parameters.q": 'say "hi" {{not.a.tag}} <b>', "workflow.name": "run-1"}
-    assert substitute(
-        {"args": ["--q={{inputs.parameters.q}}", "{{ workflow.name }}/x"], "n": [1, None]},
-        values,
-        "here",
-    ) == {"args": ['--q=say "hi" {{not.a.tag}} <b>', "run-1/x"], "n": [1, None]}
+    given = {"args": ["--q={{inputs.parameters.q}}", "{{ workflow.name }}/x"], "n": [1, None]}
+    substituted = {"args": ['--q=say "hi" {{not.a.tag}} <b>', "run-1/x"], "n": [1, None]}
+    assert substitute(given, values, "here") == substituted
     for text in ("{{tasks.a.id}}", "{{=inputs.parameters.q}}"):
         with pytest.raises(UnresolvedReference, match=f"failed to resolve {text} \\(here\\)"):
             substitute(text, values, "here")

@@ -11,14 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from steps.lib.registry import (
-    HISTORY_FILE,
-    HISTORY_PLOT,
-    LATEST_KEY,
-    latest_run,
-    read_run_history,
-    run_prefix,
-)
+from steps.lib.registry import HISTORY_FILE, HISTORY_PLOT, latest_run, read_run_history, run_prefix
 from steps.lib.storage import open_store
 from tests.support.project import ROOT, SMALL_RUN, local_run, run_submit
 
@@ -27,12 +20,14 @@ pytestmark = pytest.mark.slow  # every test runs the pipeline
 ACCURACY_FLOOR = 0.70  # 2 workers x 1500 digits, 1 epoch score ~0.85-0.9; chance is 0.10
 
 
-def check_published(store_uri: str) -> dict:
+def test_local_run_with_gcs_store(tmp_path: Path, mnist_path: Path, gcs_bucket: str) -> None:
+    """The whole pipeline on a gs:// store (a folder store: the quick try below)."""
+    store_uri = f"gs://{gcs_bucket}/mnist"
+    result = run_submit(*local_run(store_uri, tmp_path / "logs", mnist_path, *SMALL_RUN))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not any((tmp_path).glob("store*")), "a gs:// store wrote nothing locally"
     store = open_store(store_uri)
     run = latest_run(store)
-    assert run, f"{LATEST_KEY} was not written"
-    prefix = run_prefix(run)
-    keys = store.list_keys(prefix)
     published = (
         "model.h5",
         "metrics.json",
@@ -41,24 +36,13 @@ def check_published(store_uri: str) -> dict:
         HISTORY_FILE,
         HISTORY_PLOT,
     )
-    assert {f"{prefix}/{name}" for name in published} <= set(keys)
-    metrics = json.loads(store.read_text(f"{prefix}/metrics.json"))
-    assert metrics["test_samples"] == 10000
-    assert np.array(metrics["confusion_matrix"]).sum() == 10000
+    assert {f"{run_prefix(run)}/{name}" for name in published} <= set(
+        store.list_keys(run_prefix(run))
+    )
+    metrics = json.loads(store.read_text(f"{run_prefix(run)}/metrics.json"))
+    assert metrics["test_samples"] == np.array(metrics["confusion_matrix"]).sum() == 10000
     assert metrics["accuracy"] > ACCURACY_FLOOR
-    return metrics
-
-
-def test_local_run_with_gcs_store(tmp_path: Path, mnist_path: Path, gcs_bucket: str) -> None:
-    """The whole pipeline on a gs:// store (a folder store: the quick try below)."""
-    store_uri = f"gs://{gcs_bucket}/mnist"
-    result = run_submit(*local_run(store_uri, tmp_path / "logs", mnist_path, *SMALL_RUN))
-    assert result.returncode == 0, result.stdout + result.stderr
-    metrics = check_published(store_uri)
     assert f"test accuracy: {metrics['accuracy']:.4f}" in result.stdout
-    assert not any((tmp_path).glob("store*")), "a gs:// store wrote nothing locally"
-    store = open_store(store_uri)
-    run = latest_run(store)
     # every artifact the DAG exchanged sits under the run's own prefix
     kept = {key.removeprefix(f"{run}/") for key in store.list_keys(run)}
     exchanged = {"shards/0.npz", "shards/1.npz", "test.npz", "init/model.h5", "round-1/model.h5"}

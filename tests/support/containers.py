@@ -6,10 +6,12 @@ from __future__ import annotations
 import subprocess
 import tomllib
 from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
 import pytest
 
 from tests.support.project import ROOT
+from workflows.local.engines import Invocation
 
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 STEPS_IMAGE = f"mnist-argo-steps:{VERSION}"  # the steps that do not train: no TensorFlow
@@ -24,6 +26,16 @@ class Images:
     steps: str
     train: str
     page: str
+
+
+def invocation(host_dir: Path, code: str = "pass", **changes) -> Invocation:
+    """A try of `python -c code` in the steps image, in /work (`host_dir` here) with the pipeline's emptyDirs."""
+    host_dir.mkdir(parents=True, exist_ok=True)
+    fields = {"name": "fake-step(0)", "image": STEPS_IMAGE, "command": ["python", "-c", code]}
+    fields |= {"environment": {}, "working_dir": PurePosixPath("/work"), "host_dir": host_dir}
+    return Invocation(
+        **(fields | {"scratch": (PurePosixPath("out"), PurePosixPath("/tmp"))} | changes)
+    )
 
 
 def engine_program() -> str:
