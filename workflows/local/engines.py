@@ -50,10 +50,8 @@ class Invocation:
 
     def host_path(self, path: PurePosixPath | str) -> Path:
         """Where a container path lives here: under host_dir, or a `volumes` folder beside it (/tmp, say)."""
-        posix = PurePosixPath(path)
-        if not posix.is_absolute():
-            return self.host_dir / posix
-        if posix == self.working_dir or self.working_dir in posix.parents:
+        posix = self.working_dir / path  # a relative path is under working_dir
+        if posix.is_relative_to(self.working_dir):
             return self.host_dir / posix.relative_to(self.working_dir)
         return self.host_dir.parent / "volumes" / posix.relative_to("/")
 
