@@ -95,7 +95,7 @@ class ContainerEngine:
             # start --attach returns the container's exit code and keeps its two streams apart
             command = [self.program, "start", "--attach", container]
             stop = lambda _: self._stop(container)  # noqa: E731
-            code = attach(command, invocation, log, timeout, stop, start_new_session=True)
+            code = attach(command, invocation, log, timeout, stop)
             if code is None or self._stopped:
                 return code
             # the container's own exit code; an engine failure (it never ran) is an EngineError

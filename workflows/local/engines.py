@@ -80,8 +80,13 @@ def attach(
     """`command`'s exit code (None once `stop`ped at `timeout`), its stdout line by line to `log` and
     `invocation.on_output`, its stderr to `log`."""
     log.flush()
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, **popen
+    process = subprocess.Popen(  # in a group of its own, to be stopped as one
+        command,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        **popen,
     )
     running = set() if running is None else running
     running.add(process)  # where stop_all finds it; set operations hold the GIL
@@ -131,17 +136,8 @@ class ProcessEngine:
             if invocation.working_dir in path.parents:
                 invocation.host_path(path).mkdir(parents=True, exist_ok=True)
 
-        code = attach(
-            command,
-            invocation,
-            log,
-            timeout,
-            stop_process,
-            self._running,
-            cwd=invocation.host_dir,
-            env=environment,
-            start_new_session=True,
-        )
+        stop, running, folder = stop_process, self._running, invocation.host_dir
+        code = attach(command, invocation, log, timeout, stop, running, cwd=folder, env=environment)
         return 128 - code if code is not None and code < 0 else code  # signal N: 128 + N
 
     def stop_all(self) -> None:
