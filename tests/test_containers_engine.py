@@ -1,11 +1,8 @@
 """The container engine for real: small fake steps (`python -c ...`) in the built steps image, as uid 10001
-on a read-only root, their inputs laid out as Argo's executor lays them out: a directory input made 0700 by
-root (`os.MkdirAll(dir, 0o700)`, chmod only when the artifact sets `mode`: executor.go:loadArtifact) is
-unreadable to the step, as on a cluster."""
+on a read-only root, their inputs laid out as Argo's executor lays them out."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from pathlib import Path, PurePosixPath
@@ -13,26 +10,12 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from tests.support import containers
-from tests.support.containers import IMAGE_UID, Images, leftover_containers
+from tests.support.containers import IMAGE_UID, Images, invocation, leftover_containers
 from workflows.local.containers import ContainerEngine
 from workflows.local.engines import Invocation
 
 pytestmark = pytest.mark.containers
 images = containers.images  # the fixture, under its own name
-
-
-def fake_step(tmp_path: Path, images: Images, code: str, **changes) -> Invocation:
-    (tmp_path / "task").mkdir(parents=True, exist_ok=True)
-    fields = {
-        "name": "fake-step(0)",
-        "image": images.steps,
-        "command": ["python", "-c", code],
-        "environment": {},
-        "working_dir": PurePosixPath("/work"),
-        "host_dir": tmp_path / "task",
-        "scratch": (PurePosixPath("out"),),
-    }
-    return Invocation(**(fields | changes))
 
 
 def run(engine: ContainerEngine, task: Invocation, tmp_path: Path, timeout: float = 120):
@@ -47,13 +30,13 @@ def test_a_root_owned_0700_input_folder_is_unreadable_to_the_step(
     tmp_path: Path, images: Images, mode: int, readable: bool
 ) -> None:
     code = "import os; print(sorted(os.listdir('in/models')))"
-    task = fake_step(tmp_path, images, code, inputs=(PurePosixPath("in/models"),))
+    task = invocation(tmp_path / "task", code, inputs=(PurePosixPath("in/models"),))
     folder = task.host_dir / "in/models"
     folder.mkdir(parents=True)
     folder.chmod(mode)
     (folder / "0.h5").write_bytes(b"x")
     (folder / "0.h5").chmod(0o644)
-    exit_code, log = run(ContainerEngine(program=images.engine), task, tmp_path)
+    exit_code, log = run(ContainerEngine(images.engine), task, tmp_path)
     assert (exit_code, "['0.h5']" in log) == ((0, True) if readable else (1, False)), log
     assert readable or ("PermissionError" in log and "in/models" in log)
 
@@ -79,10 +62,8 @@ for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in
 sys.exit(3)
 """
     outputs = (PurePosixPath("out/model.h5"), PurePosixPath("out/models"))
-    task = fake_step(
-        tmp_path, images, code, outputs=outputs, memory_limit="512Mi", cpu_limit="500m"
-    )
-    exit_code, log = run(ContainerEngine(program=images.engine), task, tmp_path)
+    task = invocation(tmp_path / "task", code, outputs=outputs, memory=512 * 2**20, cpus=0.5)
+    exit_code, log = run(ContainerEngine(images.engine), task, tmp_path)
     assert exit_code == 3, log
     assert f"uid {IMAGE_UID}" in log and "root: Read-only file system" in log
     assert f"memory {512 * 2**20}" in log
@@ -100,17 +81,12 @@ with open(os.environ["ARGO_PROGRESS_FILE"], "w") as progress:
     progress.write("1/2\\n")
 time.sleep(300)
 """
-    engine = ContainerEngine(program=images.engine)
+    engine = ContainerEngine(images.engine)
     results: list[int] = []
     threads, progress = [], [tmp_path / f"progress-{shard}" / "p" for shard in range(2)]
-    for shard in range(2):
-        task = fake_step(
-            tmp_path / str(shard),
-            images,
-            code,
-            name=f"stopped-step({shard})",
-            progress_file=progress[shard],
-        )
+    for shard, file in enumerate(progress):
+        name = f"stopped-step({shard})"
+        task = invocation(tmp_path / str(shard) / "task", code, name=name, progress_file=file)
         call = lambda t=task, s=shard: results.append(run(engine, t, tmp_path / str(s))[0])  # noqa: E731
         threads.append(threading.Thread(target=call))
         threads[-1].start()
@@ -129,28 +105,14 @@ time.sleep(300)
 
 
 def test_a_deadline_stops_and_removes_the_container(tmp_path: Path, images: Images) -> None:
-    task = fake_step(tmp_path, images, "import time; time.sleep(300)", name="deadline-step")
-    assert run(ContainerEngine(program=images.engine), task, tmp_path, timeout=3)[0] is None
+    task = invocation(tmp_path / "task", "import time; time.sleep(300)", name="deadline-step")
+    assert run(ContainerEngine(images.engine), task, tmp_path, timeout=3)[0] is None
     assert not leftover_containers(images.engine, "deadline-step")
 
 
-def test_no_network_unless_the_step_needs_one(tmp_path: Path, images: Images) -> None:
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        port = server.getsockname()[1]
-        code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5); print('reached')"
-        engine = ContainerEngine(program=images.engine)
-        isolated, log = run(engine, fake_step(tmp_path, images, code, name="isolated"), tmp_path)
-        assert isolated != 0 and "reached" not in log
-        networked, log = run(
-            engine, fake_step(tmp_path, images, code, name="networked", network=True), tmp_path
-        )
-        assert networked == 0 and "reached" in log
-
-
 def test_a_writable_folder_mount_lets_the_images_user_write(tmp_path: Path, images: Images) -> None:
-    """A folder store made by root (0755) is bind-mounted at its path; the step, uid 10001, publishes there."""
+    """A folder store (0755) the command names is bind-mounted at its path; the step, uid 10001, publishes
+    there; a file it names is mounted read-only."""
     store, data = tmp_path / "store", tmp_path / "mnist.txt"
     (store / "models").mkdir(parents=True, mode=0o755)
     data.write_text("read-only data")
@@ -163,8 +125,9 @@ try:
 except OSError as error:
     print("data:", error.strerror)
 """
-    task = fake_step(tmp_path, images, code, mounts=((store, True), (data, False)))
-    exit_code, log = run(ContainerEngine(program=images.engine), task, tmp_path)
+    task = invocation(tmp_path / "task", code)
+    task.command.extend([str(store), str(data)])
+    exit_code, log = run(ContainerEngine(images.engine), task, tmp_path)
     assert exit_code == 0, log
     assert (store / "models" / "LATEST").read_text() == "mnist-abcde"
     assert "read-only data" in log and "data: Read-only file system" in log

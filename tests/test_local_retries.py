@@ -1,6 +1,5 @@
-"""workflows/local/retries.py: the retry rule read from the compiled template, durations as Argo reads them
-(wfv1.ParseStringToDuration: strconv.Atoi, then Go's time.ParseDuration), and whether and when a failed try
-is tried again, in the order of Argo v4.1.4's processNodeRetries (workflow/controller/operator.go)."""
+"""workflows/local/retries.py: the retry rule read from the compiled template, and whether and when a failed
+try is tried again, in the order of Argo v4.1.4's processNodeRetries (workflow/controller/operator.go)."""
 
 from __future__ import annotations
 
@@ -27,21 +26,19 @@ def failed(*ends: float, exit_code: int | None = 1, phase: str = "Failed") -> li
 
 
 @pytest.mark.parametrize(
-    ("text", "seconds"),
-    [("30", 30), ("-30", -30), ("1m30s", 90), ("1.5h", 5400), (".5s", 0.5), ("-1m30s", -90)],
+    ("text", "seconds"), [("30", 30), ("15s", 15), ("1m30s", 90), ("2h", 7200)]
 )
-def test_durations_read_as_argo_reads_them(text: str, seconds: float) -> None:
-    assert parse_duration(text) == pytest.approx(seconds)
+def test_durations_read_as_the_settings_write_them(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
 
 
 @pytest.mark.parametrize(
-    "text",
-    ["", "-", "s", "5 minutes", "1d", "1m-5s", "--5s", "5s-", ".s", " 15s", "30\n", "\u0663\u0660"],
+    "text", ["", "s", "-30", "1.5h", "1d", "5s1m", " 15s", "30\n", "\u0663\u0660"]
 )
-def test_what_go_refuses_is_refused(text: str) -> None:
+def test_any_other_duration_is_refused(text: str) -> None:
     with pytest.raises(UnsupportedFeature) as refused:
         parse_duration(text)
-    assert str(refused.value) == f"time: invalid duration {text!r}"
+    assert str(refused.value) == f"the local runner cannot read the duration {text!r}"
 
 
 def test_the_rule_is_read_from_every_compiled_template() -> None:
@@ -63,7 +60,7 @@ def test_the_rule_is_read_from_every_compiled_template() -> None:
         ({"backoff": {"duration": "1s", "factor": 0}}, "a backoff factor of at least 1"),
         ({"limit": True}, "limit must be a whole number"),
         ({"limit": "2.0"}, "limit must be a whole number"),
-        ({"backoff": {"duration": "1 minute"}}, "invalid duration"),
+        ({"backoff": {"duration": "1 minute"}}, "cannot read the duration"),
     ],
 )
 def test_a_rule_the_template_never_writes_is_refused(change: dict, fault: str) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from steps.lib.storage import open_store
+from workflows.local.engines import exit_description
 from workflows.local.runner import POD_DEADLINE_MESSAGE, LocalRunner
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
@@ -20,8 +21,8 @@ RUN = "{{workflow.name}}"
 
 def pipeline_rule(retries: int, backoff: str = "0s") -> dict:
     """The retryStrategy the pipeline's templates carry, as compiled."""
-    settings = PipelineSettings(retries=retries, retry_backoff=backoff)
-    return compile_workflow(settings)["spec"]["templates"][0]["retryStrategy"]
+    compiled = compile_workflow(PipelineSettings(retries=retries, retry_backoff=backoff))
+    return compiled["spec"]["templates"][0]["retryStrategy"]
 
 
 def step(name: str, code: str, *args: str, **extra: Any) -> dict:
@@ -30,19 +31,15 @@ def step(name: str, code: str, *args: str, **extra: Any) -> dict:
     return {"name": name, "container": container | {"workingDir": "/work"}, **extra}
 
 
-def output(name: str, path: str, key: str) -> dict:
-    return {"name": name, "path": f"/work/{path}", "gcs": {"key": key}, "archive": {"none": {}}}
-
-
-def workflow(tasks: list[dict], templates: list[dict], **spec: Any) -> dict:
-    return {
-        "metadata": {"generateName": "test-"},
-        "spec": {
-            "entrypoint": "main",
-            "templates": [{"name": "main", "dag": {"tasks": tasks}}, *templates],
-            **spec,
-        },
-    }
+def workflow(tasks: list, templates: list[dict], **spec: Any) -> dict:
+    """A Workflow whose dag runs `tasks`: dicts, or `name:template[:depends]`."""
+    keys = ("name", "template", "depends")
+    made = [
+        t if isinstance(t, dict) else dict(zip(keys, t.split(":", 2), strict=False)) for t in tasks
+    ]
+    main = {"name": "main", "dag": {"tasks": made}}
+    spec = {"entrypoint": "main", "templates": [main, *templates], **spec}
+    return {"metadata": {"generateName": "test-"}, "spec": spec}
 
 
 def run(tmp_path: Path, manifest: dict, **runner: Any):
@@ -56,8 +53,7 @@ def node(result, name: str):
     return next(n for n in result.nodes if n.name == name)
 
 
-# as split writes its shard ids: a JSON list of numbers
-LIST_ITEMS = "import json, pathlib, sys; pathlib.Path('ids.json').write_text(json.dumps([int(a) for a in sys.argv[1:]]))"
+LIST_ITEMS = "import json, pathlib, sys; pathlib.Path('ids.json').write_text(json.dumps([int(a) for a in sys.argv[1:]]))"  # as split
 
 
 def fan_out(items: list[str], train_code: str, fan_in: str, **train: Any) -> dict:
@@ -66,47 +62,24 @@ def fan_out(items: list[str], train_code: str, fan_in: str, **train: Any) -> dic
     ids = {"name": "ids", "valueFrom": {"path": "/work/ids.json"}}
     trainer = step("train", train_code, "{{inputs.parameters.shard}}", **train)
     trainer.setdefault("inputs", {"parameters": [{"name": "shard"}]})
-    return workflow(
-        [
-            {"name": "list", "template": "list"},
-            {
-                "name": "train",
-                "template": "train",
-                "depends": "list",
-                "withParam": "{{tasks.list.outputs.parameters.ids}}",
-                "arguments": {"parameters": [{"name": "shard", "value": "{{item}}"}]},
-            },
-            {"name": "aggregate", "template": "ok", "depends": fan_in},
-        ],
-        [
-            step("list", LIST_ITEMS, *items, outputs={"parameters": [ids]}),
-            trainer,
-            step("ok", "pass"),
-        ],
-    )
+    withparam = {"withParam": "{{tasks.list.outputs.parameters.ids}}"}
+    withparam["arguments"] = {"parameters": [{"name": "shard", "value": "{{item}}"}]}
+    tasks = ["list:list", {"name": "train", "template": "train", "depends": "list", **withparam}]
+    listing = step("list", LIST_ITEMS, *items, outputs={"parameters": [ids]})
+    return workflow([*tasks, f"aggregate:ok:{fan_in}"], [listing, trainer, step("ok", "pass")])
 
 
-MODEL_OUTPUT = {
-    "artifacts": [output("model", "out/model.txt", f"{RUN}/m/{{{{inputs.parameters.shard}}}}")]
-}
+MODEL = {"name": "model", "path": "/work/out/model.txt", "archive": {"none": {}}}
+MODEL_OUTPUT = {"artifacts": [MODEL | {"gcs": {"key": f"{RUN}/m/{{{{inputs.parameters.shard}}}}"}}]}
 FAN_IN = "train.Succeeded || train.Failed || train.Errored"  # the pipeline's
 
 
 def test_a_failed_task_lets_running_tasks_finish_and_omits_its_dependents(tmp_path: Path) -> None:
-    """dag.go: a failed task kills nothing; dependents whose depends is false are Omitted; the run's phase
-    comes from the target branch (assessDAGPhase); summary.json says it all as data."""
+    """dag.go: a failed task kills nothing, its dependents are Omitted; summary.json says it all as data."""
+    tasks = ["fails:fail", "slow:slow", "after-fail:ok:fails", "after-slow:ok:slow"]
+    fail = step("fail", "raise SystemExit(3)", retryStrategy=pipeline_rule(1))
     manifest = workflow(
-        [
-            {"name": "fails", "template": "fail"},
-            {"name": "slow", "template": "slow"},
-            {"name": "after-fail", "template": "ok", "depends": "fails"},
-            {"name": "after-slow", "template": "ok", "depends": "slow"},
-        ],
-        [
-            step("fail", "raise SystemExit(3)", retryStrategy=pipeline_rule(1)),
-            step("slow", "import time; time.sleep(1.5)"),
-            step("ok", "pass"),
-        ],
+        tasks, [fail, step("slow", "import time; time.sleep(1.5)"), step("ok", "pass")]
     )
     result, _, _ = run(tmp_path, manifest)
     phases = {"fails": "Failed", "slow": "Succeeded", "after-fail": "Omitted"}
@@ -124,8 +97,8 @@ def test_a_failed_task_lets_running_tasks_finish_and_omits_its_dependents(tmp_pa
 def test_the_fan_in_runs_after_a_failed_and_an_error_trainer_when_another_delivered(
     tmp_path: Path,
 ) -> None:
-    """Trainer 0 fails (exit 1) after writing its model, which is saved all the same (executor.go); trainer
-    1 exits 0 without writing its model: an Error; trainer 2 delivers. The fan-in runs, the run succeeds."""
+    """Trainer 0 fails after writing its model, saved all the same (executor.go); trainer 1 writes none: an
+    Error; trainer 2 delivers. The fan-in runs, the run succeeds."""
     code = (
         "import pathlib, sys\n"
         "if sys.argv[1] != '1': pathlib.Path('out').mkdir(); pathlib.Path('out/model.txt').write_text('m')\n"
@@ -142,8 +115,7 @@ def test_the_fan_in_runs_after_a_failed_and_an_error_trainer_when_another_delive
 
 
 def test_input_folders_are_laid_out_as_argoexec_lays_them_out(tmp_path: Path) -> None:
-    """gcs.go: a key is a plain prefix (models also matches models-old/...), folders 0700, files 0644;
-    executor.go:loadArtifact applies `mode` (recursively with recurseMode), as aggregate's models ask."""
+    """gcs.go: a key is a plain prefix, folders 0700, files 0644; executor.go:loadArtifact applies `mode`."""
     store = open_store(tmp_path / "store")
     for key in ("run-x/models/0.h5", "run-x/models/sub/1.h5", "run-x/models-old/2.h5"):
         store.write_text(key, "w")
@@ -159,17 +131,12 @@ def test_input_folders_are_laid_out_as_argoexec_lays_them_out(tmp_path: Path) ->
         template = step(
             "probe", probe, inputs={"artifacts": [artifact | mode]}, outputs={"parameters": [modes]}
         )
-        result, _, _ = run(tmp_path, workflow([{"name": "p", "template": "probe"}], [template]))
+        result, _, _ = run(tmp_path, workflow(["p:probe"], [template]))
         return json.loads(result.output("p", "modes"))
 
-    assert modes() == {
-        "in/models": "0o700",
-        "in/models/0.h5": "0o644",
-        "in/models/sub": "0o700",
-        "in/models/sub/1.h5": "0o644",
-        "in/models/-old": "0o700",  # filepath.Join(path, "-old/2.h5")
-        "in/models/-old/2.h5": "0o644",
-    }
+    folders = ["in/models", "in/models/sub", "in/models/-old"]  # filepath.Join(path, "-old/2.h5")
+    files = ["in/models/0.h5", "in/models/sub/1.h5", "in/models/-old/2.h5"]
+    assert modes() == dict.fromkeys(folders, "0o700") | dict.fromkeys(files, "0o644")
     opened = modes(mode=0o755, recurseMode=True)
     assert set(opened.values()) == {"0o755"}
 
@@ -183,7 +150,7 @@ def test_a_missing_input_is_an_error_a_template_deadline_a_failure_and_both_are_
         step("read", "pass", inputs={"artifacts": [data]}, retryStrategy=rule),
         step("slow", "import time; time.sleep(60)", activeDeadlineSeconds="1", retryStrategy=rule),
     ]
-    tasks = [{"name": "read", "template": "read"}, {"name": "slow", "template": "slow"}]
+    tasks = ["read:read", "slow:slow"]
     result, _, _ = run(tmp_path, workflow(tasks, templates))
     read, slow = node(result, "read"), node(result, "slow")
     assert read.phase == "Error" and read.attempts == 2
@@ -193,16 +160,9 @@ def test_a_missing_input_is_an_error_a_template_deadline_a_failure_and_both_are_
 
 
 def test_the_workflow_deadline_stops_the_run(tmp_path: Path) -> None:
+    slow = step("slow", "import time; time.sleep(60)", retryStrategy=pipeline_rule(3))
     manifest = workflow(
-        [
-            {"name": "slow", "template": "slow"},
-            {"name": "later", "template": "ok", "depends": "slow"},
-        ],
-        [
-            step("slow", "import time; time.sleep(60)", retryStrategy=pipeline_rule(3)),
-            step("ok", "pass"),
-        ],
-        activeDeadlineSeconds=2,
+        ["slow:slow", "later:ok:slow"], [slow, step("ok", "pass")], activeDeadlineSeconds=2
     )
     result, _, _ = run(tmp_path, manifest)
     assert result.phase == "Failed"
@@ -214,8 +174,7 @@ def test_the_workflow_deadline_stops_the_run(tmp_path: Path) -> None:
 def test_bad_input_is_not_retried_once_the_backoff_is_waited_out_and_other_failures_are(
     tmp_path: Path,
 ) -> None:
-    """Exit code 2, the steps' bad input: the template's expression stops the retries, after the first
-    backoff (operator.go:processNodeRetries looks at the backoff first); exit code 1 is retried."""
+    """Exit code 2, bad input, is not retried, once the first backoff is waited out; exit code 1 is."""
     count = tmp_path / "count"
     flaky = (
         f"import pathlib; p = pathlib.Path({str(count)!r}); n = int(p.read_text()) if p.exists() "
@@ -226,7 +185,7 @@ def test_bad_input_is_not_retried_once_the_backoff_is_waited_out_and_other_failu
         step("bad", "raise SystemExit(2)", retryStrategy=rule),
         step("f", flaky, retryStrategy=rule),
     ]
-    tasks = [{"name": "bad", "template": "bad"}, {"name": "flaky", "template": "f"}]
+    tasks = ["bad:bad", "flaky:f"]
     result, lines, _ = run(tmp_path, workflow(tasks, templates))
     bad, flaky_node = node(result, "bad"), node(result, "flaky")
     assert bad.attempts == 1 and bad.duration >= 1.0
@@ -240,8 +199,8 @@ def test_bad_input_is_not_retried_once_the_backoff_is_waited_out_and_other_failu
 def test_stdout_lines_are_shown_as_they_come_and_progress_is_told_at_the_end(
     tmp_path: Path,
 ) -> None:
-    """Without a terminal only the tasks' own lines and their ends (progress read from the file Argo
-    names); stderr only goes to the log, as a pod's."""
+    """Without a terminal: the tasks' stdout lines and ends (with the progress file's last N/M); stderr
+    only to the log, as a pod's."""
     code = (
         "import os, sys, time\n"
         "print('round 1: 91.20%', flush=True)\n"
@@ -250,7 +209,7 @@ def test_stdout_lines_are_shown_as_they_come_and_progress_is_told_at_the_end(
         "    open(os.environ['ARGO_PROGRESS_FILE'], 'w').write(f'{done}/3\\n'); time.sleep(0.6)\n"
         "print('round 2: 95.70%')\n"
     )
-    manifest = workflow([{"name": "say", "template": "s"}], [step("s", code)])
+    manifest = workflow(["say:s"], [step("s", code)])
     result, lines, _ = run(tmp_path, manifest, live_progress=False)
     said = [line.split("s  ", 1) for line in lines.splitlines()[1:]]  # after the run's first line
     texts = [text for _, text in said]
@@ -264,21 +223,13 @@ def test_stdout_lines_are_shown_as_they_come_and_progress_is_told_at_the_end(
 
 def most_at_once(nodes: list) -> int:
     """The most nodes that ran at the same time."""
-    events = sorted(
-        [(n.started, 1) for n in nodes if n.started is not None]
-        + [(n.finished, -1) for n in nodes if n.finished is not None]
-    )
-    running = most = 0
-    for _, change in events:
-        running += change
-        most = max(most, running)
-    return most
+    return max(sum(n.started <= m.started < n.finished for n in nodes) for m in nodes)
 
 
 @pytest.mark.parametrize(
     ("items", "memory", "cores", "budget", "most"),
     [
-        (8, "1Gi", 64, 3 * 2**30, 3),  # the memory requests decide
+        (8, "1Gi", 64, 3 * 2**30, 3),  # the memory limits decide
         (6, "10Mi", 1, 2**40, 2),  # without --parallelism: two tries per core
         (3, "2Gi", 8, 2**30, 1),  # larger than the whole budget: still runs, alone
     ],
@@ -286,26 +237,23 @@ def most_at_once(nodes: list) -> int:
 def test_tries_start_only_while_they_fit(
     tmp_path: Path, items: int, memory: str, cores: int, budget: int, most: int
 ) -> None:
-    """`--workers 64` started 64 trainers at once (about 0.6 GiB each): the runner admits tries as
-    Kubernetes places pods, by their memory requests, and a few per core."""
+    """Tries start while their memory limits fit the budget, and a few per core."""
     manifest = fan_out([str(i) for i in range(items)], "import time; time.sleep(0.4)", "train")
-    manifest["spec"]["templates"][2]["container"] |= {"resources": {"requests": {"memory": memory}}}
+    manifest["spec"]["templates"][2]["container"] |= {"resources": {"limits": {"memory": memory}}}
     result, lines, _ = run(tmp_path, manifest, parallelism=None, cores=cores, memory=budget)
     assert result.phase == "Succeeded"
     assert most_at_once([n for n in result.nodes if n.task == "train"]) == most
     assert f"memory {budget / 2**30:.1f} GiB" in lines.splitlines()[0]
 
 
-def test_a_try_killed_by_a_signal_says_so(tmp_path: Path) -> None:
-    """A trainer killed by the kernel's OOM killer was reported as "exit code 137"."""
-    said = {
-        "SIGKILL": "killed (signal 9, e.g. out of memory), exit code 137",
-        "SIGTERM": "terminated (signal 15, SIGTERM), exit code 143",
-    }
-    code = "import os, signal, sys; print('started', flush=True); os.kill(os.getpid(), getattr(signal, sys.argv[1]))"
-    tasks = [{"name": name, "template": name} for name in said]
-    result, _, _ = run(tmp_path, workflow(tasks, [step(name, code, name) for name in said]))
-    for name, text in said.items():
-        assert node(result, name).tries[0].exit_code == int(text.rsplit(" ", 1)[1])
-        assert node(result, name).message == f"{text}: started"
-    assert result.message.split(" failed: ")[1].startswith(tuple(said.values()))
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [
+        (137, "killed (signal 9, e.g. out of memory), exit code 137"),  # the OOM killer's
+        (143, "terminated (signal 15, SIGTERM), exit code 143"),
+        (134, "killed by signal 6 (SIGABRT), exit code 134"),
+        (3, "exit code 3"),
+    ],
+)
+def test_a_try_killed_by_a_signal_says_so(code: int, said: str) -> None:
+    assert exit_description(code) == said

@@ -11,30 +11,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from steps.lib.registry import (
-    HISTORY_FILE,
-    HISTORY_PLOT,
-    LATEST_KEY,
-    latest_run,
-    read_run_history,
-    run_prefix,
-)
+from steps.lib.registry import HISTORY_FILE, HISTORY_PLOT, latest_run, read_run_history, run_prefix
 from steps.lib.storage import open_store
 from tests.support.project import ROOT, SMALL_RUN, local_run, run_submit
 
 pytestmark = pytest.mark.slow  # every test runs the pipeline
 
-# 2 workers x 1500 digits, 1 epoch: the averaged model scores ~0.85-0.9 on 10000 test digits.
-# Chance is 0.10; 0.70 leaves room for seeds while failing anything that did not learn.
-ACCURACY_FLOOR = 0.70
+ACCURACY_FLOOR = 0.70  # 2 workers x 1500 digits, 1 epoch score ~0.85-0.9; chance is 0.10
 
 
-def check_published(store_uri: str) -> dict:
+def test_local_run_with_gcs_store(tmp_path: Path, mnist_path: Path, gcs_bucket: str) -> None:
+    """The whole pipeline on a gs:// store (a folder store: the quick try below)."""
+    store_uri = f"gs://{gcs_bucket}/mnist"
+    result = run_submit(*local_run(store_uri, tmp_path / "logs", mnist_path, *SMALL_RUN))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not any((tmp_path).glob("store*")), "a gs:// store wrote nothing locally"
     store = open_store(store_uri)
     run = latest_run(store)
-    assert run, f"{LATEST_KEY} was not written"
-    prefix = run_prefix(run)
-    keys = store.list_keys(prefix)
     published = (
         "model.h5",
         "metrics.json",
@@ -43,33 +36,20 @@ def check_published(store_uri: str) -> dict:
         HISTORY_FILE,
         HISTORY_PLOT,
     )
-    assert {f"{prefix}/{name}" for name in published} <= set(keys)
-    metrics = json.loads(store.read_text(f"{prefix}/metrics.json"))
-    assert metrics["test_samples"] == 10000
-    assert np.array(metrics["confusion_matrix"]).sum() == 10000
+    assert {f"{run_prefix(run)}/{name}" for name in published} <= set(
+        store.list_keys(run_prefix(run))
+    )
+    metrics = json.loads(store.read_text(f"{run_prefix(run)}/metrics.json"))
+    assert metrics["test_samples"] == np.array(metrics["confusion_matrix"]).sum() == 10000
     assert metrics["accuracy"] > ACCURACY_FLOOR
-    return metrics
-
-
-def test_local_run_with_folder_store(tmp_path: Path, mnist_path: Path) -> None:
-    store = tmp_path / "store"
-    result = run_submit(*local_run(store, tmp_path / "logs", mnist_path, *SMALL_RUN))
-    assert result.returncode == 0, result.stdout + result.stderr
-    metrics = check_published(str(store))
     assert f"test accuracy: {metrics['accuracy']:.4f}" in result.stdout
-    run = latest_run(open_store(store))
     # every artifact the DAG exchanged sits under the run's own prefix
-    kept = {p.relative_to(store / run).as_posix() for p in (store / run).rglob("*") if p.is_file()}
-    assert {
-        "shards/0.npz",
-        "shards/1.npz",
-        "test.npz",
-        "init/model.h5",
-        "round-1/models/0.h5",
-        "round-1/models/1.json",
-        "round-1/model.h5",
-        "evaluation/metrics.json",
-    } <= kept
+    kept = {key.removeprefix(f"{run}/") for key in store.list_keys(run)}
+    exchanged = {"shards/0.npz", "shards/1.npz", "test.npz", "init/model.h5", "round-1/model.h5"}
+    assert (
+        exchanged | {"round-1/models/0.h5", "round-1/models/1.json", "evaluation/metrics.json"}
+        <= kept
+    )
     assert (tmp_path / "logs" / run / "train-round-1-0-0.log").read_text().count("epoch 1/1") == 1
     # the run says how training goes as it goes: each worker's epochs, then the round's score
     shown = result.stdout.splitlines()
@@ -78,8 +58,7 @@ def test_local_run_with_folder_store(tmp_path: Path, mnist_path: Path) -> None:
     ]
     (round_line,) = [i for i, line in enumerate(shown) if "aggregate-round-1: round 1: " in line]
     assert len(epochs) == 2 and max(epochs) < round_line
-    trained = read_run_history(open_store(store), run_prefix(run))
-    (record,) = trained["rounds"]
+    (record,) = read_run_history(store, run_prefix(run))["rounds"]
     assert (
         f"the average scores {record['held_out']['accuracy']:.2%} on 1000 held-out"
         in shown[round_line]
@@ -87,14 +66,6 @@ def test_local_run_with_folder_store(tmp_path: Path, mnist_path: Path) -> None:
     assert sorted(record["workers"]) == ["0", "1"]
     assert all(len(worker["accuracy"]) == 1 for worker in record["workers"].values())
     assert record["held_out"]["accuracy"] > ACCURACY_FLOOR
-
-
-def test_local_run_with_gcs_store(tmp_path: Path, mnist_path: Path, gcs_bucket: str) -> None:
-    store = f"gs://{gcs_bucket}/mnist"
-    result = run_submit(*local_run(store, tmp_path / "logs", mnist_path, *SMALL_RUN))
-    assert result.returncode == 0, result.stdout + result.stderr
-    check_published(store)
-    assert not any((tmp_path).glob("store*")), "a gs:// store wrote nothing locally"
 
 
 def test_failed_task_stops_the_run_with_its_name_and_log(tmp_path: Path, small_mnist: Path) -> None:
@@ -107,7 +78,7 @@ def test_failed_task_stops_the_run_with_its_name_and_log(tmp_path: Path, small_m
     assert not (tmp_path / "store" / "models").exists()
 
 
-def test_bad_settings_are_refused_before_anything_runs(tmp_path: Path) -> None:
+def test_bad_settings_are_one_line_and_exit_2_before_anything_runs(tmp_path: Path) -> None:
     result = run_submit("--local", "--workers", "0", "--artifacts", str(tmp_path / "store"))
     assert result.returncode == 2
     assert "error:" in result.stderr
@@ -117,10 +88,8 @@ def test_bad_settings_are_refused_before_anything_runs(tmp_path: Path) -> None:
 def test_a_quick_try_after_a_full_run_succeeds_is_kept_and_can_be_served(
     tmp_path: Path, small_mnist: Path
 ) -> None:
-    """The README's quick try right after `make run`: publish refused the worse model, the run
-    Failed with exit code 1 and its model was lost. Now it is kept under its run (named by --name,
-    which the local runner ignored), LATEST stays on the complete run, the summary says why in one
-    line with the command that serves it anyway, and that command does."""
+    """The README's quick try after a complete run: kept under its --name, LATEST stays on the complete
+    run, and the one line saying why gives the command that serves it anyway, which does."""
     store, logs = tmp_path / "store", tmp_path / "logs"
     full = ("--workers", "2", "--epochs", "1", "--batch", "32", "--rounds", "1")
     first = run_submit(*local_run(store, logs, small_mnist, *full, "--name", "full-run"))

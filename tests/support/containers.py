@@ -1,18 +1,17 @@
 """What the container tests share: the engine (podman or docker) and the three images, built once per session.
-
-These tests run only when selected (`pytest -m containers`, i.e. `make test-containers`); selected, they
-fail, never skip, when no engine answers or the images cannot be built: a CI run that asked for them must
-not pass without them."""
+Selected (`make test-containers`), they fail, never skip, when no engine answers or an image cannot be built."""
 
 from __future__ import annotations
 
 import subprocess
 import tomllib
 from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
 import pytest
 
 from tests.support.project import ROOT
+from workflows.local.engines import Invocation
 
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 STEPS_IMAGE = f"mnist-argo-steps:{VERSION}"  # the steps that do not train: no TensorFlow
@@ -27,6 +26,16 @@ class Images:
     steps: str
     train: str
     page: str
+
+
+def invocation(host_dir: Path, code: str = "pass", **changes) -> Invocation:
+    """A try of `python -c code` in the steps image, in /work (`host_dir` here) with the pipeline's emptyDirs."""
+    host_dir.mkdir(parents=True, exist_ok=True)
+    fields = {"name": "fake-step(0)", "image": STEPS_IMAGE, "command": ["python", "-c", code]}
+    fields |= {"environment": {}, "working_dir": PurePosixPath("/work"), "host_dir": host_dir}
+    return Invocation(
+        **(fields | {"scratch": (PurePosixPath("out"), PurePosixPath("/tmp"))} | changes)
+    )
 
 
 def engine_program() -> str:
@@ -59,23 +68,15 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> Images:
 
 def leftover_containers(engine: str, name_part: str) -> list[str]:
     """Names of containers (running or not) whose name contains `name_part`."""
-    listed = subprocess.run(
-        [engine, "ps", "--all", "--format", "{{.Names}}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    command = [engine, "ps", "--all", "--format", "{{.Names}}"]
+    listed = subprocess.run(command, capture_output=True, text=True, check=True)
     return [name for name in listed.stdout.split() if name_part in name]
 
 
 def finds_tensorflow(engine: str, image: str) -> bool:
     """Whether `tensorflow` can be found in the image (found, not imported: that takes seconds)."""
     probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('tensorflow') is None)"
-    found = subprocess.run(
-        [engine, "run", "--rm", "--network", "none", image, "python", "-c", probe],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    command = [engine, "run", "--rm", "--network", "none", image, "python", "-c", probe]
+    found = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert found.returncode in (0, 1), found.stderr
     return found.returncode == 0

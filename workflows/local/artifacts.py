@@ -1,10 +1,5 @@
-"""Key-only GCS artifacts moved between the store and a try's folder as Argo v4.1.4's executor moves them.
-
-Loading (workflow/executor/executor.go:loadArtifact, workflow/artifacts/gcs/gcs.go:downloadObjects): a key names
-one object, or is a plain string prefix of many; each lands at the artifact path joined with what follows the
-key, in folders of mode 0700 (files 0644) unless the artifact sets `mode`. A missing key fails the try as an
-Error unless the artifact is `optional`. Saving (executor.go:SaveArtifacts): a file goes to its key, a folder's
-files under `key/`, whatever the step's exit code."""
+"""GCS artifacts moved between the store and a try's folder as Argo v4.1.4's executor moves them
+(workflow/executor/executor.go:loadArtifact and SaveArtifacts, workflow/artifacts/gcs/gcs.go)."""
 
 from __future__ import annotations
 
@@ -22,16 +17,16 @@ FILE_MODE = 0o644  # os.Create (0666) under the executor's umask 022
 
 
 def load_inputs(store: ArtifactStore, inputs: list[dict], invocation: Invocation) -> None:
-    """Place each input artifact at its path (an optional one that is absent is left out)."""
+    """Place each input artifact at its path: a key names one object or is a plain prefix of many (folders
+    0700, files 0644 unless it sets `mode`); ArtifactNotFound unless it is `optional`."""
     for artifact in inputs:
         key = str(PurePosixPath(artifact["gcs"]["key"]))  # filepath.Clean
         target = invocation.host_path(artifact["path"])
         listed = store.list_keys(key.rpartition("/")[0])
-        names = (
-            [key]
-            if key in listed
-            else sorted(n for n in listed if n.startswith(key) and n[-1:] != "/")
-        )
+        objects = sorted(
+            n for n in listed if n.startswith(key) and n[-1:] != "/"
+        )  # no folder markers
+        names = [key] if key in listed else objects
         if not names and not artifact.get("optional"):
             raise ArtifactNotFound(
                 f"artifact {artifact['name']} failed to load: no results for key: {key}"

@@ -1,10 +1,5 @@
-"""What the person watching a local run sees: a line for each task's start and end and for each line a step
-prints to stdout, and on a terminal one status line of the running tries' progress, redrawn in place. Output to
-a file or a pipe gets no progress updates, only each task's last progress in its end line.
-
-A step reports progress as Argo's executor reads it (workflow/executor/executor.go:monitorProgress): the last
-non-empty line of the file named by ARGO_PROGRESS_FILE, kept when it reads `N/M` with N <= M.
-"""
+"""What the person watching a local run sees: a line per task's start and end and per line a step prints,
+and on a terminal one status line of the running tries' progress (executor.go:monitorProgress's `N/M`)."""
 
 from __future__ import annotations
 

@@ -1,121 +1,103 @@
-"""Runs each try in a container of the steps' image (podman or docker), as an Argo pod runs it: as the image's
-user on a read-only root with a tmpfs at /tmp, no network unless the step needs one, `resources.limits` as
---memory/--cpus (no swap), input artifacts and emptyDir volumes bind-mounted at their paths (a root-owned 0700
-input folder is unreadable to the step here as on the cluster, workflow/executor/executor.go:loadArtifact),
-the progress file in Argo's /var/run/argo, and paths of this machine the step names mounted at the same path,
-a writable one with an ACL entry for the image's user. Every output the pipeline writes is on an emptyDir, read
-from its mount after the container ends, as the wait container reads it whatever the exit code."""
+"""Each try in a container of the step's image (podman or docker), as an Argo pod runs it: the image's user
+on a read-only root, no network unless the step needs one, `resources.limits` without swap, inputs, emptyDirs
+and the paths the step names bind-mounted, the progress file in Argo's /var/run/argo."""
 
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from workflows.local.engines import EngineError, Invocation, attach
+from workflows.local.engines import (
+    STOP_GRACE_SECONDS,
+    EngineError,
+    Invocation,
+    attach,
+    safe_filename,
+)
 
 ARGO_RUN_DIR = PurePosixPath("/var/run/argo")  # Argo's shared volume (common.VarRunArgoPath)
 PASSED_THROUGH = ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT")  # a store's emulator, when used
 LABEL = "mnist-argo.engine=local-runner"
-STOP_GRACE_SECONDS = 5
 EMPTY_DIR_MODE = 0o777  # how the kubelet creates an emptyDir
 ENGINE_TIMEOUT_SECONDS = 120  # for create, cp, stop, rm: never the step itself
 SIGTERM_EXIT_CODE = 143  # what a stopped container exits with (128 + SIGTERM)
 
-# resource.Quantity's suffixes (k8s.io/apimachinery/pkg/api/resource/suffix.go)
-UNITS = {"m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20}
-UNITS |= {"Gi": 2**30, "Ti": 2**40}
-
-
-def quantity(text: str) -> float:
-    """A Kubernetes quantity ("3Gi", "512Mi", "1G", "500m", "2") as a number (of bytes, of CPUs)."""
-    if not (match := re.fullmatch(r"(\d+(?:\.\d+)?)(m|[kMGT]i?|)", text.strip())):
-        raise ValueError(f"not a quantity: {text!r}")
-    return float(match[1]) * UNITS[match[2]]
-
 
 def container_name(node: str) -> str:
-    """An engine-safe, unique container name for an attempt of a node, e.g. mnist-train-round-1-0-0-3f9a1c."""
-    safe = re.sub(r"[^a-zA-Z0-9_.-]+", "-", node).strip("-.") or "task"
-    return f"mnist-{safe[:80]}-{secrets.token_hex(3)}"
+    """An engine-safe, unique container name for a try, e.g. mnist-train-round-1-0-0-3f9a1c."""
+    return f"mnist-{safe_filename(node)[:80]}-{secrets.token_hex(3)}"
+
+
+def mounts(invocation: Invocation) -> list[Path]:
+    """The paths of this machine the command line names (a folder store, a data file)."""
+    return [Path(part) for part in invocation.command if part[:1] == "/" and Path(part).exists()]
 
 
 @dataclass
 class ContainerEngine:
-    """Runs invocations in containers of `image` (default: each invocation's own image) with `program`."""
+    """Runs invocations in containers of their image with `program` (podman or docker)."""
 
     program: str = "podman"
-    image: str | None = None
     name: str = field(init=False)
-    _running: set[str] = field(default_factory=set)
-    # stopped by stop_all: the attempt ends with the signal's exit code
-    _stopped: set[str] = field(default_factory=set)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _running: set[str] = field(default_factory=set)  # set operations hold the GIL
+    _stopped: bool = False  # by stop_all: every try ends with SIGTERM's exit code
 
     def __post_init__(self) -> None:
         self.name = Path(self.program).name
 
-    # ---- the command line
-
     def create_command(self, invocation: Invocation, container: str) -> list[str]:
-        """`podman create ...`: everything the attempt's container is, but not started."""
+        """`podman create ...`: everything the try's container is, but not started."""
         command = [self.program, "create", "--name", container, "--label", LABEL]
-        command += ["--workdir", str(invocation.working_dir)]
-        command += ["--read-only"]  # securityContext.readOnlyRootFilesystem
-        if PurePosixPath("/tmp") not in invocation.scratch:  # the spec's emptyDir, else a tmpfs
-            command += ["--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777"]
-        command += ["--network", "host" if invocation.network else "none"]
-        if invocation.memory_limit:
-            limit = int(quantity(invocation.memory_limit))
-            command += ["--memory", f"{limit}b", "--memory-swap", f"{limit}b"]
-        if invocation.cpu_limit:
-            command += ["--cpus", f"{quantity(invocation.cpu_limit):g}"]
+        command += [
+            "--workdir",
+            str(invocation.working_dir),
+            "--read-only",
+        ]  # readOnlyRootFilesystem
+        network = any(
+            "://" in part for part in invocation.command
+        )  # a store or data over the network
+        command += ["--network", "host" if network else "none"]
+        if memory := invocation.memory:
+            command += ["--memory", f"{memory}b", "--memory-swap", f"{memory}b"]
+        if invocation.cpus:
+            command += ["--cpus", f"{invocation.cpus:g}"]
         for path in (*invocation.inputs, *invocation.scratch):
             inside = path if path.is_absolute() else invocation.working_dir / path
             command += ["--volume", f"{invocation.host_path(path)}:{inside}"]
-        for host, writable in invocation.mounts:
-            command += ["--volume", f"{host}:{host}:{'rw' if writable else 'ro'}"]
-        environment = dict(invocation.environment)
-        for variable in PASSED_THROUGH:
-            if variable in os.environ and variable not in environment:
-                environment[variable] = os.environ[variable]
+        for host in mounts(invocation):  # a folder store: writable; a data file: read-only
+            command += ["--volume", f"{host}:{host}:{'rw' if host.is_dir() else 'ro'}"]
+        environment = {v: os.environ[v] for v in PASSED_THROUGH if v in os.environ}
+        environment |= invocation.environment
         if invocation.progress_file is not None:
             command += ["--volume", f"{invocation.progress_file.parent}:{ARGO_RUN_DIR}"]
             environment["ARGO_PROGRESS_FILE"] = str(ARGO_RUN_DIR / invocation.progress_file.name)
         for variable, value in environment.items():
             command += ["--env", f"{variable}={value}"]
-        command += [self.image or invocation.image, *invocation.command]
-        return command
-
-    # ---- running
+        return [*command, invocation.image, *invocation.command]
 
     def execute(
         self, invocation: Invocation, log: IO[str], timeout: float | None = None
     ) -> int | None:
         self._prepare(invocation)
         container = container_name(invocation.name)
-        with self._lock:
-            self._running.add(container)
+        self._running.add(container)
         try:
             failure = f"{self.name} could not create the container of {invocation.name}"
             self._engine(self.create_command(invocation, container), failure)
-            with self._lock:
-                if container in self._stopped:  # stop_all came first: never start it
-                    return SIGTERM_EXIT_CODE
+            if self._stopped:  # stop_all came first: never start it
+                return SIGTERM_EXIT_CODE
             # start --attach returns the container's exit code and keeps its two streams apart
             command = [self.program, "start", "--attach", container]
             stop = lambda _: self._stop(container)  # noqa: E731
-            code = attach(command, invocation, log, timeout, stop, start_new_session=True)
-            with self._lock:
-                if code is None or container in self._stopped:
-                    return code
+            code = attach(command, invocation, log, timeout, stop)
+            if code is None or self._stopped:
+                return code
             # the container's own exit code; an engine failure (it never ran) is an EngineError
             state = "{{.State.ExitCode}} {{.State.StartedAt}}"
             inspected = self._engine([self.program, "inspect", "--format", state, container])
@@ -124,21 +106,16 @@ class ContainerEngine:
             return int(fields[0])
         finally:
             self._engine([self.program, "rm", "--force", "--volumes", container])
-            with self._lock:
-                self._running.discard(container)
-                self._stopped.discard(container)
+            self._running.discard(container)
 
     def stop_all(self) -> None:
-        with self._lock:
-            containers = list(self._running)
-            self._stopped.update(containers)
-        for container in containers:
+        self._stopped = True
+        for container in list(self._running):
             self._stop(container)
             self._engine([self.program, "rm", "--force", "--volumes", container])
 
     def check_ready(self, images: Iterable[str]) -> None:
-        """Before a run: the engine answers (docker's daemon runs) and holds every image; EngineError
-        in one line saying what is wrong, not a retried failure of each step."""
+        """Before a run: EngineError in one line unless the engine answers and holds every image."""
         self._engine([self.program, "info"], f"{self.name} does not answer")
         for image in dict.fromkeys(images):
             self.image_uid(image)
@@ -151,26 +128,21 @@ class ContainerEngine:
         return int(user) if user.isdigit() and user != "0" else None
 
     def _prepare(self, invocation: Invocation) -> None:
-        """Empty, world-writable emptyDir folders; the progress folder and writable mounts writable."""
-        for path in invocation.scratch:
-            shutil.rmtree(invocation.host_path(path), ignore_errors=True)
+        """Empty, world-writable emptyDirs and progress folder; folders it names writable by its user."""
         progress = [invocation.progress_file.parent] if invocation.progress_file else []
         for folder in [invocation.host_path(path) for path in invocation.scratch] + progress:
-            folder.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
             folder.chmod(EMPTY_DIR_MODE)
         for path in invocation.outputs:
             invocation.host_path(path).parent.mkdir(parents=True, exist_ok=True)
-        writable = [Path(host) for host, rw in invocation.mounts if rw]
-        uid = self.image_uid(self.image or invocation.image) if writable else None
-        for host in writable if uid is not None else []:  # an ACL entry lets the image's user write
+        writable = [host for host in mounts(invocation) if host.is_dir()]
+        uid = self.image_uid(invocation.image) if writable else None
+        for host in writable if uid is not None else []:  # ACL entries, also for what is made there
             if shutil.which("setfacl") is None:
-                raise EngineError(
-                    f"the writable mount {host} needs setfacl to let uid {uid} write there (apt-get install acl)"
-                )
-            entries = ["--modify", f"u:{uid}:rwX"]
-            if host.is_dir():  # and what is created there later
-                entries = ["-R", *entries, "--modify", f"d:u:{uid}:rwX"]
-            self._engine(["setfacl", *entries, str(host)], f"cannot let uid {uid} write to {host}")
+                raise EngineError(f"the writable mount {host} needs setfacl (apt-get install acl)")
+            entries = ["-R", "--modify", f"u:{uid}:rwX", "--modify", f"d:u:{uid}:rwX", str(host)]
+            self._engine(["setfacl", *entries], f"cannot let uid {uid} write to {host}")
 
     def _stop(self, container: str) -> None:
         self._engine([self.program, "stop", "--time", str(STOP_GRACE_SECONDS), container])
@@ -178,8 +150,7 @@ class ContainerEngine:
     def _engine(
         self, command: Sequence[str], failure: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """`command`'s outcome; with a `failure` to say, an EngineError with its last line unless it
-        succeeded."""
+        """`command`'s outcome; with a `failure` to say, EngineError with its last line unless it succeeded."""
         try:
             done = subprocess.run(
                 list(command),

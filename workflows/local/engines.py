@@ -1,11 +1,10 @@
-"""How one try of a container template starts: an `Invocation` (the resolved command line, and a folder of
-this machine standing for the container's working directory, the inputs already in it) run by an engine, here
-a process of this machine (containers.py: in the step's image). Both streams go to the try's log, as a pod's;
-each stdout line is also handed to the runner as it comes."""
+"""One try of a container template: an `Invocation` (its command line, and a folder of this machine standing
+for its working directory) run by an engine, here a process of this machine (containers.py: in the image)."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,8 +17,13 @@ from typing import IO, Any, Protocol
 import steps
 
 PROJECT_ROOT = Path(steps.__file__).resolve().parents[1]
-STOP_GRACE_SECONDS = 5.0
+STOP_GRACE_SECONDS = 5
 OUTPUT_DRAIN_SECONDS = 5.0  # how long a step's stdout is read after it ended (a child may hold it)
+
+
+def safe_filename(name: str) -> str:
+    """`name` with runs of anything but letters, digits, `.` and `-` as one `-`."""
+    return re.sub(r"[^A-Za-z0-9.-]+", "-", name).strip("-")
 
 
 class EngineError(RuntimeError):
@@ -28,7 +32,7 @@ class EngineError(RuntimeError):
 
 @dataclass(frozen=True)
 class Invocation:
-    """One attempt of a container template, resolved."""
+    """One try of a container template, resolved."""
 
     name: str  # the node's name, e.g. train-round-1(0:0)
     image: str
@@ -40,28 +44,20 @@ class Invocation:
     outputs: tuple[PurePosixPath, ...] = ()  # paths the runner reads back from under host_dir
     scratch: tuple[PurePosixPath, ...] = ()  # emptyDir volume mounts: writable, empty at start
     progress_file: Path | None = None  # this machine's file the runner polls for `N/M` progress
-    cpu_limit: str | None = None  # resources.limits.cpu, e.g. "2" or "500m"
-    memory_limit: str | None = None  # resources.limits.memory, e.g. "3Gi"
-    network: bool = False  # whether the step reaches a store or data source over the network
-    # paths of this machine the step names on its command line (a folder store, a local data file),
-    # made visible at the same path: (path, writable)
-    mounts: tuple[tuple[Path, bool], ...] = ()
+    cpus: float = 0  # resources.limits.cpu (0: none)
+    memory: int = 0  # resources.limits.memory in bytes (0: none)
     on_output: Callable[[str], None] | None = None  # each stdout line as it comes, without its \n
 
     def host_path(self, path: PurePosixPath | str) -> Path:
-        """Where a container path lives on this machine: under host_dir for paths under working_dir,
-        under a `volumes` folder beside it for others (an emptyDir at /tmp, say)."""
-        posix = PurePosixPath(path)
-        if not posix.is_absolute():
-            return self.host_dir / posix
-        if posix == self.working_dir or self.working_dir in posix.parents:
+        """Where a container path lives here: under host_dir, or a `volumes` folder beside it (/tmp, say)."""
+        posix = self.working_dir / path  # a relative path is under working_dir
+        if posix.is_relative_to(self.working_dir):
             return self.host_dir / posix.relative_to(self.working_dir)
         return self.host_dir.parent / "volumes" / posix.relative_to("/")
 
 
 class Engine(Protocol):
-    """Runs invocations to their exit code, or None when stopped at `timeout`; `stop_all` stops every one
-    still running (Ctrl-C). Thread-safe: the runner runs several at once."""
+    """Runs invocations (several at once) to their exit code, None when stopped at `timeout`; `stop_all`."""
 
     name: str
 
@@ -78,17 +74,22 @@ def attach(
     log: IO[str],
     timeout: float | None,
     stop: Callable[[subprocess.Popen], None],
-    started: Callable[[subprocess.Popen], None] = lambda process: None,
+    running: set[subprocess.Popen] | None = None,
     **popen: Any,
 ) -> int | None:
-    """Run `command` to its end, its stdout copied
-    line by line to `log` and `invocation.on_output`, its stderr to `log`: its exit code, or None once
-    `stop`ped at `timeout`."""
+    """`command`'s exit code (None once `stop`ped at `timeout`), its stdout line by line to `log` and
+    `invocation.on_output`, its stderr to `log`."""
     log.flush()
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, **popen
+    process = subprocess.Popen(  # in a group of its own, to be stopped as one
+        command,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        **popen,
     )
-    started(process)
+    running = set() if running is None else running
+    running.add(process)  # where stop_all finds it; set operations hold the GIL
 
     def relay(stream: IO[bytes]) -> None:
         for raw in iter(stream.readline, b""):
@@ -108,6 +109,7 @@ def attach(
         process.wait()
         return None
     finally:
+        running.discard(process)
         relaying.join(OUTPUT_DRAIN_SECONDS)
 
 
@@ -117,7 +119,6 @@ class ProcessEngine:
 
     name: str = "process"
     _running: set[subprocess.Popen] = field(default_factory=set)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def execute(
         self, invocation: Invocation, log: IO[str], timeout: float | None = None
@@ -135,51 +136,25 @@ class ProcessEngine:
             if invocation.working_dir in path.parents:
                 invocation.host_path(path).mkdir(parents=True, exist_ok=True)
 
-        mine: list[subprocess.Popen] = []
-
-        def started(process: subprocess.Popen) -> None:
-            mine.append(process)
-            with self._lock:
-                self._running.add(process)
-
-        try:
-            code = attach(
-                command,
-                invocation,
-                log,
-                timeout,
-                stop_process,
-                started,
-                cwd=invocation.host_dir,
-                env=environment,
-                start_new_session=True,
-            )
-        finally:
-            with self._lock:
-                self._running.difference_update(mine)
+        stop, running, folder = stop_process, self._running, invocation.host_dir
+        code = attach(command, invocation, log, timeout, stop, running, cwd=folder, env=environment)
         return 128 - code if code is not None and code < 0 else code  # signal N: 128 + N
 
     def stop_all(self) -> None:
-        with self._lock:
-            processes = list(self._running)
-        for process in processes:
+        for process in list(self._running):
             stop_process(process)
 
 
-SIGNAL_HINTS = {
-    signal.SIGKILL: "killed (signal 9, e.g. out of memory)",
-    signal.SIGTERM: "terminated (signal 15, SIGTERM)",
-}
+HINTS = {9: "killed (signal 9, e.g. out of memory)", 15: "terminated (signal 15, SIGTERM)"}
 
 
 def exit_description(code: int) -> str:
-    """How a try's exit code reads: a container's 128 + N is signal N (Kubernetes' OOM kill is 137),
-    e.g. 'killed (signal 9, e.g. out of memory), exit code 137'; any other code as itself."""
+    """How a try's exit code reads: 128 + N is signal N (Kubernetes' OOM kill is 137)."""
     try:
-        name = signal.Signals(code - 128)
+        name = signal.Signals(code - 128).name
     except ValueError:
         return f"exit code {code}"
-    return f"{SIGNAL_HINTS.get(name, f'killed by signal {code - 128} ({name.name})')}, exit code {code}"
+    return f"{HINTS.get(code - 128, f'killed by signal {code - 128} ({name})')}, exit code {code}"
 
 
 def stop_process(process: subprocess.Popen, grace: float = STOP_GRACE_SECONDS) -> None:

@@ -1,5 +1,4 @@
-"""What a local run leaves: its result (phase, nodes, the failure that decided it) and `summary.json` beside
-the tasks' logs, the run as data for tools and for taking the run up again (resume.py)."""
+"""What a local run leaves: its result and `summary.json` beside the tasks' logs (for tools and resume.py)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
 """The DAG as Argo v4.1.4's controller walks it (workflow/controller/dag.go): each task's `depends`, the nodes
-a task becomes (one, or one per item of its withParam), and the DAG's phase once its tasks are fulfilled.
-
-`depends` is read as workflow/common/ancestry.go reads it: each `task` or `task.Result` term becomes true or
-false, and what is left (`&&`, `||`, parentheses) is a boolean expression, here Python's. A bare name `a`
-means `(a.Succeeded || a.Skipped || a.Daemoned)` (ancestry.go:expandDependency). A fan-out's results are
-those of its group: Succeeded, or the phase of its last child that Failed or Errored (dag.go:executeDAGTask).
-A task whose expression is false once every task it names is fulfilled is Omitted.
-"""
+a task becomes (one, or one per withParam item), and the DAG's phase once its tasks are fulfilled."""
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import time
@@ -27,8 +19,13 @@ from workflows.local.spec import substitute
 FINAL = ("Succeeded", "Failed", "Error", "Omitted", "Skipped")
 FAILED = ("Failed", "Error")
 RESULTS = {"Succeeded", "Failed", "Errored", "Skipped", "Omitted", "Daemoned"}
-BARE_NAME = ("Succeeded", "Skipped", "Daemoned")
-TOKEN = re.compile(r"\s*(&&|\|\||[()]|([A-Za-z0-9][-A-Za-z0-9]*)(?:\.([A-Za-z]+))?)")
+BARE_NAME = ("Succeeded", "Skipped", "Daemoned")  # what `a` means (ancestry.go:expandDependency)
+# The depends the pipeline writes: `&&` of clauses, each a term or a parenthesised `||` of terms (or one
+# bare `||` of terms), a term being `task` or `task.Result`.
+TERM = r"[A-Za-z0-9][-A-Za-z0-9]*(?:\.[A-Za-z]+)?"
+ANY = rf"{TERM}(?:\s*\|\|\s*{TERM})*"
+CLAUSE = rf"(?:{TERM}|\(\s*{ANY}\s*\))"
+DEPENDS = re.compile(rf"\s*(?:{ANY}|{CLAUSE}(?:\s*&&\s*{CLAUSE})*)\s*")
 
 
 @dataclass
@@ -58,12 +55,8 @@ class Node:
         return (self.finished or time.monotonic()) - (self.started or time.monotonic())
 
 
-@dataclass(frozen=True)
-class Depends:
-    """A `depends` as a boolean expression over its terms `t0`, `t1`…, each a (task, result or None)."""
-
-    expression: ast.expr
-    terms: list[tuple[str, str | None]]
+# A `depends`: every clause holds when one of its (task, result or None) terms does.
+Depends = list[list[tuple[str, str | None]]]
 
 
 @dataclass(frozen=True)
@@ -71,7 +64,7 @@ class Dag:
     """The entry template's tasks, their `depends`, and the targets that decide the DAG's phase."""
 
     tasks: dict[str, Mapping[str, Any]]
-    depends: dict[str, Depends | None]
+    depends: dict[str, Depends]
     needs: dict[str, set[str]]
     order: list[str]
     targets: tuple[str, ...]  # the tasks nothing depends on
@@ -83,7 +76,7 @@ def read_dag(template: Mapping[str, Any]) -> Dag:
     if len(tasks) != len(template["dag"]["tasks"]):
         raise WorkflowError(f"templates.{template['name']}: a task name is used twice")
     depends = {name: parse(str(task.get("depends", ""))) for name, task in tasks.items()}
-    needs = {name: {t for t, _ in d.terms} if d else set() for name, d in depends.items()}
+    needs = {name: {t for clause in d for t, _ in clause} for name, d in depends.items()}
     for name, needed in needs.items():
         if unknown := sorted(needed - set(tasks)):
             raise WorkflowError(f"task {name!r} depends on unknown tasks: {', '.join(unknown)}")
@@ -97,41 +90,22 @@ def read_dag(template: Mapping[str, Any]) -> Dag:
     return Dag(tasks, depends, needs, order, targets)
 
 
-def parse(text: str) -> Depends | None:
-    """A `depends` text, None when empty; UnsupportedFeature for what the pipeline never writes."""
-    if not text.strip():
-        return None
-    tokens = TOKEN.findall(text)
-    terms = [(task, result or None) for _, task, result in tokens if task]
-    names = (f"t{index}" for index in range(len(terms)))
-    python = [{"&&": "and", "||": "or"}.get(t, next(names) if task else t) for t, task, _ in tokens]
-    try:
-        if "".join(t for t, _, _ in tokens) != "".join(text.split()) or any(
-            (result or "Succeeded") not in RESULTS for _, result in terms
-        ):
-            raise SyntaxError
-        expression = ast.parse(" ".join(python), mode="eval").body
-        if not all(
-            isinstance(n, ast.BoolOp | ast.boolop | ast.Name | ast.Load)
-            for n in ast.walk(expression)
-        ):
-            raise SyntaxError
-    except SyntaxError:
-        raise UnsupportedFeature(f"the local runner cannot read depends {text!r}") from None
-    return Depends(expression, terms)
-
-
-def holds(expression: ast.expr, truths: Sequence[bool]) -> bool:
-    """The expression, made only of `and`, `or` and the terms' names, over the terms' truths."""
-    if isinstance(expression, ast.BoolOp):
-        values = (holds(value, truths) for value in expression.values)
-        return all(values) if isinstance(expression.op, ast.And) else any(values)
-    return truths[int(expression.id[1:])]  # type: ignore[attr-defined]
+def parse(text: str) -> Depends:
+    """A `depends` text (empty: no clauses); UnsupportedFeature for what the pipeline never writes."""
+    if not (bare := "".join(text.split())):
+        return []
+    clauses = [
+        [(task, result or None) for task, _, result in (t.partition(".") for t in c.split("||"))]
+        for c in bare.replace("(", "").replace(")", "").split("&&")
+    ]
+    if not DEPENDS.fullmatch(text) or any(r not in RESULTS for c in clauses for _, r in c if r):
+        raise UnsupportedFeature(f"the local runner cannot read depends {text!r}")
+    return clauses
 
 
 def task_phase(nodes: Sequence[Node], fan_out: bool) -> str | None:
-    """A task's phase once every node it made is final (a fan-out's: the last Failed or Error child's,
-    else Succeeded); None before."""
+    """A task's phase once its nodes are final (a fan-out's: its last Failed or Error child's, else
+    Succeeded); None before."""
     if any(node.phase not in FINAL for node in nodes):
         return None
     if not fan_out or nodes[0].phase in ("Omitted", "Skipped"):  # a task that never ran is one node
@@ -145,22 +119,21 @@ def phase_of(dag: Dag, task: str, nodes: Mapping[str, list[Node]]) -> str | None
 
 
 def verdict(dag: Dag, task: str, nodes: Mapping[str, list[Node]]) -> bool | None:
-    """None while a task it names is unfulfilled; then whether its `depends` holds (dag.go:
-    evaluateDependsLogic)."""
+    """None while a task it names is unfulfilled, then whether its `depends` holds (dag.go)."""
     phases = {name: phase_of(dag, name, nodes) for name in dag.needs[task]}
-    if None in phases.values() or (depends := dag.depends[task]) is None:
-        return None if None in phases.values() else True
+    if None in phases.values():
+        return None
     results = {name: {"Error": "Errored"}.get(str(p), str(p)) for name, p in phases.items()}
-    truths = [results[t] in ((r,) if r else BARE_NAME) for t, r in depends.terms]
-    return holds(depends.expression, truths)
+    return all(
+        any(results[t] in ((r,) if r else BARE_NAME) for t, r in c) for c in dag.depends[task]
+    )
 
 
 def expand(task: Mapping[str, Any], values: Mapping[str, str]) -> list[tuple[str, dict[str, str]]]:
     """(node name, arguments) of each node the task makes: one, or one per item of its withParam."""
     where = f"task {task['name']!r}"
-    arguments = {
-        p["name"]: str(p["value"]) for p in task.get("arguments", {}).get("parameters", [])
-    }
+    parameters = task.get("arguments", {}).get("parameters", [])
+    arguments = {p["name"]: str(p["value"]) for p in parameters}
     if "withParam" not in task:
         return [(task["name"], substitute(arguments, values, where))]
     text = substitute(task["withParam"], values, where)
@@ -169,9 +142,8 @@ def expand(task: Mapping[str, Any], values: Mapping[str, str]) -> list[tuple[str
         if not isinstance(items, list) or not all(isinstance(i, str | int) for i in items):
             raise ValueError
     except ValueError:
-        raise ValueError(
-            f"withParam value could not be parsed as a JSON list of names: {text.strip()}"
-        ) from None
+        message = f"withParam value could not be parsed as a JSON list of names: {text.strip()}"
+        raise ValueError(message) from None
     labels = [json.dumps(item) if isinstance(item, int) else item for item in items]  # {{item}}
     return [
         (f"{task['name']}({i}:{label})", substitute(arguments, {**values, "item": label}, where))

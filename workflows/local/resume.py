@@ -1,6 +1,5 @@
-"""Taking up a local run that failed or was cut short, from its folder of logs: the nodes that succeeded are
-reused as they are (their outputs are in the store under the run's name) and only the others run, so the run
-ends as an uninterrupted one would, as Argo's retry of a failed workflow re-runs only its failed nodes."""
+"""Taking up a local run that failed or was cut short: its succeeded nodes reused, only the others run, as
+Argo's retry of a failed workflow does."""
 
 from __future__ import annotations
 

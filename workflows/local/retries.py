@@ -1,8 +1,5 @@
-"""The retry rule as the template declares it (workflows/pipeline/templates.py, retry_strategy), read from the
-compiled Workflow, and whether and when a failed try is tried again, as Argo v4.1.4's controller decides it
-(workflow/controller/operator.go, processNodeRetries): the workflow's deadline, then the backoff (waited out
-before anything else is looked at), then the limit, then the expression.
-"""
+"""The template's retry rule read from the compiled Workflow, and whether and when a failed try is tried
+again, in the order of Argo v4.1.4's processNodeRetries (workflow/controller/operator.go)."""
 
 from __future__ import annotations
 
@@ -13,23 +10,19 @@ from typing import Any
 
 from workflows.errors import UnsupportedFeature
 
-# Go's time.ParseDuration units; wfv1.ParseStringToDuration first reads bare whole seconds ("30").
-UNITS = dict(ns=1e-9, us=1e-6, ms=1e-3, s=1.0, m=60.0, h=3600.0) | {"µs": 1e-6, "μs": 1e-6}
-DURATION = re.compile(r"[+-]?((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+")
-DURATION_PART = re.compile(r"([0-9.]+)([^0-9.]+)")
+# The durations the settings write (workflows/pipeline/settings.py: DURATION): whole seconds, or h, m and s
+DURATION = re.compile(r"([0-9]+)|(?=[0-9])(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?")
 WHOLE = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi: ASCII digits, an optional sign, nothing else
 # The only expression the template writes: a try that exited with this code is not retried.
 EXPRESSION = re.compile(r"asInt\(lastRetry\.exitCode\) != ([0-9]+)")
 
 
 def parse_duration(text: str) -> float:
-    """Seconds in `text` as Argo reads a duration ("15s", "1m30s", "1.5h", or bare seconds "30")."""
-    if WHOLE.fullmatch(text):
-        return float(text)
-    if not DURATION.fullmatch(text):
-        raise UnsupportedFeature(f"time: invalid duration {text!r}")
-    seconds = sum(float(n) * UNITS[unit] for n, unit in DURATION_PART.findall(text))
-    return -seconds if text.startswith("-") else seconds
+    """Seconds in a duration as the settings write it ("30", "15s", "1m30s", "2h")."""
+    if not (match := DURATION.fullmatch(text)):
+        raise UnsupportedFeature(f"the local runner cannot read the duration {text!r}")
+    plain, hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    return float(plain + 3600 * hours + 60 * minutes + seconds)
 
 
 def whole_number(value: Any, where: str) -> int:
@@ -43,8 +36,8 @@ def whole_number(value: Any, where: str) -> int:
 
 @dataclass(frozen=True)
 class RetryRule:
-    """A template's retryStrategy: `limit` retries with policy Always, after a backoff growing by `factor`
-    up to `cap`, none after a try that exited with `final_exit_code`."""
+    """`limit` retries (policy Always), a backoff growing by `factor` up to `cap`, and none after a try
+    that exited with `final_exit_code`."""
 
     limit: int
     backoff: float = 0.0
@@ -54,8 +47,7 @@ class RetryRule:
 
 
 def read_rule(strategy: Mapping[str, Any], where: str) -> RetryRule:
-    """The template's retryStrategy (its fields already checked by spec.py), or UnsupportedFeature for one
-    the template never writes."""
+    """The template's retryStrategy, or UnsupportedFeature for one the template never writes."""
     backoff = strategy.get("backoff") or {}
     expression = strategy.get("expression")
     final = EXPRESSION.fullmatch(str(expression)) if expression is not None else None
@@ -81,9 +73,9 @@ def read_rule(strategy: Mapping[str, Any], where: str) -> RetryRule:
 
 @dataclass(frozen=True)
 class Attempt:
-    """One finished try of a node."""
+    """One finished try of a node: Failed (the step) or Error (the runner's own trouble)."""
 
-    phase: str  # Failed (the step) or Error (the runner's own trouble)
+    phase: str
     exit_code: int | None
     message: str
     started: float  # seconds on the runner's clock
@@ -97,9 +89,7 @@ def decide(
     workflow_deadline: float | None = None,
     stopping: bool = False,
 ) -> str | float | None:
-    """What follows the last of `attempts`, in processNodeRetries' order: a message when it is not retried
-    (the node ends with the last try's phase), the time to back off until before deciding again, or None:
-    another try."""
+    """After the last try: why it is not retried, the time to back off until, or None (try again)."""
     last = attempts[-1]
     if stopping:
         return "Stopped with strategy 'Stop'"

@@ -1,16 +1,9 @@
-"""The local run: `LocalRunner.run` reads the compiled Workflow (spec.py), walks its DAG (plan.py), runs each
-node's tries through an engine (containers.py, engines.py) with its artifacts (artifacts.py), retrying as the
-template says (retries.py), and reports (console.py, outcome.py), as Argo v4.1.4's controller would.
-
-Ready tries start in order while they fit, as the scheduler places pods by their requests: at most
-`parallelism` at once and their memory requests within the memory free at the start. A failed task stops
-nothing already running. Ctrl-C stops every try.
-"""
+"""`LocalRunner.run`: the compiled Workflow's DAG walked as Argo v4.1.4's controller walks it, each node's
+tries run by an engine, at most `parallelism` at once and within the memory free at the start."""
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -27,13 +20,13 @@ from workflows.errors import UnresolvedReference
 from workflows.local import outcome, plan, spec
 from workflows.local.artifacts import load_inputs, output_parameters, save_outputs
 from workflows.local.console import Console, read_progress
-from workflows.local.containers import quantity
 from workflows.local.engines import (
     Engine,
     EngineError,
     Invocation,
     ProcessEngine,
     exit_description,
+    safe_filename,
 )
 from workflows.local.plan import Dag, Node
 from workflows.local.retries import Attempt, decide
@@ -44,10 +37,6 @@ TRIES_PER_CORE = 2  # without --parallelism: a few more tries than cores keep th
 POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 STOPPED = "Stopped with strategy 'Stop'"
 MAX_SHOWN_LINE = 400  # characters of a step's stdout line shown as the run goes (the log keeps all)
-
-
-def safe_filename(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.-]+", "-", name).strip("-")
 
 
 class LocalRunner:
@@ -62,23 +51,19 @@ class LocalRunner:
         engine: Engine | None = None,
         live_progress: bool | None = None,
         cores: int | None = None,
-        memory: int | None = None,
+        memory: int
+        | None = None,  # bytes the tries running at once may take; by default what is free
     ) -> None:
-        self.store = store
-        self.logs_dir = Path(logs_dir)
+        self.store, self.logs_dir, self.memory = store, Path(logs_dir), memory
         self.cores = cores or os.cpu_count() or 1
         self.parallelism = min(parallelism or TRIES_PER_CORE * self.cores, MAX_PARALLELISM)
-        self.memory = memory  # what the tries running at once may request; by default what is free
         self.engine = engine or ProcessEngine()
         live = sys.stdout.isatty() and echo is print if live_progress is None else live_progress
         self.console = Console(echo, live)
-        self._active = 0  # tries submitted and not yet finished: they share the cores
-        self._lock = threading.Lock()
         self._stopping = threading.Event()
 
     def run(self, workflow: Mapping[str, Any], done: Iterable[Node] = ()) -> outcome.RunResult:
-        """Run `workflow` to the end (phase Succeeded, Failed or Error); `done`: nodes of an earlier try of
-        this run that succeeded, taken as they are instead of run again."""
+        """Run `workflow` to its end; `done`: nodes of an earlier try of this run, reused as they are."""
         self.spec = spec.read(workflow)
         dag = plan.read_dag(self.spec.entry)
         name, self.folder = self.spec.name, self.logs_dir / self.spec.name
@@ -93,9 +78,8 @@ class LocalRunner:
             f"logs {self.folder}"
         )
         metadata = {k: v for k, v in workflow.get("metadata", {}).items() if k != "generateName"}
-        outcome.write_json(
-            self.folder / outcome.WORKFLOW_FILE, {**workflow, "metadata": metadata | {"name": name}}
-        )
+        named = {**workflow, "metadata": metadata | {"name": name}}
+        outcome.write_json(self.folder / outcome.WORKFLOW_FILE, named)
         self._nodes: dict[str, list[Node]] = {}
         try:
             return self._record(self._drive(dag))
@@ -114,8 +98,6 @@ class LocalRunner:
         )
         return result
 
-    # ---- the DAG ---------------------------------------------------------------------------------
-
     def _drive(self, dag: Dag) -> str:
         """Start tasks as their depends allow, until the DAG's phase is decided."""
         running: dict[Future, Node] = {}
@@ -123,9 +105,8 @@ class LocalRunner:
         with ThreadPoolExecutor(max_workers=self.parallelism) as pool:
             try:
                 while True:
-                    for task in dag.order:
-                        if task not in self._nodes:
-                            queue += self._consider(dag, task)
+                    for task in (task for task in dag.order if task not in self._nodes):
+                        queue += self._consider(dag, task)
                     self._admit(pool, running, queue)
                     phase = plan.dag_phase(dag, self._nodes)
                     if not running:  # nothing runs and nothing can start: a task never fulfilled
@@ -153,8 +134,7 @@ class LocalRunner:
 
     def _consider(self, dag: Dag, task: str) -> list[Node]:
         """Once `task`'s dependencies are fulfilled: its nodes to run, or it is Omitted, Skipped or Error."""
-        verdict = plan.verdict(dag, task, self._nodes)
-        if verdict is None:
+        if (verdict := plan.verdict(dag, task, self._nodes)) is None:
             return []
         template = dag.tasks[task]["template"]
         phase, message = "Omitted", "omitted: depends condition not met"
@@ -177,79 +157,64 @@ class LocalRunner:
         """Globals plus `tasks.<name>.outputs.parameters.<p>` of single-node tasks ('' when Omitted)."""
         values = dict(self.spec.globals)
         for task, (first, *more) in self._nodes.items():
-            outputs = self.spec.templates[first.template].get("outputs", {})
+            outputs = self.spec.steps[first.template].template.get("outputs", {})
             for parameter in outputs.get("parameters", []) if not more else []:
                 value = first.outputs.get(parameter["name"], "")
                 values[f"tasks.{task}.outputs.parameters.{parameter['name']}"] = value
         return values
 
     def _node(self, name: str, task: str, template: str, arguments: dict, **state: Any) -> Node:
-        log = self.folder / f"{safe_filename(name)}.log"
-        return Node(name, task, template, arguments, log, **state)
+        return Node(
+            name, task, template, arguments, self.folder / f"{safe_filename(name)}.log", **state
+        )
 
     def _admit(
         self, pool: ThreadPoolExecutor, running: dict[Future, Node], queue: list[Node]
     ) -> None:
-        """Start queued nodes, in order, while they fit: at most `parallelism` at once, and the memory
-        their templates request within the budget (one always starts when nothing runs)."""
-        used = sum(self._memory_request(node) for node in running.values())
+        """Start queued nodes in order while at most `parallelism` run and their memory fits the budget
+        (one always starts when nothing runs); the tries running together share the cores."""
+        used = sum(self.spec.steps[node.template].memory for node in running.values())
         while queue:
-            cost = self._memory_request(queue[0])
+            cost = self.spec.steps[queue[0].template].memory
             if running and (len(running) >= self.parallelism or used + cost > self._budget):
                 return
-            node = queue.pop(0)
-            used += cost
-            with self._lock:
-                self._active += 1
-            running[pool.submit(self._run_node, node)] = node
+            node, used = queue.pop(0), used + cost
+            threads = max(1, self.cores // (len(running) + 1))
+            running[pool.submit(self._run_node, node, threads)] = node
 
-    def _memory_request(self, node: Node) -> int:
-        """The memory a try of `node` asks for: its container's requests, else its limits, else 0."""
-        resources = self.spec.templates[node.template]["container"].get("resources", {})
-        asked = resources.get("requests", resources.get("limits", {})).get("memory")
-        return int(quantity(str(asked))) if asked else 0
-
-    # ---- one node: its tries and retries -------------------------------------------------------
-
-    def _run_node(self, node: Node) -> None:
-        rule = self.spec.rules.get(node.template)
-        node.started = time.monotonic()
+    def _run_node(self, node: Node, threads: int) -> None:
+        """Try `node` until it succeeds or its retry rule says no more."""
+        rule = self.spec.steps[node.template].rule
+        node.started, node.phase = time.monotonic(), "Running"
         node.log.parent.mkdir(parents=True, exist_ok=True)
-        node.phase = "Running"
         self.console.say(f"started  {node.name}")
-
-        def decide_now() -> str | float | None:
-            stopping = self._stopping.is_set()
-            return decide(rule, node.tries, time.monotonic(), self._deadline, stopping)
-
-        try:
-            while (attempt := self._attempt(node)) is not None:
-                node.tries.append(attempt)
-                node.message = attempt.message
-                while isinstance(decision := decide_now(), float):
-                    delay = decision - time.monotonic()
-                    self.console.say(
-                        f"backoff  {node.name}: {delay:.0f}s before deciding on a retry"
-                    )
-                    self._stopping.wait(max(0.0, delay))
-                if decision is not None:
-                    node.phase = attempt.phase
-                    if decision != attempt.message:
-                        node.message = f"{attempt.message} ({decision})"
-                    break
-                of = f" of {rule.limit + 1}" if rule else ""
+        while (attempt := self._attempt(node, threads)) is not None:
+            node.tries.append(attempt)
+            node.message = attempt.message
+            now = time.monotonic()
+            while isinstance(
+                decision := decide(rule, node.tries, now, self._deadline, self._stopping.is_set()),
+                float,
+            ):
                 self.console.say(
-                    f"retrying {node.name} (attempt {len(node.tries) + 1}{of}): {attempt.message}"
+                    f"backoff  {node.name}: {decision - now:.0f}s before deciding on a retry"
                 )
-            else:
-                node.phase = "Succeeded"
-        finally:
-            with self._lock:
-                self._active -= 1
+                self._stopping.wait(max(0.0, decision - now))
+                now = time.monotonic()
+            if decision is not None:
+                node.phase = attempt.phase
+                node.message += f" ({decision})" if decision != attempt.message else ""
+                break
+            of = f" of {rule.limit + 1}" if rule else ""
+            self.console.say(
+                f"retrying {node.name} (attempt {len(node.tries) + 1}{of}): {attempt.message}"
+            )
+        else:
+            node.phase = "Succeeded"
         node.finished = time.monotonic()
-        progress = f", progress {node.progress}" if node.progress else ""
         if node.phase == "Succeeded":
             tries = f", {len(node.tries)} failed tries" if node.tries else ""
+            progress = f", progress {node.progress}" if node.progress else ""
             self.console.say(f"done     {node.name} ({node.duration:.1f}s{tries}{progress})")
         else:
             retried = f", {len(node.tries) - 1} retries" if len(node.tries) > 1 else ""
@@ -257,35 +222,36 @@ class LocalRunner:
                 f"{node.phase.upper():<8} {node.name} ({node.duration:.1f}s{retried}): {node.message}"
             )
 
-    def _attempt(self, node: Node) -> Attempt | None:
+    def _attempt(self, node: Node, threads: int) -> Attempt | None:
         """One try: None when it succeeded, else what went wrong (Failed: the step; Error: the runner)."""
         started = time.monotonic()
 
         def ended(phase: str, message: str, exit_code: int | None = None) -> Attempt:
             return Attempt(phase, exit_code, message, started, time.monotonic())
 
-        left = None if self._deadline is None else self._deadline - started
-        limits = (self.spec.deadlines[node.template], left)
+        limits = (
+            self.spec.steps[node.template].deadline,
+            self._deadline and self._deadline - started,
+        )
         timeout = min([limit for limit in limits if limit is not None], default=None)
         if self._stopping.is_set():
             return ended("Failed", STOPPED)
         if timeout is not None and timeout <= 0:
             return ended("Failed", "Step exceeded its deadline")
-        try:
-            resolved = self._resolve(node)
-        except UnresolvedReference as error:
-            return ended("Error", str(error))
         attempt_dir = Path(tempfile.mkdtemp(prefix=f"{safe_filename(node.name)}-"))
         try:
-            invocation = self._invocation(node, resolved, attempt_dir)
-            try:
-                load_inputs(self.store, resolved["inputs"], invocation)
-            except (StepError, OSError) as error:  # ArtifactNotFound among them
-                return ended("Error", f"init: {error}")
+            invocation, resolved = self._invocation(node, attempt_dir, threads)
+            load_inputs(self.store, resolved["inputs"], invocation)
+        except UnresolvedReference as error:
+            shutil.rmtree(attempt_dir, ignore_errors=True)
+            return ended("Error", str(error))
+        except (StepError, OSError) as error:  # ArtifactNotFound among them
+            shutil.rmtree(attempt_dir, ignore_errors=True)
+            return ended("Error", f"init: {error}")
+        try:
             node.progress_file = invocation.progress_file
             with node.log.open("a") as log:
                 log.write(f"--- attempt {len(node.tries) + 1}: {' '.join(invocation.command)}\n")
-                log.flush()
                 try:
                     exit_code = self.engine.execute(invocation, log, timeout)
                 except EngineError as error:  # the pod never ran: Argo's init/wait trouble
@@ -298,7 +264,7 @@ class LocalRunner:
                 return ended("Failed", POD_DEADLINE_MESSAGE)
             if exit_code != 0:
                 return ended(
-                    "Failed", f"{exit_description(exit_code)}: {_last_line(node.log)}", exit_code
+                    "Failed", f"{exit_description(exit_code)}: {last_line(node.log)}", exit_code
                 )
             try:
                 if saved:
@@ -310,57 +276,46 @@ class LocalRunner:
         finally:
             shutil.rmtree(attempt_dir, ignore_errors=True)
 
-    def _resolve(self, node: Node) -> dict[str, Any]:
-        """The template with the workflow's globals and the node's arguments filled in."""
-        template = self.spec.templates[node.template]
-        where = f"template {template['name']!r}"
+    def _invocation(self, node: Node, attempt_dir: Path, threads: int) -> tuple[Invocation, dict]:
+        """The try's invocation and its template's container, inputs and outputs, their tags filled in."""
+        step = self.spec.steps[node.template]
+        where = f"template {node.template!r}"
         values = dict(self.spec.globals)
-        for parameter in template.get("inputs", {}).get("parameters", []):
-            if parameter["name"] not in node.arguments:
-                raise UnresolvedReference(
-                    f"input parameter {parameter['name']!r} has no value ({where})"
-                )
-            values[f"inputs.parameters.{parameter['name']}"] = node.arguments[parameter["name"]]
+        for parameter in step.template.get("inputs", {}).get("parameters", []):
+            if (name := parameter["name"]) not in node.arguments:
+                raise UnresolvedReference(f"input parameter {name!r} has no value ({where})")
+            values[f"inputs.parameters.{name}"] = node.arguments[name]
         parts = {
-            "container": template["container"],
-            "inputs": template.get("inputs", {}).get("artifacts", []),
-            "outputs": template.get("outputs", {}),
+            "container": step.template["container"],
+            "inputs": step.template.get("inputs", {}).get("artifacts", []),
+            "outputs": step.template.get("outputs", {}),
         }
-        return spec.substitute(parts, values, where)
-
-    def _invocation(self, node: Node, resolved: Mapping[str, Any], attempt_dir: Path) -> Invocation:
+        resolved = spec.substitute(parts, values, where)
         container, outputs = resolved["container"], resolved["outputs"]
-        command = [*container["command"], *container.get("args", [])]
         paths = [a["path"] for a in outputs.get("artifacts", [])]
         paths += [p["valueFrom"]["path"] for p in outputs.get("parameters", [])]
-        limits = container.get("resources", {}).get("limits", {})
-        (attempt_dir / "work").mkdir()
-        (attempt_dir / "argo").mkdir()
-        with self._lock:  # the tries running together share the cores: a thread pool each
-            threads = str(max(1, self.cores // max(1, min(self._active, self.parallelism))))
-        return Invocation(
+        for folder in ("work", "argo"):
+            (attempt_dir / folder).mkdir()
+        invocation = Invocation(
             name=node.name,
             image=container["image"],
-            command=command,
-            environment={"TF_NUM_INTRAOP_THREADS": threads, "OMP_NUM_THREADS": threads},
+            command=[*container["command"], *container.get("args", [])],
+            environment={"TF_NUM_INTRAOP_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)},
             working_dir=PurePosixPath(container.get("workingDir", "/")),
             host_dir=attempt_dir / "work",
             inputs=tuple(PurePosixPath(a["path"]) for a in resolved["inputs"]),
             outputs=tuple(PurePosixPath(path) for path in paths),
-            scratch=tuple(PurePosixPath(path) for path in self.spec.scratch[node.template]),
+            scratch=step.scratch,
             progress_file=attempt_dir / "argo" / "progress",
-            cpu_limit=limits.get("cpu"),
-            memory_limit=limits.get("memory"),
-            network=any("://" in part for part in command),
-            mounts=tuple(
-                (Path(p), Path(p).is_dir()) for p in command if p[:1] == "/" and Path(p).exists()
-            ),  # a folder store: writable; a data file: read-only
+            cpus=step.cpus,
+            memory=step.memory,
             on_output=lambda line: self.console.say(f"{node.name}: {line[:MAX_SHOWN_LINE]}"),
         )
+        return invocation, resolved
 
 
 def available_memory() -> int:
-    """Bytes of memory free for new processes now (Linux: MemAvailable), else all of it."""
+    """Bytes of memory free now (Linux: MemAvailable), else all of it."""
     meminfo = Path("/proc/meminfo")
     for line in meminfo.read_text().splitlines() if meminfo.exists() else []:
         if line.startswith("MemAvailable:"):
@@ -368,6 +323,6 @@ def available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def _last_line(log: Path) -> str:
+def last_line(log: Path) -> str:
     lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
     return lines[-1] if lines else "(no output)"

@@ -1,8 +1,5 @@
-"""The part of an Argo Workflow the local runner knows, which is what workflows/pipeline compiles: `read`
-checks a compiled Workflow and refuses anything else in one line before anything runs. Fields that only
-place or label pods on a cluster are ignored; the container's image, limits and emptyDir volumes are honoured
-by the container engines. `{{…}}` tags are substituted here as Argo v4.1.4 substitutes them.
-"""
+"""The part of an Argo Workflow the local runner knows, what workflows/pipeline compiles: `read` refuses
+anything else in one line before anything runs. `{{…}}` tags are substituted as Argo v4.1.4 does."""
 
 from __future__ import annotations
 
@@ -11,6 +8,7 @@ import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from workflows.errors import UnresolvedReference, UnsupportedFeature
@@ -18,74 +16,66 @@ from workflows.local.retries import RetryRule, read_rule, whole_number
 
 # util/template (fasttemplate): a tag runs from `{{` to the first `}}`; Argo trims the name inside
 TAG = re.compile(r"{{(.*?)}}")
+# resource.Quantity's suffixes (k8s.io/apimachinery/pkg/api/resource/suffix.go)
+UNITS = {"m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20}
+UNITS |= {"Gi": 2**30, "Ti": 2**40}
 
-# By where it sits: the fields a run honours (`field:kind` where it holds a kind of its own, or a list of
-# them), then those it ignores (they only place or label pods).
+# The fields of the compiled Workflow by the key they sit under (the spec's under "spec"); a run walks those
+# that are keys here, ignores the rest (they place or label pods) and refuses any other field.
 FIELDS = {
-    "spec": "entrypoint templates:template arguments:arguments activeDeadlineSeconds | metrics podGC"
-    " automountServiceAccountToken executor podMetadata securityContext serviceAccountName tolerations"
-    " ttlStrategy workflowMetadata",
-    "arguments": "parameters:parameter",
-    "parameter": "name value description enum",
-    "template": "name container:container dag:dag inputs:inputs outputs:outputs activeDeadlineSeconds"
-    " retryStrategy:retryStrategy volumes:volume | metadata metrics",
-    "container": "image command args workingDir resources volumeMounts:volumeMount securityContext"
-    " | terminationMessagePolicy",
-    "volume": "name emptyDir",
-    "volumeMount": "name mountPath",
-    "dag": "tasks:task",
-    "task": "name template arguments:arguments depends withParam",
-    "inputs": "parameters:input-parameter artifacts:input-artifact",
-    "outputs": "parameters:output-parameter artifacts:output-artifact",
-    "input-parameter": "name",
-    "output-parameter": "name valueFrom:valueFrom",
+    "spec": "entrypoint templates arguments activeDeadlineSeconds metrics podGC executor podMetadata"
+    " automountServiceAccountToken securityContext serviceAccountName tolerations ttlStrategy workflowMetadata",
+    "templates": "name container dag inputs outputs activeDeadlineSeconds retryStrategy volumes metadata metrics",
+    "container": "image command args workingDir resources volumeMounts securityContext terminationMessagePolicy",
+    "arguments": "parameters",
+    "parameters": "name value description enum valueFrom",
     "valueFrom": "path",
-    "input-artifact": "name path gcs:gcs optional mode recurseMode",
-    "output-artifact": "name path gcs:gcs archive",
+    "volumes": "name emptyDir",
+    "volumeMounts": "name mountPath",
+    "dag": "tasks",
+    "tasks": "name template arguments depends withParam",
+    "inputs": "parameters artifacts",
+    "outputs": "parameters artifacts",
+    "artifacts": "name path gcs optional mode recurseMode archive",
     "gcs": "key",
-    "retryStrategy": "limit retryPolicy expression backoff:backoff",
+    "retryStrategy": "limit retryPolicy expression backoff",
     "backoff": "duration factor cap",
 }
 
 
 @dataclass(frozen=True)
+class Step:
+    """A container template and what a run reads of it."""
+
+    template: dict
+    rule: RetryRule | None
+    deadline: float | None  # activeDeadlineSeconds
+    scratch: tuple[PurePosixPath, ...]  # emptyDir mount paths
+    memory: int  # bytes of its memory limit (0: none): a try's share of the machine and its cap
+    cpus: float  # its CPU limit (0: none)
+
+
+@dataclass(frozen=True)
 class Spec:
-    """A Workflow the runner can run: its name, templates, the dag it starts, and what a run reads."""
+    """A Workflow the runner can run: its name, `{{workflow.*}}` values, dag and container templates."""
 
     name: str
-    templates: dict[str, dict]
+    globals: dict[str, str]
     entry: dict
-    globals: dict[str, str]  # workflow.name and workflow.parameters.*
-    rules: dict[str, RetryRule]  # the retry rule of each template that has one
+    steps: dict[str, Step]
     deadline: float | None  # the workflow's activeDeadlineSeconds
-    deadlines: dict[str, float | None]  # each template's activeDeadlineSeconds
-    scratch: dict[str, tuple[str, ...]]  # each template's emptyDir mount paths
 
 
 def read(workflow: Mapping[str, Any]) -> Spec:
     """The Workflow as the runner runs it; UnsupportedFeature naming the first thing it does not know."""
     spec = workflow.get("spec", {})
-    check(spec, "spec", "workflow spec")
+    check(spec, "spec", "")
     templates = templates_by_name(workflow)
     entry = templates.get(spec["entrypoint"], {})
-    if "dag" not in entry:
-        raise UnsupportedFeature("the local runner needs a dag template as the entrypoint")
-    for name, template in templates.items():
-        if ("dag" in template) == ("container" in template) or any(
-            "container" not in templates.get(t["template"], {}) for t in entry["dag"]["tasks"]
-        ):
-            raise UnsupportedFeature(
-                f"the local runner runs container templates from a dag (template {name!r})"
-            )
-        for side in ("inputs", "outputs"):
-            for artifact in template.get(side, {}).get("artifacts", []):
-                if "gcs" not in artifact or (
-                    side == "outputs" and artifact.get("archive") != {"none": {}}
-                ):
-                    raise UnsupportedFeature(
-                        "the local runner moves unarchived gcs artifacts (archive: none) only "
-                        f"(template {name!r}, artifact {artifact['name']!r})"
-                    )
+    steps = {name: read_step(name, t) for name, t in templates.items() if t is not entry}
+    tasks = entry.get("dag", {}).get("tasks", [])
+    if "dag" not in entry or any(t["template"] not in steps for t in tasks):
+        raise UnsupportedFeature("the local runner runs a dag of container templates only")
     metadata = workflow.get("metadata", {})
     name = metadata.get("name") or metadata.get("generateName", "run-") + "".join(
         random.choices(string.ascii_lowercase + string.digits, k=5)  # as generateName makes it
@@ -93,31 +83,46 @@ def read(workflow: Mapping[str, Any]) -> Spec:
     values = {
         p["name"]: str(p.get("value", "")) for p in spec.get("arguments", {}).get("parameters", [])
     }
-    return Spec(
-        name=name,
-        templates=templates,
-        entry=entry,
-        globals={"workflow.name": name}
-        | {f"workflow.parameters.{k}": v for k, v in values.items()},
-        rules={
-            key: read_rule(t["retryStrategy"], f"template {key!r}, retryStrategy")
-            for key, t in templates.items()
-            if "retryStrategy" in t
-        },
-        deadline=seconds(spec.get("activeDeadlineSeconds"), "spec.activeDeadlineSeconds"),
-        deadlines={
-            key: seconds(t.get("activeDeadlineSeconds"), f"{key}.activeDeadlineSeconds")
-            for key, t in templates.items()
-        },
-        scratch={
-            key: tuple(
-                mount["mountPath"]
-                for mount in t.get("container", {}).get("volumeMounts", [])
-                if mount["name"] in {v["name"] for v in t.get("volumes", []) if "emptyDir" in v}
-            )
-            for key, t in templates.items()
-        },
+    parameters = {f"workflow.parameters.{k}": v for k, v in values.items()}
+    deadline = seconds(spec.get("activeDeadlineSeconds"), "spec.activeDeadlineSeconds")
+    return Spec(name, {"workflow.name": name} | parameters, entry, steps, deadline)
+
+
+def read_step(name: str, template: dict) -> Step:
+    """A container template as a run reads it; UnsupportedFeature for anything else."""
+    where = f"template {name!r}"
+    if "container" not in template:
+        raise UnsupportedFeature(
+            f"the local runner runs a dag of container templates only ({where})"
+        )
+    for side in ("inputs", "outputs"):
+        for artifact in template.get(side, {}).get("artifacts", []):
+            if "gcs" not in artifact or (
+                side == "outputs" and artifact.get("archive") != {"none": {}}
+            ):
+                raise UnsupportedFeature(
+                    "the local runner moves unarchived gcs artifacts (archive: none) only "
+                    f"({where}, artifact {artifact['name']!r})"
+                )
+    empty = {volume["name"] for volume in template.get("volumes", []) if "emptyDir" in volume}
+    mounts = template["container"].get("volumeMounts", [])
+    strategy = template.get("retryStrategy")
+    return Step(
+        template=template,
+        rule=read_rule(strategy, f"{where}, retryStrategy") if strategy else None,
+        deadline=seconds(template.get("activeDeadlineSeconds"), f"{name}.activeDeadlineSeconds"),
+        scratch=tuple(PurePosixPath(m["mountPath"]) for m in mounts if m["name"] in empty),
+        memory=int(limit(template, "memory")),
+        cpus=limit(template, "cpu"),
     )
+
+
+def limit(template: Mapping[str, Any], resource: str) -> float:
+    """A container's `resources.limits` of `resource` as a number (bytes, CPUs); 0 without one."""
+    text = str(template["container"].get("resources", {}).get("limits", {}).get(resource, 0))
+    if not (match := re.fullmatch(r"(\d+(?:\.\d+)?)(m|[kMGT]i?|)", text)):
+        raise UnsupportedFeature(f"the local runner cannot read the quantity {text!r} ({resource})")
+    return float(match[1]) * UNITS[match[2]]
 
 
 def seconds(value: Any, where: str) -> float | None:
@@ -126,27 +131,20 @@ def seconds(value: Any, where: str) -> float | None:
 
 
 def check(value: Any, kind: str, where: str) -> None:
-    """UnsupportedFeature when `value` (a `kind`, or a list of them) or what it holds has a field the
-    compiled Workflow never has there, naming the closest named thing around it."""
-    known = dict(word.partition(":")[::2] for word in FIELDS[kind].replace("|", "").split())
+    """UnsupportedFeature naming the first field `value` (under `kind`, or a list of them) never has."""
     for item in value if isinstance(value, list) else [value]:
-        here = where
-        if "name" in item:
-            named = f"{kind.replace('-', ' ')} {item['name']!r}"
-            here = named if where == "workflow spec" else f"{where}, {named}"
-        if unknown := sorted(set(item) - set(known)):
+        here = f"{where}, {kind.removesuffix('s')} {item['name']!r}" if "name" in item else where
+        if unknown := sorted(set(item) - set(FIELDS[kind].split())):
             raise UnsupportedFeature(
-                f"the local runner does not support {', '.join(unknown)} ({here})"
+                f"the local runner does not support {', '.join(unknown)} ({here[2:] or 'spec'})"
             )
-        for field, inner in known.items():
-            if inner and field in item:
-                check(item[field], inner, here)
+        for field in FIELDS.keys() & item.keys():
+            check(item[field], field, here)
 
 
 def substitute(value: Any, values: Mapping[str, str], where: str) -> Any:
-    """`value` (a string, or lists and maps of them) with each `{{tag}}` replaced by its value, as the
-    controller replaces them (workflow/common/util.go:SubstituteParams); a tag without a value is an
-    UnresolvedReference naming `where`."""
+    """`value` (strings, lists and maps of them) with its `{{tag}}`s replaced (common/util.go:SubstituteParams);
+    UnresolvedReference naming `where` for a tag without a value."""
     if isinstance(value, str):
 
         def replaced(match: re.Match[str]) -> str:
