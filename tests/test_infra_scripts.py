@@ -100,15 +100,33 @@ def sandbox(tmp_path: Path, system: Path) -> Sandbox:
     return make_sandbox(tmp_path, system)
 
 
-@pytest.fixture(scope="module")
-def fresh(tmp_path_factory: pytest.TempPathFactory, system: Path) -> tuple[Sandbox, str, list[str]]:
-    """up.sh once in an empty project with every setting at its default: its sandbox, stderr and calls."""
-    sandbox = make_sandbox(tmp_path_factory.mktemp("fresh"), system)
-    result, calls = sandbox.run("up.sh")
+Run = tuple[Sandbox, str, list[str]]
+PUBLIC_PAGE = {"PAGE_DOMAIN": "mnist.example.com", "PAGE_IAP_MEMBERS": "user:a@example.com"}
+IAP_MEMBERS = ("user:a@example.com", "group:team@example.com")
+
+
+def up_once(factory: pytest.TempPathFactory, system: Path, **settings: str) -> Run:
+    """up.sh run once in a sandbox of its own: the sandbox, its stderr and the calls."""
+    sandbox = make_sandbox(factory.mktemp("up"), system)
+    result, calls = sandbox.run("up.sh", **settings)
     return sandbox, result.stderr, calls
 
 
-Fresh = tuple[Sandbox, str, list[str]]
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory: pytest.TempPathFactory, system: Path) -> Run:
+    """up.sh in an empty project with every setting at its default."""
+    return up_once(tmp_path_factory, system)
+
+
+@pytest.fixture(scope="module")
+def public(tmp_path_factory: pytest.TempPathFactory, system: Path) -> Run:
+    """up.sh with a public page behind IAP, a bucket named by the user and an authorized network."""
+    settings = {"PAGE_IAP_MEMBERS": ",".join(IAP_MEMBERS), "BUCKET": "team_models-1"}
+    return up_once(
+        tmp_path_factory,
+        system,
+        **{**PUBLIC_PAGE, **settings, "AUTHORIZED_NETWORKS": "203.0.113.7/32"},
+    )
 
 
 def one_call(calls: list[str], start: str) -> str:
@@ -116,7 +134,7 @@ def one_call(calls: list[str], start: str) -> str:
     return call
 
 
-def test_up_prints_every_setting_with_its_default(fresh: Fresh) -> None:
+def test_up_prints_every_setting_with_its_default(fresh: Run) -> None:
     _, stderr, _ = fresh
     printed = [line.split() for line in stderr.splitlines() if line.startswith("    ")]
     settings = {words[0]: words[1] for words in printed if len(words) == 2}
@@ -138,66 +156,20 @@ def test_up_prints_every_setting_with_its_default(fresh: Fresh) -> None:
     assert "zone us-central1-a: the first of us-central1" in stderr
 
 
-def test_up_creates_everything_in_an_empty_project(fresh: Fresh) -> None:
-    sandbox, _, calls = fresh
-    created = [call for call in calls if " create " in call]
-    for expected in (
+# What up.sh calls in an empty project: each row, a call that starts with its first words and holds the rest.
+# One small on-demand node for Argo and the page, tainted so that no run lands there; the steps on Spot
+# nodes that exist only while a run needs them; the control plane reached through its DNS endpoint alone;
+# the nodes and the builds under accounts of their own, not Compute Engine's or Cloud Build's default.
+ACCOUNTS = ("pipeline", "page", "nodes", "build")
+FRESH_CALLS = [
+    (
+        "gcloud services enable",
+        *(f" {api}.googleapis.com " for api in ("container", "compute", "iam", "iamcredentials")),
+        " cloudresourcemanager.googleapis.com ",
+        " containerfilesystem.googleapis.com ",
+    ),
+    (
         "gcloud container clusters create mnist-argo",
-        "gcloud container node-pools create workers",
-        "gcloud storage buckets create gs://test-project-mnist-argo ",
-        "gcloud storage buckets create gs://test-project-mnist-argo-build ",
-        "gcloud iam service-accounts create mnist-pipeline",
-        "gcloud iam service-accounts create mnist-page",
-        "gcloud iam service-accounts create mnist-nodes",
-        "gcloud iam service-accounts create mnist-build",
-        "gcloud artifacts repositories create mnist",
-    ):
-        assert any(call.startswith(expected) for call in created), expected
-    assert "--uniform-bucket-level-access" in one_call(
-        calls, "gcloud storage buckets create gs://test-project-mnist-argo "
-    )
-    assert any("--lifecycle-file" in call for call in calls)
-    grants = [call for call in calls if "add-iam-policy-binding gs://" in call]
-    assert any("mnist-pipeline@" in call and "roles/storage.objectUser" in call for call in grants)
-    assert any("mnist-page@" in call and "roles/storage.objectViewer" in call for call in grants)
-    assert any(
-        "serviceAccount:test-project.svc.id.goog[mnist/mnist-pipeline]" in call for call in calls
-    )
-    # Argo's manifest is built from its kustomize base at the release's commit, as Argo's Makefile does.
-    assert (
-        "kubectl kustomize --load-restrictor=LoadRestrictionsNone https://github.com/argoproj/"
-        f"argo-workflows//manifests/cluster-install?ref={ARGO_COMMIT}" in calls
-    )
-    assert any(
-        call.startswith(f"kubectl --context {CONTEXT} apply --server-side")
-        and "--kustomize" in call
-        for call in calls
-    )
-    assert f"kubectl --context {CONTEXT} apply --kustomize infra/k8s/overlays/local" in calls
-    overlay = (
-        sandbox.root / "infra" / "k8s" / "overlays" / "local" / "kustomization.yaml"
-    ).read_text()
-    assert "gs://test-project-mnist-argo/models/mnist/LATEST" in overlay
-    assert yaml.safe_load(overlay)["images"][0]["digest"] == f"sha256:{'7':0>64}"
-    assert "components" not in overlay, "no public endpoint by default"
-    assert not [call for call in calls if "compute addresses" in call]
-    (enable,) = [call for call in calls if call.startswith("gcloud services enable")]
-    for api in ("container", "compute", "iam", "iamcredentials", "cloudresourcemanager"):
-        assert f" {api}.googleapis.com " in enable, api
-    assert " containerfilesystem.googleapis.com " in enable
-    assert "error" not in fresh[1].lower(), (
-        "a describe that finds nothing is an answer, not an error"
-    )
-
-
-def test_up_makes_a_closed_cluster_that_costs_little_when_idle(fresh: Fresh) -> None:
-    """One small on-demand node for Argo and the page, tainted so that no run lands there (GKE's own pods,
-    Argo and the page tolerate it; the admission policy mnist-pods keeps it from a workflow's pod); the
-    steps on Spot nodes that exist only while a run needs them, within a Free Trial's 8 vCPUs; the
-    control plane reached through its DNS endpoint alone; images streamed."""
-    _, _, calls = fresh
-    cluster = one_call(calls, "gcloud container clusters create")
-    for flag in (
         "--num-nodes 1 ",
         "--machine-type e2-standard-2 ",
         f"--node-taints {SYSTEM_POOL_KEY}=true:NoSchedule ",
@@ -206,81 +178,107 @@ def test_up_makes_a_closed_cluster_that_costs_little_when_idle(fresh: Fresh) -> 
         "--enable-dns-access",
         "--enable-master-authorized-networks",
         "--enable-image-streaming",
-    ):
-        assert flag in cluster, flag
-    assert "--spot" not in cluster
-    assert "--master-authorized-networks" not in cluster.replace("--enable-master-authorized", "")
-    assert not [call for call in calls if call.startswith("gcloud container node-pools update")]
-    pool = one_call(calls, "gcloud container node-pools create workers")
-    key, value, effect = SPOT_TAINT  # the steps tolerate exactly that taint
-    for flag in (
+        f"--service-account {NODE_ACCOUNT} ",
+    ),
+    (
+        "gcloud container node-pools create workers",
         "--spot",
         "--num-nodes 0 ",
         "--enable-autoscaling",
         "--min-nodes 0 ",
         "--max-nodes 1 ",
         "--machine-type e2-standard-4 ",
-        f"--node-taints {key}={value}:{effect}",
+        "--node-taints {}={}:{}".format(*SPOT_TAINT),  # the steps tolerate exactly that taint
         f"--service-account {NODE_ACCOUNT} ",
-    ):
-        assert flag in pool, flag
-    assert any(
-        call.startswith("gcloud container clusters get-credentials") and "--dns-endpoint" in call
-        for call in calls
-    )
+    ),
+    ("gcloud container clusters get-credentials", "--dns-endpoint"),
+    (
+        "gcloud storage buckets create gs://test-project-mnist-argo ",
+        "--uniform-bucket-level-access",
+    ),
+    ("gcloud storage buckets create gs://test-project-mnist-argo-build ",),
+    ("gcloud storage buckets update gs://test-project-mnist-argo ", "--lifecycle-file"),
+    *((f"gcloud iam service-accounts create mnist-{name}",) for name in ACCOUNTS),
+    ("gcloud artifacts repositories create mnist",),
+    (
+        "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo ",
+        f"serviceAccount:{PIPELINE_ACCOUNT} ",
+        "roles/storage.objectUser",
+    ),
+    (
+        "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo ",
+        f"serviceAccount:{PAGE_ACCOUNT} ",
+        "roles/storage.objectViewer",
+    ),
+    (
+        "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo ",
+        f"--member {ARGO_SERVER_PRINCIPAL} --role roles/storage.objectViewer",
+    ),
+    (
+        "gcloud iam service-accounts add-iam-policy-binding mnist-pipeline@",
+        "serviceAccount:test-project.svc.id.goog[mnist/mnist-pipeline]",
+    ),
+    (
+        "gcloud projects add-iam-policy-binding test-project ",
+        f"serviceAccount:{NODE_ACCOUNT} ",
+        "roles/container.defaultNodeServiceAccount",
+    ),
+    (
+        "gcloud artifacts repositories add-iam-policy-binding mnist ",
+        f"serviceAccount:{NODE_ACCOUNT}",
+        "roles/artifactregistry.reader",
+    ),
+    (
+        "gcloud projects add-iam-policy-binding test-project ",
+        f"serviceAccount:{BUILD_ACCOUNT} ",
+        "roles/logging.logWriter",
+    ),
+    (
+        "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo-build ",
+        f"serviceAccount:{BUILD_ACCOUNT} ",
+        "roles/storage.objectViewer",
+    ),
+    (
+        "gcloud artifacts repositories add-iam-policy-binding mnist ",
+        f"serviceAccount:{BUILD_ACCOUNT}",
+        "roles/artifactregistry.writer",
+    ),
+    (
+        "gcloud builds submit",
+        "--gcs-source-staging-dir gs://test-project-mnist-argo-build/source",
+        f"--service-account projects/test-project/serviceAccounts/{BUILD_ACCOUNT} ",
+    ),
+    # Argo's manifest is built from its kustomize base at the release's commit, as Argo's Makefile does.
+    (
+        "kubectl kustomize --load-restrictor=LoadRestrictionsNone https://github.com/argoproj/"
+        f"argo-workflows//manifests/cluster-install?ref={ARGO_COMMIT}",
+    ),
+    (f"kubectl --context {CONTEXT} apply --server-side", "--kustomize"),
+    (f"kubectl --context {CONTEXT} apply --kustomize infra/k8s/overlays/local",),
+]
 
 
-def test_up_lets_in_the_authorized_networks(sandbox: Sandbox) -> None:
-    _, calls = sandbox.run("up.sh", AUTHORIZED_NETWORKS="203.0.113.7/32")
+def test_up_makes_a_closed_cluster_that_costs_little_when_idle(fresh: Run) -> None:
+    sandbox, stderr, calls = fresh
+    for start, *words in FRESH_CALLS:
+        found = [call for call in calls if call.startswith(start) and all(w in call for w in words)]
+        assert found, (start, words)
     cluster = one_call(calls, "gcloud container clusters create")
-    assert "--master-authorized-networks 203.0.113.7/32" in cluster
-
-
-def test_nodes_and_builds_run_as_accounts_of_their_own(fresh: Fresh) -> None:
-    """No Compute Engine or Cloud Build default account: the nodes' account has the node role and reads
-    the repository; the build's account reads its bucket, writes logs and pushes to the repository; the
-    Argo Server reads the bucket."""
-    _, _, calls = fresh
+    assert "--spot" not in cluster
+    assert "--master-authorized-networks" not in cluster.replace("--enable-master-authorized", "")
+    one_call(calls, "gcloud services enable")
     assert not [call for call in calls if any(account in call for account in DEFAULT_ACCOUNTS)]
-    assert f"--service-account {NODE_ACCOUNT} " in one_call(
-        calls, "gcloud container clusters create"
-    )
-    grants = {
-        (NODE_ACCOUNT, "roles/container.defaultNodeServiceAccount"): "projects add-iam-policy",
-        (
-            NODE_ACCOUNT,
-            "roles/artifactregistry.reader",
-        ): "repositories add-iam-policy-binding mnist",
-        (BUILD_ACCOUNT, "roles/logging.logWriter"): "projects add-iam-policy-binding test-project",
-        (
-            BUILD_ACCOUNT,
-            "roles/storage.objectViewer",
-        ): "add-iam-policy-binding gs://test-project-mnist-argo-build",
-        (
-            BUILD_ACCOUNT,
-            "roles/artifactregistry.writer",
-        ): "repositories add-iam-policy-binding mnist",
-    }
-    for (account, role), target in grants.items():
-        assert any(
-            target in call and role in call and f"serviceAccount:{account}" in call
-            for call in calls
-        ), role
     project_grants = [call for call in calls if "projects add-iam-policy-binding" in call]
     assert all("--condition None" in call for call in project_grants)
-    assert any(
-        call.startswith(
-            "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo "
-        )
-        and f"--member {ARGO_SERVER_PRINCIPAL} " in call
-        and call.endswith("--role roles/storage.objectViewer")
-        for call in calls
-    )
-    submit_call = one_call(calls, "gcloud builds submit")
-    assert "--gcs-source-staging-dir gs://test-project-mnist-argo-build/source" in submit_call
-    assert (
-        f"--service-account projects/test-project/serviceAccounts/{BUILD_ACCOUNT} " in submit_call
-    )
+    for nothing in ("gcloud container node-pools update", "gcloud compute addresses"):
+        assert not [call for call in calls if call.startswith(nothing)], nothing
+    overlay = (
+        sandbox.root / "infra" / "k8s" / "overlays" / "local" / "kustomization.yaml"
+    ).read_text()
+    assert "gs://test-project-mnist-argo/models/mnist/LATEST" in overlay
+    assert yaml.safe_load(overlay)["images"][0]["digest"] == f"sha256:{'7':0>64}"
+    assert "components" not in overlay, "no public endpoint by default"
+    assert "error" not in stderr.lower(), "a describe that finds nothing is an answer, not an error"
     # A user-specified build account needs its logs somewhere other than the default logs bucket.
     build = yaml.safe_load((ROOT / "infra" / "gke" / "cloudbuild.yaml").read_text())
     assert build["options"]["logging"] == "CLOUD_LOGGING_ONLY"
@@ -337,10 +335,8 @@ LABEL_FLAGS = {
 }
 
 
-def test_up_marks_everything_it_creates(sandbox: Sandbox) -> None:
-    _, calls = sandbox.run(
-        "up.sh", PAGE_DOMAIN="mnist.example.com", PAGE_IAP_MEMBERS="user:a@example.com"
-    )
+def test_up_marks_everything_it_creates(public: Run) -> None:
+    _, _, calls = public
     created = [
         call for call in calls if call.startswith("gcloud ") and " create " in call.split(" --")[0]
     ]
@@ -557,6 +553,9 @@ def test_the_local_cluster_finds_its_mnist_file_or_says_in_one_line_what_to_set(
     assert (found.returncode, found.stdout, found.stderr) == (0, f"{present}\n", "")
 
 
+IAP_ROLE = "roles/iap.httpsResourceAccessor"
+
+
 def up_while_pending(
     sandbox: Sandbox, variable: str, count: int, **settings: str
 ) -> tuple[subprocess.CompletedProcess, list[str]]:
@@ -601,7 +600,7 @@ def test_up_builds_locally_with_docker_when_asked(sandbox: Sandbox) -> None:
     assert not [call for call in calls if call.startswith("gcloud builds")]
 
 
-def test_cloud_build_builds_and_pushes_every_image(fresh: Fresh) -> None:
+def test_cloud_build_builds_and_pushes_every_image(fresh: Run) -> None:
     """Each target is built into the image up.sh names for it, and pushed (the config's `images`)."""
     _, _, calls = fresh
     (submitted,) = [call for call in calls if call.startswith("gcloud builds submit")]
@@ -730,12 +729,10 @@ def test_values_are_written_into_json_and_yaml_through_an_encoder(value: str) ->
     assert yaml.safe_load(f"key: {encoded}") == {"key": value}
 
 
-def test_the_overlay_holds_each_setting_as_a_value(sandbox: Sandbox) -> None:
-    sandbox.run(
-        "up.sh",
-        PAGE_DOMAIN="mnist.example.com",
-        PAGE_IAP_MEMBERS="user:a@example.com",
-        BUCKET="team_models-1",
+def test_the_public_overlay_holds_each_setting_as_a_value(public: Run) -> None:
+    sandbox, _, calls = public
+    assert "--master-authorized-networks 203.0.113.7/32" in one_call(
+        calls, "gcloud container clusters create"
     )
     path = sandbox.root / "infra" / "k8s" / "overlays" / "local" / "kustomization.yaml"
     overlay = yaml.safe_load(path.read_text())
@@ -751,35 +748,25 @@ def test_the_overlay_holds_each_setting_as_a_value(sandbox: Sandbox) -> None:
     assert certificate["spec"]["domains"] == ["mnist.example.com"]
 
 
-def iap_grants(calls: list[str]) -> list[str]:
-    return [call for call in calls if "roles/iap.httpsResourceAccessor" in call]
-
-
-def test_iap_lets_its_members_through_to_the_page_alone(sandbox: Sandbox) -> None:
-    """Granted on the project, roles/iap.httpsResourceAccessor lets them through to every app IAP guards
-    there: up.sh grants it on the page's backend service, found from the page's Ingress."""
-    members = ("user:a@example.com", "group:team@example.com")
-    _, calls = sandbox.run(
-        "up.sh", PAGE_DOMAIN="mnist.example.com", PAGE_IAP_MEMBERS=",".join(members)
-    )
-    assert iap_grants(calls) == [
+def test_iap_lets_its_members_through_to_the_page_alone(public: Run) -> None:
+    """Granted on the backend service found from the page's Ingress, not on the project (every app)."""
+    _, _, calls = public
+    grants = [call for call in calls if IAP_ROLE in call]
+    assert grants == [
         "gcloud iap web add-iam-policy-binding --project test-project --resource-type "
         f"backend-services --service {BACKEND_SERVICE} --member {member} "
         "--role roles/iap.httpsResourceAccessor --condition None"
-        for member in members
+        for member in IAP_MEMBERS
     ]
     applied = calls.index(f"kubectl --context {CONTEXT} apply --kustomize infra/k8s/overlays/local")
-    assert applied < calls.index(iap_grants(calls)[0]), "the Ingress makes the backend service"
-
-
-PUBLIC_PAGE = {"PAGE_DOMAIN": "mnist.example.com", "PAGE_IAP_MEMBERS": "user:a@example.com"}
+    assert applied < calls.index(grants[0]), "the Ingress makes the backend service"
 
 
 def test_up_waits_for_gke_to_make_the_pages_backend_service(sandbox: Sandbox) -> None:
     result, calls = up_while_pending(sandbox, "FAKE_INGRESS_PENDING", 3, **PUBLIC_PAGE)
     assert result.returncode == 0, result.stderr
     assert calls.count("sleep 10") == 3
-    assert len(iap_grants(calls)) == 1 and "waiting for GKE" in result.stderr
+    assert sum(IAP_ROLE in call for call in calls) == 1 and "waiting for GKE" in result.stderr
 
 
 def test_up_stops_when_the_page_gets_no_backend_service(sandbox: Sandbox) -> None:
@@ -789,7 +776,7 @@ def test_up_stops_when_the_page_gets_no_backend_service(sandbox: Sandbox) -> Non
     )
     assert result.returncode == 1
     assert "has no backend service after 15 minutes" in result.stderr
-    assert calls.count("sleep 10") == 90 and not iap_grants(calls)
+    assert calls.count("sleep 10") == 90 and not [call for call in calls if IAP_ROLE in call]
 
 
 def test_up_waits_until_the_namespaces_quota_counts_all_it_bounds(sandbox: Sandbox) -> None:
