@@ -417,8 +417,7 @@ def every_kubectl_call(calls: list[str]) -> list[str]:
 def test_every_kubectl_call_names_its_context(
     script: str, settings: dict[str, str], sandbox: Sandbox
 ) -> None:
-    """Another shell may switch kubectl's current context while up.sh runs: every call that reaches the
-    cluster names this cluster's. `kubectl config ...` only edits the kubeconfig file and reaches none."""
+    """Another shell may switch kubectl's context: each call to the cluster names this one's."""
     result, calls = sandbox.run(script, **settings)
     zone = "us-central1-c" if "cluster" in settings.get("FAKE_EXISTING", "") else "us-central1-a"
     cluster_calls = [
@@ -436,8 +435,7 @@ def test_every_kubectl_call_names_its_context(
 
 
 def test_up_verifies_argos_manifest_against_a_listed_checksum(sandbox: Sandbox) -> None:
-    """Where infra/gke/argo-releases lists a sha256 beside the commit, the built manifest must have it:
-    a different one is refused before anything of it is applied."""
+    """A manifest without the sha256 argo-releases lists is refused before any of it is applied."""
     releases = sandbox.root / "infra" / "gke" / "argo-releases"
     wrong = hashlib.sha256(b"another manifest").hexdigest()
     releases.write_text(releases.read_text().replace(ARGO_COMMIT, f"{ARGO_COMMIT} {wrong}"))
@@ -451,8 +449,7 @@ def test_up_verifies_argos_manifest_against_a_listed_checksum(sandbox: Sandbox) 
 
 
 def argo_install(tmp_path: Path, settings: dict[str, str]) -> list[dict]:
-    """What up.sh applies for Argo: its kustomization (lib.sh, render_argo_config) over a stand-in of the
-    release's install.yaml, assembled by the real `kubectl kustomize`."""
+    """What up.sh applies for Argo (its kustomization over a stand-in release), by real kubectl."""
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not installed on this machine (kustomize is built into it)")
     directory = tmp_path / "argo"
@@ -472,10 +469,7 @@ def one_deployment(manifests: list[dict], name: str) -> dict:
 
 
 def test_up_configures_argos_controller_and_server(tmp_path: Path) -> None:
-    """DEFAULT_REQUEUE_TIME, the progress reports' tick and the executor's securityContext reach the
-    objects kubectl applies; the controller and the server tolerate the system pool's taint, and no other,
-    and are held to a memory limit (unbounded, the server grew to 22 GB evaluating one lint request's
-    `{{=sprig.repeat(...)}}`)."""
+    """Requeue, tick, executor, system pool toleration and memory limits reach the objects."""
     manifests = argo_install(tmp_path, {"REQUEUE_TIME": "2s"})
     (container,) = one_deployment(manifests, "workflow-controller")["spec"]["template"]["spec"][
         "containers"
@@ -502,9 +496,7 @@ def test_up_configures_argos_controller_and_server(tmp_path: Path) -> None:
 
 
 def test_gke_gets_no_extra_environment_and_the_local_cluster_its_emulator(tmp_path: Path) -> None:
-    """render_argo_config is shared with the local cluster, which names its own executor image and gives
-    the executor's and every step's main container STORAGE_EMULATOR_HOST; up.sh sets neither, so on GKE
-    the configuration has no env and no mainContainer at all."""
+    """GKE gets no env nor mainContainer; the local cluster its executor image and emulator."""
     config = next(m for m in argo_install(tmp_path / "gke", {}) if m["kind"] == "ConfigMap")
     assert set(config["data"]) == {"executor"}
     assert "env" not in yaml.safe_load(config["data"]["executor"])
@@ -538,8 +530,7 @@ def find_mnist(source: str) -> subprocess.CompletedProcess:
 def test_the_local_cluster_finds_its_mnist_file_or_says_in_one_line_what_to_set(
     tmp_path: Path,
 ) -> None:
-    """up.sh asks find_mnist before any daemon starts: a MNIST_SOURCE naming no file is refused in one
-    line with exit 2, and a file that is there is the one put into the bucket."""
+    """A MNIST_SOURCE naming no file is refused in one line, exit 2; a file there is used."""
     missing = tmp_path / "nowhere" / "mnist.npz"
     refused = find_mnist(str(missing))
     assert refused.returncode == 2
@@ -559,8 +550,7 @@ IAP_ROLE = "roles/iap.httpsResourceAccessor"
 def up_while_pending(
     sandbox: Sandbox, variable: str, count: int, **settings: str
 ) -> tuple[subprocess.CompletedProcess, list[str]]:
-    """up.sh with `sleep` stood in for and the stand-ins' counter VARIABLE at COUNT (builds refused, reads
-    that find nothing yet)."""
+    """up.sh with `sleep` stood in for and the stand-ins' counter VARIABLE at COUNT."""
     (sandbox.fakes / "sleep").write_text('#!/usr/bin/env bash\necho "sleep $*" >>"${FAKE_LOG}"\n')
     (sandbox.fakes / "sleep").chmod(0o755)
     counter = sandbox.root / variable
@@ -626,6 +616,22 @@ def test_up_builds_when_any_image_is_missing(missing: str, sandbox: Sandbox) -> 
     assert sum(call.startswith("gcloud builds submit") for call in calls) == 1
 
 
+def setting_names() -> list[str]:
+    """SETTINGS of infra/gke/config.sh: every setting of up.sh and down.sh."""
+    script = 'source infra/gke/config.sh && printf "%s\\n" "${SETTINGS[@]}"'
+    env = {"PATH": "/usr/bin:/bin", "PROJECT_ID": "p", "IMAGE_TAG": "t"}
+    listed = subprocess.run(
+        ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    return listed.stdout.split()
+
+
+# A value no setting admits: a quote that would end a JSON or YAML string, a comma, and a second line,
+# shown quoted on one line.
+BREAKOUT = 'x", "y,\nz'
+SHOWN = "got $'x\", \"y,\\nz'"
+
+
 @pytest.mark.parametrize(
     "setting, value, message",
     [
@@ -647,43 +653,17 @@ def test_up_builds_when_any_image_is_missing(missing: str, sandbox: Sandbox) -> 
             'm-"]}}, {"action": {"type": "Delete"}, "condition": {"age": 1}',
             "RUN_PREFIX must be",
         ),
+        *((name, BREAKOUT, f"error: {name} must be ") for name in setting_names()),
     ],
 )
-def test_up_refuses_bad_settings_before_touching_anything(
+def test_up_refuses_bad_settings_in_one_line_before_touching_anything(
     setting: str, value: str, message: str, sandbox: Sandbox
 ) -> None:
-    result, calls = sandbox.run("up.sh", check=False, **{setting: value})
-    assert result.returncode == 2
-    assert message in result.stderr and len(result.stderr.strip().splitlines()[-1]) > 0
-    assert calls == []
-
-
-def setting_names() -> list[str]:
-    """SETTINGS of infra/gke/config.sh: every setting of up.sh and down.sh."""
-    script = 'source infra/gke/config.sh && printf "%s\\n" "${SETTINGS[@]}"'
-    listed = subprocess.run(
-        ["bash", "-c", script],
-        cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", "PROJECT_ID": "p", "IMAGE_TAG": "t"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return listed.stdout.split()
-
-
-# A value no setting admits: a quote that would end a JSON or YAML string, a comma, and a second line.
-BREAKOUT = 'x", "y,\nz'
-
-
-@pytest.mark.parametrize("name", setting_names())
-def test_every_setting_must_match_its_pattern(name: str, sandbox: Sandbox) -> None:
-    needs = {"PAGE_DOMAIN": "mnist.example.com"} if name == "PAGE_IAP_MEMBERS" else {}
-    result, calls = sandbox.run("up.sh", check=False, **{**needs, name: BREAKOUT})
+    needs = {"PAGE_DOMAIN": "mnist.example.com"} if value == BREAKOUT else {}
+    result, calls = sandbox.run("up.sh", check=False, **{**needs, setting: value})
     assert result.returncode == 2, result.stderr
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert errors == [f"error: {name} must be {errors[0].split(' must be ', 1)[1]}"]
-    assert errors[0].endswith("got $'x\", \"y,\\nz'"), errors  # shown quoted, on one line
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert message in error and (value != BREAKOUT or error.endswith(SHOWN)), error
     assert calls == []
 
 
@@ -780,8 +760,7 @@ def test_up_stops_when_the_page_gets_no_backend_service(sandbox: Sandbox) -> Non
 
 
 def test_up_waits_until_the_namespaces_quota_counts_all_it_bounds(sandbox: Sandbox) -> None:
-    """Until the quota controller counts the Workflows it bounds, the API server refuses every run
-    ("status unknown for quota"): up.sh says so and waits, so the first submit it prints succeeds."""
+    """Until the quota counts the Workflows it bounds, runs are refused: up.sh waits."""
     result, calls = up_while_pending(sandbox, "FAKE_QUOTA_PENDING", 2)
     assert result.returncode == 0, result.stderr
     reads = [call for call in calls if "get resourcequota mnist" in call and ".status.used" in call]
@@ -825,8 +804,7 @@ def docs_submit_block() -> list[str]:
 def run_pasted(
     commands: list[str], sandbox: Sandbox, work: Path
 ) -> tuple[dict[str, str], list[str]]:
-    """Run commands as pasted into one shell in `work`, kubectl stood in for (its port-forward lasting two
-    minutes) and .venv/bin/python recording its environment and argv; return those."""
+    """Run commands pasted into one shell in `work`; return the environment and argv python got."""
     python = work / ".venv" / "bin" / "python"
     python.parent.mkdir(parents=True)
     python.write_text(
@@ -864,8 +842,7 @@ def run_pasted(
 def test_the_submit_commands_reach_the_port_forwarded_server(
     source: str, sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    """Pasted into a shell, the commands start the port-forward in the background (it runs until stopped)
-    and submit with the settings a self-signed, port-forwarded Argo Server needs."""
+    """Pasted into a shell, they port-forward in the background and submit as the server needs."""
     if source == "docs":
         commands = docs_submit_block()
     else:
@@ -892,9 +869,7 @@ def test_the_submit_commands_reach_the_port_forwarded_server(
 
 
 def run_on_argo_submits() -> tuple[dict[str, str], list[list[str]]]:
-    """The variables docs/argo.md's bash blocks export, and the submit.py commands there and in the
-    README's GKE brief that reach a cluster (all but a --render whose output is only read), their variables
-    expanded."""
+    """docs/argo.md's exported variables, and the submit.py commands there that reach a cluster."""
     variables: dict[str, str] = {}
     commands = []
     sections = [
@@ -916,9 +891,7 @@ def run_on_argo_submits() -> tuple[dict[str, str], list[list[str]]]:
 
 
 def test_the_run_on_argo_commands_pass_the_cluster_check() -> None:
-    """Each command docs/argo.md sends to a cluster names images the nodes can pull, both of them (a run
-    from the registered template uses the template's images, and needs none; --list, --compare and
-    --retry send no workflow)."""
+    """Each command of docs/argo.md that sends a workflow names images the nodes can pull."""
     variables, commands = run_on_argo_submits()
     assert len(commands) >= 4 and any("--register" in argv for argv in commands)
     for argv in commands:
@@ -966,6 +939,14 @@ def test_image_tag_follows_the_images_content(tmp_path: Path) -> None:
     assert image_tag(tree) not in (first, edited)
 
 
+def where(calls: list[str], text: str) -> list[int]:
+    return [i for i, call in enumerate(calls) if text in call]
+
+
+def member(call: str) -> str:
+    return call.split("--member ")[1].split()[0]
+
+
 def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> None:
     sandbox.run("up.sh")  # writes the overlay down.sh removes
     context = "gke_test-project_us-central1-c_mnist-argo"
@@ -984,7 +965,7 @@ def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> Non
         f"kubectl --context {context} delete namespace mnist --ignore-not-found --wait=true "
         "--timeout 5m"
     )
-    cluster = next(i for i, call in enumerate(calls) if "container clusters delete" in call)
+    (cluster,) = where(calls, "container clusters delete")
     assert namespace < cluster, "the load balancer goes before the cluster"
     assert "--zone us-central1-c" in calls[cluster]
     # The kubeconfig entry of this cluster, and no other.
@@ -993,43 +974,32 @@ def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> Non
     assert f"kubectl config delete-cluster {context}" in calls
     assert f"kubectl config delete-user {context}" in calls
     assert not [call for call in calls if "gke_other-project" in call and "delete" in call]
-    # The bucket's grants of up.sh go (the deleted account's too) before the accounts; others stay.
-    revoked = [
-        i for i, call in enumerate(calls) if "storage buckets remove-iam-policy-binding" in call
-    ]
-    members = {calls[i].split("--member ")[1].split()[0] for i in revoked}
-    assert members == {
+    # The bucket's and the project's grants of up.sh go (the deleted accounts' too), and no others.
+    revoked = where(calls, "storage buckets remove-iam-policy-binding")
+    assert {member(calls[i]) for i in revoked} == {
         f"serviceAccount:{PIPELINE_ACCOUNT}",
         f"deleted:serviceAccount:{PAGE_ACCOUNT}?uid=1234567890",
         ARGO_SERVER_PRINCIPAL,
     }
-    # So do its project-wide grants, the nodes' and the build's, and nothing else on the project.
-    project_revoked = [
-        i for i, call in enumerate(calls) if "projects remove-iam-policy-binding" in call
-    ]
-    assert {calls[i].split("--member ")[1].split()[0] for i in project_revoked} == {
+    project_revoked = where(calls, "projects remove-iam-policy-binding")
+    assert {member(calls[i]) for i in project_revoked} == {
         f"serviceAccount:{NODE_ACCOUNT}",
         f"deleted:serviceAccount:{BUILD_ACCOUNT}?uid=42",
     }
     # IAP's grant to the members of PAGE_IAP_MEMBERS on the page's backend service, before it goes.
-    (iap_revoked,) = [
-        i for i, call in enumerate(calls) if "iap web remove-iam-policy-binding" in call
-    ]
+    (iap_revoked,) = where(calls, "iap web remove-iam-policy-binding")
     assert calls[iap_revoked] == (
         "gcloud iap web remove-iam-policy-binding --project test-project --resource-type "
         f"backend-services --service {BACKEND_SERVICE} --member user:a@example.com "
         "--role roles/iap.httpsResourceAccessor --condition None"
     )
     assert iap_revoked < namespace
-    accounts = [i for i, call in enumerate(calls) if "iam service-accounts delete" in call]
+    accounts = where(calls, "iam service-accounts delete")
     assert len(accounts) == 4 and max(revoked + project_revoked) < min(accounts)
     assert min(accounts) > cluster, "the nodes' account outlives the nodes"
     assert any("artifacts repositories delete mnist" in call for call in calls)
     assert any(call.startswith("gcloud compute addresses delete mnist-page") for call in calls)
-    assert any(
-        call.startswith("gcloud storage rm --recursive gs://test-project-mnist-argo-build ")
-        for call in calls
-    )
+    assert where(calls, "gcloud storage rm --recursive gs://test-project-mnist-argo-build ")
     assert not [call for call in calls if "storage rm" in call and "mnist-argo " in call + " "]
     assert "kept bucket gs://test-project-mnist-argo" in result.stderr
     assert not (sandbox.root / "infra" / "k8s" / "overlays" / "local").exists()
@@ -1110,8 +1080,5 @@ def test_down_keeps_an_overlay_it_did_not_write(sandbox: Sandbox) -> None:
 
 def test_down_deletes_the_bucket_when_told(sandbox: Sandbox) -> None:
     _, calls = sandbox.run("down.sh", FAKE_EXISTING="bucket", DELETE_BUCKET="yes")
-    assert any(
-        call.startswith("gcloud storage rm --recursive gs://test-project-mnist-argo ")
-        for call in calls
-    )
+    assert where(calls, "gcloud storage rm --recursive gs://test-project-mnist-argo ")
     assert not [call for call in calls if "delete" in call and "clusters" in call]
