@@ -43,8 +43,7 @@ GKE_KINDS = {"ManagedCertificate", "FrontendConfig", "BackendConfig"}
 
 
 def render_overlay(tmp_path: Path, name: str, extra: dict[str, str]) -> Path:
-    """The overlay up.sh writes for PROJECT, next to a copy of the base and components, as in
-    infra/k8s/overlays/<name>."""
+    """The overlay up.sh writes for PROJECT, beside a copy of the base and components, as in infra/k8s."""
     for folder in ("base", "components"):
         if not (tmp_path / "k8s" / folder).exists():
             shutil.copytree(K8S / folder, tmp_path / "k8s" / folder)
@@ -142,8 +141,7 @@ def test_rendered_overlay_points_everything_at_the_project(rendered_overlay: Pat
 
 @functools.cache
 def artifact_repository_validator() -> jsonschema.Draft7Validator:
-    """Argo's ArtifactRepository definition, with unknown keys refused in it and its GCS block
-    (Argo's schema allows any extra key, which would hide a misspelt field)."""
+    """Argo's ArtifactRepository definition, unknown keys refused in it and its GCS block (Argo allows any)."""
     schema = json.loads(required(WORKFLOW_SCHEMA).read_text())
     definitions = schema["definitions"]
     for name in ("ArtifactRepository", "GCSArtifactRepository"):
@@ -310,14 +308,8 @@ def test_lifecycle_rule_deletes_old_runs_and_keeps_published_models(tmp_path: Pa
 
 def test_overlay_refuses_anything_but_an_image_digest(tmp_path: Path) -> None:
     with pytest.raises(subprocess.CalledProcessError) as failure:
-        gke_lib(
-            tmp_path,
-            {"PROJECT_ID": PROJECT},
-            "render_overlay",
-            str(tmp_path / "o"),
-            "../../base",
-            TAG,
-        )
+        overlay = str(tmp_path / "o")
+        gke_lib(tmp_path, {"PROJECT_ID": PROJECT}, "render_overlay", overlay, "../../base", TAG)
     assert "not an image digest" in failure.value.stderr
     assert not (tmp_path / "o" / "kustomization.yaml").exists()
 
