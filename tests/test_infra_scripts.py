@@ -63,6 +63,7 @@ IMAGES = {
 ARGO_COMMIT = "16a52d67daf2f4a8a76fa8bec02a76a46aa46257"
 # The taint GKE's own system pods tolerate (infra/gke/lib.sh, SYSTEM_POOL_TAINT), put on the system pool.
 SYSTEM_POOL_KEY = "components.gke.io/gke-managed-components"
+OVERLAY = Path("infra", "k8s", "overlays", "local")  # where up.sh writes the project's overlay
 
 
 def test_every_script_passes_shellcheck(tmp_path: Path) -> None:
@@ -272,9 +273,7 @@ def test_up_makes_a_closed_cluster_that_costs_little_when_idle(fresh: Run) -> No
     assert all("--condition None" in call for call in project_grants)
     for nothing in ("gcloud container node-pools update", "gcloud compute addresses"):
         assert not [call for call in calls if call.startswith(nothing)], nothing
-    overlay = (
-        sandbox.root / "infra" / "k8s" / "overlays" / "local" / "kustomization.yaml"
-    ).read_text()
+    overlay = (sandbox.root / OVERLAY / "kustomization.yaml").read_text()
     assert "gs://test-project-mnist-argo/models/mnist/LATEST" in overlay
     assert yaml.safe_load(overlay)["images"][0]["digest"] == f"sha256:{'7':0>64}"
     assert "components" not in overlay, "no public endpoint by default"
@@ -301,10 +300,7 @@ def test_up_run_again_reuses_what_exists(sandbox: Sandbox) -> None:
     assert all(image in result.stderr for image in IMAGES.values()), "reusing each image"
     assert "reusing cluster mnist-argo" in result.stderr and "reusing bucket" in result.stderr
     assert "zone us-central1-c: where cluster mnist-argo is" in result.stderr
-    assert any(
-        call.startswith("gcloud container clusters get-credentials mnist-argo --zone us-central1-c")
-        for call in calls
-    )
+    one_call(calls, "gcloud container clusters get-credentials mnist-argo --zone us-central1-c")
     # Settings still converge: bucket policy, grants and manifests are applied again.
     assert any("buckets update" in call for call in calls)
     context = "gke_test-project_us-central1-c_mnist-argo"
@@ -714,7 +710,7 @@ def test_the_public_overlay_holds_each_setting_as_a_value(public: Run) -> None:
     assert "--master-authorized-networks 203.0.113.7/32" in one_call(
         calls, "gcloud container clusters create"
     )
-    path = sandbox.root / "infra" / "k8s" / "overlays" / "local" / "kustomization.yaml"
+    path = sandbox.root / OVERLAY / "kustomization.yaml"
     overlay = yaml.safe_load(path.read_text())
     assert overlay["resources"] == ["../../base"]
     assert overlay["components"] == ["../../components/public-page", "../../components/iap"]
@@ -1002,7 +998,7 @@ def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> Non
     assert where(calls, "gcloud storage rm --recursive gs://test-project-mnist-argo-build ")
     assert not [call for call in calls if "storage rm" in call and "mnist-argo " in call + " "]
     assert "kept bucket gs://test-project-mnist-argo" in result.stderr
-    assert not (sandbox.root / "infra" / "k8s" / "overlays" / "local").exists()
+    assert not (sandbox.root / OVERLAY).exists()
     assert (sandbox.root / "infra" / "k8s" / "overlays" / "example").exists()
 
 
