@@ -377,7 +377,7 @@ def test_up_refuses_what_it_did_not_make(kind: str, setting: str, sandbox: Sandb
         assert not [call for call in calls if call.startswith("kubectl")]
 
 
-def test_up_recreates_a_cluster_left_in_error(sandbox: Sandbox) -> None:
+def test_up_recreates_a_cluster_left_in_error_and_waits_for_a_busy_one(sandbox: Sandbox) -> None:
     result, calls = sandbox.run("up.sh", FAKE_EXISTING="cluster", FAKE_CLUSTER_STATUS="ERROR")
     delete = calls.index(
         "gcloud container clusters delete mnist-argo --zone us-central1-c --project test-project --quiet"
@@ -385,9 +385,7 @@ def test_up_recreates_a_cluster_left_in_error(sandbox: Sandbox) -> None:
     create = next(i for i, call in enumerate(calls) if "container clusters create" in call)
     assert delete < create
     assert "is in ERROR" in result.stderr
-
-
-def test_up_says_what_to_do_while_an_operation_runs(sandbox: Sandbox) -> None:
+    # A cluster busy with an operation is left alone, with the command that shows it.
     result, calls = sandbox.run(
         "up.sh", check=False, FAKE_EXISTING="cluster", FAKE_CLUSTER_STATUS="RECONCILING"
     )
@@ -554,15 +552,12 @@ def up_while_pending(
     return sandbox.run("up.sh", check=False, **{variable: str(counter)}, **settings)
 
 
-def test_up_retries_a_build_refused_for_a_permission_just_granted(sandbox: Sandbox) -> None:
+def test_up_retries_a_refused_build_then_stops_with_what_to_do(sandbox: Sandbox) -> None:
     """The build account's grants are minutes old on a first run; IAM may not have them everywhere yet."""
     result, calls = up_while_pending(sandbox, "FAKE_BUILD_REFUSALS", 1)
     assert result.returncode == 0, result.stderr
     assert sum(call.startswith("gcloud builds submit") for call in calls) == 2
     assert "sleep 60" in calls and "IAM takes minutes to propagate" in result.stderr
-
-
-def test_up_stops_with_what_to_do_when_the_build_stays_refused(sandbox: Sandbox) -> None:
     result, calls = up_while_pending(sandbox, "FAKE_BUILD_REFUSALS", 5)
     assert result.returncode == 1
     assert sum(call.startswith("gcloud builds submit") for call in calls) == 3
@@ -738,14 +733,11 @@ def test_iap_lets_its_members_through_to_the_page_alone(public: Run) -> None:
     assert applied < calls.index(grants[0]), "the Ingress makes the backend service"
 
 
-def test_up_waits_for_gke_to_make_the_pages_backend_service(sandbox: Sandbox) -> None:
+def test_up_waits_for_the_pages_backend_service_then_stops(sandbox: Sandbox) -> None:
     result, calls = up_while_pending(sandbox, "FAKE_INGRESS_PENDING", 3, **PUBLIC_PAGE)
     assert result.returncode == 0, result.stderr
     assert calls.count("sleep 10") == 3
     assert sum(IAP_ROLE in call for call in calls) == 1 and "waiting for GKE" in result.stderr
-
-
-def test_up_stops_when_the_page_gets_no_backend_service(sandbox: Sandbox) -> None:
     other = '{"k8s1-0a1b2c3d-kube-system-default-http-backend-80-4e5f6a7b":"HEALTHY"}'
     result, calls = up_while_pending(
         sandbox, "FAKE_INGRESS_PENDING", 0, FAKE_INGRESS_BACKENDS=other, **PUBLIC_PAGE
@@ -755,7 +747,7 @@ def test_up_stops_when_the_page_gets_no_backend_service(sandbox: Sandbox) -> Non
     assert calls.count("sleep 10") == 90 and not [call for call in calls if IAP_ROLE in call]
 
 
-def test_up_waits_until_the_namespaces_quota_counts_all_it_bounds(sandbox: Sandbox) -> None:
+def test_up_waits_until_the_quota_counts_all_it_bounds_then_stops(sandbox: Sandbox) -> None:
     """Until the quota counts the Workflows it bounds, runs are refused: up.sh waits."""
     result, calls = up_while_pending(sandbox, "FAKE_QUOTA_PENDING", 2)
     assert result.returncode == 0, result.stderr
@@ -764,9 +756,6 @@ def test_up_waits_until_the_namespaces_quota_counts_all_it_bounds(sandbox: Sandb
     assert "waiting for the namespace's quota" in result.stderr
     applied = calls.index(f"kubectl --context {CONTEXT} apply --kustomize infra/k8s/overlays/local")
     assert applied < calls.index(reads[0])
-
-
-def test_up_stops_when_the_quota_never_counts_what_it_bounds(sandbox: Sandbox) -> None:
     result, calls = up_while_pending(sandbox, "FAKE_QUOTA_PENDING", 1000)
     assert result.returncode == 1
     assert "does not count all it bounds after 6 minutes" in result.stderr
