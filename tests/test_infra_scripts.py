@@ -42,7 +42,7 @@ from tests.doubles.cloud_tools import (
     system_bin,
 )
 from tests.support import docs
-from tests.support.kustomize import gke_lib
+from tests.support.kustomize import build, gke_lib, needs_kubectl
 from workflows import preflight, submit
 from workflows.pipeline.resources import SPOT_TAINT
 from workflows.pipeline.settings import PipelineSettings, defaults, from_arguments
@@ -444,15 +444,10 @@ def test_up_verifies_argos_manifest_against_a_listed_checksum(sandbox: Sandbox) 
 
 def argo_install(tmp_path: Path, settings: dict[str, str]) -> list[dict]:
     """What up.sh applies for Argo (its kustomization over a stand-in release), by real kubectl."""
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed on this machine (kustomize is built into it)")
     directory = tmp_path / "argo"
     gke_lib(tmp_path, {"PROJECT_ID": "p", **settings}, "render_argo_config", str(directory))
     (directory / "install.yaml").write_text(ARGO_MANIFEST)
-    output = subprocess.run(
-        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, check=True
-    ).stdout
-    return [manifest for manifest in yaml.safe_load_all(output) if manifest]
+    return build(directory)
 
 
 def one_deployment(manifests: list[dict], name: str) -> dict:
@@ -462,6 +457,7 @@ def one_deployment(manifests: list[dict], name: str) -> dict:
     return deployment
 
 
+@needs_kubectl
 def test_up_configures_argos_controller_and_server(tmp_path: Path) -> None:
     """Requeue, tick, executor, system pool toleration and memory limits reach the objects."""
     manifests = argo_install(tmp_path, {"REQUEUE_TIME": "2s"})
@@ -489,6 +485,7 @@ def test_up_configures_argos_controller_and_server(tmp_path: Path) -> None:
         assert container["image"].startswith("quay.io/argoproj/"), "the release's, patched"
 
 
+@needs_kubectl
 def test_gke_gets_no_extra_environment_and_the_local_cluster_its_emulator(tmp_path: Path) -> None:
     """GKE gets no env nor mainContainer; the local cluster its executor image and emulator."""
     config = next(m for m in argo_install(tmp_path / "gke", {}) if m["kind"] == "ConfigMap")
@@ -1013,9 +1010,7 @@ def test_down_deletes_the_cluster_when_the_namespace_will_not_go(sandbox: Sandbo
     assert "gcloud compute forwarding-rules list --project test-project" in result.stderr
 
 
-@pytest.mark.skipif(
-    shutil.which("kubectl") is None, reason="kubectl is not installed on this machine"
-)
+@needs_kubectl
 def test_down_removes_a_left_kubeconfig_entry_with_the_real_kubectl(sandbox: Sandbox) -> None:
     """A cluster deleted elsewhere leaves its kubeconfig entry: down.sh removes it, and only it."""
     (sandbox.fakes / "kubectl").unlink()
