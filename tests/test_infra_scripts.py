@@ -822,14 +822,10 @@ def run_pasted(
 
 @pytest.mark.parametrize("source", ["printed by up.sh", "docs"])
 def test_the_submit_commands_reach_the_port_forwarded_server(
-    source: str, sandbox: Sandbox, tmp_path: Path
+    source: str, fresh: Run, sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """Pasted into a shell, they port-forward in the background and submit as the server needs."""
-    if source == "docs":
-        commands = docs_submit_block()
-    else:
-        result, _ = sandbox.run("up.sh")
-        commands = next_steps(result.stderr)
+    commands = docs_submit_block() if source == "docs" else next_steps(fresh[1])
     environ, argv = run_pasted(commands, sandbox, tmp_path / "work")
     assert argv[0] == "workflows/submit.py"
     args = submit.make_parser(PipelineSettings()).parse_args(argv[1:])
