@@ -36,29 +36,10 @@ def run_pytest(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if key != "CI"}
     if ci is not None:
         env["CI"] = ci
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "tests.support.ci_strict",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "-rfs",
-            "-c",
-            os.devnull,
-            "--rootdir",
-            str(tmp_path),
-            str(tmp_path / "test_tool.py"),
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    plugins = ["-p", "tests.support.ci_strict", "-p", "no:cacheprovider"]
+    options = ["-q", "-rfs", "-c", os.devnull, "--rootdir", str(tmp_path)]
+    command = [sys.executable, "-m", "pytest", *plugins, *options, str(tmp_path / "test_tool.py")]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.slow  # pytest in a fresh process

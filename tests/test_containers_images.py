@@ -1,8 +1,5 @@
-"""The images hold exactly the versions uv.lock pins, their sizes stay within what each needs, and TensorFlow
-is in the train image only. Sizes are what
-the project adds above the base image (the stand-in here is 0.20 GB, the official slim base about 0.13 GB):
-the steps image's targets are 0.4 GB on the stand-in and 0.3 GB on the official base, so its layers above
-the base stay under 150 MB."""
+"""The images hold exactly the versions uv.lock pins, TensorFlow in the train image only, and their sizes
+above the base (0.20 GB stand-in, 0.13 GB official slim) stay within what each needs (steps under 150 MB)."""
 
 from __future__ import annotations
 

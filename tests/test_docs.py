@@ -69,8 +69,7 @@ def test_anchors_are_githubs() -> None:
 
 
 def test_the_license_file_is_the_declared_licenses_standard_text() -> None:
-    """pyproject.toml declares Apache-2.0 (an SPDX id); LICENSE holds that license's text unchanged, so
-    that tools which recognise a license by its text (GitHub's among them) name it."""
+    """LICENSE is Apache-2.0's text unchanged, so tools that read a license by its text name it."""
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
     assert declared == "Apache-2.0"
     license_file = ROOT / "LICENSE"
@@ -106,8 +105,7 @@ def test_every_path_the_readme_maps_exists() -> None:
 
 
 def test_the_readme_maps_every_top_level_folder_and_every_rule_module() -> None:
-    """Each folder a clone holds at its root is on the map, and workflows/local/'s modules are each named,
-    in the order a run reads them."""
+    """Each folder at a clone's root is on the map, and each module of workflows/local/ is named."""
     mapped = dict(repository_map())
     files = subprocess.run(
         ["git", "ls-files"], capture_output=True, text=True, cwd=ROOT, check=True
@@ -129,19 +127,14 @@ def test_the_readme_fits_on_a_few_screens() -> None:
 
 
 def test_the_quick_start_commands_are_the_ones_run() -> None:
-    """The README's two commands: `make run` for a newcomer, `make test` as .ci/run runs it; then .ci/run
-    runs docs/tests.md's `make test-containers` and `make test-cluster`, and nothing else, as its opening
-    comment says."""
+    """The README starts with `make run` and `make test`; .ci/run runs it and docs/tests.md's two, alone."""
     quick_start = section(README, "Quick start")
     commands = re.findall(r"^(make \w+)", quick_start, flags=re.M)
     assert commands[:2] == ["make run", "make test"]
     tests_page = (DOCS / "tests.md").read_text()
     assert "`make test-containers`" in tests_page and "`make test-cluster`" in tests_page
     ci = (ROOT / ".ci" / "run").read_text()
-    assert re.findall(r"^make .*$", ci, flags=re.M) == [
-        "make test",
-        "make test-containers",
-        "make test-cluster",
-    ]
+    made = ["make test", "make test-containers", "make test-cluster"]
+    assert re.findall(r"^make .*$", ci, flags=re.M) == made
     targets = re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), flags=re.M)
     assert {"run", "test", "test-containers", "test-cluster"} <= set(targets)

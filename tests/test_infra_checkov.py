@@ -23,10 +23,8 @@ SKIPPED_CHECKS: dict[str, str] = {}
 
 
 def checkov_requirements() -> list[str]:
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"
-    ]
-    return extras["scan"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return project["optional-dependencies"]["scan"]
 
 
 def checkov_program() -> Path:
@@ -69,26 +67,11 @@ def test_dockerfile_and_manifests_pass_checkov(tmp_path: Path) -> None:
     (scanned / "assembled" / "example.yaml").write_text(yaml.safe_dump_all(assembled))
     (scanned / "assembled" / "public.yaml").write_text(yaml.safe_dump_all(public))
     skips = ["--skip-check", ",".join(SKIPPED_CHECKS)] if SKIPPED_CHECKS else []
-    result = subprocess.run(
-        [
-            str(checkov_program()),
-            "--directory",
-            str(scanned),
-            "--framework",
-            "dockerfile",
-            "kubernetes",
-            "secrets",
-            *skips,
-            "--skip-download",  # no network: the rules ship with the package
-            "--output",
-            "json",
-            "--compact",
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    frameworks = ["--framework", "dockerfile", "kubernetes", "secrets"]
+    # --skip-download: no network, the rules ship with the package
+    options = ["--skip-download", "--output", "json", "--compact", "--quiet"]
+    command = [str(checkov_program()), "--directory", str(scanned), *frameworks, *skips, *options]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     reports = json.loads(result.stdout)
     reports = reports if isinstance(reports, list) else [reports]
     by_type = {report["check_type"]: report for report in reports}

@@ -1,10 +1,6 @@
-"""Every gcloud command line of infra/gke, of the advice its scripts print, and of docs/gke.md and the
-README's GKE brief, parsed by the real Google Cloud CLI: the scripts run against the stand-in gcloud
-(tests/doubles/cloud_tools.py), which records each argv, once per path they can take; every distinct argv is
-replayed through the real gcloud CLI, loaded once in one process (tests/support/gcloud_lines.py), where an
-argument error exits 2. Nothing leaves the machine: with no credentials a well-formed command stops with "You
-do not currently have an active account selected"; every API is pointed at a closed port of 127.0.0.1, and,
-where `unshare` can, gcloud runs in a network namespace with no interface up."""
+"""Every gcloud line of infra/gke, of the advice its scripts print and of the docs, parsed by the real gcloud
+CLI in one process (tests/support/gcloud_lines.py), where an argument error exits 2. Nothing leaves the
+machine: no credentials, every API at a closed local port, and a network namespace where `unshare` can."""
 
 from __future__ import annotations
 
@@ -118,22 +114,17 @@ def gcloud_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (config / "active_config").write_text("default")
     endpoint = f"http://127.0.0.1:{closed_port()}/"
     apis = sorted({api for group in APIS_BY_GROUP.values() for api in group})
-    (config / "configurations" / "config_default").write_text(
-        "\n".join(
-            [
-                "[core]",
-                "disable_prompts = true",
-                "check_gce_metadata = false",
-                "disable_usage_reporting = true",
-                "disable_file_logging = true",
-                "[component_manager]",
-                "disable_update_check = true",
-                "[api_endpoint_overrides]",
-                *(f"{api} = {endpoint}" for api in apis),
-                "",
-            ]
-        )
-    )
+    overrides = "".join(f"{api} = {endpoint}\n" for api in apis)
+    settings = f"""[core]
+disable_prompts = true
+check_gce_metadata = false
+disable_usage_reporting = true
+disable_file_logging = true
+[component_manager]
+disable_update_check = true
+[api_endpoint_overrides]
+{overrides}"""
+    (config / "configurations" / "config_default").write_text(settings)
     keep = ("PATH", "LANG", "LC_ALL", "TZ")
     return {
         **{name: os.environ[name] for name in keep if name in os.environ},

@@ -43,8 +43,7 @@ GKE_KINDS = {"ManagedCertificate", "FrontendConfig", "BackendConfig"}
 
 
 def render_overlay(tmp_path: Path, name: str, extra: dict[str, str]) -> Path:
-    """The overlay up.sh writes for PROJECT, next to a copy of the base and components, as in
-    infra/k8s/overlays/<name>."""
+    """The overlay up.sh writes for PROJECT, beside a copy of the base and components, as in infra/k8s."""
     for folder in ("base", "components"):
         if not (tmp_path / "k8s" / folder).exists():
             shutil.copytree(K8S / folder, tmp_path / "k8s" / folder)
@@ -79,11 +78,8 @@ def test_every_manifest_validates_against_kubernetes(
     overlay: str, rendered_overlay: Path, public_overlay: Path
 ) -> None:
     """GKE's own kinds (certificate, frontend and backend configs) are outside Kubernetes' schemas."""
-    manifests = [
-        m
-        for m in build(directory_of(overlay, rendered_overlay, public_overlay))
-        if m["kind"] not in GKE_KINDS
-    ]
+    directory = directory_of(overlay, rendered_overlay, public_overlay)
+    manifests = [m for m in build(directory) if m["kind"] not in GKE_KINDS]
     assert {m["kind"] for m in manifests} >= {
         "Namespace",
         "ServiceAccount",
@@ -133,17 +129,14 @@ def test_rendered_overlay_points_everything_at_the_project(rendered_overlay: Pat
     assert container["image"] == f"{REGION}-docker.pkg.dev/{PROJECT}/mnist/mnist-argo-page@{DIGEST}"
     env = {item["name"]: item["value"] for item in container["env"]}
     assert env["MODEL_URI"] == f"gs://{BUCKET}/models/mnist/LATEST"
-    repository = yaml.safe_load(
-        one(manifests, "ConfigMap", "artifact-repositories")["data"]["default-v1"]
-    )
-    assert repository["gcs"]["bucket"] == BUCKET
+    repositories = one(manifests, "ConfigMap", "artifact-repositories")["data"]
+    assert yaml.safe_load(repositories["default-v1"])["gcs"]["bucket"] == BUCKET
     assert "PROJECT_ID" not in json.dumps(manifests) and '"BUCKET' not in json.dumps(manifests)
 
 
 @functools.cache
 def artifact_repository_validator() -> jsonschema.Draft7Validator:
-    """Argo's ArtifactRepository definition, with unknown keys refused in it and its GCS block
-    (Argo's schema allows any extra key, which would hide a misspelt field)."""
+    """Argo's ArtifactRepository definition, unknown keys refused in it and its GCS block (Argo allows any)."""
     schema = json.loads(required(WORKFLOW_SCHEMA).read_text())
     definitions = schema["definitions"]
     for name in ("ArtifactRepository", "GCSArtifactRepository"):
@@ -228,10 +221,8 @@ def test_page_is_probed_served_on_port_80_and_locked_down() -> None:
     assert env["HOME"] in writable, "Streamlit and Keras write under HOME on a read-only root"
     service = one(manifests, "Service", "mnist-page")
     assert service["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": "http"}]
-    assert (
-        service["spec"]["selector"].items()
-        <= deployment["spec"]["template"]["metadata"]["labels"].items()
-    )
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
 
 
 PUBLIC_KINDS = {"Ingress", "Gateway", "HTTPRoute"}
@@ -294,10 +285,8 @@ def gcs_lifecycle_deletes(rules: list[dict], name: str, age_days: int) -> bool:
 
 
 def test_lifecycle_rule_deletes_old_runs_and_keeps_published_models(tmp_path: Path) -> None:
-    lifecycle = json.loads(
-        gke_lib(tmp_path, {"PROJECT_ID": PROJECT, "ARTIFACT_TTL_DAYS": "5"}, "render_lifecycle")
-    )
-    rules = lifecycle["rule"]
+    settings = {"PROJECT_ID": PROJECT, "ARTIFACT_TTL_DAYS": "5"}
+    rules = json.loads(gke_lib(tmp_path, settings, "render_lifecycle"))["rule"]
     # Run artifacts are keyed "<workflow name>/..."; the workflow's generateName is that name's start.
     generate_name = compile_workflow(PipelineSettings())["metadata"]["generateName"]
     run_object = f"{generate_name}x7k2p/round-1/model.h5"
@@ -310,14 +299,8 @@ def test_lifecycle_rule_deletes_old_runs_and_keeps_published_models(tmp_path: Pa
 
 def test_overlay_refuses_anything_but_an_image_digest(tmp_path: Path) -> None:
     with pytest.raises(subprocess.CalledProcessError) as failure:
-        gke_lib(
-            tmp_path,
-            {"PROJECT_ID": PROJECT},
-            "render_overlay",
-            str(tmp_path / "o"),
-            "../../base",
-            TAG,
-        )
+        overlay = str(tmp_path / "o")
+        gke_lib(tmp_path, {"PROJECT_ID": PROJECT}, "render_overlay", overlay, "../../base", TAG)
     assert "not an image digest" in failure.value.stderr
     assert not (tmp_path / "o" / "kustomization.yaml").exists()
 

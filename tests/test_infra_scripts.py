@@ -42,7 +42,7 @@ from tests.doubles.cloud_tools import (
     system_bin,
 )
 from tests.support import docs
-from tests.support.kustomize import gke_lib
+from tests.support.kustomize import build, gke_lib, needs_kubectl
 from workflows import preflight, submit
 from workflows.pipeline.resources import SPOT_TAINT
 from workflows.pipeline.settings import PipelineSettings, defaults, from_arguments
@@ -63,6 +63,7 @@ IMAGES = {
 ARGO_COMMIT = "16a52d67daf2f4a8a76fa8bec02a76a46aa46257"
 # The taint GKE's own system pods tolerate (infra/gke/lib.sh, SYSTEM_POOL_TAINT), put on the system pool.
 SYSTEM_POOL_KEY = "components.gke.io/gke-managed-components"
+OVERLAY = Path("infra", "k8s", "overlays", "local")  # where up.sh writes the project's overlay
 
 
 def test_every_script_passes_shellcheck(tmp_path: Path) -> None:
@@ -100,15 +101,33 @@ def sandbox(tmp_path: Path, system: Path) -> Sandbox:
     return make_sandbox(tmp_path, system)
 
 
-@pytest.fixture(scope="module")
-def fresh(tmp_path_factory: pytest.TempPathFactory, system: Path) -> tuple[Sandbox, str, list[str]]:
-    """up.sh once in an empty project with every setting at its default: its sandbox, stderr and calls."""
-    sandbox = make_sandbox(tmp_path_factory.mktemp("fresh"), system)
-    result, calls = sandbox.run("up.sh")
+Run = tuple[Sandbox, str, list[str]]
+PUBLIC_PAGE = {"PAGE_DOMAIN": "mnist.example.com", "PAGE_IAP_MEMBERS": "user:a@example.com"}
+IAP_MEMBERS = ("user:a@example.com", "group:team@example.com")
+
+
+def up_once(factory: pytest.TempPathFactory, system: Path, **settings: str) -> Run:
+    """up.sh run once in a sandbox of its own: the sandbox, its stderr and the calls."""
+    sandbox = make_sandbox(factory.mktemp("up"), system)
+    result, calls = sandbox.run("up.sh", **settings)
     return sandbox, result.stderr, calls
 
 
-Fresh = tuple[Sandbox, str, list[str]]
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory: pytest.TempPathFactory, system: Path) -> Run:
+    """up.sh in an empty project with every setting at its default."""
+    return up_once(tmp_path_factory, system)
+
+
+@pytest.fixture(scope="module")
+def public(tmp_path_factory: pytest.TempPathFactory, system: Path) -> Run:
+    """up.sh with a public page behind IAP, a bucket named by the user and an authorized network."""
+    settings = {"PAGE_IAP_MEMBERS": ",".join(IAP_MEMBERS), "BUCKET": "team_models-1"}
+    return up_once(
+        tmp_path_factory,
+        system,
+        **{**PUBLIC_PAGE, **settings, "AUTHORIZED_NETWORKS": "203.0.113.7/32"},
+    )
 
 
 def one_call(calls: list[str], start: str) -> str:
@@ -116,7 +135,7 @@ def one_call(calls: list[str], start: str) -> str:
     return call
 
 
-def test_up_prints_every_setting_with_its_default(fresh: Fresh) -> None:
+def test_up_prints_every_setting_with_its_default(fresh: Run) -> None:
     _, stderr, _ = fresh
     printed = [line.split() for line in stderr.splitlines() if line.startswith("    ")]
     settings = {words[0]: words[1] for words in printed if len(words) == 2}
@@ -138,66 +157,20 @@ def test_up_prints_every_setting_with_its_default(fresh: Fresh) -> None:
     assert "zone us-central1-a: the first of us-central1" in stderr
 
 
-def test_up_creates_everything_in_an_empty_project(fresh: Fresh) -> None:
-    sandbox, _, calls = fresh
-    created = [call for call in calls if " create " in call]
-    for expected in (
+# What up.sh calls in an empty project: each row, a call that starts with its first words and holds the rest.
+# One small on-demand node for Argo and the page, tainted so that no run lands there; the steps on Spot
+# nodes that exist only while a run needs them; the control plane reached through its DNS endpoint alone;
+# the nodes and the builds under accounts of their own, not Compute Engine's or Cloud Build's default.
+ACCOUNTS = ("pipeline", "page", "nodes", "build")
+FRESH_CALLS = [
+    (
+        "gcloud services enable",
+        *(f" {api}.googleapis.com " for api in ("container", "compute", "iam", "iamcredentials")),
+        " cloudresourcemanager.googleapis.com ",
+        " containerfilesystem.googleapis.com ",
+    ),
+    (
         "gcloud container clusters create mnist-argo",
-        "gcloud container node-pools create workers",
-        "gcloud storage buckets create gs://test-project-mnist-argo ",
-        "gcloud storage buckets create gs://test-project-mnist-argo-build ",
-        "gcloud iam service-accounts create mnist-pipeline",
-        "gcloud iam service-accounts create mnist-page",
-        "gcloud iam service-accounts create mnist-nodes",
-        "gcloud iam service-accounts create mnist-build",
-        "gcloud artifacts repositories create mnist",
-    ):
-        assert any(call.startswith(expected) for call in created), expected
-    assert "--uniform-bucket-level-access" in one_call(
-        calls, "gcloud storage buckets create gs://test-project-mnist-argo "
-    )
-    assert any("--lifecycle-file" in call for call in calls)
-    grants = [call for call in calls if "add-iam-policy-binding gs://" in call]
-    assert any("mnist-pipeline@" in call and "roles/storage.objectUser" in call for call in grants)
-    assert any("mnist-page@" in call and "roles/storage.objectViewer" in call for call in grants)
-    assert any(
-        "serviceAccount:test-project.svc.id.goog[mnist/mnist-pipeline]" in call for call in calls
-    )
-    # Argo's manifest is built from its kustomize base at the release's commit, as Argo's Makefile does.
-    assert (
-        "kubectl kustomize --load-restrictor=LoadRestrictionsNone https://github.com/argoproj/"
-        f"argo-workflows//manifests/cluster-install?ref={ARGO_COMMIT}" in calls
-    )
-    assert any(
-        call.startswith(f"kubectl --context {CONTEXT} apply --server-side")
-        and "--kustomize" in call
-        for call in calls
-    )
-    assert f"kubectl --context {CONTEXT} apply --kustomize infra/k8s/overlays/local" in calls
-    overlay = (
-        sandbox.root / "infra" / "k8s" / "overlays" / "local" / "kustomization.yaml"
-    ).read_text()
-    assert "gs://test-project-mnist-argo/models/mnist/LATEST" in overlay
-    assert yaml.safe_load(overlay)["images"][0]["digest"] == f"sha256:{'7':0>64}"
-    assert "components" not in overlay, "no public endpoint by default"
-    assert not [call for call in calls if "compute addresses" in call]
-    (enable,) = [call for call in calls if call.startswith("gcloud services enable")]
-    for api in ("container", "compute", "iam", "iamcredentials", "cloudresourcemanager"):
-        assert f" {api}.googleapis.com " in enable, api
-    assert " containerfilesystem.googleapis.com " in enable
-    assert "error" not in fresh[1].lower(), (
-        "a describe that finds nothing is an answer, not an error"
-    )
-
-
-def test_up_makes_a_closed_cluster_that_costs_little_when_idle(fresh: Fresh) -> None:
-    """One small on-demand node for Argo and the page, tainted so that no run lands there (GKE's own pods,
-    Argo and the page tolerate it; the admission policy mnist-pods keeps it from a workflow's pod); the
-    steps on Spot nodes that exist only while a run needs them, within a Free Trial's 8 vCPUs; the
-    control plane reached through its DNS endpoint alone; images streamed."""
-    _, _, calls = fresh
-    cluster = one_call(calls, "gcloud container clusters create")
-    for flag in (
         "--num-nodes 1 ",
         "--machine-type e2-standard-2 ",
         f"--node-taints {SYSTEM_POOL_KEY}=true:NoSchedule ",
@@ -206,81 +179,105 @@ def test_up_makes_a_closed_cluster_that_costs_little_when_idle(fresh: Fresh) -> 
         "--enable-dns-access",
         "--enable-master-authorized-networks",
         "--enable-image-streaming",
-    ):
-        assert flag in cluster, flag
-    assert "--spot" not in cluster
-    assert "--master-authorized-networks" not in cluster.replace("--enable-master-authorized", "")
-    assert not [call for call in calls if call.startswith("gcloud container node-pools update")]
-    pool = one_call(calls, "gcloud container node-pools create workers")
-    key, value, effect = SPOT_TAINT  # the steps tolerate exactly that taint
-    for flag in (
+        f"--service-account {NODE_ACCOUNT} ",
+    ),
+    (
+        "gcloud container node-pools create workers",
         "--spot",
         "--num-nodes 0 ",
         "--enable-autoscaling",
         "--min-nodes 0 ",
         "--max-nodes 1 ",
         "--machine-type e2-standard-4 ",
-        f"--node-taints {key}={value}:{effect}",
+        "--node-taints {}={}:{}".format(*SPOT_TAINT),  # the steps tolerate exactly that taint
         f"--service-account {NODE_ACCOUNT} ",
-    ):
-        assert flag in pool, flag
-    assert any(
-        call.startswith("gcloud container clusters get-credentials") and "--dns-endpoint" in call
-        for call in calls
-    )
+    ),
+    ("gcloud container clusters get-credentials", "--dns-endpoint"),
+    (
+        "gcloud storage buckets create gs://test-project-mnist-argo ",
+        "--uniform-bucket-level-access",
+    ),
+    ("gcloud storage buckets create gs://test-project-mnist-argo-build ",),
+    ("gcloud storage buckets update gs://test-project-mnist-argo ", "--lifecycle-file"),
+    *((f"gcloud iam service-accounts create mnist-{name}",) for name in ACCOUNTS),
+    ("gcloud artifacts repositories create mnist",),
+    (
+        "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo ",
+        f"serviceAccount:{PIPELINE_ACCOUNT} ",
+        "roles/storage.objectUser",
+    ),
+    (
+        "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo ",
+        f"serviceAccount:{PAGE_ACCOUNT} ",
+        "roles/storage.objectViewer",
+    ),
+    (
+        "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo ",
+        f"--member {ARGO_SERVER_PRINCIPAL} --role roles/storage.objectViewer",
+    ),
+    (
+        "gcloud iam service-accounts add-iam-policy-binding mnist-pipeline@",
+        "serviceAccount:test-project.svc.id.goog[mnist/mnist-pipeline]",
+    ),
+    (
+        "gcloud projects add-iam-policy-binding test-project ",
+        f"serviceAccount:{NODE_ACCOUNT} ",
+        "roles/container.defaultNodeServiceAccount",
+    ),
+    (
+        "gcloud artifacts repositories add-iam-policy-binding mnist ",
+        f"serviceAccount:{NODE_ACCOUNT}",
+        "roles/artifactregistry.reader",
+    ),
+    (
+        "gcloud projects add-iam-policy-binding test-project ",
+        f"serviceAccount:{BUILD_ACCOUNT} ",
+        "roles/logging.logWriter",
+    ),
+    (
+        "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo-build ",
+        f"serviceAccount:{BUILD_ACCOUNT} ",
+        "roles/storage.objectViewer",
+    ),
+    (
+        "gcloud artifacts repositories add-iam-policy-binding mnist ",
+        f"serviceAccount:{BUILD_ACCOUNT}",
+        "roles/artifactregistry.writer",
+    ),
+    (
+        "gcloud builds submit",
+        "--gcs-source-staging-dir gs://test-project-mnist-argo-build/source",
+        f"--service-account projects/test-project/serviceAccounts/{BUILD_ACCOUNT} ",
+    ),
+    # Argo's manifest is built from its kustomize base at the release's commit, as Argo's Makefile does.
+    (
+        "kubectl kustomize --load-restrictor=LoadRestrictionsNone https://github.com/argoproj/"
+        f"argo-workflows//manifests/cluster-install?ref={ARGO_COMMIT}",
+    ),
+    (f"kubectl --context {CONTEXT} apply --server-side", "--kustomize"),
+    (f"kubectl --context {CONTEXT} apply --kustomize infra/k8s/overlays/local",),
+]
 
 
-def test_up_lets_in_the_authorized_networks(sandbox: Sandbox) -> None:
-    _, calls = sandbox.run("up.sh", AUTHORIZED_NETWORKS="203.0.113.7/32")
+def test_up_makes_a_closed_cluster_that_costs_little_when_idle(fresh: Run) -> None:
+    sandbox, stderr, calls = fresh
+    for start, *words in FRESH_CALLS:
+        found = [call for call in calls if call.startswith(start) and all(w in call for w in words)]
+        assert found, (start, words)
     cluster = one_call(calls, "gcloud container clusters create")
-    assert "--master-authorized-networks 203.0.113.7/32" in cluster
-
-
-def test_nodes_and_builds_run_as_accounts_of_their_own(fresh: Fresh) -> None:
-    """No Compute Engine or Cloud Build default account: the nodes' account has the node role and reads
-    the repository; the build's account reads its bucket, writes logs and pushes to the repository; the
-    Argo Server reads the bucket."""
-    _, _, calls = fresh
+    assert "--spot" not in cluster
+    assert "--master-authorized-networks" not in cluster.replace("--enable-master-authorized", "")
+    one_call(calls, "gcloud services enable")
     assert not [call for call in calls if any(account in call for account in DEFAULT_ACCOUNTS)]
-    assert f"--service-account {NODE_ACCOUNT} " in one_call(
-        calls, "gcloud container clusters create"
-    )
-    grants = {
-        (NODE_ACCOUNT, "roles/container.defaultNodeServiceAccount"): "projects add-iam-policy",
-        (
-            NODE_ACCOUNT,
-            "roles/artifactregistry.reader",
-        ): "repositories add-iam-policy-binding mnist",
-        (BUILD_ACCOUNT, "roles/logging.logWriter"): "projects add-iam-policy-binding test-project",
-        (
-            BUILD_ACCOUNT,
-            "roles/storage.objectViewer",
-        ): "add-iam-policy-binding gs://test-project-mnist-argo-build",
-        (
-            BUILD_ACCOUNT,
-            "roles/artifactregistry.writer",
-        ): "repositories add-iam-policy-binding mnist",
-    }
-    for (account, role), target in grants.items():
-        assert any(
-            target in call and role in call and f"serviceAccount:{account}" in call
-            for call in calls
-        ), role
     project_grants = [call for call in calls if "projects add-iam-policy-binding" in call]
     assert all("--condition None" in call for call in project_grants)
-    assert any(
-        call.startswith(
-            "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo "
-        )
-        and f"--member {ARGO_SERVER_PRINCIPAL} " in call
-        and call.endswith("--role roles/storage.objectViewer")
-        for call in calls
-    )
-    submit_call = one_call(calls, "gcloud builds submit")
-    assert "--gcs-source-staging-dir gs://test-project-mnist-argo-build/source" in submit_call
-    assert (
-        f"--service-account projects/test-project/serviceAccounts/{BUILD_ACCOUNT} " in submit_call
-    )
+    for nothing in ("gcloud container node-pools update", "gcloud compute addresses"):
+        assert not [call for call in calls if call.startswith(nothing)], nothing
+    overlay = (sandbox.root / OVERLAY / "kustomization.yaml").read_text()
+    assert "gs://test-project-mnist-argo/models/mnist/LATEST" in overlay
+    assert yaml.safe_load(overlay)["images"][0]["digest"] == f"sha256:{'7':0>64}"
+    assert "components" not in overlay, "no public endpoint by default"
+    assert "error" not in stderr.lower(), "a describe that finds nothing is an answer, not an error"
     # A user-specified build account needs its logs somewhere other than the default logs bucket.
     build = yaml.safe_load((ROOT / "infra" / "gke" / "cloudbuild.yaml").read_text())
     assert build["options"]["logging"] == "CLOUD_LOGGING_ONLY"
@@ -303,10 +300,7 @@ def test_up_run_again_reuses_what_exists(sandbox: Sandbox) -> None:
     assert all(image in result.stderr for image in IMAGES.values()), "reusing each image"
     assert "reusing cluster mnist-argo" in result.stderr and "reusing bucket" in result.stderr
     assert "zone us-central1-c: where cluster mnist-argo is" in result.stderr
-    assert any(
-        call.startswith("gcloud container clusters get-credentials mnist-argo --zone us-central1-c")
-        for call in calls
-    )
+    one_call(calls, "gcloud container clusters get-credentials mnist-argo --zone us-central1-c")
     # Settings still converge: bucket policy, grants and manifests are applied again.
     assert any("buckets update" in call for call in calls)
     context = "gke_test-project_us-central1-c_mnist-argo"
@@ -337,10 +331,8 @@ LABEL_FLAGS = {
 }
 
 
-def test_up_marks_everything_it_creates(sandbox: Sandbox) -> None:
-    _, calls = sandbox.run(
-        "up.sh", PAGE_DOMAIN="mnist.example.com", PAGE_IAP_MEMBERS="user:a@example.com"
-    )
+def test_up_marks_everything_it_creates(public: Run) -> None:
+    _, _, calls = public
     created = [
         call for call in calls if call.startswith("gcloud ") and " create " in call.split(" --")[0]
     ]
@@ -385,7 +377,7 @@ def test_up_refuses_what_it_did_not_make(kind: str, setting: str, sandbox: Sandb
         assert not [call for call in calls if call.startswith("kubectl")]
 
 
-def test_up_recreates_a_cluster_left_in_error(sandbox: Sandbox) -> None:
+def test_up_recreates_a_cluster_left_in_error_and_waits_for_a_busy_one(sandbox: Sandbox) -> None:
     result, calls = sandbox.run("up.sh", FAKE_EXISTING="cluster", FAKE_CLUSTER_STATUS="ERROR")
     delete = calls.index(
         "gcloud container clusters delete mnist-argo --zone us-central1-c --project test-project --quiet"
@@ -393,9 +385,7 @@ def test_up_recreates_a_cluster_left_in_error(sandbox: Sandbox) -> None:
     create = next(i for i, call in enumerate(calls) if "container clusters create" in call)
     assert delete < create
     assert "is in ERROR" in result.stderr
-
-
-def test_up_says_what_to_do_while_an_operation_runs(sandbox: Sandbox) -> None:
+    # A cluster busy with an operation is left alone, with the command that shows it.
     result, calls = sandbox.run(
         "up.sh", check=False, FAKE_EXISTING="cluster", FAKE_CLUSTER_STATUS="RECONCILING"
     )
@@ -421,8 +411,7 @@ def every_kubectl_call(calls: list[str]) -> list[str]:
 def test_every_kubectl_call_names_its_context(
     script: str, settings: dict[str, str], sandbox: Sandbox
 ) -> None:
-    """Another shell may switch kubectl's current context while up.sh runs: every call that reaches the
-    cluster names this cluster's. `kubectl config ...` only edits the kubeconfig file and reaches none."""
+    """Another shell may switch kubectl's context: each call to the cluster names this one's."""
     result, calls = sandbox.run(script, **settings)
     zone = "us-central1-c" if "cluster" in settings.get("FAKE_EXISTING", "") else "us-central1-a"
     cluster_calls = [
@@ -440,8 +429,7 @@ def test_every_kubectl_call_names_its_context(
 
 
 def test_up_verifies_argos_manifest_against_a_listed_checksum(sandbox: Sandbox) -> None:
-    """Where infra/gke/argo-releases lists a sha256 beside the commit, the built manifest must have it:
-    a different one is refused before anything of it is applied."""
+    """A manifest without the sha256 argo-releases lists is refused before any of it is applied."""
     releases = sandbox.root / "infra" / "gke" / "argo-releases"
     wrong = hashlib.sha256(b"another manifest").hexdigest()
     releases.write_text(releases.read_text().replace(ARGO_COMMIT, f"{ARGO_COMMIT} {wrong}"))
@@ -455,17 +443,11 @@ def test_up_verifies_argos_manifest_against_a_listed_checksum(sandbox: Sandbox) 
 
 
 def argo_install(tmp_path: Path, settings: dict[str, str]) -> list[dict]:
-    """What up.sh applies for Argo: its kustomization (lib.sh, render_argo_config) over a stand-in of the
-    release's install.yaml, assembled by the real `kubectl kustomize`."""
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed on this machine (kustomize is built into it)")
+    """What up.sh applies for Argo (its kustomization over a stand-in release), by real kubectl."""
     directory = tmp_path / "argo"
     gke_lib(tmp_path, {"PROJECT_ID": "p", **settings}, "render_argo_config", str(directory))
     (directory / "install.yaml").write_text(ARGO_MANIFEST)
-    output = subprocess.run(
-        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, check=True
-    ).stdout
-    return [manifest for manifest in yaml.safe_load_all(output) if manifest]
+    return build(directory)
 
 
 def one_deployment(manifests: list[dict], name: str) -> dict:
@@ -475,11 +457,9 @@ def one_deployment(manifests: list[dict], name: str) -> dict:
     return deployment
 
 
+@needs_kubectl
 def test_up_configures_argos_controller_and_server(tmp_path: Path) -> None:
-    """DEFAULT_REQUEUE_TIME, the progress reports' tick and the executor's securityContext reach the
-    objects kubectl applies; the controller and the server tolerate the system pool's taint, and no other,
-    and are held to a memory limit (unbounded, the server grew to 22 GB evaluating one lint request's
-    `{{=sprig.repeat(...)}}`)."""
+    """Requeue, tick, executor, system pool toleration and memory limits reach the objects."""
     manifests = argo_install(tmp_path, {"REQUEUE_TIME": "2s"})
     (container,) = one_deployment(manifests, "workflow-controller")["spec"]["template"]["spec"][
         "containers"
@@ -505,10 +485,9 @@ def test_up_configures_argos_controller_and_server(tmp_path: Path) -> None:
         assert container["image"].startswith("quay.io/argoproj/"), "the release's, patched"
 
 
+@needs_kubectl
 def test_gke_gets_no_extra_environment_and_the_local_cluster_its_emulator(tmp_path: Path) -> None:
-    """render_argo_config is shared with the local cluster, which names its own executor image and gives
-    the executor's and every step's main container STORAGE_EMULATOR_HOST; up.sh sets neither, so on GKE
-    the configuration has no env and no mainContainer at all."""
+    """GKE gets no env nor mainContainer; the local cluster its executor image and emulator."""
     config = next(m for m in argo_install(tmp_path / "gke", {}) if m["kind"] == "ConfigMap")
     assert set(config["data"]) == {"executor"}
     assert "env" not in yaml.safe_load(config["data"]["executor"])
@@ -542,8 +521,7 @@ def find_mnist(source: str) -> subprocess.CompletedProcess:
 def test_the_local_cluster_finds_its_mnist_file_or_says_in_one_line_what_to_set(
     tmp_path: Path,
 ) -> None:
-    """up.sh asks find_mnist before any daemon starts: a MNIST_SOURCE naming no file is refused in one
-    line with exit 2, and a file that is there is the one put into the bucket."""
+    """A MNIST_SOURCE naming no file is refused in one line, exit 2; a file there is used."""
     missing = tmp_path / "nowhere" / "mnist.npz"
     refused = find_mnist(str(missing))
     assert refused.returncode == 2
@@ -557,11 +535,13 @@ def test_the_local_cluster_finds_its_mnist_file_or_says_in_one_line_what_to_set(
     assert (found.returncode, found.stdout, found.stderr) == (0, f"{present}\n", "")
 
 
+IAP_ROLE = "roles/iap.httpsResourceAccessor"
+
+
 def up_while_pending(
     sandbox: Sandbox, variable: str, count: int, **settings: str
 ) -> tuple[subprocess.CompletedProcess, list[str]]:
-    """up.sh with `sleep` stood in for and the stand-ins' counter VARIABLE at COUNT (builds refused, reads
-    that find nothing yet)."""
+    """up.sh with `sleep` stood in for and the stand-ins' counter VARIABLE at COUNT."""
     (sandbox.fakes / "sleep").write_text('#!/usr/bin/env bash\necho "sleep $*" >>"${FAKE_LOG}"\n')
     (sandbox.fakes / "sleep").chmod(0o755)
     counter = sandbox.root / variable
@@ -569,15 +549,12 @@ def up_while_pending(
     return sandbox.run("up.sh", check=False, **{variable: str(counter)}, **settings)
 
 
-def test_up_retries_a_build_refused_for_a_permission_just_granted(sandbox: Sandbox) -> None:
+def test_up_retries_a_refused_build_then_stops_with_what_to_do(sandbox: Sandbox) -> None:
     """The build account's grants are minutes old on a first run; IAM may not have them everywhere yet."""
     result, calls = up_while_pending(sandbox, "FAKE_BUILD_REFUSALS", 1)
     assert result.returncode == 0, result.stderr
     assert sum(call.startswith("gcloud builds submit") for call in calls) == 2
     assert "sleep 60" in calls and "IAM takes minutes to propagate" in result.stderr
-
-
-def test_up_stops_with_what_to_do_when_the_build_stays_refused(sandbox: Sandbox) -> None:
     result, calls = up_while_pending(sandbox, "FAKE_BUILD_REFUSALS", 5)
     assert result.returncode == 1
     assert sum(call.startswith("gcloud builds submit") for call in calls) == 3
@@ -601,7 +578,7 @@ def test_up_builds_locally_with_docker_when_asked(sandbox: Sandbox) -> None:
     assert not [call for call in calls if call.startswith("gcloud builds")]
 
 
-def test_cloud_build_builds_and_pushes_every_image(fresh: Fresh) -> None:
+def test_cloud_build_builds_and_pushes_every_image(fresh: Run) -> None:
     """Each target is built into the image up.sh names for it, and pushed (the config's `images`)."""
     _, _, calls = fresh
     (submitted,) = [call for call in calls if call.startswith("gcloud builds submit")]
@@ -627,6 +604,26 @@ def test_up_builds_when_any_image_is_missing(missing: str, sandbox: Sandbox) -> 
     assert sum(call.startswith("gcloud builds submit") for call in calls) == 1
 
 
+def from_config(tree: Path, printed: str, **settings: str) -> str:
+    """`printf PRINTED` after sourcing TREE's infra/gke/config.sh with these settings alone."""
+    script = f"set -euo pipefail; source infra/gke/config.sh; printf {printed}"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tree), "PROJECT_ID": "p", **settings}
+    run = subprocess.run(["bash", "-c", script], cwd=tree, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def setting_names() -> list[str]:
+    """SETTINGS of infra/gke/config.sh: every setting of up.sh and down.sh."""
+    return from_config(ROOT, '"%s\\n" "${SETTINGS[@]}"', IMAGE_TAG="t").split()
+
+
+# A value no setting admits: a quote that would end a JSON or YAML string, a comma, and a second line,
+# shown quoted on one line.
+BREAKOUT = 'x", "y,\nz'
+SHOWN = "got $'x\", \"y,\\nz'"
+
+
 @pytest.mark.parametrize(
     "setting, value, message",
     [
@@ -648,43 +645,17 @@ def test_up_builds_when_any_image_is_missing(missing: str, sandbox: Sandbox) -> 
             'm-"]}}, {"action": {"type": "Delete"}, "condition": {"age": 1}',
             "RUN_PREFIX must be",
         ),
+        *((name, BREAKOUT, f"error: {name} must be ") for name in setting_names()),
     ],
 )
-def test_up_refuses_bad_settings_before_touching_anything(
+def test_up_refuses_bad_settings_in_one_line_before_touching_anything(
     setting: str, value: str, message: str, sandbox: Sandbox
 ) -> None:
-    result, calls = sandbox.run("up.sh", check=False, **{setting: value})
-    assert result.returncode == 2
-    assert message in result.stderr and len(result.stderr.strip().splitlines()[-1]) > 0
-    assert calls == []
-
-
-def setting_names() -> list[str]:
-    """SETTINGS of infra/gke/config.sh: every setting of up.sh and down.sh."""
-    script = 'source infra/gke/config.sh && printf "%s\\n" "${SETTINGS[@]}"'
-    listed = subprocess.run(
-        ["bash", "-c", script],
-        cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", "PROJECT_ID": "p", "IMAGE_TAG": "t"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return listed.stdout.split()
-
-
-# A value no setting admits: a quote that would end a JSON or YAML string, a comma, and a second line.
-BREAKOUT = 'x", "y,\nz'
-
-
-@pytest.mark.parametrize("name", setting_names())
-def test_every_setting_must_match_its_pattern(name: str, sandbox: Sandbox) -> None:
-    needs = {"PAGE_DOMAIN": "mnist.example.com"} if name == "PAGE_IAP_MEMBERS" else {}
-    result, calls = sandbox.run("up.sh", check=False, **{**needs, name: BREAKOUT})
+    needs = {"PAGE_DOMAIN": "mnist.example.com"} if value == BREAKOUT else {}
+    result, calls = sandbox.run("up.sh", check=False, **{**needs, setting: value})
     assert result.returncode == 2, result.stderr
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert errors == [f"error: {name} must be {errors[0].split(' must be ', 1)[1]}"]
-    assert errors[0].endswith("got $'x\", \"y,\\nz'"), errors  # shown quoted, on one line
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert message in error and (value != BREAKOUT or error.endswith(SHOWN)), error
     assert calls == []
 
 
@@ -730,14 +701,12 @@ def test_values_are_written_into_json_and_yaml_through_an_encoder(value: str) ->
     assert yaml.safe_load(f"key: {encoded}") == {"key": value}
 
 
-def test_the_overlay_holds_each_setting_as_a_value(sandbox: Sandbox) -> None:
-    sandbox.run(
-        "up.sh",
-        PAGE_DOMAIN="mnist.example.com",
-        PAGE_IAP_MEMBERS="user:a@example.com",
-        BUCKET="team_models-1",
+def test_the_public_overlay_holds_each_setting_as_a_value(public: Run) -> None:
+    sandbox, _, calls = public
+    assert "--master-authorized-networks 203.0.113.7/32" in one_call(
+        calls, "gcloud container clusters create"
     )
-    path = sandbox.root / "infra" / "k8s" / "overlays" / "local" / "kustomization.yaml"
+    path = sandbox.root / OVERLAY / "kustomization.yaml"
     overlay = yaml.safe_load(path.read_text())
     assert overlay["resources"] == ["../../base"]
     assert overlay["components"] == ["../../components/public-page", "../../components/iap"]
@@ -751,50 +720,36 @@ def test_the_overlay_holds_each_setting_as_a_value(sandbox: Sandbox) -> None:
     assert certificate["spec"]["domains"] == ["mnist.example.com"]
 
 
-def iap_grants(calls: list[str]) -> list[str]:
-    return [call for call in calls if "roles/iap.httpsResourceAccessor" in call]
-
-
-def test_iap_lets_its_members_through_to_the_page_alone(sandbox: Sandbox) -> None:
-    """Granted on the project, roles/iap.httpsResourceAccessor lets them through to every app IAP guards
-    there: up.sh grants it on the page's backend service, found from the page's Ingress."""
-    members = ("user:a@example.com", "group:team@example.com")
-    _, calls = sandbox.run(
-        "up.sh", PAGE_DOMAIN="mnist.example.com", PAGE_IAP_MEMBERS=",".join(members)
-    )
-    assert iap_grants(calls) == [
+def test_iap_lets_its_members_through_to_the_page_alone(public: Run) -> None:
+    """Granted on the backend service found from the page's Ingress, not on the project (every app)."""
+    _, _, calls = public
+    grants = [call for call in calls if IAP_ROLE in call]
+    assert grants == [
         "gcloud iap web add-iam-policy-binding --project test-project --resource-type "
         f"backend-services --service {BACKEND_SERVICE} --member {member} "
         "--role roles/iap.httpsResourceAccessor --condition None"
-        for member in members
+        for member in IAP_MEMBERS
     ]
     applied = calls.index(f"kubectl --context {CONTEXT} apply --kustomize infra/k8s/overlays/local")
-    assert applied < calls.index(iap_grants(calls)[0]), "the Ingress makes the backend service"
+    assert applied < calls.index(grants[0]), "the Ingress makes the backend service"
 
 
-PUBLIC_PAGE = {"PAGE_DOMAIN": "mnist.example.com", "PAGE_IAP_MEMBERS": "user:a@example.com"}
-
-
-def test_up_waits_for_gke_to_make_the_pages_backend_service(sandbox: Sandbox) -> None:
+def test_up_waits_for_the_pages_backend_service_then_stops(sandbox: Sandbox) -> None:
     result, calls = up_while_pending(sandbox, "FAKE_INGRESS_PENDING", 3, **PUBLIC_PAGE)
     assert result.returncode == 0, result.stderr
     assert calls.count("sleep 10") == 3
-    assert len(iap_grants(calls)) == 1 and "waiting for GKE" in result.stderr
-
-
-def test_up_stops_when_the_page_gets_no_backend_service(sandbox: Sandbox) -> None:
+    assert sum(IAP_ROLE in call for call in calls) == 1 and "waiting for GKE" in result.stderr
     other = '{"k8s1-0a1b2c3d-kube-system-default-http-backend-80-4e5f6a7b":"HEALTHY"}'
     result, calls = up_while_pending(
         sandbox, "FAKE_INGRESS_PENDING", 0, FAKE_INGRESS_BACKENDS=other, **PUBLIC_PAGE
     )
     assert result.returncode == 1
     assert "has no backend service after 15 minutes" in result.stderr
-    assert calls.count("sleep 10") == 90 and not iap_grants(calls)
+    assert calls.count("sleep 10") == 90 and not [call for call in calls if IAP_ROLE in call]
 
 
-def test_up_waits_until_the_namespaces_quota_counts_all_it_bounds(sandbox: Sandbox) -> None:
-    """Until the quota controller counts the Workflows it bounds, the API server refuses every run
-    ("status unknown for quota"): up.sh says so and waits, so the first submit it prints succeeds."""
+def test_up_waits_until_the_quota_counts_all_it_bounds_then_stops(sandbox: Sandbox) -> None:
+    """Until the quota counts the Workflows it bounds, runs are refused: up.sh waits."""
     result, calls = up_while_pending(sandbox, "FAKE_QUOTA_PENDING", 2)
     assert result.returncode == 0, result.stderr
     reads = [call for call in calls if "get resourcequota mnist" in call and ".status.used" in call]
@@ -802,9 +757,6 @@ def test_up_waits_until_the_namespaces_quota_counts_all_it_bounds(sandbox: Sandb
     assert "waiting for the namespace's quota" in result.stderr
     applied = calls.index(f"kubectl --context {CONTEXT} apply --kustomize infra/k8s/overlays/local")
     assert applied < calls.index(reads[0])
-
-
-def test_up_stops_when_the_quota_never_counts_what_it_bounds(sandbox: Sandbox) -> None:
     result, calls = up_while_pending(sandbox, "FAKE_QUOTA_PENDING", 1000)
     assert result.returncode == 1
     assert "does not count all it bounds after 6 minutes" in result.stderr
@@ -838,8 +790,7 @@ def docs_submit_block() -> list[str]:
 def run_pasted(
     commands: list[str], sandbox: Sandbox, work: Path
 ) -> tuple[dict[str, str], list[str]]:
-    """Run commands as pasted into one shell in `work`, kubectl stood in for (its port-forward lasting two
-    minutes) and .venv/bin/python recording its environment and argv; return those."""
+    """Run commands pasted into one shell in `work`; return the environment and argv python got."""
     python = work / ".venv" / "bin" / "python"
     python.parent.mkdir(parents=True)
     python.write_text(
@@ -875,15 +826,10 @@ def run_pasted(
 
 @pytest.mark.parametrize("source", ["printed by up.sh", "docs"])
 def test_the_submit_commands_reach_the_port_forwarded_server(
-    source: str, sandbox: Sandbox, tmp_path: Path
+    source: str, fresh: Run, sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    """Pasted into a shell, the commands start the port-forward in the background (it runs until stopped)
-    and submit with the settings a self-signed, port-forwarded Argo Server needs."""
-    if source == "docs":
-        commands = docs_submit_block()
-    else:
-        result, _ = sandbox.run("up.sh")
-        commands = next_steps(result.stderr)
+    """Pasted into a shell, they port-forward in the background and submit as the server needs."""
+    commands = docs_submit_block() if source == "docs" else next_steps(fresh[1])
     environ, argv = run_pasted(commands, sandbox, tmp_path / "work")
     assert argv[0] == "workflows/submit.py"
     args = submit.make_parser(PipelineSettings()).parse_args(argv[1:])
@@ -905,9 +851,7 @@ def test_the_submit_commands_reach_the_port_forwarded_server(
 
 
 def run_on_argo_submits() -> tuple[dict[str, str], list[list[str]]]:
-    """The variables docs/argo.md's bash blocks export, and the submit.py commands there and in the
-    README's GKE brief that reach a cluster (all but a --render whose output is only read), their variables
-    expanded."""
+    """docs/argo.md's exported variables, and the submit.py commands there that reach a cluster."""
     variables: dict[str, str] = {}
     commands = []
     sections = [
@@ -929,9 +873,7 @@ def run_on_argo_submits() -> tuple[dict[str, str], list[list[str]]]:
 
 
 def test_the_run_on_argo_commands_pass_the_cluster_check() -> None:
-    """Each command docs/argo.md sends to a cluster names images the nodes can pull, both of them (a run
-    from the registered template uses the template's images, and needs none; --list, --compare and
-    --retry send no workflow)."""
+    """Each command of docs/argo.md that sends a workflow names images the nodes can pull."""
     variables, commands = run_on_argo_submits()
     assert len(commands) >= 4 and any("--register" in argv for argv in commands)
     for argv in commands:
@@ -946,15 +888,7 @@ def test_the_run_on_argo_commands_pass_the_cluster_check() -> None:
 
 
 def image_tag(tree: Path) -> str:
-    result = subprocess.run(
-        ["bash", "-c", 'set -euo pipefail; source infra/gke/config.sh; printf %s "$IMAGE_TAG"'],
-        cwd=tree,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tree), "PROJECT_ID": "p"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return result.stdout
+    return from_config(tree, '%s "$IMAGE_TAG"')
 
 
 def test_image_tag_follows_the_images_content(tmp_path: Path) -> None:
@@ -979,6 +913,14 @@ def test_image_tag_follows_the_images_content(tmp_path: Path) -> None:
     assert image_tag(tree) not in (first, edited)
 
 
+def where(calls: list[str], text: str) -> list[int]:
+    return [i for i, call in enumerate(calls) if text in call]
+
+
+def member(call: str) -> str:
+    return call.split("--member ")[1].split()[0]
+
+
 def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> None:
     sandbox.run("up.sh")  # writes the overlay down.sh removes
     context = "gke_test-project_us-central1-c_mnist-argo"
@@ -997,7 +939,7 @@ def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> Non
         f"kubectl --context {context} delete namespace mnist --ignore-not-found --wait=true "
         "--timeout 5m"
     )
-    cluster = next(i for i, call in enumerate(calls) if "container clusters delete" in call)
+    (cluster,) = where(calls, "container clusters delete")
     assert namespace < cluster, "the load balancer goes before the cluster"
     assert "--zone us-central1-c" in calls[cluster]
     # The kubeconfig entry of this cluster, and no other.
@@ -1006,46 +948,35 @@ def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> Non
     assert f"kubectl config delete-cluster {context}" in calls
     assert f"kubectl config delete-user {context}" in calls
     assert not [call for call in calls if "gke_other-project" in call and "delete" in call]
-    # The bucket's grants of up.sh go (the deleted account's too) before the accounts; others stay.
-    revoked = [
-        i for i, call in enumerate(calls) if "storage buckets remove-iam-policy-binding" in call
-    ]
-    members = {calls[i].split("--member ")[1].split()[0] for i in revoked}
-    assert members == {
+    # The bucket's and the project's grants of up.sh go (the deleted accounts' too), and no others.
+    revoked = where(calls, "storage buckets remove-iam-policy-binding")
+    assert {member(calls[i]) for i in revoked} == {
         f"serviceAccount:{PIPELINE_ACCOUNT}",
         f"deleted:serviceAccount:{PAGE_ACCOUNT}?uid=1234567890",
         ARGO_SERVER_PRINCIPAL,
     }
-    # So do its project-wide grants, the nodes' and the build's, and nothing else on the project.
-    project_revoked = [
-        i for i, call in enumerate(calls) if "projects remove-iam-policy-binding" in call
-    ]
-    assert {calls[i].split("--member ")[1].split()[0] for i in project_revoked} == {
+    project_revoked = where(calls, "projects remove-iam-policy-binding")
+    assert {member(calls[i]) for i in project_revoked} == {
         f"serviceAccount:{NODE_ACCOUNT}",
         f"deleted:serviceAccount:{BUILD_ACCOUNT}?uid=42",
     }
     # IAP's grant to the members of PAGE_IAP_MEMBERS on the page's backend service, before it goes.
-    (iap_revoked,) = [
-        i for i, call in enumerate(calls) if "iap web remove-iam-policy-binding" in call
-    ]
+    (iap_revoked,) = where(calls, "iap web remove-iam-policy-binding")
     assert calls[iap_revoked] == (
         "gcloud iap web remove-iam-policy-binding --project test-project --resource-type "
         f"backend-services --service {BACKEND_SERVICE} --member user:a@example.com "
         "--role roles/iap.httpsResourceAccessor --condition None"
     )
     assert iap_revoked < namespace
-    accounts = [i for i, call in enumerate(calls) if "iam service-accounts delete" in call]
+    accounts = where(calls, "iam service-accounts delete")
     assert len(accounts) == 4 and max(revoked + project_revoked) < min(accounts)
     assert min(accounts) > cluster, "the nodes' account outlives the nodes"
     assert any("artifacts repositories delete mnist" in call for call in calls)
     assert any(call.startswith("gcloud compute addresses delete mnist-page") for call in calls)
-    assert any(
-        call.startswith("gcloud storage rm --recursive gs://test-project-mnist-argo-build ")
-        for call in calls
-    )
+    assert where(calls, "gcloud storage rm --recursive gs://test-project-mnist-argo-build ")
     assert not [call for call in calls if "storage rm" in call and "mnist-argo " in call + " "]
     assert "kept bucket gs://test-project-mnist-argo" in result.stderr
-    assert not (sandbox.root / "infra" / "k8s" / "overlays" / "local").exists()
+    assert not (sandbox.root / OVERLAY).exists()
     assert (sandbox.root / "infra" / "k8s" / "overlays" / "example").exists()
 
 
@@ -1071,9 +1002,7 @@ def test_down_deletes_the_cluster_when_the_namespace_will_not_go(sandbox: Sandbo
     assert "gcloud compute forwarding-rules list --project test-project" in result.stderr
 
 
-@pytest.mark.skipif(
-    shutil.which("kubectl") is None, reason="kubectl is not installed on this machine"
-)
+@needs_kubectl
 def test_down_removes_a_left_kubeconfig_entry_with_the_real_kubectl(sandbox: Sandbox) -> None:
     """A cluster deleted elsewhere leaves its kubeconfig entry: down.sh removes it, and only it."""
     (sandbox.fakes / "kubectl").unlink()
@@ -1123,8 +1052,5 @@ def test_down_keeps_an_overlay_it_did_not_write(sandbox: Sandbox) -> None:
 
 def test_down_deletes_the_bucket_when_told(sandbox: Sandbox) -> None:
     _, calls = sandbox.run("down.sh", FAKE_EXISTING="bucket", DELETE_BUCKET="yes")
-    assert any(
-        call.startswith("gcloud storage rm --recursive gs://test-project-mnist-argo ")
-        for call in calls
-    )
+    assert where(calls, "gcloud storage rm --recursive gs://test-project-mnist-argo ")
     assert not [call for call in calls if "delete" in call and "clusters" in call]

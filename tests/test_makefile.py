@@ -26,17 +26,17 @@ TEST_TOOLS = {
 }
 
 
-def dry_run(tmp_path: Path, *arguments: str) -> str:
-    """What `make ARGUMENTS` would run on a machine with no venv yet."""
-    result = subprocess.run(
-        ["make", "-n", f"VENV={tmp_path / 'fresh-venv'}", *arguments],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
+def make(*arguments: str) -> str:
+    """What `make ARGUMENTS` prints."""
+    command = ["make", "--no-print-directory", *arguments]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+def dry_run(tmp_path: Path, *arguments: str) -> str:
+    """What `make ARGUMENTS` would run on a machine with no venv yet."""
+    return make("-n", f"VENV={tmp_path / 'fresh-venv'}", *arguments)
 
 
 def installed_extras(commands: str) -> list[str]:
@@ -46,9 +46,8 @@ def installed_extras(commands: str) -> list[str]:
 
 def extra_closure(extras: list[str]) -> set[str]:
     """The distributions an install of these extras of the project pulls in directly."""
-    optional = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"
-    ]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    optional = project["optional-dependencies"]
     names: set[str] = set()
     pending = list(extras)
     while pending:
@@ -111,26 +110,10 @@ def test_every_target_a_user_runs_says_what_it_does() -> None:
 
 
 def test_make_help_lists_each_target_with_its_comment() -> None:
-    result = subprocess.run(
-        ["make", "--no-print-directory", "help"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    listed = {
-        line.split(maxsplit=1)[0]: line.split(maxsplit=1)[1].strip()
-        for line in result.stdout.splitlines()
-        if line.startswith("  ")
-    }
-    assert listed == commented_targets()
-    assert (
-        subprocess.run(
-            ["make", "--no-print-directory"], capture_output=True, text=True, cwd=ROOT, timeout=60
-        ).stdout
-        == result.stdout
-    ), "make alone prints the same list"
+    shown = make("help")
+    rows = [line.split(maxsplit=1) for line in shown.splitlines() if line.startswith("  ")]
+    assert {name: comment.strip() for name, comment in rows} == commented_targets()
+    assert make() == shown, "make alone prints the same list"
 
 
 def test_make_lint_and_make_test_check_formatting_and_types(tmp_path: Path) -> None:

@@ -1,10 +1,6 @@
-"""Stand-ins for `gcloud`, `kubectl`, `docker`, `curl` and `gke-gcloud-auth-plugin`, to run infra/gke's scripts
-where no Google Cloud project (nor GitHub) can be reached: each logs its call, and `gcloud` also records its
-exact argv (so the real CLI can parse every command line afterwards, see test_infra_gcloud_cli.py) and answers
-the few queries the scripts read, saying which resources already exist and whether up.sh made them (its
-label, or its description on service accounts and addresses). `kubectl kustomize` of Argo's kustomize base
-at a commit on GitHub prints FAKE_ARGO_MANIFEST. The scripts themselves run for real; the local cluster's
-tests (tests/cluster/) run the same Argo functions against the real kubectl and the real cluster."""
+"""Stand-ins for `gcloud`, `kubectl`, `docker`, `curl` and `gke-gcloud-auth-plugin` (no Google Cloud here): each
+logs its call, gcloud its exact argv too (test_infra_gcloud_cli.py has the real CLI parse them), and they
+answer what the scripts read: which resources exist, and whether up.sh made them. The scripts run for real."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The cluster the cluster tests run on: the local one (`make cluster-up`, read from its .cluster/env) or any
-existing cluster named by KUBECONFIG (and KUBE_CONTEXT), such as kind, k3d, minikube or GKE.
-
-For an existing cluster, what is not given in the environment is found on the cluster: the Argo Server
-through a `kubectl port-forward` the tests start and stop, a submitter token from `kubectl create token`, the
-bucket from the namespace's artifact repository. Images (STEPS_IMAGE, TRAIN_IMAGE) and MNIST_SOURCE must be
-ones that cluster can reach; with a GCS emulator, STORAGE_EMULATOR_HOST as the tests should reach it.
-"""
+"""The cluster the cluster tests run on: the local one (`make cluster-up`, its .cluster/env) or one named by
+KUBECONFIG (and KUBE_CONTEXT), whose Argo Server, token and bucket are found on it (STEPS_IMAGE, TRAIN_IMAGE,
+MNIST_SOURCE and STORAGE_EMULATOR_HOST from the environment)."""
 
 from __future__ import annotations
 
