@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from steps.lib import npz
-from steps.lib.errors import StepError
 from steps.lib.npz import MAX_DIRECTORY_BYTES, ArraySpec, read_arrays
 from tests.support.steps import (
     corrupt_deflate_npz,
     npy_header,
     peak_memory_mb,
     raw_zip,
+    refused,
     wide_directory_npz,
     write_npz,
     zip_bomb_npz,
@@ -59,12 +59,6 @@ def test_a_members_dtype_and_shape_are_checked_against_its_spec(
     assert spec.check(shape, np.dtype(dtype)) == problem
 
 
-def refusal(path: Path, specs: dict) -> str:
-    with pytest.raises(StepError) as raised:
-        read_arrays(path, specs)
-    return str(raised.value)
-
-
 def test_members_are_read_whole_and_only_those_asked_for(tmp_path: Path) -> None:
     big = np.arange(3 * (1 << 20) // 8 + 5, dtype=np.int64)  # more than one READ_BYTES piece
     path = write_npz(tmp_path / "a.npz", x=np.ones((3, 2), np.uint8), big=big, other=np.zeros(2))
@@ -77,7 +71,7 @@ def test_members_are_read_whole_and_only_those_asked_for(tmp_path: Path) -> None
 def test_missing_members_are_named_with_what_there_is(tmp_path: Path) -> None:
     path = write_npz(tmp_path / "a.npz", **{f"k{i:02}": np.zeros(1) for i in range(25)})
     shown = [f"k{i:02}" for i in range(20)]
-    assert refusal(path, {"x": IMAGES, "k03": IMAGES, "y": IMAGES}) == (
+    assert refused(read_arrays, path, {"x": IMAGES, "k03": IMAGES, "y": IMAGES}) == (
         f"{path}: missing keys ['x', 'y'] (has {shown})"
     )
 
@@ -85,7 +79,7 @@ def test_missing_members_are_named_with_what_there_is(tmp_path: Path) -> None:
 def test_a_file_that_is_not_an_archive_says_why(tmp_path: Path) -> None:
     path = tmp_path / "a.npz"
     path.write_text("not a zip")
-    assert refusal(path, {"x": IMAGES}) == (
+    assert refused(read_arrays, path, {"x": IMAGES}) == (
         f"{path}: not a readable .npz file (File is not a zip file)"
     )
 
@@ -96,7 +90,7 @@ def test_a_directory_of_exactly_the_bound_is_read_and_a_byte_more_is_not(tmp_pat
     read_arrays(fits, {"x": ArraySpec(np.dtype(np.uint8), (8,))})
     over = wide_directory_npz(tmp_path / "over.npz", MAX_DIRECTORY_BYTES // entry + 1)
     size = (MAX_DIRECTORY_BYTES // entry + 1) * entry
-    assert refusal(over, {"x": IMAGES}) == (
+    assert refused(read_arrays, over, {"x": IMAGES}) == (
         f"{over}: its central directory is {size} bytes, more than {MAX_DIRECTORY_BYTES} "
         "(an .npz of a few arrays has a directory of a few hundred bytes)"
     )
@@ -126,7 +120,7 @@ def test_a_stored_or_deflated_member_is_read(tmp_path: Path) -> None:
 def test_a_member_cut_short_of_what_it_declares_is_truncated(tmp_path: Path) -> None:
     header = npy_header((4,))
     path = member(tmp_path / "a.npz", header + bytes(2), size=len(header) + 4)
-    message = refusal(path, {"x": UINT8S})
+    message = refused(read_arrays, path, {"x": UINT8S})
     assert message.startswith(f"{path}: ")
     assert "truncated (2 of 4 bytes)" in message or "not a readable .npz file" in message
 
@@ -157,7 +151,7 @@ OFF_THE_FORMAT = {  # (the member's bytes, its compression method, the problem)
 def test_a_member_off_the_format_is_refused(tmp_path: Path, case: str) -> None:
     body, method, problem = OFF_THE_FORMAT[case]
     path = member(tmp_path / "a.npz", body, method=method)
-    assert refusal(path, {"x": SQUARE}) == f"{path}: x: {problem}"
+    assert refused(read_arrays, path, {"x": SQUARE}) == f"{path}: x: {problem}"
 
 
 def test_header_versions_1_and_2_are_read(tmp_path: Path) -> None:
@@ -169,7 +163,7 @@ def test_header_versions_1_and_2_are_read(tmp_path: Path) -> None:
 def test_a_damaged_header_says_why(tmp_path: Path) -> None:
     body = npy_header((4,)).replace(b"'shape'", b"'shapf'") + bytes(4)
     path = member(tmp_path / "a.npz", body)
-    message = refusal(path, {"x": UINT8S})
+    message = refused(read_arrays, path, {"x": UINT8S})
     assert message.startswith(f"{path}: x: not an .npy header (")
     assert "shapf" not in message or len(message) < 300
 
@@ -193,7 +187,7 @@ def test_a_header_longer_than_max_header_bytes_is_refused_with_numpys_reason(
     prefix += length.to_bytes(2 if version == (1, 0) else 4, "little")
     path = member(tmp_path / "a.npz", prefix + text.encode() + bytes(4))
     reason = "Header info length (5000) is large and may not be safe to load securely. To allow"
-    message = refusal(path, {"x": UINT8S})
+    message = refused(read_arrays, path, {"x": UINT8S})
     assert message.startswith(f"{path}: x: not an .npy header ({reason}")
     inside = message[len(f"{path}: x: not an .npy header (") : -1]
     assert len(inside) == 120 and message.endswith(")")
@@ -216,7 +210,9 @@ def test_an_archive_error_is_quoted_in_one_line_of_at_most_160_characters(
 
     monkeypatch.setattr(npz, "_check_directory", raise_it)
     path = write_npz(tmp_path / "a.npz", x=np.zeros(4, np.uint8))
-    assert refusal(path, {"x": UINT8S}) == f"{path}: not a readable .npz file ({reason})"
+    assert (
+        refused(read_arrays, path, {"x": UINT8S}) == f"{path}: not a readable .npz file ({reason})"
+    )
 
 
 def test_a_header_error_without_text_is_named_by_its_type(
@@ -227,7 +223,9 @@ def test_a_header_error_without_text_is_named_by_its_type(
 
     monkeypatch.setattr(np.lib.format, "read_magic", raise_it)
     path = write_npz(tmp_path / "a.npz", x=np.zeros(4, np.uint8))
-    assert refusal(path, {"x": UINT8S}) == f"{path}: x: not an .npy header (MemoryError)"
+    assert (
+        refused(read_arrays, path, {"x": UINT8S}) == f"{path}: x: not an .npy header (MemoryError)"
+    )
 
 
 def test_a_zip_bomb_is_refused_from_its_header_at_a_small_peak(tmp_path: Path) -> None:
@@ -255,6 +253,6 @@ def test_a_wide_central_directory_is_refused_before_one_entry_is_parsed(tmp_path
 
 def test_a_corrupt_deflate_stream_is_not_a_readable_npz(tmp_path: Path) -> None:
     path = corrupt_deflate_npz(tmp_path / "corrupt.npz")
-    assert "not a readable .npz file" in refusal(
-        path, {"x": ArraySpec(np.dtype(np.uint8), (None, 28, 28), max_rows=200)}
+    assert "not a readable .npz file" in refused(
+        read_arrays, path, {"x": ArraySpec(np.dtype(np.uint8), (None, 28, 28), max_rows=200)}
     )

@@ -15,7 +15,6 @@ import pytest
 from steps.lib import model_file as model_weights
 from steps.lib.architecture import WEIGHT_LAYOUT
 from steps.lib.bounded_json import MAX_JSON_BYTES
-from steps.lib.errors import StepError
 from steps.lib.model_file import (
     LAYER_CLASSES,
     MAX_CONFIG_BYTES,
@@ -29,6 +28,7 @@ from tests.support.steps import (
     digits,
     model_file,
     peak_memory_mb,
+    refused,
     shared_heap_names,
     weight_paths,
     write_json,
@@ -40,12 +40,6 @@ READ_WEIGHTS = (
     "from steps.lib.model_file import read_weights\nfrom steps.lib.errors import StepError\n"
     "try:\n    read_weights('{}')\nexcept StepError as error:\n    print(error)"
 )
-
-
-def refused(call: object, *args: object) -> str:
-    with pytest.raises(StepError) as raised:
-        call(*args)
-    return str(raised.value)
 
 
 def test_weights_off_the_layout_or_not_finite_are_refused_naming_the_file(tmp_path) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from steps.lib.entry_point import run
-from steps.lib.errors import EXIT_BAD_INPUT
+from steps.lib.errors import EXIT_BAD_INPUT, StepError
 from steps.lib.registry import LATEST_KEY
 from tests.support.project import run_python
 
@@ -31,6 +31,13 @@ def call(module, argv: list, capsys: pytest.CaptureFixture[str]) -> str:
     assert len(lines) == 1, error
     assert lines[0].startswith(f"python -m steps.{module.__name__.split('.')[-1]}: error: ")
     return lines[0]
+
+
+def refused(function: object, *args: object) -> str:
+    """The message of the StepError `function(*args)` raises."""
+    with pytest.raises(StepError) as raised:
+        function(*args)  # type: ignore[operator]
+    return str(raised.value)
 
 
 def flags(**values: object) -> list[str]:
