@@ -54,7 +54,9 @@ def two_rounds() -> tuple[dict, dict]:
     return {"name": "mnist-abcde", "phase": "Succeeded", "nodes": nodes}, workflow
 
 
-def test_rounds_and_model_keys_come_from_the_compiled_spec() -> None:
+def test_rounds_come_from_the_compiled_spec_and_last_from_the_first_trainer_to_the_average() -> (
+    None
+):
     summary, workflow = two_rounds()
     rounds = timeline.rounds_of(summary, workflow)
     assert rounds["train-round-2(1:1)"] == 2 and rounds["aggregate-round-1"] == 1
@@ -63,11 +65,7 @@ def test_rounds_and_model_keys_come_from_the_compiled_spec() -> None:
         1: "mnist-abcde/round-1/model.h5",
         2: "mnist-abcde/round-2/model.h5",
     }
-
-
-def test_a_round_lasts_from_its_first_trainer_to_its_average() -> None:
-    summary, workflow = two_rounds()
-    spans = timeline.round_seconds(summary, timeline.rounds_of(summary, workflow))
+    spans = timeline.round_seconds(summary, rounds)
     assert [round(s["seconds"], 2) for s in spans] == [13.0, 13.2]  # 2.6 → 15.6, 15.7 → 28.9
 
 
@@ -286,13 +284,19 @@ def test_the_plan_needs_a_number_of_rounds_that_reaches_the_target() -> None:
 # ---- report ------------------------------------------------------------------------------------
 
 
-def test_the_report_holds_every_target_and_draws_both_charts(tmp_path: Path) -> None:
+def test_the_report_holds_every_target_says_a_quick_look_and_draws_both_charts(
+    tmp_path: Path,
+) -> None:
     results = json.loads(SAVED_RESULTS.read_text())
     text = write_outputs(results, tmp_path)
     assert text == (tmp_path / RESULTS_MD).read_text() == markdown(results)
     for target in results["targets"]:
         assert f"| {target['number']} | {target['target']} | {target['measured']} |" in text
     assert "A quick look" not in text
+    quick = results | {"limit": 3000, "train_samples": 3000, "load_before": 6.5}
+    assert markdown(quick).startswith(
+        "**A quick look, not a result** (`--limit 3000`, load average 6.5"
+    )
     from PIL import Image
 
     for name in ("results.png", PLAN_PNG):
@@ -301,20 +305,9 @@ def test_the_report_holds_every_target_and_draws_both_charts(tmp_path: Path) -> 
     assert json.loads((tmp_path / "results.json").read_text()) == results
 
 
-def test_a_quick_look_says_it_is_not_a_result() -> None:
-    results = json.loads(SAVED_RESULTS.read_text())
-    results |= {"limit": 3000, "train_samples": 3000, "load_before": 6.5}
-    assert markdown(results).startswith(
-        "**A quick look, not a result** (`--limit 3000`, load average 6.5"
-    )
-
-
-def test_the_results_page_shows_the_benchmarks_own_results() -> None:
+def test_the_results_page_shows_the_benchmarks_own_results_between_its_markers() -> None:
     embedded = results_page.embedded((ROOT / "docs" / "results.md").read_text())
     assert embedded == (ROOT / "bench" / RESULTS_MD).read_text()
-
-
-def test_the_results_page_copy_replaces_only_the_block_between_the_markers() -> None:
     begin, end = results_page.BEGIN, results_page.END
     text = f"# A\n\nbefore\n\n{begin}\nold\n{end}\n\nafter\n"
     updated = results_page.embed(text, "new table\n")
@@ -369,7 +362,6 @@ def test_the_baseline_model_is_the_classic_keras_mnist_cnn() -> None:
 def test_the_pages_benchmark_is_run_and_read_when_it_exists(tmp_path: Path, monkeypatch) -> None:
     from bench.run import Session, stage_preprocessing
 
-    # A stand-in for the page's benchmark module: its two lines of text, its record, its arguments.
     (tmp_path / "page_benchmark_stand_in.py").write_text(
         "import json, sys\n"
         "print('harder photos: 97.00% of 10000')\n"
@@ -411,7 +403,7 @@ def test_a_failed_stage_is_reported_and_the_others_still_run(
     def failing(session: run.Session) -> None:
         raise ChildFailed("workflows.submit … failed (1):\nrun mnist-abcde Failed")
 
-    # Stand-ins for the stages, which would train for minutes: main's own bookkeeping is tested.
+    # stand-ins for stages that would train for minutes
     monkeypatch.setitem(run.STAGE_FUNCTIONS, "default", failing)
     monkeypatch.setitem(run.STAGE_FUNCTIONS, "workers-2", lambda session: done.append("workers-2"))
     argv = [f"--source={small_mnist}", "--only=default,workers-2", f"--out-dir={tmp_path}"]
