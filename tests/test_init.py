@@ -16,6 +16,7 @@ from steps import init
 from steps.lib.architecture import MODEL_CONFIG, MODEL_CONFIG_JSON
 from steps.lib.entry_point import run
 from steps.lib.model_file import WEIGHT_LAYOUT, read_model_file
+from tests.support.steps import files_in
 
 
 def fresh_keras_model():
@@ -112,6 +113,7 @@ def test_keras_and_the_projects_loader_open_it(tmp_path: Path) -> None:
         np.testing.assert_array_equal(got, want)
     for got, want in zip(load_model(path).get_weights(), written, strict=True):
         np.testing.assert_array_equal(got, want)
+    assert files_in(tmp_path) == {"init.h5"}  # written whole, then renamed
 
 
 def test_same_seed_same_file_another_seed_other_weights(tmp_path: Path) -> None:
