@@ -1,6 +1,5 @@
-"""steps.export: a model as model.keras, a SavedModel and model.tflite, each loaded back here on its own and
-picking the digit the .h5 picks for every test digit (a rule of argmax, not of decimals); bad input one
-line and exit 2; a format that picks another digit exit 1, with nothing written."""
+"""steps.export: each format loaded back picks the .h5's digit for every test digit; bad input exit 2;
+a format that picks another digit exit 1, with nothing written."""
 
 from __future__ import annotations
 
@@ -95,8 +94,7 @@ def test_a_format_that_picks_another_digit_is_exit_1_and_nothing_is_written(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """A broken exporter cannot be had for real here: this one saves the untrained network as
-    model.keras, and the check must catch it."""
+    """A stand-in exporter saves the untrained network as model.keras: the check must catch it."""
     from steps.lib.keras_model import build_model
 
     real = export.save_keras

@@ -1,6 +1,5 @@
-"""A seeded fuzz of every reader the steps run on untrusted files: a few hundred mutated shards, sources,
-checkpoints, model files and JSON texts. Each one is read or refused with a StepError (the steps' one
-line and exit 2): never another exception, never a hang, never part of a step's outputs."""
+"""A seeded fuzz of the steps' readers of untrusted files: each mutated file is read or refused with a
+StepError (one line, exit 2), never another exception, a hang or part of a step's outputs."""
 
 from __future__ import annotations
 

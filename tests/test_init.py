@@ -1,6 +1,5 @@
-"""The starting model without TensorFlow: steps.lib.architecture's config is the one Keras builds, init's file is
-the file Keras would write, it opens everywhere, its weights are drawn as Keras draws them, and a model
-trained from it learns (the pipeline's runs train it: test_faults.py)."""
+"""The starting model without TensorFlow: the config and file Keras would write, opened everywhere, its
+weights drawn as Keras draws them."""
 
 from __future__ import annotations
 
@@ -57,8 +56,7 @@ def test_keras_rebuilds_the_same_network_from_the_declared_config() -> None:
 
 
 def h5_structure(path: Path) -> dict:
-    """Every object of an HDF5 file: groups, datasets (shape, dtype, storage) and attributes (type and
-    value); weights' values and the Keras version stamp are left out."""
+    """Every object of an HDF5 file and its attributes, without the weights' values and Keras version."""
     found: dict = {}
 
     def attributes(name: str, obj) -> None:

@@ -1,6 +1,5 @@
-"""tests/reference: the reference files from their pinned URLs, through a real HTTP server on 127.0.0.1
-standing in for them (REFERENCE_MIRROR), into a cache: a good download lands, a bad sum or a cut-short
-download is refused in one line and leaves nothing."""
+"""tests/reference through a real HTTP server as REFERENCE_MIRROR: a good download lands in the cache,
+a bad sum or a cut-short download is refused in one line and leaves nothing."""
 
 from __future__ import annotations
 
