@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from contextlib import redirect_stderr
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -282,6 +283,15 @@ def test_the_plan_needs_a_number_of_rounds_that_reaches_the_target() -> None:
 
 
 # ---- report ------------------------------------------------------------------------------------
+
+
+def fake_results() -> dict:
+    """The saved results, planned from fake_runs' calibration and a simulated 32-worker round."""
+    results = json.loads(SAVED_RESULTS.read_text())
+    calibration = plan.calibrate(fake_runs()["calibration"], [fake_runs()["calibration"]], 60000)
+    fedavg = [{"workers": 32, "rounds": 1, "round": 1, "accuracy": 0.991, "seconds": 20.0}]
+    rows = plan.predict(calibration, plan.accuracy_by_rounds([], fedavg), TARGET_ACCURACY)
+    return results | {"plan": {"calibration": asdict(calibration), "rows": rows}}
 
 
 def test_the_report_holds_every_target_says_a_quick_look_and_draws_both_charts(
