@@ -39,17 +39,14 @@ def test_iid_shards_are_disjoint_complete_and_balanced(train: Digits, workers: i
     assert seen == fingerprints(train)
 
 
-def test_same_seed_same_shards_other_seed_other_shards(train: Digits) -> None:
+def test_same_seed_same_shards_other_seed_other_shards_limit_that_many(train: Digits) -> None:
     first = split.split(train, 3, seed=7, limit=0, partition="iid", alpha=0.5)
     again = split.split(train, 3, seed=7, limit=0, partition="iid", alpha=0.5)
     other = split.split(train, 3, seed=8, limit=0, partition="iid", alpha=0.5)
     assert all(np.array_equal(a.x, b.x) for a, b in zip(first, again, strict=True))
     assert not np.array_equal(first[0].y, other[0].y)
-
-
-def test_limit_keeps_that_many_samples(train: Digits) -> None:
-    shards = split.split(train, 4, seed=0, limit=1000, partition="iid", alpha=0.5)
-    assert sum(len(shard) for shard in shards) == 1000
+    limited = split.split(train, 4, seed=0, limit=1000, partition="iid", alpha=0.5)
+    assert sum(len(shard) for shard in limited) == 1000
 
 
 def label_skew(shards: list[Digits]) -> float:
