@@ -13,10 +13,16 @@ import pytest
 from steps import aggregate
 from steps.aggregate import MAX_SHARDS
 from steps.lib.entry_point import run
-from steps.lib.errors import StepError
 from steps.lib.mnist import MAX_SAMPLES
 from steps.lib.model_file import read_model_file
-from tests.support.steps import call, copy_model, json_nested, write_json, write_model_weights
+from tests.support.steps import (
+    call,
+    copy_model,
+    json_nested,
+    refused,
+    write_json,
+    write_model_weights,
+)
 
 
 def fan_in(tmp_path: Path, stats: dict[str, object]) -> Path:
@@ -89,6 +95,10 @@ def test_the_weights_are_averaged_by_each_shards_own_count(tmp_path: Path, capsy
         np.testing.assert_allclose(tensor, 3.0)  # (1 * 0 + 3 * 4) / 4
 
 
+LONG_IDS = "[" + ", ".join(["1.5"] * 40) + "]"  # quoted to 80 characters
+LONG_TEXT = json.dumps("x" * 100)
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -107,12 +117,12 @@ def test_the_weights_are_averaged_by_each_shards_own_count(tmp_path: Path, capsy
         (f'{{"0": {MAX_SAMPLES + 1}}}', f"--shards: digit counts are integers in 1..{MAX_SAMPLES}"),
         ('{"a-b": 5}', f"--shards: at most {MAX_SHARDS} ids of letters and digits"),
         (json_nested(), "--shards: JSON nested too deeply"),
+        (LONG_IDS, f"--shards: shard ids are numbers or text, got {LONG_IDS[:80]!r}"),
+        (LONG_TEXT, f"--shards must be a JSON list or object of shard ids, got {LONG_TEXT[:80]!r}"),
     ],
 )
 def test_shards_that_are_not_ids_or_counts_are_refused(text: str, message: str) -> None:
-    with pytest.raises(StepError) as raised:
-        aggregate.expected_shards(text, [])
-    assert str(raised.value).startswith(message)
+    assert refused(aggregate.expected_shards, text, []).startswith(message)
 
 
 def test_shards_are_read_as_ids_with_splits_counts_and_default_to_those_present() -> None:
@@ -126,18 +136,12 @@ def test_shards_are_read_as_ids_with_splits_counts_and_default_to_those_present(
 
 
 def test_a_stats_file_that_is_not_json_is_named(tmp_path: Path) -> None:
-    (tmp_path / "0.json").write_text("{broken")
-    with pytest.raises(StepError) as raised:
-        aggregate.sample_count(tmp_path / "0.json")
     stats = tmp_path / "0.json"
-    assert str(raised.value).startswith(f"stats file {stats}: not valid JSON")
-    (tmp_path / "0.json").write_text(
-        '{"samples": 1, "pad": "' + "x" * aggregate.MAX_STATS_BYTES + '"}'
-    )
-    with pytest.raises(StepError) as raised:
-        aggregate.sample_count(tmp_path / "0.json")
-    assert (
-        str(raised.value) == f"stats file {stats} is larger than {aggregate.MAX_STATS_BYTES} bytes"
+    stats.write_text("{broken")
+    assert refused(aggregate.sample_count, stats).startswith(f"stats file {stats}: not valid JSON")
+    stats.write_text('{"samples": 1, "pad": "' + "x" * aggregate.MAX_STATS_BYTES + '"}')
+    assert refused(aggregate.sample_count, stats) == (
+        f"stats file {stats} is larger than {aggregate.MAX_STATS_BYTES} bytes"
     )
 
 
@@ -187,8 +191,7 @@ def test_hidden_files_are_not_models(tmp_path: Path, capsys) -> None:
 def test_splits_counts_weigh_the_models_and_a_model_claiming_another_count_does_not_count(
     tmp_path: Path, capsys
 ) -> None:
-    """--shards {id: count} as split's --sizes-out writes it: each model's stats must claim its
-    shard's count; one that claims another is ignored as missing, and named with both counts."""
+    """--shards {id: count} as split writes it: a model whose stats claim another count is missing."""
     folder = fan_in(tmp_path, {"0": 2, "1": 6, "2": 5})
     shards = json.dumps({"0": 2, "1": 6, "2": 3})
     argv = ["--models-dir", folder, "--out", tmp_path / "avg.h5", "--shards", shards]
@@ -202,36 +205,18 @@ def test_splits_counts_weigh_the_models_and_a_model_claiming_another_count_does_
     )
 
 
-def test_long_bad_shards_are_quoted_to_80_characters() -> None:
-    ids = "[" + ", ".join(["1.5"] * 40) + "]"
-    with pytest.raises(StepError) as raised:
-        aggregate.expected_shards(ids, [])
-    assert str(raised.value) == f"--shards: shard ids are numbers or text, got {ids[:80]!r}"
-    text = json.dumps("x" * 100)
-    with pytest.raises(StepError) as raised:
-        aggregate.expected_shards(text, [])
-    assert str(raised.value) == (
-        f"--shards must be a JSON list or object of shard ids, got {text[:80]!r}"
-    )
-
-
 def test_a_long_bad_sample_count_is_quoted_to_40_characters(tmp_path: Path) -> None:
     stats = write_json(tmp_path / "0.json", {"samples": "7" * 100})
-    with pytest.raises(StepError) as raised:
-        aggregate.sample_count(stats)
-    assert str(raised.value) == (
+    assert refused(aggregate.sample_count, stats) == (
         f"{stats}: 'samples' must be an integer in 1..{MAX_SAMPLES}, got {'7' * 40}"
     )
 
 
 def test_a_models_path_that_is_not_a_folder_is_named_with_the_reason(tmp_path: Path) -> None:
-    """list_models reads the folder Argo laid out; what cannot be read (here a file, in a pod
-    argoexec's 0700 folder) is named with the system's reason and the uid the step runs as."""
+    """What cannot be read (here a file; in a pod, argoexec's 0700 folder) is named with the uid."""
     not_a_folder = tmp_path / "models"
     not_a_folder.write_text("")
-    with pytest.raises(StepError) as raised:
-        aggregate.list_models(not_a_folder)
-    assert str(raised.value) == (
+    assert refused(aggregate.list_models, not_a_folder) == (
         f"cannot read the models folder {not_a_folder}: Not a directory "
         f"(the step runs as uid {os.getuid()})"
     )

@@ -1,6 +1,5 @@
-"""The benchmark's own logic: reading run summaries, the targets, the plan, the report and its charts,
-docs/results.md's copy of the report, the import probe and the log watcher, and its contenders on tiny data.
-"""
+"""The benchmark's own rules: run summaries, the targets, the plan, the report, the import probe, the log
+watcher, and its contenders on tiny data."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from bench import cluster_report, plan, results_page, timeline
 from bench.baseline_method import build_baseline_model
 from bench.data import iid_shards
 from bench.pipeline_run import PROBE_DIR, LogWatcher, settings_record, submit_command
-from bench.report import PLAN_PNG, RESULTS_MD, markdown, settings_text, write_outputs
+from bench.report import PLAN_PNG, RESULTS_MD, markdown, write_outputs
 from bench.run import make_parser
 from bench.targets import TARGET_ACCURACY, check_all, time_ratio
 from steps.lib.mnist import Digits
@@ -29,49 +28,37 @@ from tests.support.project import ROOT
 from workflows.pipeline.settings import PipelineSettings
 from workflows.pipeline.workflow import compile_workflow
 
-
-def node(name: str, task: str, template: str, started: float, finished: float, **extra) -> dict:
-    """A node as the local runner's summary.json records it."""
-    return {
-        "name": name,
-        "task": task,
-        "template": template,
-        "phase": "Succeeded",
-        "started": started,
-        "finished": finished,
-        "outputs": {},
-        "log": f"/logs/mnist-abcde/{name}.log",
-        **extra,
-    }
-
-
-def summary_of_two_rounds() -> dict:
-    return {
-        "name": "mnist-abcde",
-        "phase": "Succeeded",
-        "message": "",
-        "seconds": 60.0,
-        "nodes": [
-            node("split", "split", "split", 0.0, 0.8),
-            node("init", "init", "init", 0.0, 2.5),
-            node("train-round-1(0:0)", "train-round-1", "train", 2.6, 14.0),
-            node("train-round-1(1:1)", "train-round-1", "train", 2.7, 15.0),
-            node("aggregate-round-1", "aggregate-round-1", "aggregate", 15.1, 15.6),
-            node("train-round-2(0:0)", "train-round-2", "train", 15.7, 27.0),
-            node("train-round-2(1:1)", "train-round-2", "train", 15.7, 28.1),
-            node("aggregate-round-2", "aggregate-round-2", "aggregate", 28.2, 28.9),
-            node("evaluate", "evaluate", "evaluate", 29.0, 31.0, outputs={"accuracy": "0.991"}),
-            node("publish", "publish", "publish", 31.1, 31.5),
-        ],
-    }
+SAVED_RESULTS = ROOT / "bench" / "results.json"
+# (name, started, finished) of a two-round run on two workers, as the local runner's summary.json has it
+TWO_ROUNDS = [
+    ("split", 0.0, 0.8),
+    ("init", 0.0, 2.5),
+    ("train-round-1(0:0)", 2.6, 14.0),
+    ("train-round-1(1:1)", 2.7, 15.0),
+    ("aggregate-round-1", 15.1, 15.6),
+    ("train-round-2(0:0)", 15.7, 27.0),
+    ("train-round-2(1:1)", 15.7, 28.1),
+    ("aggregate-round-2", 28.2, 28.9),
+    ("evaluate", 29.0, 31.0),
+    ("publish", 31.1, 31.5),
+]
 
 
-def two_round_workflow() -> dict:
-    return compile_workflow(PipelineSettings(workers=2, rounds=2))
+def two_rounds() -> tuple[dict, dict]:
+    """A summary.json of a two-round run, and the Workflow it ran."""
+    nodes = [
+        {"name": name, "task": name.split("(")[0], "template": name.split("-round")[0]}
+        | {"phase": "Succeeded", "started": started, "finished": finished}
+        for name, started, finished in TWO_ROUNDS
+    ]
+    workflow = compile_workflow(PipelineSettings(workers=2, rounds=2))
+    return {"name": "mnist-abcde", "phase": "Succeeded", "nodes": nodes}, workflow
 
 
-def test_rounds_and_model_keys_come_from_the_compiled_spec() -> None:
-    summary, workflow = summary_of_two_rounds(), two_round_workflow()
+def test_rounds_come_from_the_compiled_spec_and_last_from_the_first_trainer_to_the_average() -> (
+    None
+):
+    summary, workflow = two_rounds()
     rounds = timeline.rounds_of(summary, workflow)
     assert rounds["train-round-2(1:1)"] == 2 and rounds["aggregate-round-1"] == 1
     assert "split" not in rounds and "evaluate" not in rounds
@@ -79,17 +66,12 @@ def test_rounds_and_model_keys_come_from_the_compiled_spec() -> None:
         1: "mnist-abcde/round-1/model.h5",
         2: "mnist-abcde/round-2/model.h5",
     }
-
-
-def test_a_round_lasts_from_its_first_trainer_to_its_average() -> None:
-    summary = summary_of_two_rounds()
-    rounds = timeline.rounds_of(summary, two_round_workflow())
     spans = timeline.round_seconds(summary, rounds)
     assert [round(s["seconds"], 2) for s in spans] == [13.0, 13.2]  # 2.6 → 15.6, 15.7 → 28.9
 
 
 def test_step_seconds_leave_the_trainers_out() -> None:
-    steps = timeline.step_seconds(summary_of_two_rounds())
+    steps = timeline.step_seconds(two_rounds()[0])
     assert set(steps) == {"split", "init", "aggregate", "evaluate", "publish"}
     assert [round(s, 2) for s in steps["aggregate"]] == [0.5, 0.7]
 
@@ -166,38 +148,19 @@ def test_the_benchmarks_subset_is_the_pipelines_shards_together() -> None:
     assert sorted(map(bytes, whole.x)) == sorted(map(bytes, together))
 
 
-# ---- targets -----------------------------------------------------------------------------------
-
-
-def costs(wall: float, peak_rss_mb: int) -> dict:
-    """What Measurement.record() adds to every run's record."""
-    return {
-        "wall_seconds": wall,
-        "cpu_seconds": wall * 1.5,
-        "peak_rss_mb": peak_rss_mb,
-        "loadavg_before": [0.2, 0.1, 0.1],
-        "loadavg_after": [1.9, 0.8, 0.3],
-    }
+# ---- targets and plan --------------------------------------------------------------------------
 
 
 def pipeline_record(seed: int, accuracy: float, wall: float, **extra) -> dict:
+    """What check_all and calibrate read of a pipeline run's record."""
     return {
         "settings": settings_record(PipelineSettings(seed=seed, source="/data/mnist.npz")),
         "accuracy": accuracy,
         "reached": accuracy >= TARGET_ACCURACY,
-        "curve": [
-            {"round": 1, "seconds": wall / 3, "accuracy": accuracy - 0.01},
-            {"round": 2, "seconds": wall / 1.5, "accuracy": accuracy - 0.004},
-            {"round": 3, "seconds": wall - 3, "accuracy": accuracy},
-        ],
-        **costs(wall, 900),
-        "round_seconds": [20.0, 21.0, 22.0],
+        "wall_seconds": wall,
+        "peak_rss_mb": 900,
         "mean_round_seconds": 21.0,
-        "outside": {
-            "training_seconds": wall * 0.9,
-            "outside_seconds": wall * 0.1,
-            "outside_share": 0.1,
-        },
+        "outside": {"outside_seconds": wall * 0.1, "outside_share": 0.1},
         "steps": {
             "split": [0.4],
             "init": [0.6],
@@ -213,51 +176,30 @@ def pipeline_record(seed: int, accuracy: float, wall: float, **extra) -> dict:
     }
 
 
-def centralized_record(seed: int, rate: float, time_to: float | None) -> dict:
-    return {
-        "seed": seed,
-        "learning_rate": rate,
-        "batch": 100,
-        "curve": [{"epoch": 1, "seconds": 20.0, "accuracy": 0.985}],
-        "accuracy": 0.991,
-        "time_to_target": time_to,
-        **costs(60.0, 1500),
-    }
-
-
 def fake_runs() -> dict:
+    centralized = [(0, 1e-3, 75.0), (0, 2e-3, 60.0), (0, 3e-3, None), (1, 1e-3, 70.0)]
+    workers_2 = settings_record(PipelineSettings(workers=2))
+    alone = settings_record(PipelineSettings(workers=1, rounds=1))
     return {
         "default": [pipeline_record(0, 0.9921, 90.0), pipeline_record(1, 0.9893, 95.0)],
         "centralized": [
-            centralized_record(0, 1e-3, 75.0),
-            centralized_record(0, 2e-3, 60.0),
-            centralized_record(0, 3e-3, None),
-            centralized_record(1, 1e-3, 70.0),
+            {"seed": s, "learning_rate": r, "time_to_target": t, "peak_rss_mb": 1500}
+            for s, r, t in centralized
         ],
         "baseline_settings": pipeline_record(0, 0.9861, 40.0),
-        "workers_2": pipeline_record(
-            0,
-            0.9920,
-            88.0,
-            mean_round_seconds=19.0,
-            settings=settings_record(PipelineSettings(workers=2)),
-        ),
-        "calibration": pipeline_record(
-            0, 0.975, 40.0, settings=settings_record(PipelineSettings(workers=1, rounds=1))
-        ),
+        "workers_2": pipeline_record(0, 0.992, 88.0, mean_round_seconds=19.0, settings=workers_2),
+        "calibration": pipeline_record(0, 0.975, 40.0, settings=alone),
     }
 
 
 def test_the_targets_hold_what_was_measured() -> None:
     checks = {c["number"]: c for c in check_all(fake_runs())}
-    assert checks["1"]["met"] is False  # seed 1 scored 98.93%
-    assert "min 98.93%" in checks["1"]["measured"]
+    assert checks["1"]["met"] is False and "min 98.93%" in checks["1"]["measured"]
     assert checks["2"]["met"] is False and "seed 0: 1.50x (90 s / 60 s" in checks["2"]["measured"]
     assert "seed 1: n/a (pipeline did not reach it)" in checks["2"]["measured"]
     runs = fake_runs()  # the best learning rate of the same seed
     assert time_ratio(runs["default"][0], runs["centralized"]) == pytest.approx(90.0 / 60.0)
-    assert checks["3"]["met"] is True
-    assert checks["4a"]["met"] is True
+    assert checks["3"]["met"] is True and checks["4a"]["met"] is True
     assert checks["4b"]["met"] is False and "evaluate 1.4 s" in checks["4b"]["measured"]
     assert checks["4c"]["met"] is False and checks["4c"]["measured"] == "loaded by evaluate"
     assert checks["5"]["met"] is False and "(1.11x)" in checks["5"]["measured"]
@@ -271,9 +213,6 @@ def test_a_target_without_its_runs_is_not_measured_rather_than_met() -> None:
     assert by_number["2"] is None and by_number["3"] is None and by_number["5"] is None
 
 
-# ---- plan --------------------------------------------------------------------------------------
-
-
 def test_the_plan_is_calibrated_on_the_run_that_ran_alone() -> None:
     runs = fake_runs()
     calibration = plan.calibrate(
@@ -285,15 +224,13 @@ def test_the_plan_is_calibrated_on_the_run_that_ran_alone() -> None:
     fewer = plan.critical_path(calibration, 1, 3, requeue=2.0)
     more = plan.critical_path(calibration, 8, 3, requeue=2.0)
     assert more["training_seconds"] == pytest.approx(fewer["training_seconds"] / 8)
-    # a requeue above every pod's life: the controller waits it less the pod's life after each level
-    # but the first, whose pods are created as the run starts (2 per round, evaluate, publish)
+    # a requeue above every pod's life is waited after each level but the first (2 per round,
+    # evaluate, publish); only the last level's pod start and step show besides
     waits = 2 * 3 + 2
     slow = plan.critical_path(calibration, 8, 3, requeue=100.0)
     slower = plan.critical_path(calibration, 8, 3, requeue=200.0)
     assert slower["seconds"] - slow["seconds"] == pytest.approx(100.0 * waits)
     assert slower["round_seconds"] - slow["round_seconds"] == pytest.approx(100.0 * 2)
-    # ... and, as it looks again a requeue after it created each pod, only the last level's pod start
-    # and step show besides
     publish = calibration.publish + plan.transfer(3 * calibration.model_bytes, 8)
     assert slow["seconds"] == pytest.approx(
         calibration.submit
@@ -305,7 +242,6 @@ def test_the_plan_is_calibrated_on_the_run_that_ran_alone() -> None:
 
 
 def test_the_controllers_wait_after_a_level_follows_how_long_its_pod_lived() -> None:
-    """Seen again the requeue after it was created, or after it ended if it lived longer."""
     assert plan.level_gap(10.0, 4.0) == pytest.approx(6.0 + plan.GAP_EXCESS_SHORT)
     assert plan.level_gap(10.0, 25.0) == pytest.approx(10.0 + plan.GAP_EXCESS_LONG[10.0])
     assert plan.level_gap(2.0, 4.0) == pytest.approx(2.0 + plan.GAP_EXCESS_LONG[2.0])
@@ -321,23 +257,20 @@ def test_the_plans_cluster_figures_are_those_of_the_saved_measurements() -> None
 def test_the_plan_needs_a_number_of_rounds_that_reaches_the_target() -> None:
     runs = fake_runs()
     calibration = plan.calibrate(runs["calibration"], [runs["calibration"]], 60000)
-
-    def simulated(workers: int, rounds: int, accuracies: list[float]) -> list[dict]:
-        return [
-            {"workers": workers, "rounds": rounds, "round": r, "accuracy": a, "seconds": 9.0}
-            for r, a in enumerate(accuracies, start=1)
-        ]
-
+    tried = {  # (workers, rounds): accuracy after each round; only a run's last round counts
+        (32, 2): [0.95, 0.975],
+        (32, 4): [0.95, 0.992, 0.98, 0.985],
+        (8, 2): [0.97, 0.985],
+        (8, 4): [0.97, 0.98, 0.988, 0.991],
+        (2, 3): [0.98, 0.99, 0.999],
+    }
     lines = [
-        *simulated(32, 2, [0.95, 0.975]),
-        *simulated(32, 4, [0.95, 0.992, 0.98, 0.985]),  # only a run's last round counts
-        *simulated(8, 2, [0.97, 0.985]),
-        *simulated(8, 4, [0.97, 0.98, 0.988, 0.991]),
-        *simulated(2, 3, [0.98, 0.99, 0.999]),
+        {"workers": workers, "rounds": rounds, "round": r, "accuracy": a, "seconds": 9.0}
+        for (workers, rounds), accuracies in tried.items()
+        for r, a in enumerate(accuracies, start=1)
     ]
-    two = pipeline_record(
-        0, 0.9920, 88.0, settings=settings_record(PipelineSettings(workers=2, rounds=3))
-    )
+    three_rounds = settings_record(PipelineSettings(workers=2, rounds=3))
+    two = pipeline_record(0, 0.992, 88.0, settings=three_rounds)
     accuracies = plan.accuracy_by_rounds([two], lines)
     rows = {row["workers"]: row for row in plan.predict(calibration, accuracies, TARGET_ACCURACY)}
     assert (rows[2]["rounds"], rows[2]["accuracy"], rows[2]["source"]) == (3, 0.992, "pipeline")
@@ -353,78 +286,38 @@ def test_the_plan_needs_a_number_of_rounds_that_reaches_the_target() -> None:
 
 
 def fake_results() -> dict:
-    runs = fake_runs()
-    runs["baseline"] = {
-        "settings": {"workers": 3, "epochs": 2, "batch": 100, "seed": 0},
-        "accuracy": 0.838,
-        "worker_accuracies": [0.978, 0.979, 0.977],
-        "time_to_target": None,
-        **costs(120.0, 1300),
-    }
-    results = {
-        "started": "2026-01-01 00:00 UTC",
-        "limit": 0,
-        "train_count": 60000,
-        "train_samples": 60000,
-        "seeds": [0, 1],
-        "load_before": 0.1,
-        "minutes": 31.0,
-        "machine": {"cpu_count": 2, "cpu_model": "Some CPU", "tensorflow": "2.x", "python": "3.11"},
-        "defaults": asdict(PipelineSettings()),
-        "runs": runs,
-        "fedavg": [{"workers": 32, "rounds": 1, "round": 1, "accuracy": 0.991, "seconds": 20.0}],
-        "sweeps": [],
-        "preprocessing": {
-            "returncode": 1,
-            "records": [{"photo_accuracy": 0.97, "targets": {"photos >= 98%": False}}],
-            "text": ["harder photos: 97.00%"],
-        },
-    }
-    calibration = plan.calibrate(runs["calibration"], [runs["calibration"]], 60000)
-    accuracies = plan.accuracy_by_rounds([runs["default"][0]], results["fedavg"])
-    results["plan"] = {
-        "calibration": vars(calibration) if hasattr(calibration, "__dict__") else {},
-        "rows": plan.predict(calibration, accuracies, TARGET_ACCURACY),
-    }
-    results["targets"] = check_all(runs)
-    return results
+    """The saved results, planned from fake_runs' calibration and a simulated 32-worker round."""
+    results = json.loads(SAVED_RESULTS.read_text())
+    calibration = plan.calibrate(fake_runs()["calibration"], [fake_runs()["calibration"]], 60000)
+    fedavg = [{"workers": 32, "rounds": 1, "round": 1, "accuracy": 0.991, "seconds": 20.0}]
+    rows = plan.predict(calibration, plan.accuracy_by_rounds([], fedavg), TARGET_ACCURACY)
+    return results | {"plan": {"calibration": asdict(calibration), "rows": rows}}
 
 
-def test_the_report_holds_every_table_and_draws_both_charts(tmp_path: Path) -> None:
-    results = fake_results()
+def test_the_report_holds_every_target_says_a_quick_look_and_draws_both_charts(
+    tmp_path: Path,
+) -> None:
+    results = json.loads(SAVED_RESULTS.read_text())
     text = write_outputs(results, tmp_path)
     assert text == (tmp_path / RESULTS_MD).read_text() == markdown(results)
-    assert "| 2 | time to 99%: pipeline ≤ 1.3x the best centralized baseline" in text
-    assert (
-        f"| Pipeline, defaults | {settings_text(asdict(PipelineSettings()))} | 0 | 99.21% |" in text
+    for target in results["targets"]:
+        assert f"| {target['number']} | {target['target']} | {target['measured']} |" in text
+    assert "A quick look" not in text
+    quick = results | {"limit": 3000, "train_samples": 3000, "load_before": 6.5}
+    assert markdown(quick).startswith(
+        "**A quick look, not a result** (`--limit 3000`, load average 6.5"
     )
-    assert "| 0 | 0.002 (best) | 1 | 98.50% | 60 s |" in text
-    assert "| evaluate | 2 | 1.40 s | 1.40 s | yes |" in text
-    assert "| 32 | 1 | 99.10% | simulated |" in text
-    assert "| 4 | not measured |" in text
-    assert "harder photos: 97.00%" in text and "A quick look" not in text
     from PIL import Image
 
     for name in ("results.png", PLAN_PNG):
         with Image.open(tmp_path / name) as image:
             assert image.format == "PNG" and image.size[0] >= 600
-    saved = json.loads((tmp_path / "results.json").read_text())
-    assert saved["runs"]["baseline"]["accuracy"] == 0.838
+    assert json.loads((tmp_path / "results.json").read_text()) == results
 
 
-def test_a_quick_look_says_it_is_not_a_result() -> None:
-    results = fake_results() | {"limit": 3000, "train_samples": 3000, "load_before": 6.5}
-    assert markdown(results).startswith(
-        "**A quick look, not a result** (`--limit 3000`, load average 6.5"
-    )
-
-
-def test_the_results_page_shows_the_benchmarks_own_results() -> None:
+def test_the_results_page_shows_the_benchmarks_own_results_between_its_markers() -> None:
     embedded = results_page.embedded((ROOT / "docs" / "results.md").read_text())
     assert embedded == (ROOT / "bench" / RESULTS_MD).read_text()
-
-
-def test_the_results_page_copy_replaces_only_the_block_between_the_markers() -> None:
     begin, end = results_page.BEGIN, results_page.END
     text = f"# A\n\nbefore\n\n{begin}\nold\n{end}\n\nafter\n"
     updated = results_page.embed(text, "new table\n")
@@ -439,7 +332,7 @@ def test_an_unknown_stage_is_one_usage_error() -> None:
     assert stopped.value.code == 2
 
 
-# ---- contenders on tiny data --------------------------------------------------------------------
+# ---- contenders on tiny data, and the stages -----------------------------------------------------
 
 
 def tiny_run(source: Path, **flags: object) -> list[str]:
@@ -452,10 +345,8 @@ def tiny_run(source: Path, **flags: object) -> list[str]:
 def test_centralized_training_stops_at_its_target(small_mnist: Path, capsys) -> None:
     from bench import centralized
 
-    args = centralized.make_parser().parse_args(
-        tiny_run(small_mnist, epochs=3, batch=100, target=0.05)
-    )
-    centralized.main(args)
+    flags = tiny_run(small_mnist, epochs=3, batch=100, target=0.05)
+    centralized.main(centralized.make_parser().parse_args(flags))
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(lines) == 1 and lines[0]["epoch"] == 1 and lines[0]["accuracy"] >= 0.05
 
@@ -464,18 +355,8 @@ def test_centralized_training_stops_at_its_target(small_mnist: Path, capsys) -> 
 def test_the_simulation_averages_rounds_until_the_target(small_mnist: Path, capsys) -> None:
     from bench import fedavg
 
-    args = fedavg.make_parser().parse_args(
-        tiny_run(
-            small_mnist,
-            epochs=1,
-            batch=50,
-            target=0.999,
-            workers="2",
-            rounds="1,2",
-            final_learning_rate=0.001,
-        )
-    )
-    fedavg.main(args)
+    flags = tiny_run(small_mnist, epochs=1, batch=50, target=0.999, workers="2", rounds="1,2")
+    fedavg.main(fedavg.make_parser().parse_args([*flags, "--final-learning-rate=0.001"]))
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     runs = [(line["workers"], line["rounds"], line["round"]) for line in lines]
     assert runs == [(2, 1, 1), (2, 2, 1), (2, 2, 2)]
@@ -491,7 +372,6 @@ def test_the_baseline_model_is_the_classic_keras_mnist_cnn() -> None:
 def test_the_pages_benchmark_is_run_and_read_when_it_exists(tmp_path: Path, monkeypatch) -> None:
     from bench.run import Session, stage_preprocessing
 
-    # A stand-in for bench/preprocessing.py, which lives on the page's branch for now.
     (tmp_path / "page_benchmark_stand_in.py").write_text(
         "import json, sys\n"
         "print('harder photos: 97.00% of 10000')\n"
@@ -509,8 +389,7 @@ def test_the_pages_benchmark_is_run_and_read_when_it_exists(tmp_path: Path, monk
     )
     stage_preprocessing(session, module="page_benchmark_stand_in", flags=("--count=20",))
     found = session.results["preprocessing"]
-    assert found["returncode"] == 1
-    assert found["records"][0]["p50_ms"] == 12.5
+    assert found["returncode"] == 1 and found["records"][0]["p50_ms"] == 12.5
     assert found["text"] == [
         "harder photos: 97.00% of 10000",
         "--source=/data/mnist.npz --count=20 --model-uri=<scratch>/0-default/store/models/mnist/LATEST",
@@ -534,13 +413,11 @@ def test_a_failed_stage_is_reported_and_the_others_still_run(
     def failing(session: run.Session) -> None:
         raise ChildFailed("workflows.submit … failed (1):\nrun mnist-abcde Failed")
 
-    # Stand-ins for the stages, which would train for minutes: main's own bookkeeping is tested.
+    # stand-ins for stages that would train for minutes
     monkeypatch.setitem(run.STAGE_FUNCTIONS, "default", failing)
     monkeypatch.setitem(run.STAGE_FUNCTIONS, "workers-2", lambda session: done.append("workers-2"))
-    code = run.main(
-        [f"--source={small_mnist}", "--only=default,workers-2", f"--out-dir={tmp_path}"]
-    )
-    assert code == 1 and done == ["workers-2"]
+    argv = [f"--source={small_mnist}", "--only=default,workers-2", f"--out-dir={tmp_path}"]
+    assert run.main(argv) == 1 and done == ["workers-2"]
     text = (tmp_path / RESULTS_MD).read_text()
     failed = "**Stages that failed** (their targets are not measured): default (ChildFailed: "
     assert f"{failed}workflows.submit" in text

@@ -1,6 +1,5 @@
-"""steps.export: a model as model.keras, a SavedModel and model.tflite, each loaded back here on its own and
-picking the digit the .h5 picks for every test digit (a rule of argmax, not of decimals); bad input one
-line and exit 2; a format that picks another digit exit 1, with nothing written."""
+"""steps.export: each format loaded back picks the .h5's digit for every test digit; bad input exit 2;
+a format that picks another digit exit 1, with nothing written."""
 
 from __future__ import annotations
 
@@ -30,12 +29,6 @@ def test_the_readmes_export_folder_is_ignored_by_git() -> None:
     assert ignored.returncode == 0, f"git would offer to commit {README_OUT_DIR}"
 
 
-@pytest.fixture
-def trained(digit_model: Path) -> Path:
-    """The suite's trained model (conftest.py's digit_model): a real, decided one."""
-    return digit_model
-
-
 def exported(model: str, out: Path, source: Path) -> int:
     return export.command(["--model", model, "--out-dir", str(out), "--source", str(source)])
 
@@ -43,7 +36,7 @@ def exported(model: str, out: Path, source: Path) -> int:
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:.*tf.lite.Interpreter is deprecated:UserWarning")
 def test_each_format_loaded_on_its_own_picks_the_digits_the_h5_picks(
-    trained: Path,
+    digit_model: Path,
     small_mnist: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -55,7 +48,7 @@ def test_each_format_loaded_on_its_own_picks_the_digits_the_h5_picks(
 
     store = tmp_path / "store"  # the model as publish leaves it, named by the store's LATEST
     (store / run_prefix("mnist-abc12")).mkdir(parents=True)
-    shutil.copyfile(trained, store / run_prefix("mnist-abc12") / MODEL_FILE)
+    shutil.copyfile(digit_model, store / run_prefix("mnist-abc12") / MODEL_FILE)
     (store / LATEST_KEY).write_text("mnist-abc12")
     out = tmp_path / README_OUT_DIR  # where the README exports, and its snippet loads from
     assert exported(str(store / LATEST_KEY), out, small_mnist) == 0
@@ -66,7 +59,7 @@ def test_each_format_loaded_on_its_own_picks_the_digits_the_h5_picks(
 
     _, test = load_mnist(small_mnist)
     images = to_inputs(test.x)
-    expected = load_model(trained).predict(images, verbose=0).argmax(axis=1)
+    expected = load_model(digit_model).predict(images, verbose=0).argmax(axis=1)
     assert np.mean(expected == test.y) > 0.7  # a model that decides, not one of near-ties
     monkeypatch.chdir(tmp_path)  # the README's snippet, run as written, each value kept
     values: list[object] = []
@@ -89,14 +82,13 @@ def test_each_format_loaded_on_its_own_picks_the_digits_the_h5_picks(
 
 @pytest.mark.slow
 def test_a_format_that_picks_another_digit_is_exit_1_and_nothing_is_written(
-    trained: Path,
+    digit_model: Path,
     small_mnist: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """A broken exporter cannot be had for real here: this one saves the untrained network as
-    model.keras, and the check must catch it."""
+    """A stand-in exporter saves the untrained network as model.keras: the check must catch it."""
     from steps.lib.keras_model import build_model
 
     real = export.save_keras
@@ -104,7 +96,7 @@ def test_a_format_that_picks_another_digit_is_exit_1_and_nothing_is_written(
     out = tmp_path / "exported"
     out.mkdir()
     (out / "model.tflite").write_bytes(b"an earlier export")
-    assert exported(str(trained), out, small_mnist) == 1
+    assert exported(str(digit_model), out, small_mnist) == 1
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1
     assert error[0].startswith(

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -43,8 +42,7 @@ def tagged_processes(tag: str) -> list[int]:
 
 
 def default_ctrl_c() -> None:
-    """SIGINT as a foreground job in a terminal has it: a suite run in the background from a shell
-    inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler."""
+    """SIGINT as in a terminal's foreground (a suite run in the background inherits it ignored)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
@@ -112,40 +110,26 @@ def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path
     assert served_metrics(open_store(store))["accuracy"] > 0.5  # a trained model, not a fresh one
 
 
-def small_settings(source: Path, **changes: object) -> PipelineSettings:
-    return PipelineSettings(
-        workers=3,
-        batch=32,
-        epochs=1,
-        rounds=1,
-        limit=1500,
-        source=str(source),
-        retry_backoff="0s",
-        seed=FIXTURE_SEED,
-        **changes,
+def run_failing_shard(tmp_path: Path, source: Path, shard: str, command: str, **changes) -> tuple:
+    """A 3-worker run whose trainer of `shard` runs `command` instead: its result and progress."""
+    small = dict(workers=3, batch=32, epochs=1, rounds=1, limit=1500, retry_backoff="0s")
+    settings = PipelineSettings(
+        **small, source=str(source), seed=FIXTURE_SEED, store=str(tmp_path / "store"), **changes
     )
-
-
-def run_locally(workflow: dict, store: Path, logs: Path):
+    workflow = with_failing_shard(compile_workflow(settings), shard, command, python=sys.executable)
     lines: list[str] = []
-    result = LocalRunner(open_store(store), logs, parallelism=2, echo=lines.append).run(workflow)
-    return result, "\n".join(lines)
+    runner = LocalRunner(open_store(tmp_path / "store"), tmp_path / "logs", 2, echo=lines.append)
+    return runner.run(workflow), "\n".join(lines)
 
 
 def test_min_workers_lets_the_run_go_ahead_without_a_dead_shard(
     tmp_path: Path, mnist_path: Path
 ) -> None:
-    settings = small_settings(mnist_path, min_workers=2)
-    workflow = with_failing_shard(
-        compile_workflow(replace(settings, store=str(tmp_path / "store"))),
-        "1",
-        "echo 'node lost' >&2; exit 3",
-        python=sys.executable,
-    )
-    result, progress = run_locally(workflow, tmp_path / "store", tmp_path / "logs")
+    lost_node = "echo 'node lost' >&2; exit 3"
+    result, progress = run_failing_shard(tmp_path, mnist_path, "1", lost_node, min_workers=2)
     assert result.phase == "Succeeded", result.message
     [lost] = result.tolerated_failures
-    assert lost.name == "train-round-1(1:1)" and lost.attempts == settings.retries + 1
+    assert lost.name == "train-round-1(1:1)" and lost.attempts == PipelineSettings().retries + 1
     store = open_store(tmp_path / "store")
     metrics = json.loads(store.read_text(f"{run_prefix(result.name)}/metrics.json"))
     assert metrics["missing_shards"] == {"1": ["1"]}
@@ -154,14 +138,7 @@ def test_min_workers_lets_the_run_go_ahead_without_a_dead_shard(
 
 
 def test_by_default_every_worker_must_deliver(tmp_path: Path, mnist_path: Path) -> None:
-    settings = small_settings(mnist_path)
-    workflow = with_failing_shard(
-        compile_workflow(replace(settings, store=str(tmp_path / "store"))),
-        "1",
-        "exit 3",
-        python=sys.executable,
-    )
-    result, _ = run_locally(workflow, tmp_path / "store", tmp_path / "logs")
+    result, _ = run_failing_shard(tmp_path, mnist_path, "1", "exit 3")
     assert result.phase == "Failed"
     assert result.message.startswith("aggregate-round-1 failed")
     assert "only 2 of 3 workers delivered a model" in result.message
@@ -172,13 +149,8 @@ def test_by_default_every_worker_must_deliver(tmp_path: Path, mnist_path: Path) 
 def test_a_corrupt_shard_fails_its_trainer_with_a_clear_message(
     tmp_path: Path, mnist_path: Path
 ) -> None:
-    workflow = with_failing_shard(
-        compile_workflow(replace(small_settings(mnist_path), store=str(tmp_path / "store"))),
-        "2",
-        "printf 'not a zip archive' > in/shard.npz",
-        python=sys.executable,
-    )
-    result, _ = run_locally(workflow, tmp_path / "store", tmp_path / "logs")
+    corrupt = "printf 'not a zip archive' > in/shard.npz"
+    result, _ = run_failing_shard(tmp_path, mnist_path, "2", corrupt)
     assert result.phase == "Failed"
     trainer = next(n for n in result.nodes if n.name == "train-round-1(2:2)")
     assert trainer.attempts == 1, "bad input (exit 2) is not retried"
@@ -218,15 +190,10 @@ def test_two_runs_publishing_at_once_leave_latest_complete(
     model = copy_model(tmp_path / "model.h5")
     metrics = tmp_path / "metrics.json"
     metrics.write_text(json.dumps({"accuracy": 0.9}))
-    runs = [  # both ask to be served: the pointer's compare-and-swap decides
+    publish = [sys.executable, "-m", "steps.publish", "--serve=always"]  # the swap decides
+    runs = [
         subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "steps.publish",
-                "--serve=always",
-                *flags(store=store, run=f"mnist-race{i}", model=model, metrics=metrics),
-            ],
+            [*publish, *flags(store=store, run=f"mnist-race{i}", model=model, metrics=metrics)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

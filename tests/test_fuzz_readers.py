@@ -1,6 +1,5 @@
-"""A seeded fuzz of every reader the steps run on untrusted files: a few hundred mutated shards, sources,
-checkpoints, model files and JSON texts. Each one is read or refused with a StepError (the steps' one
-line and exit 2): never another exception, never a hang, never part of a step's outputs."""
+"""A seeded fuzz of the steps' readers of untrusted files: each mutated file is read or refused with a
+StepError (one line, exit 2), never another exception, a hang or part of a step's outputs."""
 
 from __future__ import annotations
 
@@ -87,9 +86,8 @@ def test_fuzzed_sources_through_split_leave_no_output(tmp_path: Path, capsys) ->
     """split in-process on mutated mnist.npz files: it splits or refuses, and refusing leaves nothing."""
     seed = tmp_path / "mnist.npz"
     images = digits(30, labels=np.arange(30) % 10)
-    np.savez_compressed(
-        seed, x_train=images["x"], y_train=images["y"], x_test=images["x"], y_test=images["y"]
-    )
+    x, y = images["x"], images["y"]
+    np.savez_compressed(seed, x_train=x, y_train=y, x_test=x, y_test=y)
     out = tmp_path / "out"
 
     def split_into_out(source: Path) -> None:
@@ -132,11 +130,8 @@ def test_fuzzed_model_files_through_aggregate_leave_no_output(tmp_path: Path, ca
 
     def aggregate_one(model: Path) -> None:
         model.replace(folder / "0.h5")
-        code = run(
-            aggregate.main,
-            aggregate.make_parser(),
-            ["--models-dir", str(folder), "--out", str(out)],
-        )
+        argv = ["--models-dir", str(folder), "--out", str(out)]
+        code = run(aggregate.main, aggregate.make_parser(), argv)
         capsys.readouterr()
         (folder / "0.h5").replace(model)
         if code == 0:

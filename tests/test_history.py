@@ -1,6 +1,5 @@
-"""The run's training history: each worker's epochs (train's stats), each round's average scored on the
-held-out digits and timed (aggregate), the empty history a run starts from (init), and the checks every
-reader applies to it (the page reads it from the store, untrusted)."""
+"""The run's history: workers' epochs, each round's average scored on held-out digits and timed, and
+the checks every reader applies to it (the page reads it from the store, untrusted)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The starting model without TensorFlow: steps.lib.architecture's config is the one Keras builds, init's file is
-the file Keras would write, it opens everywhere, its weights are drawn as Keras draws them, and a model
-trained from it learns (the pipeline's runs train it: test_faults.py)."""
+"""The starting model without TensorFlow: the config and file Keras would write, opened everywhere, its
+weights drawn as Keras draws them."""
 
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ from steps import init
 from steps.lib.architecture import MODEL_CONFIG, MODEL_CONFIG_JSON
 from steps.lib.entry_point import run
 from steps.lib.model_file import WEIGHT_LAYOUT, read_model_file
+from tests.support.steps import files_in
 
 
 def fresh_keras_model():
@@ -56,8 +56,7 @@ def test_keras_rebuilds_the_same_network_from_the_declared_config() -> None:
 
 
 def h5_structure(path: Path) -> dict:
-    """Every object of an HDF5 file: groups, datasets (shape, dtype, storage) and attributes (type and
-    value); weights' values and the Keras version stamp are left out."""
+    """Every object of an HDF5 file and its attributes, without the weights' values and Keras version."""
     found: dict = {}
 
     def attributes(name: str, obj) -> None:
@@ -112,6 +111,7 @@ def test_keras_and_the_projects_loader_open_it(tmp_path: Path) -> None:
         np.testing.assert_array_equal(got, want)
     for got, want in zip(load_model(path).get_weights(), written, strict=True):
         np.testing.assert_array_equal(got, want)
+    assert files_in(tmp_path) == {"init.h5"}  # written whole, then renamed
 
 
 def test_same_seed_same_file_another_seed_other_weights(tmp_path: Path) -> None:

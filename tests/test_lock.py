@@ -1,7 +1,4 @@
-"""The lock: uv.lock matches pyproject.toml, running installs no test tool, and this venv holds the lock.
-
-uv is the one `make setup` installs inside the venv (the Makefile's UV); nothing here reaches the network.
-"""
+"""uv.lock matches pyproject.toml, running installs no test tool, this venv holds the lock (offline)."""
 
 import os
 import shutil

@@ -11,14 +11,15 @@ import numpy as np
 import pytest
 
 from steps.lib import npz
-from steps.lib.errors import StepError
 from steps.lib.npz import MAX_DIRECTORY_BYTES, ArraySpec, read_arrays
 from tests.support.steps import (
     corrupt_deflate_npz,
     npy_header,
     peak_memory_mb,
     raw_zip,
+    refused,
     wide_directory_npz,
+    write_npz,
     zip_bomb_npz,
 )
 
@@ -58,20 +59,9 @@ def test_a_members_dtype_and_shape_are_checked_against_its_spec(
     assert spec.check(shape, np.dtype(dtype)) == problem
 
 
-def write(path: Path, **arrays: np.ndarray) -> Path:
-    np.savez(path, **arrays)
-    return path
-
-
-def refusal(path: Path, specs: dict) -> str:
-    with pytest.raises(StepError) as raised:
-        read_arrays(path, specs)
-    return str(raised.value)
-
-
 def test_members_are_read_whole_and_only_those_asked_for(tmp_path: Path) -> None:
     big = np.arange(3 * (1 << 20) // 8 + 5, dtype=np.int64)  # more than one READ_BYTES piece
-    path = write(tmp_path / "a.npz", x=np.ones((3, 2), np.uint8), big=big, other=np.zeros(2))
+    path = write_npz(tmp_path / "a.npz", x=np.ones((3, 2), np.uint8), big=big, other=np.zeros(2))
     spec = ArraySpec(np.dtype(np.int64), (None,), max_rows=len(big))
     arrays = read_arrays(path, {"x": IMAGES, "big": spec})
     assert sorted(arrays) == ["big", "x"]
@@ -79,9 +69,9 @@ def test_members_are_read_whole_and_only_those_asked_for(tmp_path: Path) -> None
 
 
 def test_missing_members_are_named_with_what_there_is(tmp_path: Path) -> None:
-    path = write(tmp_path / "a.npz", **{f"k{i:02}": np.zeros(1) for i in range(25)})
+    path = write_npz(tmp_path / "a.npz", **{f"k{i:02}": np.zeros(1) for i in range(25)})
     shown = [f"k{i:02}" for i in range(20)]
-    assert refusal(path, {"x": IMAGES, "k03": IMAGES, "y": IMAGES}) == (
+    assert refused(read_arrays, path, {"x": IMAGES, "k03": IMAGES, "y": IMAGES}) == (
         f"{path}: missing keys ['x', 'y'] (has {shown})"
     )
 
@@ -89,7 +79,7 @@ def test_missing_members_are_named_with_what_there_is(tmp_path: Path) -> None:
 def test_a_file_that_is_not_an_archive_says_why(tmp_path: Path) -> None:
     path = tmp_path / "a.npz"
     path.write_text("not a zip")
-    assert refusal(path, {"x": IMAGES}) == (
+    assert refused(read_arrays, path, {"x": IMAGES}) == (
         f"{path}: not a readable .npz file (File is not a zip file)"
     )
 
@@ -100,7 +90,7 @@ def test_a_directory_of_exactly_the_bound_is_read_and_a_byte_more_is_not(tmp_pat
     read_arrays(fits, {"x": ArraySpec(np.dtype(np.uint8), (8,))})
     over = wide_directory_npz(tmp_path / "over.npz", MAX_DIRECTORY_BYTES // entry + 1)
     size = (MAX_DIRECTORY_BYTES // entry + 1) * entry
-    assert refusal(over, {"x": IMAGES}) == (
+    assert refused(read_arrays, over, {"x": IMAGES}) == (
         f"{over}: its central directory is {size} bytes, more than {MAX_DIRECTORY_BYTES} "
         "(an .npz of a few arrays has a directory of a few hundred bytes)"
     )
@@ -127,63 +117,60 @@ def test_a_stored_or_deflated_member_is_read(tmp_path: Path) -> None:
         assert read_arrays(path, {"x": UINT8S})["x"].tolist() == [1, 2, 3, 4]
 
 
-def test_another_compression_method_is_refused(tmp_path: Path) -> None:
-    path = member(tmp_path / "a.npz", npy_header((4,)) + bytes(4), method=zipfile.ZIP_BZIP2)
-    assert refusal(path, {"x": UINT8S}) == f"{path}: x: compression method 12 is not allowed"
-
-
-def test_a_member_declaring_more_or_fewer_bytes_than_its_array_is_refused(tmp_path: Path) -> None:
-    header = npy_header((4,))
-    longer = member(tmp_path / "long.npz", header + bytes(5))
-    assert refusal(longer, {"x": UINT8S}) == (
-        f"{longer}: x: archive declares {len(header) + 5} bytes for a 4-byte array"
-    )
-    shorter = member(tmp_path / "short.npz", header + bytes(3))
-    assert refusal(shorter, {"x": UINT8S}) == (
-        f"{shorter}: x: archive declares {len(header) + 3} bytes for a 4-byte array"
-    )
-
-
 def test_a_member_cut_short_of_what_it_declares_is_truncated(tmp_path: Path) -> None:
     header = npy_header((4,))
     path = member(tmp_path / "a.npz", header + bytes(2), size=len(header) + 4)
-    message = refusal(path, {"x": UINT8S})
+    message = refused(read_arrays, path, {"x": UINT8S})
     assert message.startswith(f"{path}: ")
     assert "truncated (2 of 4 bytes)" in message or "not a readable .npz file" in message
 
 
-def test_a_fortran_ordered_member_is_refused(tmp_path: Path) -> None:
+def npy(array: np.ndarray, version: tuple[int, int] = (1, 0)) -> bytes:
     buffer = io.BytesIO()
-    np.lib.format.write_array(buffer, np.asfortranarray(np.ones((2, 2), np.uint8)))
-    path = member(tmp_path / "a.npz", buffer.getvalue())
-    spec = ArraySpec(np.dtype(np.uint8), (2, 2))
-    assert refusal(path, {"x": spec}) == f"{path}: x: Fortran-ordered arrays are not supported"
+    np.lib.format.write_array(buffer, array, version=version)
+    return buffer.getvalue()
 
 
-def test_header_versions_1_and_2_are_read_and_3_is_not(tmp_path: Path) -> None:
+SQUARE = ArraySpec(np.dtype(np.uint8), (2, 2))
+HEADER = npy_header((2, 2))
+DECLARES = "archive declares {} bytes for a 4-byte array"
+OFF_THE_FORMAT = {  # (the member's bytes, its compression method, the problem)
+    "bzip2": (HEADER + bytes(4), zipfile.ZIP_BZIP2, "compression method 12 is not allowed"),
+    "longer": (HEADER + bytes(5), 0, DECLARES.format(len(HEADER) + 5)),
+    "shorter": (HEADER + bytes(3), 0, DECLARES.format(len(HEADER) + 3)),
+    "fortran": (
+        npy(np.ones((2, 2), np.uint8, order="F")),
+        0,
+        "Fortran-ordered arrays are not supported",
+    ),
+    "npy 3.0": (npy(np.ones((2, 2), np.uint8), (3, 0)), 0, ".npy format (3, 0) is not supported"),
+}
+
+
+@pytest.mark.parametrize("case", list(OFF_THE_FORMAT))
+def test_a_member_off_the_format_is_refused(tmp_path: Path, case: str) -> None:
+    body, method, problem = OFF_THE_FORMAT[case]
+    path = member(tmp_path / "a.npz", body, method=method)
+    assert refused(read_arrays, path, {"x": SQUARE}) == f"{path}: x: {problem}"
+
+
+def test_header_versions_1_and_2_are_read(tmp_path: Path) -> None:
     for version in ((1, 0), (2, 0)):
-        buffer = io.BytesIO()
-        np.lib.format.write_array(buffer, np.arange(3, dtype=np.uint8), version=version)
-        path = member(tmp_path / f"{version}.npz", buffer.getvalue())
+        path = member(tmp_path / f"{version}.npz", npy(np.arange(3, dtype=np.uint8), version))
         assert read_arrays(path, {"x": UINT8S})["x"].tolist() == [0, 1, 2]
-    buffer = io.BytesIO()
-    np.lib.format.write_array(buffer, np.arange(3, dtype=np.uint8), version=(3, 0))
-    path = member(tmp_path / "3.npz", buffer.getvalue())
-    assert refusal(path, {"x": UINT8S}) == f"{path}: x: .npy format (3, 0) is not supported"
 
 
 def test_a_damaged_header_says_why(tmp_path: Path) -> None:
     body = npy_header((4,)).replace(b"'shape'", b"'shapf'") + bytes(4)
     path = member(tmp_path / "a.npz", body)
-    message = refusal(path, {"x": UINT8S})
+    message = refused(read_arrays, path, {"x": UINT8S})
     assert message.startswith(f"{path}: x: not an .npy header (")
     assert "shapf" not in message or len(message) < 300
 
 
 def test_a_member_of_many_rows_is_read_in_pieces_byte_for_byte(tmp_path: Path) -> None:
-    """More rows than READ_BYTES: the pieces are counted in bytes over the flat array, not in rows."""
     rows = np.arange(2 * 1_200_000, dtype=np.uint32).astype(np.uint8).reshape(1_200_000, 2)
-    path = write(tmp_path / "a.npz", x=rows)
+    path = write_npz(tmp_path / "a.npz", x=rows)
     spec = ArraySpec(np.dtype(np.uint8), (None, 2), max_rows=len(rows))
     assert np.array_equal(read_arrays(path, {"x": spec})["x"], rows)
 
@@ -200,15 +187,13 @@ def test_a_header_longer_than_max_header_bytes_is_refused_with_numpys_reason(
     prefix += length.to_bytes(2 if version == (1, 0) else 4, "little")
     path = member(tmp_path / "a.npz", prefix + text.encode() + bytes(4))
     reason = "Header info length (5000) is large and may not be safe to load securely. To allow"
-    message = refusal(path, {"x": UINT8S})
+    message = refused(read_arrays, path, {"x": UINT8S})
     assert message.startswith(f"{path}: x: not an .npy header ({reason}")
     inside = message[len(f"{path}: x: not an .npy header (") : -1]
     assert len(inside) == 120 and message.endswith(")")
 
 
-# The zipfile, zlib and numpy errors a crafted file raises today are short one-liners; what a newer
-# release raises is not known here, so one is raised in their place: the reason quoted is one line of at
-# most 160 (archive) or 120 (header) characters, and an error without text is named by its type.
+# what a newer zipfile, zlib or numpy may raise, raised in their place: one line, or the error's type
 @pytest.mark.parametrize(
     ("error", "reason"),
     [
@@ -224,8 +209,10 @@ def test_an_archive_error_is_quoted_in_one_line_of_at_most_160_characters(
         raise error
 
     monkeypatch.setattr(npz, "_check_directory", raise_it)
-    path = write(tmp_path / "a.npz", x=np.zeros(4, np.uint8))
-    assert refusal(path, {"x": UINT8S}) == f"{path}: not a readable .npz file ({reason})"
+    path = write_npz(tmp_path / "a.npz", x=np.zeros(4, np.uint8))
+    assert (
+        refused(read_arrays, path, {"x": UINT8S}) == f"{path}: not a readable .npz file ({reason})"
+    )
 
 
 def test_a_header_error_without_text_is_named_by_its_type(
@@ -235,8 +222,10 @@ def test_a_header_error_without_text_is_named_by_its_type(
         raise MemoryError
 
     monkeypatch.setattr(np.lib.format, "read_magic", raise_it)
-    path = write(tmp_path / "a.npz", x=np.zeros(4, np.uint8))
-    assert refusal(path, {"x": UINT8S}) == f"{path}: x: not an .npy header (MemoryError)"
+    path = write_npz(tmp_path / "a.npz", x=np.zeros(4, np.uint8))
+    assert (
+        refused(read_arrays, path, {"x": UINT8S}) == f"{path}: x: not an .npy header (MemoryError)"
+    )
 
 
 def test_a_zip_bomb_is_refused_from_its_header_at_a_small_peak(tmp_path: Path) -> None:
@@ -264,6 +253,6 @@ def test_a_wide_central_directory_is_refused_before_one_entry_is_parsed(tmp_path
 
 def test_a_corrupt_deflate_stream_is_not_a_readable_npz(tmp_path: Path) -> None:
     path = corrupt_deflate_npz(tmp_path / "corrupt.npz")
-    assert "not a readable .npz file" in refusal(
-        path, {"x": ArraySpec(np.dtype(np.uint8), (None, 28, 28), max_rows=200)}
+    assert "not a readable .npz file" in refused(
+        read_arrays, path, {"x": ArraySpec(np.dtype(np.uint8), (None, 28, 28), max_rows=200)}
     )

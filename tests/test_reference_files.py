@@ -1,6 +1,5 @@
-"""tests/reference: the reference files from their pinned URLs, through a real HTTP server on 127.0.0.1
-standing in for them (REFERENCE_MIRROR), into a cache: a good download lands, a bad sum or a cut-short
-download is refused in one line and leaves nothing."""
+"""tests/reference through a real HTTP server as REFERENCE_MIRROR: a good download lands in the cache,
+a bad sum or a cut-short download is refused in one line and leaves nothing."""
 
 from __future__ import annotations
 
@@ -74,8 +73,7 @@ def pin_served(
     data: bytes = CONTENT,
     sha: str | None = None,
 ) -> str:
-    """Pin `test-file` at `url` (sha256 `sha`, by default that of `data`), serve `data` at the URL's path
-    on the mirror, and point REFERENCE_MIRROR at it; returns the mirror's URL."""
+    """Pin `test-file` at `url` (sha256 `sha`), serve `data` at its path on the mirror: its URL."""
     address, folder = mirror
     path = folder / urllib.parse.urlsplit(url).path.lstrip("/")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,10 +92,12 @@ def files_in(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
 
 
-def test_a_good_download_lands_in_the_cache_from_the_mirror(
+def test_a_good_download_replaces_a_stale_copy_in_the_cache_from_the_mirror(
     mirror: tuple[str, Path], nothing_shared: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pin_served(monkeypatch, mirror)
+    nothing_shared.mkdir()
+    (nothing_shared / "test-file.bin").write_bytes(b"an older or damaged copy")
     path = reference_file("test-file")
     assert path == nothing_shared / "test-file.bin" and path.read_bytes() == CONTENT
     (mirror[1] / "files").rename(mirror[1] / "gone")  # the next call reads the cache
@@ -126,15 +126,6 @@ def test_a_bad_sum_is_refused_in_one_line_and_leaves_nothing(
         f"test-file (a test file): {url}/files/v1/data.bin: sha256 does not match the pinned {pinned}"
     )
     assert files_in(nothing_shared) == []
-
-
-def test_a_stale_file_in_the_cache_is_downloaded_again(
-    mirror: tuple[str, Path], nothing_shared: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pin_served(monkeypatch, mirror)
-    nothing_shared.mkdir()
-    (nothing_shared / "test-file.bin").write_bytes(b"an older or damaged copy")
-    assert reference_file("test-file").read_bytes() == CONTENT
 
 
 def test_a_cut_short_download_leaves_nothing(

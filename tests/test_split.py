@@ -39,17 +39,14 @@ def test_iid_shards_are_disjoint_complete_and_balanced(train: Digits, workers: i
     assert seen == fingerprints(train)
 
 
-def test_same_seed_same_shards_other_seed_other_shards(train: Digits) -> None:
+def test_same_seed_same_shards_other_seed_other_shards_limit_that_many(train: Digits) -> None:
     first = split.split(train, 3, seed=7, limit=0, partition="iid", alpha=0.5)
     again = split.split(train, 3, seed=7, limit=0, partition="iid", alpha=0.5)
     other = split.split(train, 3, seed=8, limit=0, partition="iid", alpha=0.5)
     assert all(np.array_equal(a.x, b.x) for a, b in zip(first, again, strict=True))
     assert not np.array_equal(first[0].y, other[0].y)
-
-
-def test_limit_keeps_that_many_samples(train: Digits) -> None:
-    shards = split.split(train, 4, seed=0, limit=1000, partition="iid", alpha=0.5)
-    assert sum(len(shard) for shard in shards) == 1000
+    limited = split.split(train, 4, seed=0, limit=1000, partition="iid", alpha=0.5)
+    assert sum(len(shard) for shard in limited) == 1000
 
 
 def label_skew(shards: list[Digits]) -> float:
@@ -137,9 +134,7 @@ def test_a_gs_source_whose_copy_cannot_be_kept_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """On a cluster the root is read-only: a dataset from gs:// whose local copy cannot be written is
-    refused in one line naming MNIST_CACHE, not a traceback. The local cluster found this: split's cache
-    was under the unwritable HOME of the steps' image. /sys refuses a new folder even to root."""
+    """A gs:// dataset whose copy cannot be written (/sys, even for root) names MNIST_CACHE."""
     from steps.lib.storage import GCSStore
 
     GCSStore(gcs_bucket).upload_file(small_mnist, "reference/mnist.npz")
@@ -155,8 +150,7 @@ def test_a_gs_source_whose_copy_cannot_be_kept_is_one_line_and_exit_2(
 def test_the_keras_url_reads_the_copy_beside_the_project_as_make_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run started by hand after `make run` reads the file make's runs read (the Makefile's
-    MNIST_SOURCE), not the Keras download, which a machine without internet cannot make."""
+    """A run by hand after `make run` reads make's MNIST_SOURCE, not the Keras download."""
     copy = tmp_path / "shared" / "data" / "mnist.npz"
     copy.parent.mkdir(parents=True)
     copy.write_bytes(b"a copy")

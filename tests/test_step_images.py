@@ -1,6 +1,4 @@
-"""Which image each step runs in: the TensorFlow image for `train` only, the light steps image for the five
-steps that do not train (a fresh node pulls the small image for five of the DAG's seven levels), and the
-light steps really never load TensorFlow (the light image has none: the container tests run them there)."""
+"""The TensorFlow image for `train` only, the light image (no TensorFlow) for the five other steps."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The steps and the page stand apart from workflows/: no module of steps/ or ui/ imports one of
-workflows/, directly or through another module (the steps' images and the page need no Hera, and a step
-knows nothing of Argo)."""
+"""No module of steps/ or ui/ imports one of workflows/, directly or not (their images have no Hera)."""
 
 from __future__ import annotations
 
@@ -71,8 +69,7 @@ def test_the_import_walk_finds_what_a_module_imports() -> None:
 
 
 def test_the_steps_reach_only_the_pages_image_readers() -> None:
-    """publish checks a run's picture with the page's reader (ui.images, Pillow only); nothing else of
-    ui/ is reached from a step, since the steps' images have no Streamlit."""
+    """Of ui/, a step reaches only ui.images (Pillow only): the steps' images have no Streamlit."""
     reaching = {
         module
         for path in (ROOT / "steps").rglob("*.py")

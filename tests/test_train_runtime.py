@@ -39,10 +39,11 @@ def progress_writes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return values
 
 
-def train_argv(tmp_path: Path, epochs: int, *extra) -> list[str]:
-    shard = write_npz(tmp_path / "shard.npz", **digits(250, labels=np.arange(250) % 10))
+def train_argv(tmp_path: Path, epochs: int, *extra, count: int = 250, batch: int = 50) -> list[str]:
+    shard = write_npz(tmp_path / "shard.npz", **digits(count, labels=np.arange(count) % 10))
     argv = ["--shard", shard, "--model", copy_model(tmp_path / "start.h5"), "--epochs", epochs]
-    argv += ["--batch", 50, "--out", tmp_path / "out/m.h5", "--stats-out", tmp_path / "out/s.json"]
+    argv += ["--batch", batch, "--out", tmp_path / "out/m.h5"]
+    argv += ["--stats-out", tmp_path / "out/s.json"]
     return [str(a) for a in [*argv, *extra]]
 
 
@@ -121,9 +122,7 @@ def test_progress_writes_are_throttled_but_the_last_value_is_always_written(
 
 
 def test_the_progress_file_is_readable_by_the_wait_containers_user(tmp_path: Path) -> None:
-    """Argo's executor may run as another non-root user than the step (docs/workflow-executors.md,
-    "running as non-root"); its wait container reads the file (executor.go:monitorProgress), so the
-    file must be readable by others, whatever the step's umask."""
+    """Argo's wait container, maybe another user, reads it (executor.go:monitorProgress)."""
     previous = os.umask(0o077)
     try:
         progress = ProgressFile(tmp_path / "progress", total=10)
@@ -136,8 +135,7 @@ def test_the_progress_file_is_readable_by_the_wait_containers_user(tmp_path: Pat
 
 @pytest.mark.slow  # TensorFlow in a fresh process
 def test_tensorflow_loads_silently_with_the_thread_counts_and_no_collection() -> None:
-    """Thread variables applied through tf.config; the collector off during the import (collections
-    took a quarter of it) and what the import made frozen out of later ones."""
+    """Thread variables applied; the collector off during the import, what it made frozen after."""
     code = (
         "import gc\n"
         "from steps.lib.tensorflow_setup import import_keras\n"
@@ -232,8 +230,7 @@ def test_training_batches_hold_every_digit_once_per_epoch_scaled_as_to_inputs() 
 def test_the_trainer_feeds_fit_one_thread_without_autotuning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str]
 ) -> None:
-    """Keras' own pipeline for numpy arrays (a parallel map, an autotuned prefetch) slowed trainers
-    sharing the cores unevenly and held fit after its last epoch; the trainer gives fit its own."""
+    """Keras' own autotuned pipeline for arrays slowed trainers sharing the cores unevenly."""
     from steps.lib.keras_model import keras
 
     fed = []
@@ -256,8 +253,7 @@ def test_the_trainer_feeds_fit_one_thread_without_autotuning(
 
 @pytest.mark.slow  # trains
 def test_many_steps_per_call_train_the_same_numbers_as_one(tmp_path: Path) -> None:
-    """Keras runs STEPS_PER_CALL steps in one graph loop; the steps and the weights they make must be
-    those of one step per call, with a call cut short by the epoch's end and a partial last batch."""
+    """STEPS_PER_CALL steps per graph loop make one step per call's weights, partial calls too."""
     from steps.lib.keras_model import (
         STEPS_PER_CALL,
         compile_model,
@@ -291,13 +287,11 @@ def test_a_trainer_reports_every_call_of_many_batches(
 
     count = 4 * (2 * STEPS_PER_CALL + 3) + 2  # batch 4: two full calls and a short one per epoch
     per_epoch = 2 * STEPS_PER_CALL + 4
-    shard = write_npz(tmp_path / "shard.npz", **digits(count, labels=np.arange(count) % 10))
     monkeypatch.setenv("ARGO_PROGRESS_FILE", str(tmp_path / "progress"))
     clock = itertools.count(0, 3600)  # every write past the throttle
     monkeypatch.setattr("steps.lib.progress.time", SimpleNamespace(monotonic=lambda: next(clock)))
-    argv = ["--shard", shard, "--model", copy_model(tmp_path / "start.h5"), "--epochs", 2]
-    argv += ["--batch", 4, "--out", tmp_path / "m.h5", "--stats-out", tmp_path / "s.json"]
-    assert run(train.main, train.make_parser(), [str(a) for a in argv]) == 0
+    argv = train_argv(tmp_path, 2, count=count, batch=4)
+    assert run(train.main, train.make_parser(), argv) == 0
     ends = [STEPS_PER_CALL, 2 * STEPS_PER_CALL, per_epoch]
     expected = [0, *ends, *(per_epoch + end for end in ends)]
     assert progress_writes == [f"{done}/{2 * per_epoch}\n" for done in expected]
@@ -378,8 +372,6 @@ def fingerprint_of(inputs: dict) -> str:
 
 
 def run_trainer(inputs: dict, out: Path, capsys) -> str:
-    from steps.lib.entry_point import run
-
     argv = [
         *("--shard", inputs["shard"], "--model", inputs["model"], "--epochs", inputs["epochs"]),
         *("--batch", 50, "--learning-rate", 0.001),  # as forge_checkpoint's fingerprint has it

@@ -15,7 +15,6 @@ import pytest
 from steps.lib import model_file as model_weights
 from steps.lib.architecture import WEIGHT_LAYOUT
 from steps.lib.bounded_json import MAX_JSON_BYTES
-from steps.lib.errors import StepError
 from steps.lib.model_file import (
     LAYER_CLASSES,
     MAX_CONFIG_BYTES,
@@ -29,6 +28,7 @@ from tests.support.steps import (
     digits,
     model_file,
     peak_memory_mb,
+    refused,
     shared_heap_names,
     weight_paths,
     write_json,
@@ -45,14 +45,12 @@ READ_WEIGHTS = (
 def test_weights_off_the_layout_or_not_finite_are_refused_naming_the_file(tmp_path) -> None:
     template = read_model_file(model_file())
     out = tmp_path / "out.h5"
-    with pytest.raises(StepError) as raised:
-        write_model_file(out, template, template.weights[:-1])
-    assert str(raised.value).startswith(f"{out}: ")
+    assert refused(write_model_file, out, template, template.weights[:-1]).startswith(f"{out}: ")
     broken = [w.copy() for w in template.weights]
     broken[2][...] = np.nan
-    with pytest.raises(StepError) as raised:
-        write_model_file(out, template, broken)
-    assert str(raised.value) == f"{out}: weight 2 holds NaN or infinite values"
+    assert refused(write_model_file, out, template, broken) == (
+        f"{out}: weight 2 holds NaN or infinite values"
+    )
     assert not out.exists()
 
 
@@ -86,18 +84,16 @@ def test_the_networks_own_config_passes() -> None:
     ],
 )
 def test_what_is_not_a_sequential_model_is_named_so(config: object) -> None:
-    with pytest.raises(StepError) as raised:
-        check_model_config(json.dumps(config))
-    assert str(raised.value) == "model_config is not a Sequential model"
+    assert (
+        refused(check_model_config, json.dumps(config)) == "model_config is not a Sequential model"
+    )
 
 
 def test_other_layers_are_named_with_what_was_expected() -> None:
     config = keras_config()
     config["config"]["layers"] = [*config["config"]["layers"][:-1], "x"]
     classes = [*(layer["class_name"] for layer in config["config"]["layers"][:-1]), None]
-    with pytest.raises(StepError) as raised:
-        check_model_config(json.dumps(config))
-    assert str(raised.value) == (
+    assert refused(check_model_config, json.dumps(config)) == (
         f"model_config has layers {classes}, expected {list(LAYER_CLASSES)}"
     )
     config = keras_config()
@@ -124,23 +120,20 @@ def test_a_class_keras_does_not_ship_is_named_to_40_characters(
     initializer = config["config"]["layers"][-1]["config"]["kernel_initializer"]
     initializer.update(change)
     name = named or initializer["class_name"]
-    with pytest.raises(StepError) as raised:
-        check_model_config(json.dumps(config))
-    assert str(raised.value) == f"model_config names {name!r}"
+    assert refused(check_model_config, json.dumps(config)) == f"model_config names {name!r}"
 
 
 def test_a_config_is_read_as_json_up_to_its_own_bound() -> None:
-    with pytest.raises(StepError) as raised:
-        check_model_config("{broken")
-    assert str(raised.value).startswith("model_config: not valid JSON (")
+    assert refused(check_model_config, "{broken").startswith("model_config: not valid JSON (")
     config = keras_config()
     config["padding"] = "x" * (MAX_CONFIG_BYTES - len(json.dumps(config)) - 20)
     text = json.dumps(config)
     assert len(text) <= MAX_CONFIG_BYTES < MAX_JSON_BYTES  # its bound, not parse_json's default
     check_model_config(text)
-    with pytest.raises(StepError) as raised:
-        check_model_config(text + " " * (MAX_CONFIG_BYTES - len(text) + 1))
-    assert str(raised.value) == f"model_config: longer than {MAX_CONFIG_BYTES} bytes"
+    too_long = text + " " * (MAX_CONFIG_BYTES - len(text) + 1)
+    assert refused(check_model_config, too_long) == (
+        f"model_config: longer than {MAX_CONFIG_BYTES} bytes"
+    )
 
 
 @pytest.fixture
@@ -150,42 +143,33 @@ def h5(tmp_path):
         yield handle
 
 
-def refused(call: object, *args: object) -> str:
-    with pytest.raises(StepError) as raised:
-        call(*args)
-    return str(raised.value)
+LONG = "b" * 70
 
 
-def test_a_child_is_reached_through_hard_links_only(h5) -> None:
+@pytest.mark.parametrize(
+    ("name", "kind", "message"),
+    [
+        ("a/../a", h5py.Group, "bad name 'a/../a'"),
+        ("./a", h5py.Group, "bad name './a'"),
+        (f"a/{LONG} ", h5py.Group, f"bad name {f'a/{LONG} '[:60]!r}"),
+        ("a/w/x", h5py.Dataset, "'a/w/x' is not a group"),
+        ("soft", h5py.Group, "'soft' is missing or not a hard link"),
+        ("external", h5py.Group, "'external' is missing or not a hard link"),
+        ("missing", h5py.Group, "'missing' is missing or not a hard link"),
+        ("a", h5py.Dataset, "'a' is not a dataset"),
+        (LONG, h5py.Dataset, f"{LONG[:60]!r} is not a dataset"),
+        (f"{LONG}/w/x", h5py.Dataset, f"{f'{LONG}/w/x'[:60]!r} is not a group"),
+    ],
+)
+def test_a_child_is_reached_through_hard_links_only(
+    h5, name: str, kind: type, message: str
+) -> None:
     h5.create_group("a").create_dataset("w", data=np.zeros(2, np.float32))
+    h5.create_group(LONG).create_dataset("w", data=np.zeros(1))
     h5["soft"] = h5py.SoftLink("/a")
     h5["external"] = h5py.ExternalLink("other.h5", "/a")
-    long = "b" * 70
     assert model_weights._child(h5, "a/w", h5py.Dataset).shape == (2,)
-    assert refused(model_weights._child, h5, "a/../a", h5py.Group) == "bad name 'a/../a'"
-    assert refused(model_weights._child, h5, "./a", h5py.Group) == "bad name './a'"
-    assert refused(model_weights._child, h5, f"a/{long} ", h5py.Group) == (
-        f"bad name {f'a/{long} '[:60]!r}"
-    )
-    assert refused(model_weights._child, h5, "a/w/x", h5py.Dataset) == "'a/w/x' is not a group"
-    assert refused(model_weights._child, h5, "soft", h5py.Group) == (
-        "'soft' is missing or not a hard link"
-    )
-    assert refused(model_weights._child, h5, "external", h5py.Group) == (
-        "'external' is missing or not a hard link"
-    )
-    assert refused(model_weights._child, h5, long, h5py.Group) == (
-        f"{long[:60]!r} is missing or not a hard link"
-    )
-    assert refused(model_weights._child, h5, "a", h5py.Dataset) == "'a' is not a dataset"
-    h5.create_group(long)
-    assert (
-        refused(model_weights._child, h5, long, h5py.Dataset) == f"{long[:60]!r} is not a dataset"
-    )
-    h5[long].create_dataset("w", data=np.zeros(1))
-    assert refused(model_weights._child, h5, f"{long}/w/x", h5py.Dataset) == (
-        f"{f'{long}/w/x'[:60]!r} is not a group"
-    )
+    assert refused(model_weights._child, h5, name, kind) == message
 
 
 @pytest.mark.parametrize(

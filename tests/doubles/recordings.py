@@ -1,12 +1,6 @@
-"""Recordings of real runs on a cluster (made by tests/doubles/record_runs.py), which the Argo Server double
-serves: each distinct status of the run's Workflow as the Argo Server answered it, polled about once a
-second, trimmed to the fields the client reads (workflows/server/watch.py, workflows/submit.py).
-
-A recording is one JSON file per story in tests/doubles/recordings/: what was run (the story, its flags,
-the run's name, Argo's and Kubernetes' versions) and the statuses as changes: each holds the moment it was
-read, the run's fields that changed and each node's (a new node whole; null: a field or a node gone). A run stopped while
-it was recorded (StopWorkflow) says which status was the first read after the stop.
-"""
+"""Real cluster runs as the Argo Server double serves them (made by tests/doubles/record_runs.py): one JSON
+file per story, what was run and each distinct status, polled once a second and trimmed to the fields the
+client reads, kept as changes (null: a field or node gone); `stopped`: the first status after a stop."""
 
 from __future__ import annotations
 
@@ -63,8 +57,7 @@ def _trimmed_node(node: dict) -> dict:
 
 
 def changes(previous: dict, status: dict) -> dict:
-    """What changed from one trimmed status to the next: the run's fields, and each node's (a new node
-    whole; None: a field or a node gone)."""
+    """What changed from one trimmed status to the next (a new node whole; None: a field or node gone)."""
     old, new = previous.get("nodes", {}), status["nodes"]
     nodes: dict[str, dict | None] = {node_id: None for node_id in old.keys() - new.keys()}
     for node_id, node in new.items():
@@ -179,8 +172,7 @@ class Recording:
         raise KeyError(f"{self.story}: no output {parameter} of {template}")
 
     def served(self, index: int, name: str, now: datetime) -> dict:
-        """Status INDEX as a run named NAME, its times moved so that it reads as if read NOW: a
-        running step's duration is then what the client saw when the run was recorded."""
+        """Status INDEX as a run named NAME, its times moved as if read NOW (durations as recorded)."""
         shift = now - self.read[index]
         text = json.dumps(self.statuses[index]).replace(self.run, name)
         status = json.loads(text)

@@ -1,10 +1,5 @@
-"""The reference files the tests read (files.toml): the CI copy under ../shared when there is one, else
-the pinned file, downloaded once into a cache and checked by its sha256 (steps.lib.downloads, the steps'
-own download).
-
-REFERENCE_MIRROR=http://host:port[/prefix] fetches every pinned URL's path from there instead;
-REFERENCE_CACHE names the cache (default ~/.cache/mnist-argo/reference).
-"""
+"""The tests' reference files (files.toml): the CI copy under ../shared, else the pinned file downloaded
+once and checked by its sha256; REFERENCE_MIRROR (a URL) and REFERENCE_CACHE (a folder) override."""
 
 from __future__ import annotations
 

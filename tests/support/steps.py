@@ -1,7 +1,4 @@
-"""Helpers for the steps' tests: run a step in-process, and craft the hostile files the steps must refuse.
-
-Every crafted file is made here, small, by the tests themselves.
-"""
+"""The steps' tests' tools: run a step in-process, and craft the small hostile files they must refuse."""
 
 from __future__ import annotations
 
@@ -20,7 +17,7 @@ import numpy as np
 import pytest
 
 from steps.lib.entry_point import run
-from steps.lib.errors import EXIT_BAD_INPUT
+from steps.lib.errors import EXIT_BAD_INPUT, StepError
 from steps.lib.registry import LATEST_KEY
 from tests.support.project import run_python
 
@@ -34,6 +31,13 @@ def call(module, argv: list, capsys: pytest.CaptureFixture[str]) -> str:
     assert len(lines) == 1, error
     assert lines[0].startswith(f"python -m steps.{module.__name__.split('.')[-1]}: error: ")
     return lines[0]
+
+
+def refused(function: object, *args: object) -> str:
+    """The message of the StepError `function(*args)` raises."""
+    with pytest.raises(StepError) as raised:
+        function(*args)  # type: ignore[operator]
+    return str(raised.value)
 
 
 def flags(**values: object) -> list[str]:
@@ -51,8 +55,7 @@ def files_in(folder: Path) -> set[str]:
 
 @functools.cache
 def model_file() -> Path:
-    """A real model file of the project's architecture: init's, which is the file Keras writes
-    (tests/test_init.py), made without TensorFlow once per test process."""
+    """init's model file (the one Keras writes, tests/test_init.py), made once per test process."""
     from steps import init
     from steps.lib.model_file import write_model_file
 
@@ -107,45 +110,27 @@ def npy_header(shape: tuple[int, ...], dtype: str = "|u1") -> bytes:
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode()
 
 
-def raw_zip(path: Path, members: dict[str, tuple]) -> Path:
-    """A zip written by hand: {name: (deflated or stored bytes, method, size declared[, crc])}.
+def zip_member(name: str, data: bytes, method: int, size: int, crc: int, offset: int) -> tuple:
+    """A zip member's local header and data, and its central directory entry."""
+    encoded = name.encode()
+    head = (20, 0, method, 0, 0, crc, len(data), size, len(encoded), 0)
+    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, *head) + encoded + data
+    entry = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, *head, 0, 0, 0, 0, offset)
+    return local, entry + encoded
 
-    Without a crc, the stored bytes' own is used.
-    """
+
+def zip_end(entries: int, central: bytes, local: bytes) -> bytes:
+    return struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, entries, entries, len(central), len(local), 0)
+
+
+def raw_zip(path: Path, members: dict[str, tuple]) -> Path:
+    """A zip written by hand: {name: (deflated or stored bytes, method, size declared[, crc])}."""
     local, central = b"", b""
     for name, (data, method, size, *crc) in members.items():
         crc = crc[0] if crc else zlib.crc32(data)
-        encoded = name.encode()
-        offset = len(local)
-        local += struct.pack(
-            "<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0, crc, len(data), size, len(encoded), 0
-        )
-        local += encoded + data
-        central += struct.pack(
-            "<IHHHHHHIIIHHHHHII",
-            0x02014B50,
-            20,
-            20,
-            0,
-            method,
-            0,
-            0,
-            crc,
-            len(data),
-            size,
-            len(encoded),
-            0,
-            0,
-            0,
-            0,
-            0,
-            offset,
-        )
-        central += encoded
-    end = struct.pack(
-        "<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(local), 0
-    )
-    path.write_bytes(local + central + end)
+        member, entry = zip_member(name, data, method, size, crc, len(local))
+        local, central = local + member, central + entry
+    path.write_bytes(local + central + zip_end(len(members), central, local))
     return path
 
 
@@ -203,14 +188,8 @@ def write_json(path: Path, value: object) -> Path:
 
 
 def shared_heap_names(path: Path, references: int, heap_bytes: int) -> Path:
-    """Make `model_weights`' layer_names `references` variable-length strings that all point to one
-    global-heap object of `heap_bytes`: each element declares a 16-byte descriptor (length, heap
-    collection address, object index), so the attribute looks small, while reading it materialises
-    the one object `references` times.
-
-    h5py writes each string as its own heap object; the descriptors after the first are then
-    overwritten with the first's, as a forger editing the file's bytes would.
-    """
+    """Make layer_names `references` 16-byte descriptors of one `heap_bytes` global-heap object:
+    small on disk, `references` times that object when read (each descriptor after the first forged)."""
     short = [f"n{index:03d}" for index in range(1, references)]
     with h5py.File(path, "r+") as handle:
         handle["model_weights"].attrs.create(
@@ -229,26 +208,12 @@ def shared_heap_names(path: Path, references: int, heap_bytes: int) -> Path:
 
 
 def wide_directory_npz(path: Path, entries: int) -> Path:
-    """A valid one-member .npz (`x`, 8 bytes) whose central directory repeats that member `entries`
-    times, every entry pointing at the same local header: 51 bytes of file per entry, while zipfile
-    builds an object for each (about 600 bytes) before a member is opened. The end record claims
-    one entry; zipfile reads the directory by its declared byte size, not by the count.
-    """
+    """A one-member .npz whose central directory repeats that member `entries` times (51 bytes each,
+    about 600 for zipfile); the end record claims one entry, zipfile reads the directory's bytes."""
     array = npy_header((8,)) + bytes(8)
-    name = b"x.npy"
-    crc = zlib.crc32(array)
-    local = struct.pack(
-        "<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, crc, len(array), len(array), len(name), 0
-    )
-    local += name + array
-    entry = struct.pack(
-        "<IHHHHHHIIIHHHHHII",
-        *(0x02014B50, 20, 20, 0, 0, 0, 0, crc, len(array), len(array), len(name)),
-        *(0, 0, 0, 0, 0, 0),
-    )
-    central = (entry + name) * entries
-    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central), len(local), 0)
-    path.write_bytes(local + central + end)
+    local, entry = zip_member("x.npy", array, zipfile.ZIP_STORED, len(array), zlib.crc32(array), 0)
+    central = entry * entries
+    path.write_bytes(local + central + zip_end(1, central, local))
     return path
 
 
@@ -264,9 +229,8 @@ def publish_as(
     capsys: pytest.CaptureFixture[str],
     **metrics: object,
 ) -> tuple[int, str, str, str]:
-    """Publish a model scoring `accuracy` on MNIST's test set (`metrics` adds to or replaces its
-    metrics.json) as `run_id` into tmp_path/store: exit code, stderr, and the served and reason
-    outputs."""
+    """Publish a model scoring `accuracy` (`metrics` added) as `run_id` into tmp_path/store: exit
+    code, stderr, and the served and reason outputs."""
     from steps import publish
 
     folder = tmp_path / run_id
