@@ -99,13 +99,6 @@ def test_the_first_run_adds_the_pulls_on_the_critical_path() -> None:
         plan.first_run_extra(costs, 1, 1, "warm")
 
 
-def test_the_plans_headline_is_the_controller_as_up_sh_configures_it() -> None:
-    """workflow/controller/rate_limiters.go GetRequeueTime: 10 s unless DEFAULT_REQUEUE_TIME is set;
-    infra/gke/up.sh sets 2 s. The headline (warm and first-run columns) uses the configured value."""
-    assert plan.REQUEUE_SECONDS == (plan.CONFIGURED_REQUEUE_SECONDS, 10.0)
-    assert plan.CONFIGURED_REQUEUE_SECONDS == 2.0
-
-
 def test_the_plan_reads_the_requeue_time_where_up_sh_declares_it(tmp_path: Path) -> None:
     """One declaration: the plan follows infra/gke/config.sh's default, whatever it is."""
     config = tmp_path / "config.sh"

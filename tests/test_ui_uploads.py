@@ -1,7 +1,5 @@
-"""The page's upload store: what one visitor and all of them may keep (ui.uploads), in process.
-
-The same bound against the real server, PUT by PUT, is in tests/test_ui_browser.py.
-"""
+"""The page's upload store: what one visitor and all of them may keep (ui.uploads); the served page uses
+it (tests/test_ui_widget_states.py)."""
 
 from __future__ import annotations
 
