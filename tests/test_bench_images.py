@@ -60,13 +60,10 @@ def recorded(shared: int = 40) -> dict:
     }
 
 
-def test_shared_layers_are_counted_once() -> None:
-    sizes = recorded(shared=40)["images"]
-    assert images.shared_bytes(sizes["steps"], sizes["train"]) == 40 * MB
-    assert images.shared_bytes(sizes["steps"], {"layers": [layer("other", 5)]}) == 0
-
-
 def test_fetching_an_image_is_its_bytes_at_the_registrys_rate_then_its_unpacking() -> None:
+    sizes = recorded(shared=40)["images"]
+    assert images.shared_bytes(sizes["steps"], sizes["train"]) == 40 * MB  # counted once
+    assert images.shared_bytes(sizes["steps"], {"layers": [layer("other", 5)]}) == 0
     costs = plan.image_costs(recorded(shared=40))
     rate = plan.REGISTRY_BYTES_PER_SECOND
     assert costs.steps == pytest.approx(100 * MB / rate + 4.0)

@@ -70,8 +70,7 @@ def test_a_model_file_is_a_local_file_never_a_buckets() -> None:
 
 def test_the_default_is_the_local_stores_latest() -> None:
     """The project's own .runs, wherever the page or ui.predict is started."""
-    assert default_model_uri({}) == f"{ROOT / '.runs'}/{LATEST_KEY}"
-    assert model_uri({}) == f"{ROOT / '.runs'}/{LATEST_KEY}"
+    assert default_model_uri({}) == model_uri({}) == f"{ROOT / '.runs'}/{LATEST_KEY}"
     assert model_uri({"ARTIFACTS": "/data/store/"}) == f"/data/store/{LATEST_KEY}"
     assert model_uri({"ARTIFACTS": "gs://b/p", "MODEL_URI": "x.h5"}) == "x.h5"
 
