@@ -157,7 +157,7 @@ def test_only_a_few_decodes_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None
             most = max(most, running)
             changed.notify_all()
             changed.wait_for(
-                lambda: most == MAX_CONCURRENT_DECODES or running + done == threads, timeout=60
+                lambda: most == MAX_CONCURRENT_DECODES or running + done == threads, timeout=10
             )
         try:
             return load(self)
