@@ -60,13 +60,10 @@ def recorded(shared: int = 40) -> dict:
     }
 
 
-def test_shared_layers_are_counted_once() -> None:
-    sizes = recorded(shared=40)["images"]
-    assert images.shared_bytes(sizes["steps"], sizes["train"]) == 40 * MB
-    assert images.shared_bytes(sizes["steps"], {"layers": [layer("other", 5)]}) == 0
-
-
 def test_fetching_an_image_is_its_bytes_at_the_registrys_rate_then_its_unpacking() -> None:
+    sizes = recorded(shared=40)["images"]
+    assert images.shared_bytes(sizes["steps"], sizes["train"]) == 40 * MB  # counted once
+    assert images.shared_bytes(sizes["steps"], {"layers": [layer("other", 5)]}) == 0
     costs = plan.image_costs(recorded(shared=40))
     rate = plan.REGISTRY_BYTES_PER_SECOND
     assert costs.steps == pytest.approx(100 * MB / rate + 4.0)
@@ -97,13 +94,6 @@ def test_the_first_run_adds_the_pulls_on_the_critical_path() -> None:
     assert plan.first_run_extra(costs, 1, 2, "one image") == pytest.approx(costs.train)
     with pytest.raises(ValueError):
         plan.first_run_extra(costs, 1, 1, "warm")
-
-
-def test_the_plans_headline_is_the_controller_as_up_sh_configures_it() -> None:
-    """workflow/controller/rate_limiters.go GetRequeueTime: 10 s unless DEFAULT_REQUEUE_TIME is set;
-    infra/gke/up.sh sets 2 s. The headline (warm and first-run columns) uses the configured value."""
-    assert plan.REQUEUE_SECONDS == (plan.CONFIGURED_REQUEUE_SECONDS, 10.0)
-    assert plan.CONFIGURED_REQUEUE_SECONDS == 2.0
 
 
 def test_the_plan_reads_the_requeue_time_where_up_sh_declares_it(tmp_path: Path) -> None:

@@ -45,24 +45,21 @@ def png_chunk(kind: bytes, body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
 
 
-def png_header(width: int, height: int, extra_chunks: int = 0) -> bytes:
-    """An 8-bit RGB PNG of only its header (and `extra_chunks` empty private chunks): Pillow opens it
-    without a pixel, so a header of any size costs nothing until it is decoded."""
-    header = png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + header
-        + png_chunk(b"abCd", b"") * extra_chunks
-        + png_chunk(b"IEND", b"")
-    )
+def png_header(width: int, height: int, colour_type: int = 2, *chunks: bytes) -> bytes:
+    """A PNG of only its header, 8 bits a sample, of PNG colour type `colour_type`, with `chunks`:
+    Pillow opens it without a pixel, so a header of any size costs nothing until it is decoded."""
+    header = png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, colour_type, 0, 0, 0))
+    return b"\x89PNG\r\n\x1a\n" + header + b"".join(chunks) + png_chunk(b"IEND", b"")
+
+
+EMPTY_CHUNK = png_chunk(b"abCd", b"")  # private, ancillary: a reader skips it
 
 
 def jpeg_with_size(
     width: int, height: int, *, progressive: bool = False, scans: int = 1, mode: str = "RGB"
 ) -> bytes:
-    """A small JPEG (colour at 4:4:4, or grey) whose frame header claims width x height; with `scans`
-    > 1 its scan is repeated (a multi-scan sequential file), with `progressive` its frame marker says
-    SOF2. plan_jpeg reads only the markers, so the claimed size costs nothing."""
+    """A 16x16 JPEG (4:4:4, or grey) whose frame header claims width x height, its scan repeated to
+    `scans`, its frame SOF2 if `progressive`: plan_jpeg reads only the markers."""
     data = encode(Image.new(mode, (16, 16), "gray"), "JPEG", subsampling=0)
     frame = data.index(b"\xff\xc0")
     data = (
@@ -83,19 +80,10 @@ def rejected(call: object, *args: object) -> str:
     return str(caught.value)
 
 
-# check_size: the byte limit is inclusive, and the message gives both sizes in MB.
-
-
-def test_an_empty_file_is_refused_as_empty() -> None:
+def test_a_file_of_exactly_the_byte_limit_is_accepted_and_one_byte_more_or_none_is_not() -> None:
     assert rejected(check_size, b"", MB) == "The file is empty (0 bytes)."
-
-
-def test_a_file_of_exactly_the_byte_limit_is_accepted_and_one_byte_more_is_not() -> None:
     check_size(bytes(MB), MB)
     assert rejected(check_size, bytes(MB + 1), MB) == "The file is 1.0 MB; the limit is 1 MB."
-
-
-# open_header: only the page's formats, Pillow's pixel limit (40 MP accepted, one pixel row more not).
 
 
 def test_a_format_pillow_reads_but_the_page_does_not_is_not_an_image() -> None:
@@ -126,9 +114,6 @@ def test_one_pixel_wide_or_high_is_an_image(size: tuple[int, int]) -> None:
     assert open_header(encode(Image.new("L", size), "PNG")).size == size
 
 
-# bytes_per_pixel: as Pillow stores each mode.
-
-
 @pytest.mark.parametrize(
     ("mode", "stored"),
     [("1", 1), ("L", 1), ("P", 1), ("I;16", 2), ("I;16B", 2), ("LA", 4), ("RGB", 4), ("I", 4)],
@@ -138,12 +123,9 @@ def test_bytes_per_pixel_is_what_pillow_stores(mode: str, stored: int) -> None:
     assert len(Image.new(mode, (8, 1)).tobytes()) <= 8 * stored
 
 
-# plan_reading and plan_jpeg: block, scan and coefficient limits, each inclusive.
-
-
 def test_a_png_of_exactly_max_blocks_chunks_is_read_and_one_more_is_refused() -> None:
-    plan_reading(png_header(16, 16, extra_chunks=MAX_BLOCKS - 2))  # with IHDR and IEND
-    message = rejected(plan_reading, png_header(16, 16, extra_chunks=MAX_BLOCKS - 1))
+    plan_reading(png_header(16, 16, 2, *[EMPTY_CHUNK] * (MAX_BLOCKS - 2)))  # with IHDR and IEND
+    message = rejected(plan_reading, png_header(16, 16, 2, *[EMPTY_CHUNK] * (MAX_BLOCKS - 1)))
     assert message == f"{TOO_COSTLY}: over {MAX_BLOCKS} blocks to read one by one."
 
 
@@ -195,20 +177,14 @@ def test_coefficients_of_exactly_the_limit_are_accepted_and_a_block_row_more_is_
     )
 
 
-# plan_decoding: libjpeg's DCT scaling picked by the longer side; run-length BMPs; WebP's copies.
-
-
 @pytest.mark.parametrize(
     ("size", "drafted"),
     [
-        ((4000, 3000), (500, 375)),  # 1/8
         ((3840, 2000), (480, 250)),  # 1/8 leaves exactly DECODE_SIDE
         ((3832, 2000), (958, 500)),  # 1/8 would leave 479: 1/4
         ((4001, 3001), (501, 376)),  # sides that 8 does not divide round up
-        ((2000, 1500), (500, 375)),  # 1/4
         ((1000, 700), (500, 350)),  # 1/2
         ((959, 700), (959, 700)),  # 1/2 would leave 479: whole
-        ((600, 400), (600, 400)),  # small: whole
     ],
 )
 def test_a_jpeg_is_drafted_to_the_smallest_scale_that_keeps_decode_side(
@@ -295,12 +271,6 @@ def test_other_formats_count_their_pixels_once() -> None:
     assert rejected(plan_whole, open_header(over)) == expected
 
 
-def png_header_of(width: int, height: int, colour_type: int, *chunks: bytes) -> bytes:
-    """A PNG of only its header: 8 bits a sample, of PNG colour type `colour_type`, with `chunks`."""
-    header = png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, colour_type, 0, 0, 0))
-    return b"\x89PNG\r\n\x1a\n" + header + b"".join(chunks) + png_chunk(b"IEND", b"")
-
-
 PALETTE = png_chunk(b"PLTE", bytes(range(6)))
 TRANSPARENT = png_chunk(b"tRNS", b"\x00")  # colour 0 of the palette
 
@@ -323,8 +293,8 @@ def test_the_decoding_counts_the_modes_reduce_makes_of_it_at_full_size(
     they are all held at once with the decoded pixels."""
     width = 4000
     height = MAX_DECODED_BYTES // (width * per_pixel)  # the most rows that fit
-    plan_whole(open_header(png_header_of(width, height, colour_type, *chunks)))
-    over = open_header(png_header_of(width, height + 1, colour_type, *chunks))
+    plan_whole(open_header(png_header(width, height, colour_type, *chunks)))
+    over = open_header(png_header(width, height + 1, colour_type, *chunks))
     assert rejected(plan_whole, over) == (
         f"{TOO_COSTLY}: {width}x{height + 1} PNG takes 64 MB to decode (up to 64 MB); "
         "send a JPEG or a smaller image."
@@ -338,9 +308,6 @@ def test_a_one_bit_image_counts_its_gray_conversion() -> None:
     assert rejected(plan_whole, Image.new("1", (width, height + 1))).startswith(
         f"{TOO_COSTLY}: {width}x{height + 1} "
     )
-
-
-# reduce: by a whole factor, a box average, in a mode that keeps the picture.
 
 
 def test_reduce_averages_blocks_of_the_factor() -> None:
@@ -358,6 +325,9 @@ def test_a_two_level_image_is_reduced_to_greys() -> None:
     image = reduce(Image.fromarray(pixels))
     assert image.mode == "L" and image.size == (480, 480)
     assert set(np.asarray(image).ravel().tolist()) == {64}
+    keyed = Image.new("1", (960, 960), 1)
+    keyed.info["transparency"] = 0
+    assert reduce(keyed).mode == "L"  # a transparency key does not make it RGBA
 
 
 def test_a_palette_image_is_reduced_to_grey_or_with_its_transparency() -> None:
@@ -372,12 +342,6 @@ def test_a_palette_image_is_reduced_to_grey_or_with_its_transparency() -> None:
     transparent.info["transparency"] = 1
     image = reduce(transparent)
     assert image.mode == "RGBA" and image.getpixel((0, 0))[3] == 0
-
-
-def test_a_two_level_image_with_a_transparency_key_stays_grey() -> None:
-    image = Image.new("1", (960, 960), 1)
-    image.info["transparency"] = 0
-    assert reduce(image).mode == "L"
 
 
 def test_a_16_bit_image_is_box_averaged_at_its_depth() -> None:
@@ -395,9 +359,6 @@ def test_a_16_bit_sliver_keeps_at_least_one_pixel_across(
 ) -> None:
     image = Image.new("I;16", size)
     assert reduce(image).size == reduced
-
-
-# upright and decode: the orientation tag, and each failure as its message.
 
 
 def test_a_photo_stored_sideways_is_turned_upright() -> None:

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 from steps.lib.registry import LATEST_KEY
@@ -61,9 +60,14 @@ def test_bad_files_get_an_error_each_and_a_failing_exit_code(
     empty.write_bytes(b"")
     truncated = tmp_path / "cut.jpg"
     truncated.write_bytes((ROOT / "samples" / "3-photo.jpg").read_bytes()[:1500])
-    missing = tmp_path / "missing.png"
-    good = ROOT / "samples" / "7-photo.jpg"
-    files = [text, empty, good, truncated, missing]
+    fifo = tmp_path / "photo.jpg"
+    os.mkfifo(fifo)  # nobody writes to it: a plain open() would wait for ever
+    folder = tmp_path / "folder.png"
+    folder.mkdir()
+    big = tmp_path / "big.png"
+    big.write_bytes((ROOT / "samples" / "7-mnist.png").read_bytes() + bytes(MAX_FILE_MB * MB))
+    good, missing = ROOT / "samples" / "7-photo.jpg", tmp_path / "missing.png"
+    files = [text, empty, good, truncated, missing, fifo, Path("/dev/zero"), folder, big]
     result = predict(*map(str, files), "--model-uri", str(published_store))  # a store works too
     assert result.returncode == 2
     lines = records(result)
@@ -73,6 +77,9 @@ def test_bad_files_get_an_error_each_and_a_failing_exit_code(
     assert lines[2]["digit"] == 7 and "error" not in lines[2]
     assert "damaged or cut short" in lines[3]["error"]
     assert "No such file" in lines[4]["error"]
+    assert [line["error"] for line in lines[5:8]] == ["This is not a regular file."] * 3
+    limit = f"The file is over {MAX_FILE_MB} MB; the limit is {MAX_FILE_MB} MB."
+    assert lines[8] == {"file": str(big), "error": limit}  # refused unread
 
 
 def test_no_model_is_one_clear_line(tmp_path: Path) -> None:
@@ -83,46 +90,3 @@ def test_no_model_is_one_clear_line(tmp_path: Path) -> None:
         f"python -m ui.predict: error: no model at {tmp_path / LATEST_KEY}; "
         "train one with `make pipeline`"
     ]
-
-
-def test_a_model_file_can_be_named_directly(digit_model: Path) -> None:
-    result = predict(str(ROOT / "samples" / "0-mnist.png"), "--model-uri", str(digit_model))
-    assert result.returncode == 0, result.stderr
-    assert records(result)[0]["digit"] == 0
-
-
-def test_what_is_not_a_regular_file_is_refused_without_blocking(
-    published_store: Path, tmp_path: Path
-) -> None:
-    fifo = tmp_path / "photo.jpg"
-    os.mkfifo(fifo)  # nobody writes to it: a plain open() would wait for ever
-    folder = tmp_path / "folder.png"
-    folder.mkdir()
-    files = [fifo, Path("/dev/zero"), folder, ROOT / "samples" / "7-photo.jpg"]
-    result = predict(*map(str, files), "--model-uri", str(published_store), timeout=120)
-    assert result.returncode == 2
-    lines = records(result)
-    assert [line["file"] for line in lines] == [str(path) for path in files]
-    for line in lines[:3]:
-        assert line["error"] == "This is not a regular file."
-    assert lines[3]["digit"] == 7
-
-
-def test_a_file_over_the_upload_limit_is_refused_unread(
-    published_store: Path, tmp_path: Path
-) -> None:
-    big = tmp_path / "big.png"
-    big.write_bytes((ROOT / "samples" / "7-mnist.png").read_bytes() + bytes(MAX_FILE_MB * MB))
-    result = predict(str(big), "--model-uri", str(published_store))
-    assert result.returncode == 2
-    assert records(result) == [
-        {
-            "file": str(big),
-            "error": f"The file is over {MAX_FILE_MB} MB; the limit is {MAX_FILE_MB} MB.",
-        }
-    ]
-
-
-def test_the_file_limit_is_the_pages_upload_limit() -> None:
-    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
-    assert config["server"]["maxUploadSize"] == MAX_FILE_MB

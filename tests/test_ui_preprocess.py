@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -12,20 +11,15 @@ from PIL import Image
 from bench.photos import photo as hard_photo
 from steps.lib.mnist import load_mnist
 from tests.support.page import SURE, encode
-from tools.make_samples import photograph
 from ui.images.decode import ImageRejected
 from ui.preprocess import BOX, CENTRE, SIDE, prepare
 
-PHOTO_DIGITS = 300  # test digits photographed (bench.photos) for the accuracy comparison
-PHOTO_FRAME = (
-    640,
-    480,
-)  # small frames keep the test quick; the benchmark draws sizes up to 1600x1200
-# Photographs are judged on the digits the test model reads clean at SURE or more, so that no digit
-# the model is unsure of, which another CPU's or seed's model reads otherwise, sways the verdict.
+PHOTO_DIGITS = 100  # test digits photographed (bench.photos); `python -m bench.preprocessing`: more
+PHOTO_FRAME = (640, 480)  # the benchmark draws sizes up to 1600x1200
+# Judged on the digits the test model reads clean at SURE or more: none it is unsure of, which another
+# CPU's or seed's model reads otherwise, sways the verdict.
 SURE_CLEAN_MIN = 0.8  # a test model sure of fewer clean digits than this is too weak to judge by
 HARD_KEPT = 0.97  # of those, the share the hard photographs must keep (99.6% measured, seeds 0-2)
-KIND_KEPT = 0.98  # and the kinder sample photographs (100%)
 
 
 @pytest.fixture(scope="module")
@@ -67,17 +61,6 @@ def test_hard_photographs_are_recognised_as_the_clean_digits_are(
     assert kept_share(load_model(digit_model), images, labels, photos) >= HARD_KEPT
 
 
-def test_the_kinder_sample_photographs_are_recognised(
-    digit_model: Path, test_digits: tuple[np.ndarray, np.ndarray]
-) -> None:
-    from steps.lib.keras_model import load_model
-
-    images, labels = test_digits[0][:200], test_digits[1][:200]
-    rng = np.random.default_rng(7)
-    photos = np.stack([prepare(photograph(image, rng)) for image in images])
-    assert kept_share(load_model(digit_model), images, labels, photos) >= KIND_KEPT
-
-
 def sheet_with(digit: np.ndarray, scale: int = 6) -> np.ndarray:
     """Light paper (float RGB in [0, 1], 480x640) with `digit` written dark near the middle."""
     side = 28 * scale
@@ -104,32 +87,6 @@ def test_paper_edges_specks_and_border_shadows_are_not_taken_for_the_digit(
         sheet[y : y + 4, x : x + 3] = 0.2
     cluttered = model_view(sheet)
     assert np.abs(cluttered - alone).mean() < 0.02
-
-
-def test_light_falling_unevenly_does_not_change_what_the_model_sees(
-    test_digits: tuple[np.ndarray, np.ndarray],
-) -> None:
-    sheet = sheet_with(test_digits[0][1])
-    flat = model_view(sheet)
-    ys, xs = np.mgrid[0:480, 0:640] / 640.0
-    gradient = 1.15 - 0.7 * xs  # bright on the left, a third as bright on the right
-    vignette = 1 - 0.4 * ((xs - 0.5) ** 2 + (ys - 0.4) ** 2) / 0.4
-    shadow = np.where(ys + 0.3 * xs > 0.5, 0.5, 1.0)  # a hard shadow across the digit
-    uneven = model_view(sheet * gradient * vignette * shadow)
-    assert np.abs(uneven - flat).mean() < 0.03
-
-
-def test_a_photograph_is_cropped_scaled_and_centred_like_mnist(
-    test_digits: tuple[np.ndarray, np.ndarray],
-) -> None:
-    image = test_digits[0][0]
-    pixels = prepare(photograph(image, np.random.default_rng(1)))
-    assert pixels.shape == (SIDE, SIDE) and pixels.dtype == np.float32
-    assert pixels.min() == 0.0 and pixels.max() == pytest.approx(1.0)
-    original = image.astype(np.float32) / 255
-    # the same digit, in the same place: far closer to the original than to any other digit
-    assert np.abs(pixels - original).mean() < 0.05
-    assert np.abs(pixels - test_digits[0][1].astype(np.float32) / 255).mean() > 0.1
 
 
 def test_dark_on_light_and_light_on_dark_give_the_same_input(
@@ -166,27 +123,6 @@ def test_the_longer_side_becomes_20_pixels_and_the_aspect_is_kept() -> None:
     assert abs(centre_row - CENTRE) <= 0.5 and abs(centre_column - CENTRE) <= 0.5
 
 
-def test_a_16_bit_grayscale_png_is_read_at_its_depth() -> None:
-    values = np.zeros((100, 100), dtype=np.uint16)
-    values[20:80, 45:55] = 60000
-    digit = prepare(encode(Image.fromarray(values)))
-    assert digit.max() == pytest.approx(1.0) and digit.sum() > 20
-
-
-@pytest.mark.parametrize(
-    ("data", "message"),
-    [
-        (b"", "The file is empty (0 bytes)."),
-        (b"hello, I am a text file\n" * 20, "This is not an image the page can read"),
-        (b"%PDF-1.7\n" + bytes(500), "This is not an image the page can read"),
-    ],
-    ids=["empty", "text", "pdf"],
-)
-def test_what_is_not_an_image_is_refused(data: bytes, message: str) -> None:
-    with pytest.raises(ImageRejected, match="^" + re.escape(message)):
-        prepare(data)
-
-
 @pytest.mark.parametrize("format", ["PNG", "JPEG", "GIF", "WEBP", "BMP"])
 def test_a_truncated_image_is_refused(format: str) -> None:
     noise = np.random.default_rng(0).integers(0, 255, size=(120, 120, 3), dtype=np.uint8)
@@ -200,14 +136,13 @@ def test_a_truncated_image_is_refused(format: str) -> None:
 @pytest.mark.parametrize(
     "image",
     [
-        Image.new("L", (200, 200), 255),
         Image.new("RGB", (64, 48), (0, 0, 0)),
         Image.new("RGBA", (64, 64), (0, 0, 0, 0)),
         Image.fromarray(
             np.clip(np.random.default_rng(0).normal(220, 4, (150, 150)), 0, 255).astype(np.uint8)
         ),
     ],
-    ids=["white", "black", "transparent", "paper-noise"],
+    ids=["black", "transparent", "paper-noise"],  # white: tests/test_ui_app.py,
 )
 def test_an_image_without_ink_is_refused(image: Image.Image) -> None:
     with pytest.raises(ImageRejected, match=r"^No digit found"):

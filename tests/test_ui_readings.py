@@ -78,18 +78,19 @@ def test_past_its_budget_a_session_reads_nothing_new_and_keeps_what_it_read(
     assert read(b"new", Ledger(), LIMIT).refusal == "read 3 bytes"  # another session may
 
 
-def most_at_once(ledgers: list[Ledger], monkeypatch: pytest.MonkeyPatch) -> int:
-    """The most make_reading calls running at once when each ledger's thread reads its own file."""
+def most_at_once(ledgers: list[Ledger], monkeypatch: pytest.MonkeyPatch, wait: float) -> int:
+    """The most make_reading calls at once when each ledger's thread reads its own file, each call
+    waiting up to `wait` seconds inside for another to come in."""
     running, most = 0, 0
-    lock = threading.Lock()
+    changed = threading.Condition()
 
     def slow(data: bytes, max_bytes: int) -> Reading:
         nonlocal running, most
-        with lock:
+        with changed:
             running += 1
             most = max(most, running)
-        time.sleep(0.1)
-        with lock:
+            changed.notify_all()
+            changed.wait_for(lambda: most > 1, timeout=wait)
             running -= 1
         return Reading()
 
@@ -102,17 +103,15 @@ def most_at_once(ledgers: list[Ledger], monkeypatch: pytest.MonkeyPatch) -> int:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=30)
+        thread.join(timeout=120)
     return most
 
 
 def test_a_session_decodes_one_image_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """A rerun that interrupts a run may start while the old one still decodes."""
     one = Ledger()
-    assert most_at_once([one] * 4, monkeypatch) == 1
-    assert (
-        most_at_once([Ledger() for _ in range(2)], monkeypatch) == 2
-    )  # sessions apart do not wait
+    assert most_at_once([one] * 4, monkeypatch, wait=0.1) == 1
+    assert most_at_once([Ledger(), Ledger()], monkeypatch, wait=60) == 2  # apart, none waits
 
 
 def test_readings_past_the_size_go_least_recently_used_first() -> None:

@@ -1,6 +1,5 @@
-"""What the page's report says of the errors: the confusion picture colours every error on a scale of its
-own (one mistake in a thousand must show), the per-digit chart counts errors, the commonest mistakes are
-named; and the training curves come from the run's history."""
+"""The page's report: every error coloured on the confusion picture's own scale (one in a thousand shows),
+errors counted per digit, the commonest named; the training curves drawn from the run's history."""
 
 from __future__ import annotations
 
@@ -37,11 +36,8 @@ def test_every_error_shows_the_commonest_darkest_and_a_single_one_still_tinted()
     assert fill(picture, 0, 1) == WHITE  # no error: nothing
     right = fill(picture, 2, 2)
     assert right[2] > right[0]  # the right answers in blue
-
-
-def test_a_perfect_matrix_has_no_red() -> None:
-    picture = draw_confusion(matrix_with({}))
-    assert all(fill(picture, r, c) == WHITE for r in range(10) for c in range(10) if r != c)
+    perfect = draw_confusion(matrix_with({}))
+    assert all(fill(perfect, r, c) == WHITE for r in range(10) for c in range(10) if r != c)
 
 
 def test_errors_per_digit_are_counted_from_the_matrix() -> None:

@@ -1,7 +1,5 @@
-"""The page's upload store: what one visitor and all of them may keep (ui.uploads), in process.
-
-The same bound against the real server, PUT by PUT, is in tests/test_ui_browser.py.
-"""
+"""The page's upload store: what one visitor and all of them may keep (ui.uploads); the served page uses
+it (tests/test_ui_widget_states.py)."""
 
 from __future__ import annotations
 
@@ -39,18 +37,14 @@ def fill(manager: BoundedUploadManager, session: str, count: int, size: int) -> 
     return statuses
 
 
-def test_one_session_keeps_at_most_its_share_in_bytes() -> None:
+def test_one_session_keeps_at_most_its_share_in_bytes_and_in_files() -> None:
     manager = BoundedUploadManager("/_stcore/upload_file")
     statuses = fill(manager, "visitor", 30, FILE)
     assert statuses.count(204) == MAX_SESSION_BYTES // FILE
     assert set(statuses[MAX_SESSION_BYTES // FILE :]) == {413}
     assert held(manager) <= MAX_SESSION_BYTES
-
-
-def test_one_session_keeps_at_most_its_share_in_files() -> None:
-    manager = BoundedUploadManager("/_stcore/upload_file")
-    statuses = fill(manager, "visitor", 100, 1000)
-    assert statuses.count(204) == MAX_SESSION_FILES
+    small = BoundedUploadManager("/_stcore/upload_file")  # and in files, however small
+    assert fill(small, "visitor", 100, 1000).count(204) == MAX_SESSION_FILES
 
 
 def test_all_sessions_together_keep_at_most_the_total() -> None:

@@ -101,11 +101,6 @@ def test_the_uploaders_list_is_cut_to_what_the_upload_store_keeps() -> None:
     assert len(kept.file_uploader_state_value.uploaded_file_info) == MAX_SESSION_FILES
 
 
-def test_messages_that_are_no_rerun_go_through() -> None:
-    message = BackMsg(app_heartbeat=True)
-    assert bound_rerun(message) is message
-
-
 def test_streamlit_bounds_every_message_to_what_the_page_needs() -> None:
     """server.maxMessageSize is uvicorn's ws_max_size: a frame past it is refused from its header;
     server.maxWidgetStateSize bounds a rerun's widget states; no compression."""

@@ -1,9 +1,8 @@
-"""What the page's tests share: one decent model trained once, published with the real steps; crafted
-files and a way to measure what one upload costs."""
+"""What the page's tests share: one model trained once, published with the real steps; crafted files,
+and what one upload costs."""
 
 from __future__ import annotations
 
-import datetime as dt
 import io
 import re
 import struct
@@ -17,13 +16,13 @@ import pytest
 from PIL import Image
 
 from steps import evaluate, publish
-from steps.lib import history
 from steps.lib.bounded_json import to_json
 from steps.lib.inference import Network
 from steps.lib.mnist import Digits, load_mnist
 from steps.lib.model_file import read_weights
 from steps.lib.registry import HISTORY_FILE
 from steps.lib.shards import write_shard
+from tests.support.histories import history_of
 from tests.support.project import FIXTURE_SEED, ROOT
 from ui.predict import classify
 from ui.preprocess import prepare
@@ -35,11 +34,8 @@ EPOCHS = 2
 BATCH = 64
 EVAL_DIGITS = 2_000  # the published metrics.json; enough for a confusion matrix
 FIRST_RUN = "ui-test-1"
-# The samples whose digit the page's tests assert, and how sure of each the test model must be. A
-# trained model's numbers differ from CPU to CPU (oneDNN or not, threads, instruction sets), as they do
-# from seed to seed: these are the samples it reads at 99% or more on every seed tried, so a
-# model that reads one of them under SURE is a weak fixture, said as such, not a wrong digit.
-# samples/3-*.png and 9-*.png are left out: the test model reads them at 35-90%.
+# The samples the test model reads at 99% or more on every seed and CPU tried (not samples/3-*, 9-*): one
+# read under SURE is a weak fixture, said as such, not a wrong digit.
 SURE_SAMPLES = ("0-photo.jpg", "2-mnist.png", "4-photo.jpg", "7-photo.jpg")
 SURE = 0.9
 
@@ -97,54 +93,22 @@ def evaluate_model(mnist_path: Path, model: Path, out_dir: Path) -> Path:
     return out_dir
 
 
-def training_history() -> dict:
-    """Two rounds of EPOCHS epochs by two workers, in the shape aggregate writes (steps.lib.history)."""
-    started = dt.datetime(2026, 11, 29, 18, 0, tzinfo=dt.UTC)
-    kept = history.new_history(started)
-    for number in (1, 2):
-        record = history.round_record(
-            number=number,
-            ended_at=started + dt.timedelta(seconds=30 * number),
-            seconds=30.0,
-            epochs=EPOCHS,
-            held_out={"digits": 1000, "accuracy": 0.9 + 0.03 * number, "loss": 0.4 / number},
-            missing=[],
-            workers={
-                str(shard): {
-                    "samples": TRAIN_DIGITS // 2,
-                    "loss": [0.9 / number - 0.1 * shard, 0.5 / number],
-                    "accuracy": [0.7 + 0.1 * number, 0.8 + 0.05 * number],
-                }
-                for shard in (0, 1)
-            },
-        )
-        kept = history.add_round(kept, record)
-    return kept
-
-
-TRAINING_HISTORY = training_history()
+TRAINING_HISTORY = history_of(2, 2, EPOCHS)  # two rounds, as aggregate writes it
 
 
 def publish_run(store: str | Path, run: str, model: Path, evaluation: Path) -> None:
     """Publish `model` as `run` with the publish step and serve it: the run's files, then LATEST."""
     settings = {"workers": 1, "rounds": 1, "epochs": EPOCHS, "batch": BATCH}
-    args = [
-        "--store",
-        str(store),
-        "--run",
-        run,
-        "--serve",
-        "always",
-        "--model",
-        str(model),
-        "--metrics",
-        str(evaluation / "metrics.json"),
+    options = {"--store": store, "--run": run, "--serve": "always", "--model": model}
+    args = [str(part) for option in options.items() for part in option]
+    args += ["--metrics", str(evaluation / "metrics.json")]
+    args += [
         "--attach",
         str(evaluation / "confusion.png"),
         "--attach",
         str(evaluation / HISTORY_FILE),
-        *(f"--setting={name}={value}" for name, value in settings.items()),
     ]
+    args += [f"--setting={name}={value}" for name, value in settings.items()]
     publish.main(publish.make_parser().parse_args(args))
 
 
@@ -155,44 +119,15 @@ def encode(image: Image.Image, format: str = "PNG", **options: object) -> bytes:
     return buffer.getvalue()
 
 
-# Crafted files for the page's limits (issue: untrusted uploads). Each is made here, small on disk.
-
-
 def progressive_jpeg(width: int, height: int, scans: int, quality: int = 90) -> bytes:
-    """A real progressive JPEG whose last scan is repeated until the file holds `scans` scans.
-
-    A repeated refinement scan is legal enough for libjpeg to decode (with a warning), and each
-    one walks every block of the image again: the slow-decoding upload.
-    """
-    buffer = io.BytesIO()
-    Image.new("RGB", (width, height), (200, 180, 170)).save(
-        buffer, format="JPEG", progressive=True, quality=quality
-    )
-    data = buffer.getvalue()
+    """A progressive JPEG whose last scan is repeated until it holds `scans` scans: libjpeg decodes it
+    (with a warning), each scan walking every block again."""
+    image = Image.new("RGB", (width, height), (200, 180, 170))
+    data = encode(image, "JPEG", progressive=True, quality=quality)
     starts = [match.start() for match in re.finditer(b"\xff\xda", data)]
     end = data.rfind(b"\xff\xd9")
     last_scan = data[starts[-1] : end]
     return data[:end] + last_scan * max(0, scans - len(starts)) + data[end:]
-
-
-def png_16bit_rgba(width: int, height: int) -> bytes:
-    """A blank 16-bit RGBA PNG: a few hundred KB that decode to width*height*4 bytes and more."""
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return (
-            struct.pack(">I", len(body))
-            + kind
-            + body
-            + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
-        )
-
-    header = struct.pack(">IIBBBBB", width, height, 16, 6, 0, 0, 0)
-    compressor = zlib.compressobj(9)
-    row = bytes(1 + width * 8)  # filter byte 0, then zeros
-    body = b"".join(compressor.compress(row) for _ in range(height)) + compressor.flush()
-    return (
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", body) + chunk(b"IEND", b"")
-    )
 
 
 MEASURE = """
@@ -225,8 +160,7 @@ print((status("VmHWM") - before) / 1024, len(opened), sum(loaded), outcome, sep=
 
 
 class Cost(NamedTuple):
-    """What prepare(data) took in a fresh process: peak memory (MB above the imported baseline), the
-    files Pillow opened, the pixels it decoded, and what came of it ("read" or "refused: ...")."""
+    """prepare(data) in a fresh process: peak MB above the imports, files opened, pixels decoded."""
 
     megabytes: float
     opened: int
@@ -235,8 +169,7 @@ class Cost(NamedTuple):
 
 
 def cost_of_prepare(data: bytes, folder: Path) -> Cost:
-    """The Cost of prepare(data), counted in a fresh process (its CPU time is bench material: it says
-    more about the machine's load than about the code)."""
+    """The Cost of prepare(data), counted in a fresh process."""
     path = folder / "upload.bin"
     path.write_bytes(data)
     root = str(Path(__file__).resolve().parents[2])

@@ -1,13 +1,7 @@
-"""A client of the page's server that speaks Streamlit's own protocol, as the browser's frontend does.
-
-The browser opens a websocket at /_stcore/stream (Sec-WebSocket-Protocol `streamlit, <XSRF token>`),
-sends BackMsg protobufs (a rerun with every widget's state, a request for upload URLs) and reads
-ForwardMsg protobufs (the script's elements, then `script_finished`); files go in by HTTP PUT to the
-URL the server hands out (streamlit/web/server/starlette/starlette_websocket.py and
-starlette_routes.py; the messages are streamlit/proto/BackMsg.proto and ForwardMsg.proto). Nothing
-here is a stand-in: each call is a real message to a real server, shaped as a visitor's browser or
-an attacker's script would send it.
-"""
+"""A client of the page's server speaking Streamlit's own protocol, as the browser's frontend does: BackMsg
+protobufs on the websocket /_stcore/stream, ForwardMsg back, files PUT to the URL the server hands out
+(streamlit/web/server/starlette/starlette_websocket.py and starlette_routes.py): real messages to a
+real server, shaped as a visitor's browser or an attacker's script would send them."""
 
 from __future__ import annotations
 
@@ -99,9 +93,6 @@ class PageClient:
         self._open.close()
         self.http.close()
 
-    def send(self, message: BackMsg) -> None:
-        self.send_bytes(message.SerializeToString())
-
     def send_bytes(self, data: bytes) -> None:
         self.socket.send(data)
 
@@ -126,11 +117,7 @@ class PageClient:
         """Ask for a rerun with these widget states, as the frontend does; the run's elements."""
         state = ClientState(query_string="", page_script_hash="")
         state.widget_states.CopyFrom(WidgetStates(widgets=list(widgets)))
-        self.send(BackMsg(rerun_script=state))
-        return self.finish(timeout)
-
-    def finish(self, timeout: float = RUN_TIMEOUT) -> Run:
-        """Read until the current run says it finished."""
+        self.send_bytes(BackMsg(rerun_script=state).SerializeToString())
         run = Run()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -149,13 +136,10 @@ class PageClient:
     def upload(self, name: str, data: bytes) -> UploadedFileInfo:
         """Ask for an upload URL and PUT `data` there, as the file uploader does."""
         request_id = uuid.uuid4().hex
-        self.send(
-            BackMsg(
-                file_urls_request=FileURLsRequest(
-                    request_id=request_id, file_names=[name], session_id=self.session_id
-                )
-            )
+        request = FileURLsRequest(
+            request_id=request_id, file_names=[name], session_id=self.session_id
         )
+        self.send_bytes(BackMsg(file_urls_request=request).SerializeToString())
         for message in self.messages(timeout=60):
             if message.WhichOneof("type") == "file_urls_response":
                 response = message.file_urls_response

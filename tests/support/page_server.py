@@ -43,20 +43,10 @@ def serving(store: Path, log: Path) -> Iterator[Server]:
         "PILLOW_COUNT_LOG": str(pillow_log),
     }
     with log.open("wb") as output:
+        options = {"headless": "true", "address": "127.0.0.1", "port": port}
+        flags = [f"--server.{name}={value}" for name, value in options.items()]
         server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ui.serve",
-                "--server.headless",
-                "true",
-                "--server.address",
-                "127.0.0.1",
-                "--server.port",
-                str(port),
-                "--browser.gatherUsageStats",
-                "false",
-            ],
+            [sys.executable, "-m", "ui.serve", *flags, "--browser.gatherUsageStats=false"],
             cwd=ROOT,
             env=env,
             stdout=output,
