@@ -23,10 +23,8 @@ def load_inputs(store: ArtifactStore, inputs: list[dict], invocation: Invocation
         key = str(PurePosixPath(artifact["gcs"]["key"]))  # filepath.Clean
         target = invocation.host_path(artifact["path"])
         listed = store.list_keys(key.rpartition("/")[0])
-        objects = sorted(
-            n for n in listed if n.startswith(key) and n[-1:] != "/"
-        )  # no folder markers
-        names = [key] if key in listed else objects
+        objects = [n for n in listed if n.startswith(key) and n[-1:] != "/"]  # no folder markers
+        names = [key] if key in listed else sorted(objects)
         if not names and not artifact.get("optional"):
             raise ArtifactNotFound(
                 f"artifact {artifact['name']} failed to load: no results for key: {key}"

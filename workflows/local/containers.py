@@ -54,14 +54,9 @@ class ContainerEngine:
     def create_command(self, invocation: Invocation, container: str) -> list[str]:
         """`podman create ...`: everything the try's container is, but not started."""
         command = [self.program, "create", "--name", container, "--label", LABEL]
-        command += [
-            "--workdir",
-            str(invocation.working_dir),
-            "--read-only",
-        ]  # readOnlyRootFilesystem
-        network = any(
-            "://" in part for part in invocation.command
-        )  # a store or data over the network
+        # readOnlyRootFilesystem, and the network only for a store or data reached over it
+        command += ["--workdir", str(invocation.working_dir), "--read-only"]
+        network = any("://" in part for part in invocation.command)
         command += ["--network", "host" if network else "none"]
         if memory := invocation.memory:
             command += ["--memory", f"{memory}b", "--memory-swap", f"{memory}b"]
@@ -150,7 +145,7 @@ class ContainerEngine:
     def _engine(
         self, command: Sequence[str], failure: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """`command`'s outcome; with a `failure` to say, EngineError with its last line unless it succeeded."""
+        """`command`'s outcome; with a `failure`, EngineError with its last line unless it succeeded."""
         try:
             done = subprocess.run(
                 list(command),

@@ -51,8 +51,7 @@ class LocalRunner:
         engine: Engine | None = None,
         live_progress: bool | None = None,
         cores: int | None = None,
-        memory: int
-        | None = None,  # bytes the tries running at once may take; by default what is free
+        memory: int | None = None,  # bytes the tries at once may take (default: what is free)
     ) -> None:
         self.store, self.logs_dir, self.memory = store, Path(logs_dir), memory
         self.cores = cores or os.cpu_count() or 1
