@@ -90,7 +90,7 @@ class ContainerEngine:
             # start --attach returns the container's exit code and keeps its two streams apart
             command = [self.program, "start", "--attach", container]
             stop = lambda _: self._stop(container)  # noqa: E731
-            code = attach(command, invocation, log, timeout, stop)
+            code = attach(command, invocation, log, timeout, stop, set())
             if code is None or self._stopped:
                 return code
             # the container's own exit code; an engine failure (it never ran) is an EngineError
@@ -129,8 +129,6 @@ class ContainerEngine:
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
             folder.chmod(EMPTY_DIR_MODE)
-        for path in invocation.outputs:
-            invocation.host_path(path).parent.mkdir(parents=True, exist_ok=True)
         writable = [host for host in mounts(invocation) if host.is_dir()]
         uid = self.image_uid(invocation.image) if writable else None
         for host in writable if uid is not None else []:  # ACL entries, also for what is made there

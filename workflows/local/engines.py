@@ -41,7 +41,6 @@ class Invocation:
     working_dir: PurePosixPath  # the container's workingDir, e.g. /work
     host_dir: Path  # this machine's folder standing for working_dir
     inputs: tuple[PurePosixPath, ...] = ()  # input artifact paths, already placed under host_dir
-    outputs: tuple[PurePosixPath, ...] = ()  # paths the runner reads back from under host_dir
     scratch: tuple[PurePosixPath, ...] = ()  # emptyDir volume mounts: writable, empty at start
     progress_file: Path | None = None  # this machine's file the runner polls for `N/M` progress
     cpus: float = 0  # resources.limits.cpu (0: none)
@@ -74,7 +73,7 @@ def attach(
     log: IO[str],
     timeout: float | None,
     stop: Callable[[subprocess.Popen], None],
-    running: set[subprocess.Popen] | None = None,
+    running: set[subprocess.Popen],
     **popen: Any,
 ) -> int | None:
     """`command`'s exit code (None once `stop`ped at `timeout`), its stdout line by line to `log` and
@@ -88,7 +87,6 @@ def attach(
         start_new_session=True,
         **popen,
     )
-    running = set() if running is None else running
     running.add(process)  # where stop_all finds it; set operations hold the GIL
 
     def relay(stream: IO[bytes]) -> None:
@@ -157,11 +155,11 @@ def exit_description(code: int) -> str:
     return f"{HINTS.get(code - 128, f'killed by signal {code - 128} ({name})')}, exit code {code}"
 
 
-def stop_process(process: subprocess.Popen, grace: float = STOP_GRACE_SECONDS) -> None:
+def stop_process(process: subprocess.Popen) -> None:
     """SIGTERM the process group, then SIGKILL it if it lingers."""
     try:
         os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=grace)
+        process.wait(timeout=STOP_GRACE_SECONDS)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()

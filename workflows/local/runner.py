@@ -290,9 +290,7 @@ class LocalRunner:
             "outputs": step.template.get("outputs", {}),
         }
         resolved = spec.substitute(parts, values, where)
-        container, outputs = resolved["container"], resolved["outputs"]
-        paths = [a["path"] for a in outputs.get("artifacts", [])]
-        paths += [p["valueFrom"]["path"] for p in outputs.get("parameters", [])]
+        container = resolved["container"]
         for folder in ("work", "argo"):
             (attempt_dir / folder).mkdir()
         invocation = Invocation(
@@ -303,7 +301,6 @@ class LocalRunner:
             working_dir=PurePosixPath(container.get("workingDir", "/")),
             host_dir=attempt_dir / "work",
             inputs=tuple(PurePosixPath(a["path"]) for a in resolved["inputs"]),
-            outputs=tuple(PurePosixPath(path) for path in paths),
             scratch=step.scratch,
             progress_file=attempt_dir / "argo" / "progress",
             cpus=step.cpus,
