@@ -86,7 +86,7 @@ def test_a_failed_task_lets_running_tasks_finish_and_omits_its_dependents(tmp_pa
     assert {n.name: n.phase for n in result.nodes} == phases | {"after-slow": "Succeeded"}
     assert result.phase == "Failed"
     assert result.message.startswith("fails failed: exit code 3")
-    summary = json.loads(result.summary.read_text())
+    summary = json.loads((tmp_path / "logs" / result.name / "summary.json").read_text())
     assert summary["phase"] == "Failed" and summary["name"] == result.name
     by_name = {n["name"]: n for n in summary["nodes"]}
     assert by_name["slow"]["phase"] == "Succeeded" and by_name["slow"]["attempts"] == 1

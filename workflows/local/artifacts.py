@@ -17,8 +17,7 @@ FILE_MODE = 0o644  # os.Create (0666) under the executor's umask 022
 
 
 def load_inputs(store: ArtifactStore, inputs: list[dict], invocation: Invocation) -> None:
-    """Place each input artifact at its path: a key names one object or is a plain prefix of many (folders
-    0700, files 0644 unless it sets `mode`); ArtifactNotFound unless it is `optional`."""
+    """Place each input artifact at its path; ArtifactNotFound unless it is `optional`."""
     for artifact in inputs:
         key = str(PurePosixPath(artifact["gcs"]["key"]))  # filepath.Clean
         target = invocation.host_path(artifact["path"])
@@ -47,8 +46,7 @@ def load_inputs(store: ArtifactStore, inputs: list[dict], invocation: Invocation
 
 
 def save_outputs(store: ArtifactStore, outputs: Mapping[str, Any], invocation: Invocation) -> str:
-    """Save every output artifact that exists, whatever the exit code (a file to its key, a folder's files
-    under `key/`); '' or what went wrong."""
+    """Save every output artifact that exists, whatever the exit code; '' or what went wrong."""
     problems = []
     for artifact in outputs.get("artifacts", []):
         key = str(PurePosixPath(artifact["gcs"]["key"]))

@@ -1,5 +1,5 @@
-"""What the person watching a local run sees: a line per task's start and end and per line a step prints,
-and on a terminal one status line of the running tries' progress (executor.go:monitorProgress's `N/M`)."""
+"""What a local run shows: a line per event and step output, and on a terminal one status line of the
+running tries' progress (executor.go:monitorProgress's `N/M`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Each try in a container of the step's image (podman or docker), as an Argo pod runs it: the image's user
-on a read-only root, no network unless the step needs one, `resources.limits` without swap, inputs, emptyDirs
-and the paths the step names bind-mounted, the progress file in Argo's /var/run/argo."""
+on a read-only root, `resources.limits` without swap, inputs, emptyDirs and named paths bind-mounted."""
 
 from __future__ import annotations
 

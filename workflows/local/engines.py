@@ -1,5 +1,4 @@
-"""One try of a container template: an `Invocation` (its command line, and a folder of this machine standing
-for its working directory) run by an engine, here a process of this machine (containers.py: in the image)."""
+"""One try of a container template, an `Invocation`, run by an engine: here a process of this machine."""
 
 from __future__ import annotations
 
@@ -76,8 +75,7 @@ def attach(
     running: set[subprocess.Popen],
     **popen: Any,
 ) -> int | None:
-    """`command`'s exit code (None once `stop`ped at `timeout`), its stdout line by line to `log` and
-    `invocation.on_output`, its stderr to `log`."""
+    """`command`'s exit code (None once `stop`ped at `timeout`); stdout to `log` and `on_output`."""
     log.flush()
     process = subprocess.Popen(  # in a group of its own, to be stopped as one
         command,

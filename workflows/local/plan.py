@@ -104,8 +104,7 @@ def parse(text: str) -> Depends:
 
 
 def task_phase(nodes: Sequence[Node], fan_out: bool) -> str | None:
-    """A task's phase once its nodes are final (a fan-out's: its last Failed or Error child's, else
-    Succeeded); None before."""
+    """A task's phase once its nodes are final (a fan-out's: its last failed child's, else Succeeded)."""
     if any(node.phase not in FINAL for node in nodes):
         return None
     if not fan_out or nodes[0].phase in ("Omitted", "Skipped"):  # a task that never ran is one node
@@ -152,8 +151,7 @@ def expand(task: Mapping[str, Any], values: Mapping[str, str]) -> list[tuple[str
 
 
 def dag_phase(dag: Dag, nodes: Mapping[str, list[Node]]) -> str:
-    """Running, Succeeded, Failed or Error (dag.go:assessDAGPhase): each branch carries down its last
-    completed phase, so an Omitted or Skipped target inherits a failure above it."""
+    """The DAG's phase (dag.go:assessDAGPhase): an Omitted or Skipped target inherits a failure above it."""
     carried: dict[str, set[str]] = {}  # the phases each task passes down its branches
     for task in dag.order:  # each after what it depends on
         if (phase := phase_of(dag, task, nodes)) is None:

@@ -13,8 +13,7 @@ from workflows.local.runner import LocalRunner
 
 
 def retry_locally(runner: LocalRunner, run: str) -> RunResult:
-    """Run `run` again from `<runner's logs>/<run>/`, reusing its succeeded nodes; WorkflowError, before
-    anything runs, for a run that succeeded or that the folder does not hold."""
+    """Run `run` again, reusing its succeeded nodes; WorkflowError for a run that succeeded or is not there."""
     folder = runner.logs_dir / run
     try:
         workflow = json.loads((folder / WORKFLOW_FILE).read_text())

@@ -36,8 +36,7 @@ def whole_number(value: Any, where: str) -> int:
 
 @dataclass(frozen=True)
 class RetryRule:
-    """`limit` retries (policy Always), a backoff growing by `factor` up to `cap`, and none after a try
-    that exited with `final_exit_code`."""
+    """`limit` retries, a backoff growing by `factor` up to `cap`, none after `final_exit_code`."""
 
     limit: int
     backoff: float = 0.0

@@ -92,9 +92,7 @@ class LocalRunner:
         if message is None:
             message = "" if phase in ("Succeeded", "Running") else outcome.failure_message(every)
         result = outcome.RunResult(self.spec.name, phase, every, message)
-        result.summary = outcome.write_summary(
-            result, self.folder, self.engine.name, self.console.started
-        )
+        outcome.write_summary(result, self.folder, self.engine.name, self.console.started)
         return result
 
     def _drive(self, dag: Dag) -> str:
@@ -170,8 +168,7 @@ class LocalRunner:
     def _admit(
         self, pool: ThreadPoolExecutor, running: dict[Future, Node], queue: list[Node]
     ) -> None:
-        """Start queued nodes in order while at most `parallelism` run and their memory fits the budget
-        (one always starts when nothing runs); the tries running together share the cores."""
+        """Start queued nodes while fewer than `parallelism` run and their memory fits (one always may)."""
         used = sum(self.spec.steps[node.template].memory for node in running.values())
         while queue:
             cost = self.spec.steps[queue[0].template].memory

@@ -143,8 +143,7 @@ def check(value: Any, kind: str, where: str) -> None:
 
 
 def substitute(value: Any, values: Mapping[str, str], where: str) -> Any:
-    """`value` (strings, lists and maps of them) with its `{{tag}}`s replaced (common/util.go:SubstituteParams);
-    UnresolvedReference naming `where` for a tag without a value."""
+    """`value` with its `{{tag}}`s replaced (common/util.go:SubstituteParams); UnresolvedReference if unknown."""
     if isinstance(value, str):
 
         def replaced(match: re.Match[str]) -> str:
