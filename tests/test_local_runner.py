@@ -210,7 +210,7 @@ def test_stdout_lines_are_shown_as_they_come_and_progress_is_told_at_the_end(
         "print('round 2: 95.70%')\n"
     )
     manifest = workflow(["say:s"], [step("s", code)])
-    result, lines, _ = run(tmp_path, manifest, live_progress=False)
+    result, lines, _ = run(tmp_path, manifest)
     said = [line.split("s  ", 1) for line in lines.splitlines()[1:]]  # after the run's first line
     texts = [text for _, text in said]
     assert texts[:3] == ["started  say", "say: round 1: 91.20%", "say: round 2: 95.70%"]

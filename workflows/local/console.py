@@ -46,10 +46,6 @@ class Console:
             elapsed = time.monotonic() - self.started
             self._draw(f"{elapsed:7.1f}s  running: {shown}" if shown else "")
 
-    def clear(self) -> None:
-        with self._lock:
-            self._draw("")
-
     def _draw(self, status: str) -> None:
         """On a terminal: the status line redrawn, or cleared when `status` is empty."""
         if self.live and (status or self._drawn):

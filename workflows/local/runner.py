@@ -49,7 +49,6 @@ class LocalRunner:
         parallelism: int | None = None,
         echo: Callable[[str], None] = print,
         engine: Engine | None = None,
-        live_progress: bool | None = None,
         cores: int | None = None,
         memory: int | None = None,  # bytes the tries at once may take (default: what is free)
     ) -> None:
@@ -57,8 +56,7 @@ class LocalRunner:
         self.cores = cores or os.cpu_count() or 1
         self.parallelism = min(parallelism or TRIES_PER_CORE * self.cores, MAX_PARALLELISM)
         self.engine = engine or ProcessEngine()
-        live = sys.stdout.isatty() and echo is print if live_progress is None else live_progress
-        self.console = Console(echo, live)
+        self.console = Console(echo, live=echo is print and sys.stdout.isatty())
         self._stopping = threading.Event()
 
     def run(self, workflow: Mapping[str, Any], done: Iterable[Node] = ()) -> outcome.RunResult:
@@ -120,7 +118,7 @@ class LocalRunner:
                         {n.name: n.progress for n in running.values() if n.progress}
                     )
             except BaseException as error:  # Ctrl-C, or a bug in the runner: stop every task
-                self.console.clear()
+                self.console.progress({})  # the status line cleared
                 if isinstance(error, KeyboardInterrupt):
                     self.console.echo("interrupted: stopping every task")
                 self._stopping.set()
