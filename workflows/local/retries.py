@@ -28,11 +28,9 @@ def parse_duration(text: str) -> float:
 
 def whole_number(value: Any, where: str) -> int:
     """An int-or-string field (a limit, a factor, a deadline) as util/intstr reads it: strconv.Atoi."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and WHOLE.fullmatch(value):
-        return int(value)
-    raise UnsupportedFeature(f"{where} must be a whole number, got {value!r}")
+    if isinstance(value, bool) or not WHOLE.fullmatch(str(value)):
+        raise UnsupportedFeature(f"{where} must be a whole number, got {value!r}")
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -93,11 +91,10 @@ def decide(
     if workflow_deadline is not None and now > workflow_deadline:
         return "retry exceeded workflow deadline"
     wait = min(rule.backoff * rule.factor ** (len(attempts) - 1), rule.cap)
-    # operator.go: the backoff is waited out while retries are left, before the expression is read
-    if now < last.finished + wait and len(attempts) <= rule.limit:
-        return last.finished + wait
     if len(attempts) > rule.limit:
         return "No more retries left"
+    if now < last.finished + wait:  # operator.go: the backoff is waited out before the expression
+        return last.finished + wait
     # a try without an exit code (the runner's Error) reads "-1" (operator.go:buildRetryStrategyLocalScope)
     if last.exit_code == rule.final_exit_code:
         return "retryStrategy.expression evaluated to false"

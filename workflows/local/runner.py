@@ -4,7 +4,6 @@ tries run by an engine, at most `parallelism` at once and within the memory free
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import tempfile
 import threading
@@ -232,17 +231,15 @@ class LocalRunner:
             return ended("Failed", STOPPED)
         if timeout is not None and timeout <= 0:
             return ended("Failed", "Step exceeded its deadline")
-        attempt_dir = Path(tempfile.mkdtemp(prefix=f"{safe_filename(node.name)}-"))
-        try:
-            invocation, resolved = self._invocation(node, attempt_dir, threads)
-            load_inputs(self.store, resolved["inputs"], invocation)
-        except UnresolvedReference as error:
-            shutil.rmtree(attempt_dir, ignore_errors=True)
-            return ended("Error", str(error))
-        except (StepError, OSError) as error:  # ArtifactNotFound among them
-            shutil.rmtree(attempt_dir, ignore_errors=True)
-            return ended("Error", f"init: {error}")
-        try:
+        prefix = f"{safe_filename(node.name)}-"
+        with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as folder:
+            try:
+                invocation, resolved = self._invocation(node, Path(folder), threads)
+                load_inputs(self.store, resolved["inputs"], invocation)
+            except UnresolvedReference as error:
+                return ended("Error", str(error))
+            except (StepError, OSError) as error:  # ArtifactNotFound among them
+                return ended("Error", f"init: {error}")
             node.progress_file = invocation.progress_file
             with node.log.open("a") as log:
                 log.write(f"--- attempt {len(node.tries) + 1}: {' '.join(invocation.command)}\n")
@@ -267,8 +264,6 @@ class LocalRunner:
             except (OSError, ValueError) as error:
                 return ended("Error", f"wait: {error}", exit_code)
             return None
-        finally:
-            shutil.rmtree(attempt_dir, ignore_errors=True)
 
     def _invocation(self, node: Node, attempt_dir: Path, threads: int) -> tuple[Invocation, dict]:
         """The try's invocation and its template's container, inputs and outputs, their tags filled in."""

@@ -19,6 +19,7 @@ TAG = re.compile(r"{{(.*?)}}")
 # resource.Quantity's suffixes (k8s.io/apimachinery/pkg/api/resource/suffix.go)
 UNITS = {"m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20}
 UNITS |= {"Gi": 2**30, "Ti": 2**40}
+DAG_OF_CONTAINERS = "the local runner runs a dag of container templates only"
 
 # The fields of the compiled Workflow by the key they sit under (the spec's under "spec"); a run walks those
 # that are keys here, ignores the rest (they place or label pods) and refuses any other field.
@@ -75,15 +76,13 @@ def read(workflow: Mapping[str, Any]) -> Spec:
     steps = {name: read_step(name, t) for name, t in templates.items() if t is not entry}
     tasks = entry.get("dag", {}).get("tasks", [])
     if "dag" not in entry or any(t["template"] not in steps for t in tasks):
-        raise UnsupportedFeature("the local runner runs a dag of container templates only")
+        raise UnsupportedFeature(DAG_OF_CONTAINERS)
     metadata = workflow.get("metadata", {})
     name = metadata.get("name") or metadata.get("generateName", "run-") + "".join(
         random.choices(string.ascii_lowercase + string.digits, k=5)  # as generateName makes it
     )
-    values = {
-        p["name"]: str(p.get("value", "")) for p in spec.get("arguments", {}).get("parameters", [])
-    }
-    parameters = {f"workflow.parameters.{k}": v for k, v in values.items()}
+    arguments = spec.get("arguments", {}).get("parameters", [])
+    parameters = {f"workflow.parameters.{p['name']}": str(p.get("value", "")) for p in arguments}
     deadline = seconds(spec.get("activeDeadlineSeconds"), "spec.activeDeadlineSeconds")
     return Spec(name, {"workflow.name": name} | parameters, entry, steps, deadline)
 
@@ -92,14 +91,11 @@ def read_step(name: str, template: dict) -> Step:
     """A container template as a run reads it; UnsupportedFeature for anything else."""
     where = f"template {name!r}"
     if "container" not in template:
-        raise UnsupportedFeature(
-            f"the local runner runs a dag of container templates only ({where})"
-        )
+        raise UnsupportedFeature(f"{DAG_OF_CONTAINERS} ({where})")
     for side in ("inputs", "outputs"):
         for artifact in template.get(side, {}).get("artifacts", []):
-            if "gcs" not in artifact or (
-                side == "outputs" and artifact.get("archive") != {"none": {}}
-            ):
+            archived = side == "outputs" and artifact.get("archive") != {"none": {}}
+            if "gcs" not in artifact or archived:
                 raise UnsupportedFeature(
                     "the local runner moves unarchived gcs artifacts (archive: none) only "
                     f"({where}, artifact {artifact['name']!r})"
