@@ -75,9 +75,7 @@ class ContainerEngine:
             command += ["--env", f"{variable}={value}"]
         return [*command, invocation.image, *invocation.command]
 
-    def execute(
-        self, invocation: Invocation, log: IO[str], timeout: float | None = None
-    ) -> int | None:
+    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None) -> int | None:
         self._prepare(invocation)
         container = container_name(invocation.name)
         self._running.add(container)

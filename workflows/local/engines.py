@@ -60,7 +60,7 @@ class Engine(Protocol):
     name: str
 
     def execute(
-        self, invocation: Invocation, log: IO[str], timeout: float | None = None
+        self, invocation: Invocation, log: IO[str], timeout: float | None
     ) -> int | None: ...
 
     def stop_all(self) -> None: ...
@@ -116,9 +116,7 @@ class ProcessEngine:
     name: str = "process"
     _running: set[subprocess.Popen] = field(default_factory=set)
 
-    def execute(
-        self, invocation: Invocation, log: IO[str], timeout: float | None = None
-    ) -> int | None:
+    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None) -> int | None:
         command = list(invocation.command)
         if command[0] in ("python", "python3"):
             command[0] = sys.executable
