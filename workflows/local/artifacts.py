@@ -16,9 +16,9 @@ DIRECTORY_MODE = 0o700  # os.MkdirAll(objectDir, 0o700) in gcs.go:downloadObject
 FILE_MODE = 0o644  # os.Create (0666) under the executor's umask 022
 
 
-def load_inputs(store: ArtifactStore, inputs: list[dict], invocation: Invocation) -> None:
+def load_inputs(store: ArtifactStore, inputs: Mapping[str, Any], invocation: Invocation) -> None:
     """Place each input artifact at its path; ArtifactNotFound unless it is `optional`."""
-    for artifact in inputs:
+    for artifact in inputs.get("artifacts", []):
         key = str(PurePosixPath(artifact["gcs"]["key"]))  # filepath.Clean
         target = invocation.host_path(artifact["path"])
         listed = store.list_keys(key.rpartition("/")[0])

@@ -269,17 +269,9 @@ class LocalRunner:
         """The try's invocation and its template's container, inputs and outputs, their tags filled in."""
         step = self.spec.steps[node.template]
         where = f"template {node.template!r}"
-        values = dict(self.spec.globals)
-        for parameter in step.template.get("inputs", {}).get("parameters", []):
-            if (name := parameter["name"]) not in node.arguments:
-                raise UnresolvedReference(f"input parameter {name!r} has no value ({where})")
-            values[f"inputs.parameters.{name}"] = node.arguments[name]
-        parts = {
-            "container": step.template["container"],
-            "inputs": step.template.get("inputs", {}).get("artifacts", []),
-            "outputs": step.template.get("outputs", {}),
-        }
-        resolved = spec.substitute(parts, values, where)
+        arguments = {f"inputs.parameters.{name}": v for name, v in node.arguments.items()}
+        parts = {key: step.template.get(key, {}) for key in ("container", "inputs", "outputs")}
+        resolved = spec.substitute(parts, self.spec.globals | arguments, where)
         container = resolved["container"]
         for folder in ("work", "argo"):
             (attempt_dir / folder).mkdir()
@@ -290,7 +282,7 @@ class LocalRunner:
             environment={"TF_NUM_INTRAOP_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)},
             working_dir=PurePosixPath(container.get("workingDir", "/")),
             host_dir=attempt_dir / "work",
-            inputs=tuple(PurePosixPath(a["path"]) for a in resolved["inputs"]),
+            inputs=tuple(PurePosixPath(a["path"]) for a in resolved["inputs"].get("artifacts", [])),
             scratch=step.scratch,
             progress_file=attempt_dir / "argo" / "progress",
             cpus=step.cpus,
