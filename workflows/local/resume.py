@@ -23,13 +23,9 @@ def retry_locally(runner: LocalRunner, run: str) -> RunResult:
     if summary["phase"] == "Succeeded":
         raise WorkflowError(f"run {run} succeeded: there is nothing to retry")
     fields = ("name", "task", "template", "arguments", "outputs")
+    reused = {"phase": "Succeeded", "message": "it succeeded before"}
     done = [
-        Node(
-            **{key: node[key] for key in fields},
-            log=Path(node["log"]),
-            phase="Succeeded",
-            message="it succeeded before",
-        )
+        Node(**{key: node[key] for key in fields}, log=Path(node["log"]), **reused)
         for node in summary["nodes"]
         if node["phase"] == "Succeeded"
     ]

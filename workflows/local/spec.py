@@ -17,8 +17,7 @@ from workflows.local.retries import RetryRule, read_rule, whole_number
 # util/template (fasttemplate): a tag runs from `{{` to the first `}}`; Argo trims the name inside
 TAG = re.compile(r"{{(.*?)}}")
 # resource.Quantity's suffixes (k8s.io/apimachinery/pkg/api/resource/suffix.go)
-UNITS = {"m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20}
-UNITS |= {"Gi": 2**30, "Ti": 2**40}
+UNITS = {"m": 1e-3, "": 1, "Mi": 2**20, "Gi": 2**30}  # those the templates write
 DAG_OF_CONTAINERS = "the local runner runs a dag of container templates only"
 
 # The fields of the compiled Workflow by the key they sit under (the spec's under "spec"); a run walks those
@@ -116,7 +115,7 @@ def read_step(name: str, template: dict) -> Step:
 def limit(template: Mapping[str, Any], resource: str) -> float:
     """A container's `resources.limits` of `resource` as a number (bytes, CPUs); 0 without one."""
     text = str(template["container"].get("resources", {}).get("limits", {}).get(resource, 0))
-    if not (match := re.fullmatch(r"(\d+(?:\.\d+)?)(m|[kMGT]i?|)", text)):
+    if not (match := re.fullmatch(r"(\d+(?:\.\d+)?)(m|[MG]i|)", text)):
         raise UnsupportedFeature(f"the local runner cannot read the quantity {text!r} ({resource})")
     return float(match[1]) * UNITS[match[2]]
 
