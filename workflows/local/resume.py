@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from workflows.errors import WorkflowError
 from workflows.local.outcome import SUMMARY_FILE, WORKFLOW_FILE, RunResult
@@ -23,7 +24,7 @@ def retry_locally(runner: LocalRunner, run: str) -> RunResult:
     if summary["phase"] == "Succeeded":
         raise WorkflowError(f"run {run} succeeded: there is nothing to retry")
     fields = ("name", "task", "template", "arguments", "outputs")
-    reused = {"phase": "Succeeded", "message": "it succeeded before"}
+    reused: dict[str, Any] = {"phase": "Succeeded", "message": "it succeeded before"}
     done = [
         Node(**{key: node[key] for key in fields}, log=Path(node["log"]), **reused)
         for node in summary["nodes"]
