@@ -56,15 +56,10 @@ def save_outputs(store: ArtifactStore, outputs: Mapping[str, Any], invocation: I
                 f"output artifact {artifact['name']!r} was not written at {artifact['path']}"
             )
             continue
-        files = [(source, key)]
-        if source.is_dir():
-            files = [
-                (p, f"{key}/{p.relative_to(source).as_posix()}") for p in sorted(source.rglob("*"))
-            ]
+        files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
         try:
-            for path, name in files:
-                if path.is_file():
-                    store.upload_file(path, name)
+            for path in files:  # a folder's files under `key/`
+                store.upload_file(path, "/".join([key, *path.relative_to(source).parts]))
         except (OSError, StepError) as error:
             problems.append(f"output artifact {artifact['name']!r}: {error}")
     return "; ".join(problems)
