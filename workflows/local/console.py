@@ -1,5 +1,4 @@
-"""What a local run shows: a line per event and step output, and on a terminal one status line of the
-running tries' progress (executor.go:monitorProgress's `N/M`)."""
+"""What a local run shows: a line per event or output line, and on a terminal the tries' progress."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-PROGRESS = re.compile(r"([0-9]+)/([0-9]+)")
+PROGRESS = re.compile(r"([0-9]+)/([0-9]+)")  # executor.go:monitorProgress's N/M
 STATUS_WIDTH = 200
 CLEAR_LINE = "\r\x1b[2K"
 

@@ -1,5 +1,4 @@
-"""The DAG as Argo v4.1.4's controller walks it (workflow/controller/dag.go): each task's `depends`, the nodes
-a task becomes (one, or one per withParam item), and the DAG's phase once its tasks are fulfilled."""
+"""The DAG as Argo v4.1.4's controller walks it (workflow/controller/dag.go): depends, fan-outs, phases."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ FINAL = ("Succeeded", "Failed", "Error", "Omitted", "Skipped")
 FAILED = ("Failed", "Error")
 RESULTS = {"Succeeded", "Failed", "Errored", "Skipped", "Omitted", "Daemoned"}
 BARE_NAME = ("Succeeded", "Skipped", "Daemoned")  # what `a` means (ancestry.go:expandDependency)
-# The depends the pipeline writes: `&&` of clauses, each a term or a parenthesised `||` of terms (or one
-# bare `||` of terms), a term being `task` or `task.Result`.
+# The depends the pipeline writes: `&&` of terms or parenthesised `||`s of terms, or one bare `||` of terms.
 TERM = r"[A-Za-z0-9][-A-Za-z0-9]*(?:\.[A-Za-z]+)?"
 ANY = rf"{TERM}(?:\s*\|\|\s*{TERM})*"
 CLAUSE = rf"(?:{TERM}|\(\s*{ANY}\s*\))"

@@ -1,5 +1,4 @@
-"""Taking up a local run that failed or was cut short: its succeeded nodes reused, only the others run, as
-Argo's retry of a failed workflow does."""
+"""Taking up a local run that failed or was cut short, its succeeded nodes reused, as `argo retry` does."""
 
 from __future__ import annotations
 

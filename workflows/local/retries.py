@@ -16,6 +16,7 @@ WHOLE = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi: ASCII digits, an optional si
 # The only expression the template writes: a try that exited with this code is not retried.
 EXPRESSION = re.compile(r"asInt\(lastRetry\.exitCode\) != ([0-9]+)")
 BACKOFF = {"duration", "factor", "cap"}
+STOPPED = "Stopped with strategy 'Stop'"
 
 
 def parse_duration(text: str) -> float:
@@ -85,7 +86,7 @@ def decide(
     """After the last try: why it is not retried, the time to back off until, or None (try again)."""
     last = attempts[-1]
     if stopping:
-        return "Stopped with strategy 'Stop'"
+        return STOPPED
     if rule is None:
         return last.message
     if workflow_deadline is not None and now > workflow_deadline:

@@ -1,5 +1,4 @@
-"""`LocalRunner.run`: the compiled Workflow's DAG walked as Argo v4.1.4's controller walks it, each node's
-tries run by an engine, at most `parallelism` at once and within the memory free at the start."""
+"""`LocalRunner.run`: the compiled Workflow's DAG walked as Argo's controller walks it, on this machine."""
 
 from __future__ import annotations
 
@@ -28,13 +27,12 @@ from workflows.local.engines import (
     safe_filename,
 )
 from workflows.local.plan import Dag, Node
-from workflows.local.retries import Attempt, decide
+from workflows.local.retries import STOPPED, Attempt, decide
 
 POLL_SECONDS = 1.0
 MAX_PARALLELISM = 64  # at most this many tries at once, whatever --parallelism says
 TRIES_PER_CORE = 2  # without --parallelism: a few more tries than cores keep the cores busy
 POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
-STOPPED = "Stopped with strategy 'Stop'"
 MAX_SHOWN_LINE = 400  # characters of a step's stdout line shown as the run goes (the log keeps all)
 
 
@@ -179,7 +177,6 @@ class LocalRunner:
         """Try `node` until it succeeds or its retry rule says no more."""
         rule = self.spec.steps[node.template].rule
         node.started, node.phase = time.monotonic(), "Running"
-        node.log.parent.mkdir(parents=True, exist_ok=True)
         self.console.say(f"started  {node.name}")
         while (attempt := self._attempt(node, threads)) is not None:
             node.tries.append(attempt)

@@ -20,8 +20,7 @@ TAG = re.compile(r"{{(.*?)}}")
 UNITS = {"m": 1e-3, "": 1, "Mi": 2**20, "Gi": 2**30}  # those the templates write
 DAG_OF_CONTAINERS = "the local runner runs a dag of container templates only"
 
-# The fields of the compiled Workflow by the key they sit under (the spec's under "spec"); a run walks those
-# that are keys here, ignores the rest (they place or label pods) and refuses any other field.
+# The fields the compiled Workflow holds, by the key they sit under: any other field is refused.
 FIELDS = {
     "spec": "entrypoint templates arguments activeDeadlineSeconds metrics podGC executor podMetadata"
     " automountServiceAccountToken securityContext serviceAccountName tolerations ttlStrategy workflowMetadata",
