@@ -61,8 +61,7 @@ for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in
         print("memory", pathlib.Path(path).read_text().strip())
 sys.exit(3)
 """
-    outputs = (PurePosixPath("out/model.h5"), PurePosixPath("out/models"))
-    task = invocation(tmp_path / "task", code, outputs=outputs, memory=512 * 2**20, cpus=0.5)
+    task = invocation(tmp_path / "task", code, memory=512 * 2**20, cpus=0.5)
     exit_code, log = run(ContainerEngine(images.engine), task, tmp_path)
     assert exit_code == 3, log
     assert f"uid {IMAGE_UID}" in log and "root: Read-only file system" in log

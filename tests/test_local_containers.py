@@ -14,9 +14,10 @@ from workflows.local.containers import ContainerEngine, container_name
 def create(tmp_path: Path, program: str = "podman", **changes) -> list[str]:
     """The `create` command line of an aggregate try, with `changes` to its invocation."""
     command = ["python", "-m", "steps.aggregate", "--models-dir", "in/models"]
-    inputs, outputs = (PurePosixPath("in/models"),), (PurePosixPath("out/model.h5"),)
     environment = {"TF_NUM_INTEROP_THREADS": "1"}
-    aggregate = dict(name="aggregate-round-1", command=command, inputs=inputs, outputs=outputs)
+    aggregate = dict(
+        name="aggregate-round-1", command=command, inputs=(PurePosixPath("in/models"),)
+    )
     task = invocation(tmp_path / "task", **(aggregate | {"environment": environment} | changes))
     return ContainerEngine(program).create_command(task, "c1")
 

@@ -72,7 +72,8 @@ def test_what_the_pipeline_never_writes_is_refused(text: str) -> None:
 )
 def test_a_fan_outs_phase_is_its_last_failed_or_errored_child(children: tuple, phase: str) -> None:
     """dag.go:executeDAGTask: the group is Failed or Error as the last child that was."""
-    assert task_phase(nodes(t=children)["t"], fan_out=True) == phase
+    fan_out = read_dag({"name": "main", "dag": {"tasks": [{"name": "t", "withParam": "[]"}]}})
+    assert task_phase(fan_out, "t", nodes(t=children)) == phase
 
 
 def test_the_pipelines_fan_in_runs_however_the_trainers_ended_and_not_when_they_never_ran() -> None:

@@ -37,7 +37,7 @@ START = (
     "import json, sys\n"
     "from steps.lib.storage import open_store\n"
     "from workflows.local.runner import LocalRunner\n"
-    "runner = LocalRunner(open_store(sys.argv[1]), sys.argv[2], echo=print, live_progress=False)\n"
+    "runner = LocalRunner(open_store(sys.argv[1]), sys.argv[2], echo=print)\n"
     "runner.run(json.loads(open(sys.argv[3]).read()))\n"
 )
 

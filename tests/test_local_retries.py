@@ -55,23 +55,24 @@ def test_the_rule_is_read_from_every_compiled_template() -> None:
     ("change", "fault"),
     [
         ({"retryPolicy": "OnError"}, "reads only retryPolicy Always"),
+        ({"backoff": {"duration": "1s", "factor": "2"}}, "a backoff's duration, factor and cap"),
         ({"expression": "lastRetry.status == 'Error'"}, "'asInt(lastRetry.exitCode) != N' (here)"),
-        ({"backoff": {"duration": "1s", "factor": "two"}}, "here.backoff.factor must be a whole"),
-        ({"backoff": {"duration": "1s", "factor": 0}}, "a backoff factor of at least 1"),
+        ({"backoff": {"duration": "1s", "factor": "two", "cap": "1s"}}, "backoff.factor must be"),
+        (
+            {"backoff": {"duration": "1s", "factor": 0, "cap": "1s"}},
+            "a backoff factor of at least 1",
+        ),
         ({"limit": True}, "limit must be a whole number"),
         ({"limit": "2.0"}, "limit must be a whole number"),
-        ({"backoff": {"duration": "1 minute"}}, "cannot read the duration"),
+        (
+            {"backoff": {"duration": "1 minute", "factor": 2, "cap": "1s"}},
+            "cannot read the duration",
+        ),
     ],
 )
 def test_a_rule_the_template_never_writes_is_refused(change: dict, fault: str) -> None:
     with pytest.raises(UnsupportedFeature, match=fault.replace("(", r"\(").replace(")", r"\)")):
         read_rule(PIPELINE_STRATEGY | change, "here")
-
-
-def test_without_a_backoff_or_an_expression_every_failure_is_retried_at_once() -> None:
-    rule = read_rule({"limit": "1", "retryPolicy": "Always"}, "template 'split'")
-    assert rule == RetryRule(limit=1, backoff=0.0, factor=1, cap=None, final_exit_code=None)
-    assert decide(rule, failed(100, exit_code=2), now=100) is None
 
 
 def test_the_wait_grows_by_the_factor_up_to_the_cap_then_the_limit_stops() -> None:

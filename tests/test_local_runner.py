@@ -86,7 +86,7 @@ def test_a_failed_task_lets_running_tasks_finish_and_omits_its_dependents(tmp_pa
     assert {n.name: n.phase for n in result.nodes} == phases | {"after-slow": "Succeeded"}
     assert result.phase == "Failed"
     assert result.message.startswith("fails failed: exit code 3")
-    summary = json.loads(result.summary.read_text())
+    summary = json.loads((tmp_path / "logs" / result.name / "summary.json").read_text())
     assert summary["phase"] == "Failed" and summary["name"] == result.name
     by_name = {n["name"]: n for n in summary["nodes"]}
     assert by_name["slow"]["phase"] == "Succeeded" and by_name["slow"]["attempts"] == 1
@@ -210,7 +210,7 @@ def test_stdout_lines_are_shown_as_they_come_and_progress_is_told_at_the_end(
         "print('round 2: 95.70%')\n"
     )
     manifest = workflow(["say:s"], [step("s", code)])
-    result, lines, _ = run(tmp_path, manifest, live_progress=False)
+    result, lines, _ = run(tmp_path, manifest)
     said = [line.split("s  ", 1) for line in lines.splitlines()[1:]]  # after the run's first line
     texts = [text for _, text in said]
     assert texts[:3] == ["started  say", "say: round 1: 91.20%", "say: round 2: 95.70%"]

@@ -98,7 +98,8 @@ def test_tags_are_substituted_as_the_controller_substitutes_them() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "number"), [("3Gi", 3 * 2**30), ("1G", 10**9), ("1.5Gi", 3 * 2**29), ("500m", 0.5)]
+    ("text", "number"),
+    [("3Gi", 3 * 2**30), ("768Mi", 768 * 2**20), ("1.5Gi", 3 * 2**29), ("500m", 0.5)],
 )
 def test_quantities_read_as_kubernetes_reads_them(text: str, number: float) -> None:
     assert limit({"container": {"resources": {"limits": {"cpu": text}}}}, "cpu") == number

@@ -16,17 +16,14 @@ DIRECTORY_MODE = 0o700  # os.MkdirAll(objectDir, 0o700) in gcs.go:downloadObject
 FILE_MODE = 0o644  # os.Create (0666) under the executor's umask 022
 
 
-def load_inputs(store: ArtifactStore, inputs: list[dict], invocation: Invocation) -> None:
-    """Place each input artifact at its path: a key names one object or is a plain prefix of many (folders
-    0700, files 0644 unless it sets `mode`); ArtifactNotFound unless it is `optional`."""
-    for artifact in inputs:
+def load_inputs(store: ArtifactStore, inputs: Mapping[str, Any], invocation: Invocation) -> None:
+    """Place each input artifact at its path; ArtifactNotFound unless it is `optional`."""
+    for artifact in inputs.get("artifacts", []):
         key = str(PurePosixPath(artifact["gcs"]["key"]))  # filepath.Clean
         target = invocation.host_path(artifact["path"])
         listed = store.list_keys(key.rpartition("/")[0])
-        objects = sorted(
-            n for n in listed if n.startswith(key) and n[-1:] != "/"
-        )  # no folder markers
-        names = [key] if key in listed else objects
+        objects = [n for n in listed if n.startswith(key) and n[-1:] != "/"]  # no folder markers
+        names = [key] if key in listed else sorted(objects)
         if not names and not artifact.get("optional"):
             raise ArtifactNotFound(
                 f"artifact {artifact['name']} failed to load: no results for key: {key}"
@@ -49,8 +46,7 @@ def load_inputs(store: ArtifactStore, inputs: list[dict], invocation: Invocation
 
 
 def save_outputs(store: ArtifactStore, outputs: Mapping[str, Any], invocation: Invocation) -> str:
-    """Save every output artifact that exists, whatever the exit code (a file to its key, a folder's files
-    under `key/`); '' or what went wrong."""
+    """Save every output artifact that exists, whatever the exit code; '' or what went wrong."""
     problems = []
     for artifact in outputs.get("artifacts", []):
         key = str(PurePosixPath(artifact["gcs"]["key"]))
@@ -60,15 +56,10 @@ def save_outputs(store: ArtifactStore, outputs: Mapping[str, Any], invocation: I
                 f"output artifact {artifact['name']!r} was not written at {artifact['path']}"
             )
             continue
-        files = [(source, key)]
-        if source.is_dir():
-            files = [
-                (p, f"{key}/{p.relative_to(source).as_posix()}") for p in sorted(source.rglob("*"))
-            ]
+        files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
         try:
-            for path, name in files:
-                if path.is_file():
-                    store.upload_file(path, name)
+            for path in files:  # a folder's files under `key/`
+                store.upload_file(path, "/".join([key, *path.relative_to(source).parts]))
         except (OSError, StepError) as error:
             problems.append(f"output artifact {artifact['name']!r}: {error}")
     return "; ".join(problems)

@@ -1,5 +1,4 @@
-"""What the person watching a local run sees: a line per task's start and end and per line a step prints,
-and on a terminal one status line of the running tries' progress (executor.go:monitorProgress's `N/M`)."""
+"""What a local run shows: a line per event or output line, and on a terminal the tries' progress."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-PROGRESS = re.compile(r"([0-9]+)/([0-9]+)")
+PROGRESS = re.compile(r"([0-9]+)/([0-9]+)")  # executor.go:monitorProgress's N/M
 STATUS_WIDTH = 200
 CLEAR_LINE = "\r\x1b[2K"
 
@@ -45,10 +44,6 @@ class Console:
         with self._lock:
             elapsed = time.monotonic() - self.started
             self._draw(f"{elapsed:7.1f}s  running: {shown}" if shown else "")
-
-    def clear(self) -> None:
-        with self._lock:
-            self._draw("")
 
     def _draw(self, status: str) -> None:
         """On a terminal: the status line redrawn, or cleared when `status` is empty."""

@@ -1,6 +1,5 @@
 """Each try in a container of the step's image (podman or docker), as an Argo pod runs it: the image's user
-on a read-only root, no network unless the step needs one, `resources.limits` without swap, inputs, emptyDirs
-and the paths the step names bind-mounted, the progress file in Argo's /var/run/argo."""
+on a read-only root, `resources.limits` without swap, inputs, emptyDirs and named paths bind-mounted."""
 
 from __future__ import annotations
 
@@ -54,14 +53,9 @@ class ContainerEngine:
     def create_command(self, invocation: Invocation, container: str) -> list[str]:
         """`podman create ...`: everything the try's container is, but not started."""
         command = [self.program, "create", "--name", container, "--label", LABEL]
-        command += [
-            "--workdir",
-            str(invocation.working_dir),
-            "--read-only",
-        ]  # readOnlyRootFilesystem
-        network = any(
-            "://" in part for part in invocation.command
-        )  # a store or data over the network
+        # readOnlyRootFilesystem, and the network only for a store or data reached over it
+        command += ["--workdir", str(invocation.working_dir), "--read-only"]
+        network = any("://" in part for part in invocation.command)
         command += ["--network", "host" if network else "none"]
         if memory := invocation.memory:
             command += ["--memory", f"{memory}b", "--memory-swap", f"{memory}b"]
@@ -81,9 +75,7 @@ class ContainerEngine:
             command += ["--env", f"{variable}={value}"]
         return [*command, invocation.image, *invocation.command]
 
-    def execute(
-        self, invocation: Invocation, log: IO[str], timeout: float | None = None
-    ) -> int | None:
+    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None) -> int | None:
         self._prepare(invocation)
         container = container_name(invocation.name)
         self._running.add(container)
@@ -95,7 +87,7 @@ class ContainerEngine:
             # start --attach returns the container's exit code and keeps its two streams apart
             command = [self.program, "start", "--attach", container]
             stop = lambda _: self._stop(container)  # noqa: E731
-            code = attach(command, invocation, log, timeout, stop)
+            code = attach(command, invocation, log, timeout, stop, set())
             if code is None or self._stopped:
                 return code
             # the container's own exit code; an engine failure (it never ran) is an EngineError
@@ -134,8 +126,6 @@ class ContainerEngine:
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
             folder.chmod(EMPTY_DIR_MODE)
-        for path in invocation.outputs:
-            invocation.host_path(path).parent.mkdir(parents=True, exist_ok=True)
         writable = [host for host in mounts(invocation) if host.is_dir()]
         uid = self.image_uid(invocation.image) if writable else None
         for host in writable if uid is not None else []:  # ACL entries, also for what is made there
@@ -150,7 +140,7 @@ class ContainerEngine:
     def _engine(
         self, command: Sequence[str], failure: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """`command`'s outcome; with a `failure` to say, EngineError with its last line unless it succeeded."""
+        """`command`'s outcome; with a `failure`, EngineError with its last line unless it succeeded."""
         try:
             done = subprocess.run(
                 list(command),

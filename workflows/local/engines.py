@@ -1,5 +1,4 @@
-"""One try of a container template: an `Invocation` (its command line, and a folder of this machine standing
-for its working directory) run by an engine, here a process of this machine (containers.py: in the image)."""
+"""One try of a container template, an `Invocation`, run by an engine: here a process of this machine."""
 
 from __future__ import annotations
 
@@ -41,7 +40,6 @@ class Invocation:
     working_dir: PurePosixPath  # the container's workingDir, e.g. /work
     host_dir: Path  # this machine's folder standing for working_dir
     inputs: tuple[PurePosixPath, ...] = ()  # input artifact paths, already placed under host_dir
-    outputs: tuple[PurePosixPath, ...] = ()  # paths the runner reads back from under host_dir
     scratch: tuple[PurePosixPath, ...] = ()  # emptyDir volume mounts: writable, empty at start
     progress_file: Path | None = None  # this machine's file the runner polls for `N/M` progress
     cpus: float = 0  # resources.limits.cpu (0: none)
@@ -62,7 +60,7 @@ class Engine(Protocol):
     name: str
 
     def execute(
-        self, invocation: Invocation, log: IO[str], timeout: float | None = None
+        self, invocation: Invocation, log: IO[str], timeout: float | None
     ) -> int | None: ...
 
     def stop_all(self) -> None: ...
@@ -74,11 +72,10 @@ def attach(
     log: IO[str],
     timeout: float | None,
     stop: Callable[[subprocess.Popen], None],
-    running: set[subprocess.Popen] | None = None,
+    running: set[subprocess.Popen],
     **popen: Any,
 ) -> int | None:
-    """`command`'s exit code (None once `stop`ped at `timeout`), its stdout line by line to `log` and
-    `invocation.on_output`, its stderr to `log`."""
+    """`command`'s exit code (None once `stop`ped at `timeout`); stdout to `log` and `on_output`."""
     log.flush()
     process = subprocess.Popen(  # in a group of its own, to be stopped as one
         command,
@@ -88,7 +85,6 @@ def attach(
         start_new_session=True,
         **popen,
     )
-    running = set() if running is None else running
     running.add(process)  # where stop_all finds it; set operations hold the GIL
 
     def relay(stream: IO[bytes]) -> None:
@@ -120,9 +116,7 @@ class ProcessEngine:
     name: str = "process"
     _running: set[subprocess.Popen] = field(default_factory=set)
 
-    def execute(
-        self, invocation: Invocation, log: IO[str], timeout: float | None = None
-    ) -> int | None:
+    def execute(self, invocation: Invocation, log: IO[str], timeout: float | None) -> int | None:
         command = list(invocation.command)
         if command[0] in ("python", "python3"):
             command[0] = sys.executable
@@ -157,11 +151,11 @@ def exit_description(code: int) -> str:
     return f"{HINTS.get(code - 128, f'killed by signal {code - 128} ({name})')}, exit code {code}"
 
 
-def stop_process(process: subprocess.Popen, grace: float = STOP_GRACE_SECONDS) -> None:
+def stop_process(process: subprocess.Popen) -> None:
     """SIGTERM the process group, then SIGKILL it if it lingers."""
     try:
         os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=grace)
+        process.wait(timeout=STOP_GRACE_SECONDS)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()

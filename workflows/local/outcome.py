@@ -21,11 +21,10 @@ class RunResult:
     phase: str
     nodes: list[Node]
     message: str = ""
-    summary: Path | None = None
 
     @property
     def tolerated_failures(self) -> list[Node]:
-        """Nodes that failed in a run that still succeeded (or every failed node of a failed run)."""
+        """The nodes that failed."""
         return [node for node in self.nodes if node.phase in ("Failed", "Error")]
 
     def output(self, task: str, parameter: str) -> str | None:
@@ -47,7 +46,7 @@ def failure_message(nodes: list[Node]) -> str:
     )
 
 
-def write_summary(result: RunResult, folder: Path, engine: str, started: float) -> Path:
+def write_summary(result: RunResult, folder: Path, engine: str, started: float) -> None:
     """Every node with its phase, tries, timings (seconds from the run's start) and outputs."""
 
     def timed(item: dict) -> dict:
@@ -60,13 +59,12 @@ def write_summary(result: RunResult, folder: Path, engine: str, started: float) 
     ]
     summary: dict[str, Any] = dict(name=result.name, phase=result.phase, message=result.message)
     summary |= {"engine": engine, "seconds": time.monotonic() - started, "nodes": nodes}
-    return write_json(folder / SUMMARY_FILE, summary)
+    write_json(folder / SUMMARY_FILE, summary)
 
 
-def write_json(path: Path, data: Any) -> Path:
+def write_json(path: Path, data: Any) -> None:
     """`data` as JSON at `path`, written under a temporary name first: never half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_text(json.dumps(data, indent=2, default=str))
     temporary.replace(path)
-    return path

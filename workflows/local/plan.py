@@ -1,12 +1,11 @@
-"""The DAG as Argo v4.1.4's controller walks it (workflow/controller/dag.go): each task's `depends`, the nodes
-a task becomes (one, or one per withParam item), and the DAG's phase once its tasks are fulfilled."""
+"""The DAG as Argo v4.1.4's controller walks it (workflow/controller/dag.go): depends, fan-outs, phases."""
 
 from __future__ import annotations
 
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
@@ -20,8 +19,7 @@ FINAL = ("Succeeded", "Failed", "Error", "Omitted", "Skipped")
 FAILED = ("Failed", "Error")
 RESULTS = {"Succeeded", "Failed", "Errored", "Skipped", "Omitted", "Daemoned"}
 BARE_NAME = ("Succeeded", "Skipped", "Daemoned")  # what `a` means (ancestry.go:expandDependency)
-# The depends the pipeline writes: `&&` of clauses, each a term or a parenthesised `||` of terms (or one
-# bare `||` of terms), a term being `task` or `task.Result`.
+# The depends the pipeline writes: `&&` of terms or parenthesised `||`s of terms, or one bare `||` of terms.
 TERM = r"[A-Za-z0-9][-A-Za-z0-9]*(?:\.[A-Za-z]+)?"
 ANY = rf"{TERM}(?:\s*\|\|\s*{TERM})*"
 CLAUSE = rf"(?:{TERM}|\(\s*{ANY}\s*\))"
@@ -103,24 +101,19 @@ def parse(text: str) -> Depends:
     return clauses
 
 
-def task_phase(nodes: Sequence[Node], fan_out: bool) -> str | None:
-    """A task's phase once its nodes are final (a fan-out's: its last Failed or Error child's, else
-    Succeeded); None before."""
-    if any(node.phase not in FINAL for node in nodes):
+def task_phase(dag: Dag, task: str, nodes: Mapping[str, list[Node]]) -> str | None:
+    """A task's phase once its nodes are final (a fan-out's: its last failed child's, else Succeeded)."""
+    if not (made := nodes.get(task)) or any(node.phase not in FINAL for node in made):
         return None
-    if not fan_out or nodes[0].phase in ("Omitted", "Skipped"):  # a task that never ran is one node
-        return nodes[0].phase
-    failed = [node.phase for node in nodes if node.phase in FAILED]
+    if "withParam" not in dag.tasks[task] or made[0].phase in ("Omitted", "Skipped"):  # never ran
+        return made[0].phase
+    failed = [node.phase for node in made if node.phase in FAILED]
     return failed[-1] if failed else "Succeeded"
-
-
-def phase_of(dag: Dag, task: str, nodes: Mapping[str, list[Node]]) -> str | None:
-    return task_phase(nodes[task], "withParam" in dag.tasks[task]) if task in nodes else None
 
 
 def verdict(dag: Dag, task: str, nodes: Mapping[str, list[Node]]) -> bool | None:
     """None while a task it names is unfulfilled, then whether its `depends` holds (dag.go)."""
-    phases = {name: phase_of(dag, name, nodes) for name in dag.needs[task]}
+    phases = {name: task_phase(dag, name, nodes) for name in dag.needs[task]}
     if None in phases.values():
         return None
     results = {name: {"Error": "Errored"}.get(str(p), str(p)) for name, p in phases.items()}
@@ -152,11 +145,10 @@ def expand(task: Mapping[str, Any], values: Mapping[str, str]) -> list[tuple[str
 
 
 def dag_phase(dag: Dag, nodes: Mapping[str, list[Node]]) -> str:
-    """Running, Succeeded, Failed or Error (dag.go:assessDAGPhase): each branch carries down its last
-    completed phase, so an Omitted or Skipped target inherits a failure above it."""
+    """The DAG's phase (dag.go:assessDAGPhase): an Omitted or Skipped target inherits a failure above it."""
     carried: dict[str, set[str]] = {}  # the phases each task passes down its branches
     for task in dag.order:  # each after what it depends on
-        if (phase := phase_of(dag, task, nodes)) is None:
+        if (phase := task_phase(dag, task, nodes)) is None:
             return "Running"
         above = set().union(*(carried[need] for need in dag.needs[task]))
         carried[task] = {phase} if phase in ("Succeeded", *FAILED) else above

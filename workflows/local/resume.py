@@ -1,10 +1,10 @@
-"""Taking up a local run that failed or was cut short: its succeeded nodes reused, only the others run, as
-Argo's retry of a failed workflow does."""
+"""Taking up a local run that failed or was cut short, its succeeded nodes reused, as `argo retry` does."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from workflows.errors import WorkflowError
 from workflows.local.outcome import SUMMARY_FILE, WORKFLOW_FILE, RunResult
@@ -13,8 +13,7 @@ from workflows.local.runner import LocalRunner
 
 
 def retry_locally(runner: LocalRunner, run: str) -> RunResult:
-    """Run `run` again from `<runner's logs>/<run>/`, reusing its succeeded nodes; WorkflowError, before
-    anything runs, for a run that succeeded or that the folder does not hold."""
+    """Run `run` again, reusing its succeeded nodes; WorkflowError for a run that succeeded or is not there."""
     folder = runner.logs_dir / run
     try:
         workflow = json.loads((folder / WORKFLOW_FILE).read_text())
@@ -24,13 +23,9 @@ def retry_locally(runner: LocalRunner, run: str) -> RunResult:
     if summary["phase"] == "Succeeded":
         raise WorkflowError(f"run {run} succeeded: there is nothing to retry")
     fields = ("name", "task", "template", "arguments", "outputs")
+    reused: dict[str, Any] = {"phase": "Succeeded", "message": "it succeeded before"}
     done = [
-        Node(
-            **{key: node[key] for key in fields},
-            log=Path(node["log"]),
-            phase="Succeeded",
-            message="it succeeded before",
-        )
+        Node(**{key: node[key] for key in fields}, log=Path(node["log"]), **reused)
         for node in summary["nodes"]
         if node["phase"] == "Succeeded"
     ]

@@ -15,6 +15,8 @@ DURATION = re.compile(r"([0-9]+)|(?=[0-9])(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+
 WHOLE = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi: ASCII digits, an optional sign, nothing else
 # The only expression the template writes: a try that exited with this code is not retried.
 EXPRESSION = re.compile(r"asInt\(lastRetry\.exitCode\) != ([0-9]+)")
+BACKOFF = {"duration", "factor", "cap"}
+STOPPED = "Stopped with strategy 'Stop'"
 
 
 def parse_duration(text: str) -> float:
@@ -27,47 +29,39 @@ def parse_duration(text: str) -> float:
 
 def whole_number(value: Any, where: str) -> int:
     """An int-or-string field (a limit, a factor, a deadline) as util/intstr reads it: strconv.Atoi."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and WHOLE.fullmatch(value):
-        return int(value)
-    raise UnsupportedFeature(f"{where} must be a whole number, got {value!r}")
+    if isinstance(value, bool) or not WHOLE.fullmatch(str(value)):
+        raise UnsupportedFeature(f"{where} must be a whole number, got {value!r}")
+    return int(value)
 
 
 @dataclass(frozen=True)
 class RetryRule:
-    """`limit` retries (policy Always), a backoff growing by `factor` up to `cap`, and none after a try
-    that exited with `final_exit_code`."""
+    """`limit` retries, a backoff growing by `factor` up to `cap`, none after `final_exit_code`."""
 
     limit: int
-    backoff: float = 0.0
-    factor: int = 1
-    cap: float | None = None
-    final_exit_code: int | None = None
+    backoff: float
+    factor: int
+    cap: float
+    final_exit_code: int
 
 
 def read_rule(strategy: Mapping[str, Any], where: str) -> RetryRule:
     """The template's retryStrategy, or UnsupportedFeature for one the template never writes."""
     backoff = strategy.get("backoff") or {}
-    expression = strategy.get("expression")
-    final = EXPRESSION.fullmatch(str(expression)) if expression is not None else None
-    if (
-        strategy.get("retryPolicy") != "Always"
-        or "limit" not in strategy
-        or (expression and not final)
-    ):
+    final = EXPRESSION.fullmatch(str(strategy.get("expression")))
+    if strategy.get("retryPolicy") != "Always" or not final or BACKOFF - backoff.keys():
         raise UnsupportedFeature(
-            "the local runner reads only retryPolicy Always, a limit and the expression "
-            f"'asInt(lastRetry.exitCode) != N' ({where})"
+            "the local runner reads only retryPolicy Always, a backoff's duration, factor and cap "
+            f"and the expression 'asInt(lastRetry.exitCode) != N' ({where})"
         )
-    if (factor := whole_number(backoff.get("factor", 1), f"{where}.backoff.factor")) < 1:
+    if (factor := whole_number(backoff["factor"], f"{where}.backoff.factor")) < 1:
         raise UnsupportedFeature(f"the local runner needs a backoff factor of at least 1 ({where})")
     return RetryRule(
-        limit=whole_number(strategy["limit"], f"{where}.limit"),
-        backoff=parse_duration(str(backoff.get("duration", "0"))),
+        limit=whole_number(strategy.get("limit"), f"{where}.limit"),
+        backoff=parse_duration(str(backoff["duration"])),
         factor=factor,
-        cap=parse_duration(str(backoff["cap"])) if "cap" in backoff else None,
-        final_exit_code=int(final[1]) if final else None,
+        cap=parse_duration(str(backoff["cap"])),
+        final_exit_code=int(final[1]),
     )
 
 
@@ -92,18 +86,17 @@ def decide(
     """After the last try: why it is not retried, the time to back off until, or None (try again)."""
     last = attempts[-1]
     if stopping:
-        return "Stopped with strategy 'Stop'"
+        return STOPPED
     if rule is None:
         return last.message
     if workflow_deadline is not None and now > workflow_deadline:
         return "retry exceeded workflow deadline"
-    wait = min(rule.backoff * rule.factor ** (len(attempts) - 1), rule.cap or float("inf"))
-    # operator.go: the backoff is waited out while retries are left, before the expression is read
-    if rule.backoff and now < last.finished + wait and len(attempts) <= rule.limit:
-        return last.finished + wait
+    wait = min(rule.backoff * rule.factor ** (len(attempts) - 1), rule.cap)
     if len(attempts) > rule.limit:
         return "No more retries left"
+    if now < last.finished + wait:  # operator.go: the backoff is waited out before the expression
+        return last.finished + wait
     # a try without an exit code (the runner's Error) reads "-1" (operator.go:buildRetryStrategyLocalScope)
-    if rule.final_exit_code is not None and last.exit_code == rule.final_exit_code:
+    if last.exit_code == rule.final_exit_code:
         return "retryStrategy.expression evaluated to false"
     return None

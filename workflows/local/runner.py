@@ -1,10 +1,8 @@
-"""`LocalRunner.run`: the compiled Workflow's DAG walked as Argo v4.1.4's controller walks it, each node's
-tries run by an engine, at most `parallelism` at once and within the memory free at the start."""
+"""`LocalRunner.run`: the compiled Workflow's DAG walked as Argo's controller walks it, on this machine."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import tempfile
 import threading
@@ -29,13 +27,12 @@ from workflows.local.engines import (
     safe_filename,
 )
 from workflows.local.plan import Dag, Node
-from workflows.local.retries import Attempt, decide
+from workflows.local.retries import STOPPED, Attempt, decide
 
 POLL_SECONDS = 1.0
 MAX_PARALLELISM = 64  # at most this many tries at once, whatever --parallelism says
 TRIES_PER_CORE = 2  # without --parallelism: a few more tries than cores keep the cores busy
 POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
-STOPPED = "Stopped with strategy 'Stop'"
 MAX_SHOWN_LINE = 400  # characters of a step's stdout line shown as the run goes (the log keeps all)
 
 
@@ -49,17 +46,14 @@ class LocalRunner:
         parallelism: int | None = None,
         echo: Callable[[str], None] = print,
         engine: Engine | None = None,
-        live_progress: bool | None = None,
         cores: int | None = None,
-        memory: int
-        | None = None,  # bytes the tries running at once may take; by default what is free
+        memory: int | None = None,  # bytes the tries at once may take (default: what is free)
     ) -> None:
         self.store, self.logs_dir, self.memory = store, Path(logs_dir), memory
         self.cores = cores or os.cpu_count() or 1
         self.parallelism = min(parallelism or TRIES_PER_CORE * self.cores, MAX_PARALLELISM)
         self.engine = engine or ProcessEngine()
-        live = sys.stdout.isatty() and echo is print if live_progress is None else live_progress
-        self.console = Console(echo, live)
+        self.console = Console(echo, live=echo is print and sys.stdout.isatty())
         self._stopping = threading.Event()
 
     def run(self, workflow: Mapping[str, Any], done: Iterable[Node] = ()) -> outcome.RunResult:
@@ -93,9 +87,7 @@ class LocalRunner:
         if message is None:
             message = "" if phase in ("Succeeded", "Running") else outcome.failure_message(every)
         result = outcome.RunResult(self.spec.name, phase, every, message)
-        result.summary = outcome.write_summary(
-            result, self.folder, self.engine.name, self.console.started
-        )
+        outcome.write_summary(result, self.folder, self.engine.name, self.console.started)
         return result
 
     def _drive(self, dag: Dag) -> str:
@@ -123,7 +115,7 @@ class LocalRunner:
                         {n.name: n.progress for n in running.values() if n.progress}
                     )
             except BaseException as error:  # Ctrl-C, or a bug in the runner: stop every task
-                self.console.clear()
+                self.console.progress({})  # the status line cleared
                 if isinstance(error, KeyboardInterrupt):
                     self.console.echo("interrupted: stopping every task")
                 self._stopping.set()
@@ -171,8 +163,7 @@ class LocalRunner:
     def _admit(
         self, pool: ThreadPoolExecutor, running: dict[Future, Node], queue: list[Node]
     ) -> None:
-        """Start queued nodes in order while at most `parallelism` run and their memory fits the budget
-        (one always starts when nothing runs); the tries running together share the cores."""
+        """Start queued nodes while fewer than `parallelism` run and their memory fits (one always may)."""
         used = sum(self.spec.steps[node.template].memory for node in running.values())
         while queue:
             cost = self.spec.steps[queue[0].template].memory
@@ -186,7 +177,6 @@ class LocalRunner:
         """Try `node` until it succeeds or its retry rule says no more."""
         rule = self.spec.steps[node.template].rule
         node.started, node.phase = time.monotonic(), "Running"
-        node.log.parent.mkdir(parents=True, exist_ok=True)
         self.console.say(f"started  {node.name}")
         while (attempt := self._attempt(node, threads)) is not None:
             node.tries.append(attempt)
@@ -238,17 +228,15 @@ class LocalRunner:
             return ended("Failed", STOPPED)
         if timeout is not None and timeout <= 0:
             return ended("Failed", "Step exceeded its deadline")
-        attempt_dir = Path(tempfile.mkdtemp(prefix=f"{safe_filename(node.name)}-"))
-        try:
-            invocation, resolved = self._invocation(node, attempt_dir, threads)
-            load_inputs(self.store, resolved["inputs"], invocation)
-        except UnresolvedReference as error:
-            shutil.rmtree(attempt_dir, ignore_errors=True)
-            return ended("Error", str(error))
-        except (StepError, OSError) as error:  # ArtifactNotFound among them
-            shutil.rmtree(attempt_dir, ignore_errors=True)
-            return ended("Error", f"init: {error}")
-        try:
+        prefix = f"{safe_filename(node.name)}-"
+        with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as folder:
+            try:
+                invocation, resolved = self._invocation(node, Path(folder), threads)
+                load_inputs(self.store, resolved["inputs"], invocation)
+            except UnresolvedReference as error:
+                return ended("Error", str(error))
+            except (StepError, OSError) as error:  # ArtifactNotFound among them
+                return ended("Error", f"init: {error}")
             node.progress_file = invocation.progress_file
             with node.log.open("a") as log:
                 log.write(f"--- attempt {len(node.tries) + 1}: {' '.join(invocation.command)}\n")
@@ -273,27 +261,15 @@ class LocalRunner:
             except (OSError, ValueError) as error:
                 return ended("Error", f"wait: {error}", exit_code)
             return None
-        finally:
-            shutil.rmtree(attempt_dir, ignore_errors=True)
 
     def _invocation(self, node: Node, attempt_dir: Path, threads: int) -> tuple[Invocation, dict]:
         """The try's invocation and its template's container, inputs and outputs, their tags filled in."""
         step = self.spec.steps[node.template]
         where = f"template {node.template!r}"
-        values = dict(self.spec.globals)
-        for parameter in step.template.get("inputs", {}).get("parameters", []):
-            if (name := parameter["name"]) not in node.arguments:
-                raise UnresolvedReference(f"input parameter {name!r} has no value ({where})")
-            values[f"inputs.parameters.{name}"] = node.arguments[name]
-        parts = {
-            "container": step.template["container"],
-            "inputs": step.template.get("inputs", {}).get("artifacts", []),
-            "outputs": step.template.get("outputs", {}),
-        }
-        resolved = spec.substitute(parts, values, where)
-        container, outputs = resolved["container"], resolved["outputs"]
-        paths = [a["path"] for a in outputs.get("artifacts", [])]
-        paths += [p["valueFrom"]["path"] for p in outputs.get("parameters", [])]
+        arguments = {f"inputs.parameters.{name}": v for name, v in node.arguments.items()}
+        parts = {key: step.template.get(key, {}) for key in ("container", "inputs", "outputs")}
+        resolved = spec.substitute(parts, self.spec.globals | arguments, where)
+        container = resolved["container"]
         for folder in ("work", "argo"):
             (attempt_dir / folder).mkdir()
         invocation = Invocation(
@@ -303,8 +279,7 @@ class LocalRunner:
             environment={"TF_NUM_INTRAOP_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)},
             working_dir=PurePosixPath(container.get("workingDir", "/")),
             host_dir=attempt_dir / "work",
-            inputs=tuple(PurePosixPath(a["path"]) for a in resolved["inputs"]),
-            outputs=tuple(PurePosixPath(path) for path in paths),
+            inputs=tuple(PurePosixPath(a["path"]) for a in resolved["inputs"].get("artifacts", [])),
             scratch=step.scratch,
             progress_file=attempt_dir / "argo" / "progress",
             cpus=step.cpus,

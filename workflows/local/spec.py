@@ -17,11 +17,10 @@ from workflows.local.retries import RetryRule, read_rule, whole_number
 # util/template (fasttemplate): a tag runs from `{{` to the first `}}`; Argo trims the name inside
 TAG = re.compile(r"{{(.*?)}}")
 # resource.Quantity's suffixes (k8s.io/apimachinery/pkg/api/resource/suffix.go)
-UNITS = {"m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20}
-UNITS |= {"Gi": 2**30, "Ti": 2**40}
+UNITS = {"m": 1e-3, "": 1, "Mi": 2**20, "Gi": 2**30}  # those the templates write
+DAG_OF_CONTAINERS = "the local runner runs a dag of container templates only"
 
-# The fields of the compiled Workflow by the key they sit under (the spec's under "spec"); a run walks those
-# that are keys here, ignores the rest (they place or label pods) and refuses any other field.
+# The fields the compiled Workflow holds, by the key they sit under: any other field is refused.
 FIELDS = {
     "spec": "entrypoint templates arguments activeDeadlineSeconds metrics podGC executor podMetadata"
     " automountServiceAccountToken securityContext serviceAccountName tolerations ttlStrategy workflowMetadata",
@@ -75,15 +74,13 @@ def read(workflow: Mapping[str, Any]) -> Spec:
     steps = {name: read_step(name, t) for name, t in templates.items() if t is not entry}
     tasks = entry.get("dag", {}).get("tasks", [])
     if "dag" not in entry or any(t["template"] not in steps for t in tasks):
-        raise UnsupportedFeature("the local runner runs a dag of container templates only")
+        raise UnsupportedFeature(DAG_OF_CONTAINERS)
     metadata = workflow.get("metadata", {})
     name = metadata.get("name") or metadata.get("generateName", "run-") + "".join(
         random.choices(string.ascii_lowercase + string.digits, k=5)  # as generateName makes it
     )
-    values = {
-        p["name"]: str(p.get("value", "")) for p in spec.get("arguments", {}).get("parameters", [])
-    }
-    parameters = {f"workflow.parameters.{k}": v for k, v in values.items()}
+    arguments = spec.get("arguments", {}).get("parameters", [])
+    parameters = {f"workflow.parameters.{p['name']}": str(p.get("value", "")) for p in arguments}
     deadline = seconds(spec.get("activeDeadlineSeconds"), "spec.activeDeadlineSeconds")
     return Spec(name, {"workflow.name": name} | parameters, entry, steps, deadline)
 
@@ -92,14 +89,11 @@ def read_step(name: str, template: dict) -> Step:
     """A container template as a run reads it; UnsupportedFeature for anything else."""
     where = f"template {name!r}"
     if "container" not in template:
-        raise UnsupportedFeature(
-            f"the local runner runs a dag of container templates only ({where})"
-        )
+        raise UnsupportedFeature(f"{DAG_OF_CONTAINERS} ({where})")
     for side in ("inputs", "outputs"):
         for artifact in template.get(side, {}).get("artifacts", []):
-            if "gcs" not in artifact or (
-                side == "outputs" and artifact.get("archive") != {"none": {}}
-            ):
+            archived = side == "outputs" and artifact.get("archive") != {"none": {}}
+            if "gcs" not in artifact or archived:
                 raise UnsupportedFeature(
                     "the local runner moves unarchived gcs artifacts (archive: none) only "
                     f"({where}, artifact {artifact['name']!r})"
@@ -120,7 +114,7 @@ def read_step(name: str, template: dict) -> Step:
 def limit(template: Mapping[str, Any], resource: str) -> float:
     """A container's `resources.limits` of `resource` as a number (bytes, CPUs); 0 without one."""
     text = str(template["container"].get("resources", {}).get("limits", {}).get(resource, 0))
-    if not (match := re.fullmatch(r"(\d+(?:\.\d+)?)(m|[kMGT]i?|)", text)):
+    if not (match := re.fullmatch(r"(\d+(?:\.\d+)?)(m|[MG]i|)", text)):
         raise UnsupportedFeature(f"the local runner cannot read the quantity {text!r} ({resource})")
     return float(match[1]) * UNITS[match[2]]
 
@@ -143,8 +137,7 @@ def check(value: Any, kind: str, where: str) -> None:
 
 
 def substitute(value: Any, values: Mapping[str, str], where: str) -> Any:
-    """`value` (strings, lists and maps of them) with its `{{tag}}`s replaced (common/util.go:SubstituteParams);
-    UnresolvedReference naming `where` for a tag without a value."""
+    """`value` with its `{{tag}}`s replaced (common/util.go:SubstituteParams); UnresolvedReference if unknown."""
     if isinstance(value, str):
 
         def replaced(match: re.Match[str]) -> str:
