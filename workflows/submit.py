@@ -48,7 +48,7 @@ from workflows.server.client import (
     register_template,
     submit_from_template,
 )
-from workflows.server.watch import POLL_SECONDS, ended, watch
+from workflows.server.watch import POLL_SECONDS, follow
 
 EXIT_USAGE = 2  # refused before anything ran: bad flags or settings, a spec the Argo Server refuses
 ENGINES = ("process", "podman", "docker")
@@ -204,13 +204,10 @@ def run_locally(
 
         engine = ContainerEngine(program=args.engine)
     logs = logs_folder(args)
-    check_ready = getattr(engine, "check_ready", None)
 
     def ready(images: list[str]) -> None:
-        if check_ready is None:
-            return
         try:
-            check_ready(images)
+            getattr(engine, "check_ready", lambda images: None)(images)
         except EngineError as error:
             raise UsageError(f"--engine {args.engine}: {error}") from None
 
@@ -292,17 +289,10 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
         created = create_workflow(server, workflow)
     name = created["metadata"]["name"]
     print(f"submitted {name} to {server.url} (namespace {server.namespace})")
-    print(f"  {server.ui_link(name)}", flush=True)
     if not args.watch:
+        print(f"  {server.ui_link(name)}", flush=True)
         return 0
-    try:
-        final = watch(
-            server, name, echo=lambda line: print(line, flush=True), interval=args.poll_seconds
-        )
-    except KeyboardInterrupt:
-        print(f"submit: stopped watching; {name} goes on: {server.ui_link(name)}", file=sys.stderr)
-        return 130
-    return report(ended(final), settings.store)
+    return follow(server, name, settings.store, args.poll_seconds)
 
 
 def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
@@ -341,12 +331,10 @@ def main(argv: list[str] | None = None) -> int:
                 "set ARGO_SERVER or --argo-server"
             )
         return run_locally(named(compile_workflow(settings), args.name), settings, args)
-    except (UsageError, WorkflowError, StepError) as error:  # refused: nothing ran
+    except (UsageError, WorkflowError, StepError, ArgoError) as error:
         print(f"submit: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except ArgoError as error:  # the Argo Server refused or could not be reached
-        print(f"submit: error: {error}", file=sys.stderr)
-        return EXIT_RUN_FAILED
+        # refused, nothing ran; or the Argo Server refused or could not be reached
+        return EXIT_RUN_FAILED if isinstance(error, ArgoError) else EXIT_USAGE
     except KeyboardInterrupt:
         print("submit: interrupted; every task was stopped", file=sys.stderr)
         return 130

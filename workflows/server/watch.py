@@ -4,12 +4,13 @@ changes, a retried step shown as its current try; a step stuck on its image stop
 from __future__ import annotations
 
 import re
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from workflows.run_end import RunEnd
+from workflows.run_end import RunEnd, report
 from workflows.server.client import ArgoError, ArgoServer, call, stop_workflow
 
 DONE = {"Succeeded", "Failed", "Error"}
@@ -220,3 +221,14 @@ def watch(
         if phase in DONE:
             return workflow
         sleep(interval)
+
+
+def follow(server: ArgoServer, name: str, store: str, interval: float) -> int:
+    """Watch the run to its end and report it; Ctrl-C stops the watching, not the run."""
+    print(f"  {server.ui_link(name)}", flush=True)
+    try:
+        final = watch(server, name, echo=lambda line: print(line, flush=True), interval=interval)
+    except KeyboardInterrupt:
+        print(f"submit: stopped watching; {name} goes on: {server.ui_link(name)}", file=sys.stderr)
+        return 130
+    return report(ended(final), store)
