@@ -141,9 +141,8 @@ def cluster_record(workflow: dict) -> RunRecord:
         each["name"]: number(each.get("value", ""))
         for each in spec.get("arguments", {}).get("parameters", [])
     }
-    dag = [t for t in spec.get("templates", []) if "dag" in t]
-    tasks = [task["name"] for t in dag for task in t["dag"].get("tasks", [])]
-    rounds = sum(1 for name in tasks if name.startswith("train-round-"))
+    dags = [t["dag"] for t in spec.get("templates", []) if "dag" in t]
+    rounds = sum(t["name"].startswith("train-round-") for dag in dags for t in dag.get("tasks", []))
     settings = parameters | ({"rounds": rounds} if rounds else {})
     accuracy = output(workflow, "evaluate", "accuracy")
     started = status.get("startedAt") or workflow["metadata"].get("creationTimestamp", "")
