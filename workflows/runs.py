@@ -19,9 +19,8 @@ from steps.lib.run_index import RunRecord, read_run, run_index
 from steps.lib.storage import ArtifactStore, open_store
 from workflows.errors import UsageError
 from workflows.server.client import ArgoServer, NoSuchRun, call
-from workflows.server.watch import follow, output
+from workflows.server.watch import FAILED, follow, output
 
-RETRYABLE = ("Failed", "Error")  # the phases Argo's retry takes up (workflow/util/util.go)
 NOT_ON_THE_CARD = ("store",)  # a parameter the card leaves out: where the run is kept
 ABSENT = "—"
 Read = TypeVar("Read")
@@ -195,7 +194,7 @@ def retry_cluster(server: ArgoServer, run: str, store: str, watching: bool, inte
     phase = held_run(server, run).get("status", {}).get("phase") or "Pending"
     if phase == "Succeeded":
         raise UsageError(f"run {run} succeeded: there is nothing to retry")
-    if phase not in RETRYABLE:
+    if phase not in FAILED:
         raise UsageError(f"run {run} is {phase}: only a run that failed or was stopped is retried")
     request = m.WorkflowRetryRequest(name=run, namespace=server.namespace)
     call(server, lambda argo: argo.retry_workflow(run, request))

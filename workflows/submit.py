@@ -18,7 +18,7 @@ if not __package__:  # run as a file: make the project importable, not the workf
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from steps.lib.arguments import positive_int
-from steps.lib.errors import StepError
+from steps.lib.errors import EXIT_BAD_INPUT, StepError
 from steps.lib.registry import MODEL_FILE, run_prefix
 from steps.lib.storage import open_store
 from workflows import preflight, runs
@@ -50,7 +50,6 @@ from workflows.server.client import (
 )
 from workflows.server.watch import POLL_SECONDS, follow
 
-EXIT_USAGE = 2  # refused before anything ran: bad flags or settings, a spec the Argo Server refuses
 ENGINES = ("process", "podman", "docker")
 TEMPLATE_LABEL = "workflows.argoproj.io/workflow-template"  # what marks a run as a template's
 # The local runner's own options (the pipeline's settings are declared in workflows/pipeline/settings.py):
@@ -87,7 +86,7 @@ class OneLineParser(argparse.ArgumentParser):
     """Refuses a bad flag in one line that points to --help, not after argparse's usage block."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
@@ -308,13 +307,8 @@ def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        start = defaults()
-    except ValueError as error:
-        print(f"submit: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    args = make_parser(start).parse_args(argv)
-    settings = from_arguments(args)
-    try:
+        args = make_parser(defaults()).parse_args(argv)
+        settings = from_arguments(args)
         if args.retry and argo_server(args) is None:
             return run_locally({}, settings, args, retry=args.retry)
         if args.list or args.compare or args.retry:
@@ -333,8 +327,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_locally(named(compile_workflow(settings), args.name), settings, args)
     except (UsageError, WorkflowError, StepError, ArgoError) as error:
         print(f"submit: error: {error}", file=sys.stderr)
-        # refused, nothing ran; or the Argo Server refused or could not be reached
-        return EXIT_RUN_FAILED if isinstance(error, ArgoError) else EXIT_USAGE
+        # refused, nothing ran (bad flags, settings or spec); or the Argo Server failed the request
+        return EXIT_RUN_FAILED if isinstance(error, ArgoError) else EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("submit: interrupted; every task was stopped", file=sys.stderr)
         return 130

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from workflows.run_end import RunEnd, report
 from workflows.server.client import ArgoError, ArgoServer, call, stop_workflow
 
-DONE = {"Succeeded", "Failed", "Error"}
+FAILED = ("Failed", "Error")  # also the phases Argo's retry takes up (workflow/util/util.go)
+DONE = {"Succeeded", *FAILED}
 FULFILLED = DONE | {"Skipped", "Omitted"}
 UNREPORTED = {"", "0/1"}  # Argo's default for a Pod that has not reported its own progress
 POLL_SECONDS = 5.0
@@ -151,7 +152,7 @@ def failure(workflow: dict) -> str:
     message = workflow.get("status", {}).get("message", "")
     if message.startswith(STOPPED):  # every running try then ends "workflow shutdown with …"
         return f"the run was stopped ({message}); nothing after it ran"
-    failed = [s for s in steps_of(workflow) if s.phase in ("Failed", "Error")]
+    failed = [s for s in steps_of(workflow) if s.phase in FAILED]
     if failed:
         return f"{failed[0].name} failed: {failed[0].message or failed[0].phase}"
     return message or "the run did not succeed"
