@@ -307,8 +307,13 @@ def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = make_parser(defaults()).parse_args(argv)
-        settings = from_arguments(args)
+        start = defaults()
+    except ValueError as error:  # a bad value in a variable
+        print(f"submit: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    args = make_parser(start).parse_args(argv)
+    settings = from_arguments(args)
+    try:
         if args.retry and argo_server(args) is None:
             return run_locally({}, settings, args, retry=args.retry)
         if args.list or args.compare or args.retry:

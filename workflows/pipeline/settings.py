@@ -18,7 +18,6 @@ from steps.lib.defaults import STORE as DEFAULT_STORE
 from steps.lib.promotion import POLICIES
 from steps.lib.published import MAX_SETTING_TEXT
 from steps.lib.shards import PARTITIONS
-from workflows.errors import UsageError
 
 SETTING = "setting"
 # The most tasks one DAG may hold: Argo v4.1.4's CRD, DAGTemplate.Tasks +kubebuilder:validation:MaxItems=200
@@ -242,14 +241,14 @@ def flag_of(name: str, spec: Setting) -> str:
 
 
 def defaults(environ: Mapping[str, str] = os.environ) -> PipelineSettings:
-    """The defaults, with those the environment sets; a bad value is a UsageError naming the variable."""
+    """The defaults, with those the environment sets; ValueError naming the variable for a bad value."""
     changes = {}
     for name, spec in declared():
         if spec.env and environ.get(spec.env):
             try:
                 changes[name] = spec.parse(environ[spec.env])
             except (argparse.ArgumentTypeError, ValueError) as error:
-                raise UsageError(f"{spec.env}={environ[spec.env]!r}: {error}") from None
+                raise ValueError(f"{spec.env}={environ[spec.env]!r}: {error}") from None
     return replace(PipelineSettings(), **changes)
 
 
