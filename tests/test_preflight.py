@@ -4,6 +4,7 @@ starts: one line, exit code 2, nothing created, no task's line printed."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -47,34 +48,35 @@ def source(small_mnist: Path) -> str:
     return str(small_mnist)
 
 
-def test_a_file_as_the_store(refused: Callable[..., str], tmp_path: Path, source: str) -> None:
-    store = tmp_path / "work" / "store.txt"
-    store.parent.mkdir()
-    store.write_text("not a folder")
-    line = refused("--artifacts", str(store), "--source", source)
-    assert line == f"submit: error: --artifacts {store} is a file, not a folder"
-
-
-def test_a_store_in_a_folder_that_does_not_exist_creates_nothing(
-    refused: Callable[..., str], tmp_path: Path, source: str
+@pytest.mark.parametrize(
+    ("flag", "made", "said"),
+    [
+        ("--artifacts", "store.txt", "{path} is a file, not a folder"),
+        (
+            "--artifacts",
+            "nonexistent/dir/x",
+            "{path}: its folder {path.parent} does not exist; the store and the logs are made "
+            "only inside an existing folder",
+        ),
+        ("--source", "mnist.npz", "{path}: no such file"),
+        ("--source", "mnist.npz/", "{path} is not a file (mnist.npz)"),
+    ],
+    ids=["store-a-file", "store-without-its-folder", "source-missing", "source-a-folder"],
+)
+def test_a_store_or_source_that_is_not_there_creates_nothing(
+    refused: Callable[..., str], tmp_path: Path, source: str, flag: str, made: str, said: str
 ) -> None:
     """--artifacts /nonexistent/dir/x made /nonexistent/dir/x and its parents."""
-    store = tmp_path / "work" / "nonexistent" / "dir" / "x"
-    line = refused("--artifacts", str(store), "--source", source)
-    assert f"its folder {store.parent} does not exist" in line
-    assert not (tmp_path / "work" / "nonexistent").exists()
-
-
-@pytest.mark.parametrize("what", ["missing", "folder"])
-def test_a_local_source_that_is_not_a_file(
-    refused: Callable[..., str], tmp_path: Path, what: str
-) -> None:
-    path = tmp_path / "work" / "mnist.npz"
-    if what == "folder":
+    path = tmp_path / "work" / made
+    if made == "store.txt":
+        path.parent.mkdir()
+        path.write_text("not a folder")
+    elif made.endswith("/"):
         path.mkdir(parents=True)
-    line = refused("--artifacts", str(tmp_path / "work" / "store"), "--source", str(path))
-    expected = "no such file" if what == "missing" else "is not a file"
-    assert line.startswith(f"submit: error: --source {path}") and expected in line
+    flags = {"--artifacts": str(tmp_path / "work" / "store"), "--source": source, flag: str(path)}
+    line = refused(*(part for pair in flags.items() for part in pair))
+    assert line == f"submit: error: {flag} " + said.format(path=path)
+    assert not (tmp_path / "work" / "nonexistent").exists()
 
 
 @pytest.mark.parametrize(
@@ -114,30 +116,27 @@ def test_settings_that_agree_are_not_refused() -> None:
         assert inconsistency(agreeing) is None, agreeing
 
 
-def test_an_engine_that_is_not_installed(
-    refused: Callable[..., str], tmp_path: Path, source: str
+@pytest.mark.parametrize(
+    ("environment", "said"),
+    [
+        ({"PATH": "{tmp}/empty"}, "the container engine 'docker' is not installed"),
+        pytest.param(  # a real docker command whose daemon is not there
+            {"DOCKER_HOST": "unix://{tmp}/no-daemon.sock"},
+            "docker does not answer: .+",
+            marks=pytest.mark.skipif(shutil.which("docker") is None, reason="needs docker"),
+        ),
+    ],
+    ids=["not-installed", "no-daemon"],
+)
+def test_an_engine_that_cannot_run_the_steps(
+    refused: Callable[..., str], tmp_path: Path, source: str, environment: dict, said: str
 ) -> None:
-    environment = {"PATH": str(tmp_path / "empty")}
     line = refused(
         *("--artifacts", str(tmp_path / "work" / "store"), "--source", source),
         *("--engine", "docker"),
-        env=environment,
+        env={name: value.format(tmp=tmp_path) for name, value in environment.items()},
     )
-    assert line == "submit: error: --engine docker: the container engine 'docker' is not installed"
-
-
-@pytest.mark.skipif(shutil.which("docker") is None, reason="needs the docker command")
-def test_docker_without_its_daemon(
-    refused: Callable[..., str], tmp_path: Path, source: str
-) -> None:
-    """A real docker command whose daemon is not there (a socket nothing listens on)."""
-    environment = {"DOCKER_HOST": f"unix://{tmp_path}/no-daemon.sock"}
-    line = refused(
-        *("--artifacts", str(tmp_path / "work" / "store"), "--source", source),
-        *("--engine", "docker"),
-        env=environment,
-    )
-    assert line.startswith("submit: error: --engine docker: docker does not answer: "), line
+    assert re.fullmatch(f"submit: error: --engine docker: {said}", line), line
 
 
 @pytest.mark.parametrize(

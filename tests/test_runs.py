@@ -3,7 +3,6 @@ emulator) and on the Argo Server double (tests/doubles/argo_server.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,8 +12,6 @@ from tests.doubles import recordings
 from tests.doubles.argo_server import ArgoDouble
 from tests.support.runs import CUT, OLD, SERVED, fill
 from workflows.submit import main
-
-TOKEN = "Bearer good-token"
 
 
 def submit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
@@ -84,16 +81,6 @@ def test_list_a_bucket(gcs_bucket: str, capsys: pytest.CaptureFixture[str]) -> N
     assert code == 2 and err.strip().endswith("the bucket does not exist"), err
 
 
-@pytest.fixture
-def argo(monkeypatch: pytest.MonkeyPatch, clean_environment: None) -> Iterator[ArgoDouble]:
-    """The Argo Server double submit.py is told to use, without the settings' own variables."""
-    double = ArgoDouble()
-    monkeypatch.setenv("ARGO_SERVER", double.start())
-    monkeypatch.setenv("ARGO_TOKEN", TOKEN)
-    yield double
-    double.stop()
-
-
 def run_story(argo: ArgoDouble, story: str, name: str, bucket: str) -> None:
     """A run of the story's recording, named `name`, at its end."""
     argo.story = story
@@ -102,6 +89,7 @@ def run_story(argo: ArgoDouble, story: str, name: str, bucket: str) -> None:
     argo.runs[name].reads = argo.max_reads // 2  # read at its end
 
 
+@pytest.mark.usefixtures("clean_environment")
 def test_on_a_cluster_the_servers_runs(
     argo: ArgoDouble, gcs_bucket: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

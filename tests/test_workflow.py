@@ -31,12 +31,17 @@ def compiled(workers: int, rounds: int) -> tuple[dict, dict]:
 
 
 @pytest.mark.parametrize(("workers", "rounds"), SHAPES)
-def test_workflow_and_template_validate_against_argo_schema(workers: int, rounds: int) -> None:
+def test_workflow_and_template_validate_against_argo_schema_with_a_trainer_task_per_round(
+    workers: int, rounds: int
+) -> None:
     workflow, template = compiled(workers, rounds)
     assert first_error(workflow_validator("Workflow"), workflow) is None
     assert first_error(workflow_validator("WorkflowTemplate"), template) is None
     assert template["metadata"]["name"] == cluster.TEMPLATE_NAME
     assert template["spec"] == workflow["spec"]
+    tasks = templates_by_name(workflow)["pipeline"]["dag"]["tasks"]
+    trainers = [t["name"] for t in tasks if t["template"] == "train"]
+    assert trainers == [f"train-round-{r}" for r in range(1, rounds + 1)]
 
 
 @pytest.mark.parametrize(
@@ -56,15 +61,6 @@ def test_schema_validation_catches_a_broken_spec(break_it: Any, complaint: str) 
     break_it(broken)
     error = first_error(workflow_validator("Workflow"), broken)
     assert error is not None and complaint in error
-
-
-@pytest.mark.parametrize(("workers", "rounds"), SHAPES)
-def test_the_dag_has_a_trainer_task_per_round(workers: int, rounds: int) -> None:
-    workflow, _ = compiled(workers, rounds)
-    tasks = templates_by_name(workflow)["pipeline"]["dag"]["tasks"]
-    assert [t["name"] for t in tasks if t["template"] == "train"] == [
-        f"train-round-{r}" for r in range(1, rounds + 1)
-    ]
 
 
 def test_spec_carries_what_a_cluster_needs() -> None:

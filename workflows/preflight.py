@@ -158,18 +158,17 @@ def cluster_refusal(settings: PipelineSettings) -> str | None:
 
 def image_warnings(settings: PipelineSettings) -> list[str]:
     """Images no registry serves: a local cluster's nodes may hold them loaded, so only pointed out."""
-    warnings = []
-    for flag, image, name in (
+    images = (
         ("--image", settings.image, "mnist-argo-steps"),
         ("--train-image", settings.train_image, "mnist-argo-train"),
-    ):
-        if problem := unpullable_image(image):
-            warnings.append(
-                f"{flag} {image!r} {problem}: the nodes run it only if it was loaded into them (the "
-                "local cluster's make cluster-up, kind load, k3d image import); on GKE pass the pushed "
-                f"image, e.g. {flag} REGION-docker.pkg.dev/PROJECT/mnist/{name}:TAG"
-            )
-    return warnings
+    )
+    return [
+        f"{flag} {image!r} {problem}: the nodes run it only if it was loaded into them (the "
+        "local cluster's make cluster-up, kind load, k3d image import); on GKE pass the pushed "
+        f"image, e.g. {flag} REGION-docker.pkg.dev/PROJECT/mnist/{name}:TAG"
+        for flag, image, name in images
+        if (problem := unpullable_image(image))
+    ]
 
 
 def check_cluster(settings: PipelineSettings, images_used: bool) -> None:

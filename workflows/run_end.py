@@ -57,9 +57,6 @@ def report(ended: RunEnd, store: str) -> int:
         print(f"submit: {ended.failure or 'the run did not succeed'}", file=sys.stderr)
         return EXIT_RUN_FAILED
     print(f"test accuracy: {ended.accuracy}")
-    for line in (
-        *serving_lines(ended.run, store, ended.served, ended.reason),
-        *ended.notes,
-    ):
+    for line in [*serving_lines(ended.run, store, ended.served, ended.reason), *ended.notes]:
         print(line)
     return 0

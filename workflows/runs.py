@@ -18,11 +18,9 @@ from steps.lib.registry import latest_run
 from steps.lib.run_index import RunRecord, read_run, run_index
 from steps.lib.storage import ArtifactStore, open_store
 from workflows.errors import UsageError
-from workflows.run_end import report
 from workflows.server.client import ArgoServer, NoSuchRun, call
-from workflows.server.watch import ended, output, watch
+from workflows.server.watch import FAILED, follow, output
 
-RETRYABLE = ("Failed", "Error")  # the phases Argo's retry takes up (workflow/util/util.go)
 NOT_ON_THE_CARD = ("store",)  # a parameter the card leaves out: where the run is kept
 ABSENT = "—"
 Read = TypeVar("Read")
@@ -142,9 +140,8 @@ def cluster_record(workflow: dict) -> RunRecord:
         each["name"]: number(each.get("value", ""))
         for each in spec.get("arguments", {}).get("parameters", [])
     }
-    dag = [t for t in spec.get("templates", []) if "dag" in t]
-    tasks = [task["name"] for t in dag for task in t["dag"].get("tasks", [])]
-    rounds = sum(1 for name in tasks if name.startswith("train-round-"))
+    dags = [t["dag"] for t in spec.get("templates", []) if "dag" in t]
+    rounds = sum(t["name"].startswith("train-round-") for dag in dags for t in dag.get("tasks", []))
     settings = parameters | ({"rounds": rounds} if rounds else {})
     accuracy = output(workflow, "evaluate", "accuracy")
     started = status.get("startedAt") or workflow["metadata"].get("creationTimestamp", "")
@@ -174,12 +171,17 @@ def cluster_latest(store: str) -> str | None:
         return None
 
 
-def cluster_run(server: ArgoServer, store: str, run: str) -> RunRecord:
-    """The run as the server holds it, with its rounds' history from the bucket when there."""
+def held_run(server: ArgoServer, run: str) -> dict:
+    """The run as the Argo Server holds it; a run it does not hold is one line."""
     try:
-        record = cluster_record(call(server, lambda argo: argo.get_workflow(run)))
+        return call(server, lambda argo: argo.get_workflow(run))
     except NoSuchRun as error:
         raise UsageError(str(error)) from None
+
+
+def cluster_run(server: ArgoServer, store: str, run: str) -> RunRecord:
+    """The run as the server holds it, with its rounds' history from the bucket when there."""
+    record = cluster_record(held_run(server, run))
     if store.startswith("gs://"):
         stored = read_store(store, lambda s: read_run(s, run))
         if stored is not None:
@@ -187,27 +189,20 @@ def cluster_run(server: ArgoServer, store: str, run: str) -> RunRecord:
     return record
 
 
-def retry_cluster(server: ArgoServer, run: str, store: str, follow: bool, interval: float) -> int:
+def retry_cluster(server: ArgoServer, run: str, store: str, watching: bool, interval: float) -> int:
     """Take up a failed run with the Argo Server's retry; a run unknown, succeeded or running is refused."""
-    try:
-        phase = (
-            call(server, lambda argo: argo.get_workflow(run)).get("status", {}).get("phase")
-            or "Pending"
-        )
-    except NoSuchRun as error:
-        raise UsageError(str(error)) from None
+    phase = held_run(server, run).get("status", {}).get("phase") or "Pending"
     if phase == "Succeeded":
         raise UsageError(f"run {run} succeeded: there is nothing to retry")
-    if phase not in RETRYABLE:
+    if phase not in FAILED:
         raise UsageError(f"run {run} is {phase}: only a run that failed or was stopped is retried")
     request = m.WorkflowRetryRequest(name=run, namespace=server.namespace)
     call(server, lambda argo: argo.retry_workflow(run, request))
     print(f"retrying {run}: its failed tasks run again, those that succeeded are kept")
-    print(f"  {server.ui_link(run)}", flush=True)
-    if not follow:
+    if not watching:
+        print(f"  {server.ui_link(run)}", flush=True)
         return 0
-    final = watch(server, run, echo=lambda line: print(line, flush=True), interval=interval)
-    return report(ended(final), store)
+    return follow(server, run, store, interval)
 
 
 def main(args: argparse.Namespace, server: ArgoServer | None) -> int:

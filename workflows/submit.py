@@ -18,7 +18,7 @@ if not __package__:  # run as a file: make the project importable, not the workf
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from steps.lib.arguments import positive_int
-from steps.lib.errors import StepError
+from steps.lib.errors import EXIT_BAD_INPUT, StepError
 from steps.lib.registry import MODEL_FILE, run_prefix
 from steps.lib.storage import open_store
 from workflows import preflight, runs
@@ -48,9 +48,8 @@ from workflows.server.client import (
     register_template,
     submit_from_template,
 )
-from workflows.server.watch import POLL_SECONDS, ended, watch
+from workflows.server.watch import POLL_SECONDS, follow
 
-EXIT_USAGE = 2  # refused before anything ran: bad flags or settings, a spec the Argo Server refuses
 ENGINES = ("process", "podman", "docker")
 TEMPLATE_LABEL = "workflows.argoproj.io/workflow-template"  # what marks a run as a template's
 # The local runner's own options (the pipeline's settings are declared in workflows/pipeline/settings.py):
@@ -87,7 +86,7 @@ class OneLineParser(argparse.ArgumentParser):
     """Refuses a bad flag in one line that points to --help, not after argparse's usage block."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
@@ -204,13 +203,10 @@ def run_locally(
 
         engine = ContainerEngine(program=args.engine)
     logs = logs_folder(args)
-    check_ready = getattr(engine, "check_ready", None)
 
     def ready(images: list[str]) -> None:
-        if check_ready is None:
-            return
         try:
-            check_ready(images)
+            getattr(engine, "check_ready", lambda images: None)(images)
         except EngineError as error:
             raise UsageError(f"--engine {args.engine}: {error}") from None
 
@@ -292,17 +288,10 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
         created = create_workflow(server, workflow)
     name = created["metadata"]["name"]
     print(f"submitted {name} to {server.url} (namespace {server.namespace})")
-    print(f"  {server.ui_link(name)}", flush=True)
     if not args.watch:
+        print(f"  {server.ui_link(name)}", flush=True)
         return 0
-    try:
-        final = watch(
-            server, name, echo=lambda line: print(line, flush=True), interval=args.poll_seconds
-        )
-    except KeyboardInterrupt:
-        print(f"submit: stopped watching; {name} goes on: {server.ui_link(name)}", file=sys.stderr)
-        return 130
-    return report(ended(final), settings.store)
+    return follow(server, name, settings.store, args.poll_seconds)
 
 
 def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
@@ -319,9 +308,9 @@ def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     try:
         start = defaults()
-    except ValueError as error:
+    except ValueError as error:  # a bad value in a variable
         print(f"submit: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_BAD_INPUT
     args = make_parser(start).parse_args(argv)
     settings = from_arguments(args)
     try:
@@ -341,12 +330,10 @@ def main(argv: list[str] | None = None) -> int:
                 "set ARGO_SERVER or --argo-server"
             )
         return run_locally(named(compile_workflow(settings), args.name), settings, args)
-    except (UsageError, WorkflowError, StepError) as error:  # refused: nothing ran
+    except (UsageError, WorkflowError, StepError, ArgoError) as error:
         print(f"submit: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except ArgoError as error:  # the Argo Server refused or could not be reached
-        print(f"submit: error: {error}", file=sys.stderr)
-        return EXIT_RUN_FAILED
+        # refused, nothing ran (bad flags, settings or spec); or the Argo Server failed the request
+        return EXIT_RUN_FAILED if isinstance(error, ArgoError) else EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("submit: interrupted; every task was stopped", file=sys.stderr)
         return 130

@@ -33,17 +33,6 @@ STEPS_USER = 10001  # the steps image's user and group (infra/docker/Dockerfile,
 SPOT_TAINT = ("cloud.google.com/gke-spot", "true", "NoSchedule")
 
 
-def pod_security_context() -> m.PodSecurityContext:
-    """Every container of a step's pod, Argo's too, as the steps' user: Pod Security `restricted`."""
-    return m.PodSecurityContext(
-        run_as_non_root=True,
-        run_as_user=STEPS_USER,
-        run_as_group=STEPS_USER,
-        fs_group=STEPS_USER,
-        seccomp_profile=m.SeccompProfile(type="RuntimeDefault"),
-    )
-
-
 def container_security_context() -> m.SecurityContext:
     """A step's own container: no privilege, no capability, a read-only root filesystem."""
     return m.SecurityContext(
@@ -57,13 +46,20 @@ def container_security_context() -> m.SecurityContext:
 
 
 def workflow_pod_fields() -> dict:
-    """A step's pod has no Kubernetes token; Argo's init and wait get the executor account's."""
+    """A step's pod has no Kubernetes token (Argo's init and wait get the executor account's), and all
+    its containers, Argo's too, run as the steps' user: Pod Security `restricted`."""
     key, value, effect = SPOT_TAINT
     return {
         "service_account_name": SERVICE_ACCOUNT,
         "automount_service_account_token": False,
         "executor": m.ExecutorConfig(service_account_name=EXECUTOR_ACCOUNT),
-        "security_context": pod_security_context(),
+        "security_context": m.PodSecurityContext(
+            run_as_non_root=True,
+            run_as_user=STEPS_USER,
+            run_as_group=STEPS_USER,
+            fs_group=STEPS_USER,
+            seccomp_profile=m.SeccompProfile(type="RuntimeDefault"),
+        ),
         "tolerations": [m.Toleration(key=key, operator="Equal", value=value, effect=effect)],
     }
 

@@ -37,17 +37,15 @@ class Read:
     folder: bool = False  # every object under `key`, as files under `path`
 
     def artifact(self) -> GCSArtifact:
-        if not self.folder:
-            return GCSArtifact(name=self.name, path=f"{WORKDIR}/{self.path}", key=self.key)
         # argoexec makes a folder input 0700, its own, but for `mode` (executor.go:loadArtifact); optional:
         # when every worker failed, the step, not the artifact loader, says which shards are missing.
         return GCSArtifact(
             name=self.name,
             path=f"{WORKDIR}/{self.path}",
             key=self.key,
-            optional=True,
-            mode=resources.READABLE_FOLDER_MODE,
-            recurse_mode=True,
+            optional=self.folder or None,
+            mode=resources.READABLE_FOLDER_MODE if self.folder else None,
+            recurse_mode=self.folder or None,
         )
 
 

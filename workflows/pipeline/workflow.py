@@ -71,7 +71,11 @@ def build_workflow(settings: PipelineSettings) -> Workflow:
                 ready >> trained
                 # once every trainer has ended, however: aggregate decides against --min-workers
                 trained.next(averaged, on=ENDED)
-                ready, model, history = [averaged], round_model(r), round_history(r)
+                ready, model, history = (
+                    [averaged],
+                    round_key(r, "model.h5"),
+                    round_key(r, HISTORY_FILE),
+                )
                 missing[str(r)] = str(averaged.get_parameter("missing-shards").value)
             scored = Task(
                 name="evaluate",
@@ -93,13 +97,8 @@ VALIDATION = f"{RUN}/validation.npz"
 EVALUATION = f"{RUN}/evaluation"
 
 
-def round_model(round_number: int | str) -> str:
-    """Where round r's averaged model is kept."""
-    return f"{RUN}/round-{round_number}/model.h5"
-
-
-def round_history(round_number: int | str, name: str = HISTORY_FILE) -> str:
-    """Where the history up to round r is kept (`name`: the file or its picture)."""
+def round_key(round_number: int | str, name: str) -> str:
+    """Where round r's averaged model, or its history up to then (the file or its picture), is kept."""
     return f"{RUN}/round-{round_number}/{name}"
 
 
@@ -183,19 +182,19 @@ def aggregate_step(step: StepFactory) -> Container:
             ),
         ],
         writes=[
-            Write("model", flag="--out", path="out/model.h5", key=round_model(ROUND)),
+            Write("model", flag="--out", path="out/model.h5", key=round_key(ROUND, "model.h5")),
             Write("missing-shards", flag="--missing-out", path="out/missing.txt"),
             Write(
                 "history",
                 flag="--history-out",
                 path=f"out/{HISTORY_FILE}",
-                key=round_history(ROUND),
+                key=round_key(ROUND, HISTORY_FILE),
             ),
             Write(
                 "history-plot",
                 flag="--plot-out",
                 path=f"out/{HISTORY_PLOT}",
-                key=round_history(ROUND, HISTORY_PLOT),
+                key=round_key(ROUND, HISTORY_PLOT),
             ),
         ],
     )
@@ -237,8 +236,8 @@ def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
     shaped = [f"{option_name(n)}={values[n]}" for n, spec in declared() if not spec.parameter]
     attached = [  # the files the card carries beside the model
         ("confusion", CONFUSION_FILE, f"{EVALUATION}/{CONFUSION_FILE}"),
-        ("history", HISTORY_FILE, round_history(settings.rounds)),
-        ("history-plot", HISTORY_PLOT, round_history(settings.rounds, HISTORY_PLOT)),
+        ("history", HISTORY_FILE, round_key(settings.rounds, HISTORY_FILE)),
+        ("history-plot", HISTORY_PLOT, round_key(settings.rounds, HISTORY_PLOT)),
     ]
     return step(
         "publish",

@@ -4,15 +4,17 @@ changes, a retried step shown as its current try; a step stuck on its image stop
 from __future__ import annotations
 
 import re
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from workflows.run_end import RunEnd
+from workflows.run_end import RunEnd, report
 from workflows.server.client import ArgoError, ArgoServer, call, stop_workflow
 
-DONE = {"Succeeded", "Failed", "Error"}
+FAILED = ("Failed", "Error")  # also the phases Argo's retry takes up (workflow/util/util.go)
+DONE = {"Succeeded", *FAILED}
 FULFILLED = DONE | {"Skipped", "Omitted"}
 UNREPORTED = {"", "0/1"}  # Argo's default for a Pod that has not reported its own progress
 POLL_SECONDS = 5.0
@@ -150,7 +152,7 @@ def failure(workflow: dict) -> str:
     message = workflow.get("status", {}).get("message", "")
     if message.startswith(STOPPED):  # every running try then ends "workflow shutdown with …"
         return f"the run was stopped ({message}); nothing after it ran"
-    failed = [s for s in steps_of(workflow) if s.phase in ("Failed", "Error")]
+    failed = [s for s in steps_of(workflow) if s.phase in FAILED]
     if failed:
         return f"{failed[0].name} failed: {failed[0].message or failed[0].phase}"
     return message or "the run did not succeed"
@@ -220,3 +222,14 @@ def watch(
         if phase in DONE:
             return workflow
         sleep(interval)
+
+
+def follow(server: ArgoServer, name: str, store: str, interval: float) -> int:
+    """Watch the run to its end and report it; Ctrl-C stops the watching, not the run."""
+    print(f"  {server.ui_link(name)}", flush=True)
+    try:
+        final = watch(server, name, echo=lambda line: print(line, flush=True), interval=interval)
+    except KeyboardInterrupt:
+        print(f"submit: stopped watching; {name} goes on: {server.ui_link(name)}", file=sys.stderr)
+        return 130
+    return report(ended(final), store)
