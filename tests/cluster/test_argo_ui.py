@@ -1,12 +1,4 @@
-"""The Argo UI as a user sees the pipeline in it: the real UI (built from Argo's module by
-infra/local-cluster/build-ui.sh, embedded in the Argo Server) in headless Chromium, logged in with the
-submitter's token through its login box. A small run's graph shows every task of the DAG, a trainer's logs
-show its epoch lines, the evaluate and aggregate nodes list their pictures and the server returns them, the
-registered WorkflowTemplate's Submit form describes each parameter, a run's page has a button opening the
-page that serves the model (PAGE_URL), and a run given bad input shows the step's own error line on its node.
-
-With ARGO_UI_SCREENSHOTS set to a folder (docs/images), the tests leave their screenshots there, the graph's
-and the Submit form's also as a phone shows them (390 px wide)."""
+"""The real Argo UI in headless Chromium, logged in with the submitter's token (ARGO_UI_SCREENSHOTS: a folder)."""
 
 from __future__ import annotations
 
@@ -28,7 +20,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from tests.support.browser import chromium
-from tests.support.cluster import Cluster, tries
+from tests.support.cluster import Cluster, submitted, tries
 from workflows.pipeline import resources as names
 from workflows.pipeline.workflow import compile_workflow
 
@@ -42,16 +34,8 @@ SMALL_RUN = [
     *("--limit", "3000", "--workers", "2", "--rounds", "1", "--epochs", "1"),
     *("--serve", "never"),
 ]
-TASKS = {
-    "split",
-    "init",
-    "train-round-1(0:0)",
-    "train-round-1(1:1)",
-    "aggregate-round-1",
-    "evaluate",
-    "publish",
-}
-SUBMITTED = re.compile(r"^submitted (\S+) to ", re.MULTILINE)
+TASKS = {"split", "init", "aggregate-round-1", "evaluate", "publish"}
+TASKS |= {"train-round-1(0:0)", "train-round-1(1:1)"}
 TIMEOUT_MS = 60_000
 MODAL_WAIT_MS = 5_000
 DESKTOP = {"width": 1440, "height": 900}
@@ -65,16 +49,9 @@ BAD_INPUT_LINE = "not a readable .npz file"
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def submitted(cluster: Cluster, *args: str) -> str:
-    done = cluster.submit(*args)
-    match = SUBMITTED.search(done.stdout)
-    assert match, f"submit.py exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
-    return match[1]
-
-
 @pytest.fixture(scope="module")
 def small_run(cluster: Cluster) -> str:
-    name = submitted(cluster, *SMALL_RUN, "--watch")
+    name = submitted(cluster, *SMALL_RUN, "--watch").name
     assert cluster.phase(name) == "Succeeded", cluster.workflow(name)["status"].get("message")
     return name
 
@@ -87,7 +64,7 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any, cluster: Cluster) -> Iterator[Any]:
-    """A page of the Argo UI, logged in as a user does: the submitter's token in the login box."""
+    """A page of the Argo UI, logged in with the submitter's token in the login box."""
     context = browser.new_context(viewport=DESKTOP, ignore_https_errors=True)
     context.set_default_timeout(TIMEOUT_MS)
     opened = context.new_page()
@@ -96,8 +73,7 @@ def page(browser: Any, cluster: Cluster) -> Iterator[Any]:
     opened.locator("textarea#token").fill(cluster.env["ARGO_TOKEN"])
     opened.locator(".login__token-section a", has_text="Login").click()
     opened.wait_for_url(re.compile(r"/workflows"))
-    # Argo's modals of a first visit (first-time user, new version), each closed as a user closes it; the
-    # page remembers it (localStorage).
+    # Argo's modals of a first visit, each closed as a user closes it.
     while True:
         try:
             opened.locator(".modal-close").first.click(timeout=MODAL_WAIT_MS)

@@ -1,8 +1,4 @@
-"""What another user of the machine reaches of the local cluster, which runs as root: tried as `nobody`,
-with curl and plain file reads, as an attacker on a shared machine would. etcd asks for a client
-certificate over TLS, every key, token and kubeconfig under .cluster/ is root's alone, and the GCS emulator
-answers the pods and root's processes only; every TCP listener of the cluster's daemons is listed, with who
-can reach it, in docs/local-cluster.md. The local cluster's own (make cluster-up): another cluster skips."""
+"""What another user of the machine (`nobody`) or another machine reaches of the root-run local cluster."""
 
 from __future__ import annotations
 
@@ -24,6 +20,7 @@ from tests.support.project import ROOT
 pytestmark = pytest.mark.cluster
 
 LISTENERS_SECTION = "Who can reach what"
+CURL = ("curl", "-q", "-sS", "-m", "10")
 
 
 @pytest.fixture(autouse=True)
@@ -37,19 +34,7 @@ def local_only(cluster: Cluster) -> None:
 
 def etcd_request(host: str, path: str, body: dict, *extra: str) -> list[str]:
     """curl's command line for a POST to etcd's JSON gateway (/v3/...) at HOST (scheme://host:port)."""
-    return [
-        "curl",
-        "-q",
-        "-sS",
-        "-m",
-        "10",
-        *extra,
-        "-X",
-        "POST",
-        "--data",
-        json.dumps(body),
-        host + path,
-    ]
+    return [*CURL, *extra, "-X", "POST", "--data", json.dumps(body), host + path]
 
 
 def key(text: str) -> str:
@@ -69,14 +54,16 @@ def etcd_hosts() -> list[str]:
     return [f"{urlsplit(url).scheme}://{urlsplit(url).netloc}" for url in urls]
 
 
-def with_client_certificate() -> list[str]:
-    """curl's TLS options as the API server connects to etcd: its client certificate of etcd's CA."""
+def range_as_the_api_server(host: str, body: dict) -> dict:
+    """etcd's answer to a range request sent with the API server's client certificate of etcd's CA."""
     pki = STATE / "pki"
-    return [
+    certificate = [
         "--cacert", str(pki / "etcd" / "ca.crt"),
         "--cert", str(pki / "apiserver-etcd-client.crt"),
         "--key", str(pki / "apiserver-etcd-client.key"),
     ]  # fmt: skip
+    request = etcd_request(host, "/v3/kv/range", body, *certificate)
+    return dict(json.loads(subprocess.run(request, capture_output=True, check=True).stdout))
 
 
 def test_nobody_can_neither_read_nor_write_etcd() -> None:
@@ -84,8 +71,7 @@ def test_nobody_can_neither_read_nor_write_etcd() -> None:
     for host in etcd_hosts():
         port = urlsplit(host).netloc
         for tried in (f"http://{port}", f"https://{port}"):  # plain, and TLS without a certificate
-            # Each write is tried only once the read was refused: on a cluster where nobody reads
-            # etcd, the test fails there and writes nothing.
+            # The write is tried only once the read was refused.
             read = as_nobody(*etcd_request(tried, "/v3/kv/range", SECRETS, "-k"))
             print(f"\nnobody reads {tried}: {read.stdout or read.stderr!r}")
             assert '"header"' not in read.stdout, f"nobody read etcd at {tried}: {read.stdout}"
@@ -94,27 +80,17 @@ def test_nobody_can_neither_read_nor_write_etcd() -> None:
             )
             assert '"header"' not in wrote.stdout, f"nobody wrote to etcd: {wrote.stdout}"
         # The control: with the API server's certificate etcd answers, holds Secrets, and not the key.
-        answer = subprocess.run(
-            etcd_request(host, "/v3/kv/range", SECRETS, *with_client_certificate()),
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        assert int(json.loads(answer.stdout)["count"]) > 0, answer.stdout
-        planted_count = subprocess.run(
-            etcd_request(
-                host, "/v3/kv/range", {"key": key(planted), "count_only": True},
-                *with_client_certificate(),
-            ),
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        assert "count" not in json.loads(planted_count.stdout), planted_count.stdout
+        answer = range_as_the_api_server(host, SECRETS)
+        assert int(answer["count"]) > 0, answer
+        answer = range_as_the_api_server(host, {"key": key(planted), "count_only": True})
+        assert "count" not in answer, answer
 
 
 # --- .cluster/ ---------------------------------------------------------------------------------------
 
 
 def written_secrets() -> list[Path]:
-    """The keys, kubeconfigs and tokens up.sh writes: kubeadm's keys and kubeconfigs, the admin's
-    kubeconfig, and .cluster/env (the submitter's token)."""
+    """The keys, kubeconfigs and tokens up.sh writes (.cluster/env holds the submitter's token)."""
     pki = sorted((STATE / "pki").rglob("*.key"))
     kubeconfigs = sorted((STATE / "kubeconfigs").glob("*.conf"))
     return [*pki, *kubeconfigs, STATE / "kubeconfig", STATE / "env"]
@@ -169,13 +145,11 @@ def test_nobody_cannot_list_the_clusters_folder() -> None:
 def test_nobody_cannot_reach_the_emulator(cluster: Cluster) -> None:
     emulator = cluster.env["STORAGE_EMULATOR_HOST"]
     name = f"nobody-was-here-{secrets.token_hex(3)}"
-    listed = as_nobody(
-        "curl", "-q", "-sS", "-m", "10", f"{emulator}/storage/v1/b/{cluster.bucket}/o"
-    )  # fmt: skip
+    listed = as_nobody(*CURL, f"{emulator}/storage/v1/b/{cluster.bucket}/o")
     print(f"\nnobody lists the bucket: {listed.stdout[:80] or listed.stderr!r}")
     assert listed.returncode != 0 and '"kind"' not in listed.stdout, listed.stdout[:200]
     uploaded = as_nobody(  # tried only once the listing was refused
-        "curl", "-q", "-sS", "-m", "10", "-X", "POST", "--data-binary", "run",
+        *CURL, "-X", "POST", "--data-binary", "run",
         f"{emulator}/upload/storage/v1/b/{cluster.bucket}/o?uploadType=media&name={name}",
     )  # fmt: skip
     assert uploaded.returncode != 0, uploaded.stdout
@@ -189,9 +163,7 @@ OUTSIDE_LINK = ("mnist-out0", "10.78.0.1/30", "10.78.0.2/30")
 
 @pytest.fixture
 def outside() -> Iterator[list[str]]:
-    """A network namespace linked to this machine by a veth pair of its own, with a route to the cluster's
-    bridge through it, as another machine on the network or a container of another bridge would have:
-    the command prefix to run in it. Removed afterwards."""
+    """The command prefix into a network namespace routed to the cluster's bridge, as another machine."""
     link, host_address, its_address = OUTSIDE_LINK
     commands = [
         ["ip", "netns", "add", OUTSIDE],
@@ -219,7 +191,7 @@ def test_no_other_machine_reaches_the_emulator(cluster: Cluster, outside: list[s
         capture_output=True, text=True,
     )  # fmt: skip
     listed = subprocess.run(
-        [*outside, "curl", "-q", "-sS", "-m", "10", f"{emulator}/storage/v1/b"],
+        [*outside, *CURL, f"{emulator}/storage/v1/b"],
         capture_output=True, text=True,
     )  # fmt: skip
     print(
@@ -237,8 +209,7 @@ def documented_listeners() -> str:
 
 
 def test_every_listener_of_the_clusters_daemons_is_documented() -> None:
-    """`ss -ltnp`, by the PIDs in .cluster/pids/: each ADDRESS:PORT, or ADDRESS:random for a port the
-    daemon picks, is in the table with its daemon's name in the same row."""
+    """Each ADDRESS:PORT (or ADDRESS:random) `ss -ltnp` shows is in the table beside its daemon's name."""
     found = listeners()
     print("\nlisteners:", json.dumps({name: sorted(ports) for name, ports in found.items()}))
     assert {"etcd", "kube-apiserver", "kubelet", "gcs-emulator"} <= set(found), found

@@ -1,8 +1,4 @@
-"""Rights as the real API server grants them, and what a submitter cannot do with them: each account's
-`kubectl auth can-i --list` against docs/gke.md's table; the submitter's escapes, through the Argo Server with
-its token and straight to the API server (`--as`), each refused by the rule named (the project's admission
-policies, Pod Security `restricted`, the LimitRange, RBAC); the controller's pods checked by the pod policy as
-the controller itself (server-side dry run), starting from the pod of a workflow that ran."""
+"""Rights as the real API server grants them, and each escape a submitter tries, refused by the rule named."""
 
 from __future__ import annotations
 
@@ -75,8 +71,7 @@ def test_the_submitter_cannot_read_a_secret(cluster: Cluster) -> None:
 
 
 def submit(cluster: Cluster, route: str, workflow: Manifest, namespace: str = NAMESPACE) -> Any:
-    """The Workflow's name, or the refusal: POSTed to the Argo Server with the submitter's token (as
-    submit.py and the Argo UI do), or `kubectl create` as the submitter's account."""
+    """(name, "") or (None, refusal): POSTed to the Argo Server with the submitter's token, or `--as` it."""
     if route == "argo-server":
         token = cluster.env["ARGO_TOKEN"]
         answer = requests.post(
@@ -164,8 +159,7 @@ def changed(workflow: Manifest, change: Change | dict[str, Manifest]) -> Manifes
 
 
 def secret_as_artifact_credential(workflow: Manifest) -> None:
-    """An S3 output whose access key is a Secret of the namespace: Argo mounts that Secret into `wait`
-    (workflowpod.go, createSecretVolumesAndMounts), which would send it to the endpoint named here."""
+    """An S3 output keyed by a Secret, which Argo mounts into `wait` (workflowpod.go, createSecretVolumesAndMounts)."""
     secret = {"name": OTHER_SECRET, "key": "key"}
     s3 = {"endpoint": "10.77.0.1:9", "bucket": "b", "key": "k", "insecure": True}
     s3 |= {"accessKeySecret": secret, "secretKeySecret": secret}
@@ -203,9 +197,7 @@ AT_SUBMISSION: dict[str, tuple[Any, str]] = {
     ),
     "spec-hidden-in-status": (spec_hidden_in_status, "podSpecPatch"),
 }
-# Let through, then refused when the controller makes the pod: (change, refused by, the refusal says). The
-# local cluster's API server refuses a privileged container before admission (--allow-privileged=false);
-# where it is allowed (GKE), Pod Security refuses it: refused by "".
+# Refused when the controller makes the pod: (change, refused by, says); "": by --allow-privileged=false or PSA.
 AT_THE_POD: dict[str, tuple[Any, str, str]] = {
     "host-network": ({"spec": {"hostNetwork": True}}, RESTRICTED, "hostNetwork=true"),
     "privileged-container": (
@@ -317,21 +309,12 @@ def test_a_workflow_template_is_held_to_the_same_rules(cluster: Cluster) -> None
 
 @pytest.fixture(scope="module")
 def allowed_pod(cluster: Cluster) -> Iterator[Manifest]:
-    """The pod, as Argo's controller built it, of the allowed workflow submitted through the Argo Server
-    and run to the end: the start of the pod policy's cases."""
+    """The pod Argo's controller built for the allowed workflow, run to the end: the pod policy's start."""
     name, refusal = submit(cluster, "argo-server", allowed_workflow(cluster.env["STEPS_IMAGE"]))
     assert name, refusal
     try:
-        phase = wait_until(
-            f"workflow {name} to end",
-            lambda: (
-                cluster.workflow(name).get("status", {}).get("phase")
-                in ("Succeeded", "Failed", "Error")
-                and cluster.workflow(name)["status"]["phase"]
-            ),
-            timeout=180,
-        )
-        assert phase == "Succeeded", cluster.workflow(name)["status"]
+        status = cluster.finished(name, timeout=180)["status"]
+        assert status["phase"] == "Succeeded", status
         (pod,) = cluster.get(
             "pods", "-n", NAMESPACE, "-l", f"workflows.argoproj.io/workflow={name}"
         )["items"]
@@ -341,8 +324,7 @@ def allowed_pod(cluster: Cluster) -> Iterator[Manifest]:
 
 
 def test_the_allowed_workflow_ran_and_its_step_holds_no_token(allowed_pod: Manifest) -> None:
-    """Only Argo's init and wait containers mount a token, the executor account's; the step's account
-    has no role at all (Argo's docs/security.md, "Workflow Pod Permissions")."""
+    """Only Argo's init and wait containers mount the executor's token (Argo's docs/security.md)."""
     spec = allowed_pod["spec"]
     assert spec["serviceAccountName"] == names.SERVICE_ACCOUNT
     assert spec["automountServiceAccountToken"] is False
@@ -354,8 +336,7 @@ def test_the_allowed_workflow_ran_and_its_step_holds_no_token(allowed_pod: Manif
 
 
 def controller_creates(cluster: Cluster, pod: Manifest, change: Change = lambda pod: None) -> Any:
-    """POD, changed, as a new pod created by the controller's account in a server-side dry run (nothing is
-    stored or started): the pod as the server would store it, or the refusal."""
+    """POD, changed, created as the controller in a server-side dry run: the stored pod, or the refusal."""
     fresh = copy.deepcopy(pod)
     fresh.pop("status", None)
     fresh["spec"].pop("nodeName", None)
@@ -437,8 +418,6 @@ def test_the_controller_may_create_the_allowed_pod_again(
 def test_the_pod_policy_refuses_what_the_workflow_policy_cannot_see(
     cluster: Cluster, allowed_pod: Manifest, case: str
 ) -> None:
-    """Whatever the controller was asked to make (a status edited by hand, a template Argo fills in), the
-    API server refuses a workflow's pod that leaves the trust model."""
     change, says = POD_CASES[case]
     refusal = controller_creates(cluster, allowed_pod, change)
     assert isinstance(refusal, str) and POD_POLICY in refusal and says in refusal, refusal
@@ -486,8 +465,7 @@ def selects(policy: Manifest, labels: dict[str, str]) -> bool:
 def test_the_network_policies_are_admitted_and_select_the_projects_pods(
     cluster: Cluster, allowed_pod: Manifest
 ) -> None:
-    """The local cluster's bridge CNI does not enforce NetworkPolicy; the API server holds the policies, and
-    their selectors pick the page's pod and a workflow's pod as the rules intend."""
+    """The bridge CNI enforces no NetworkPolicy: the policies' selectors pick the pods the rules intend."""
     policies = {
         p["metadata"]["name"]: p for p in cluster.get("networkpolicy", "-n", NAMESPACE)["items"]
     }

@@ -1,11 +1,10 @@
-"""The cluster the cluster tests run on: the local one (`make cluster-up`, its .cluster/env) or one named by
-KUBECONFIG (and KUBE_CONTEXT), whose Argo Server, token and bucket are found on it (STEPS_IMAGE, TRAIN_IMAGE,
-MNIST_SOURCE and STORAGE_EMULATOR_HOST from the environment)."""
+"""The cluster the cluster tests run on: the local one (.cluster/env) or KUBECONFIG's (and KUBE_CONTEXT's)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -27,25 +26,17 @@ from workflows.server.client import from_environment as argo_server_from
 LOCAL_ENV = ROOT / ".cluster" / "env"
 # What submit.py and the tests read from the environment of a cluster run.
 CLUSTER_VARIABLES = (
-    "KUBECONFIG",
-    "ARGO_SERVER",
-    "ARGO_TOKEN",
-    "ARGO_INSECURE_SKIP_VERIFY",
-    "ARGO_NAMESPACE",
-    "ARTIFACTS",
-    "MNIST_SOURCE",
-    "STORAGE_EMULATOR_HOST",
-    "GOOGLE_CLOUD_PROJECT",
-    "STEPS_IMAGE",
-    "TRAIN_IMAGE",
-    "PAGE_IMAGE",
-    "PAGE_URL",  # the page's address, which the Argo UI links to (the local cluster's .cluster/env)
-    "PATH",
+    *("KUBECONFIG", "ARGO_SERVER", "ARGO_TOKEN", "ARGO_INSECURE_SKIP_VERIFY", "ARGO_NAMESPACE"),
+    *("ARTIFACTS", "MNIST_SOURCE", "STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT", "STEPS_IMAGE"),
+    *("TRAIN_IMAGE", "PAGE_IMAGE", "PAGE_URL", "PATH"),  # PAGE_URL: the page the Argo UI links to
 )
 NO_CLUSTER = (
     "no cluster to test on: run `make test-cluster` (or `make cluster-up` first), or set KUBECONFIG "
     "(and KUBE_CONTEXT) to an existing cluster with Argo and infra/k8s applied"
 )
+
+
+SUBMITTED = re.compile(r"^submitted (\S+) to ", re.MULTILINE)
 
 
 class ClusterError(AssertionError):
@@ -118,17 +109,16 @@ class Cluster:
         """A google-cloud-storage client for the bucket, as this cluster's environment says."""
         from google.cloud import storage
 
-        previous = {name: os.environ.get(name) for name in ("STORAGE_EMULATOR_HOST",)}
+        previous = os.environ.get("STORAGE_EMULATOR_HOST")
         try:
             if "STORAGE_EMULATOR_HOST" in self.env:
                 os.environ["STORAGE_EMULATOR_HOST"] = self.env["STORAGE_EMULATOR_HOST"]
             return storage.Client(project=self.env.get("GOOGLE_CLOUD_PROJECT", "local"))
         finally:
-            for name, value in previous.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+            if previous is None:
+                os.environ.pop("STORAGE_EMULATOR_HOST", None)
+            else:
+                os.environ["STORAGE_EMULATOR_HOST"] = previous
 
     def keys(self, prefix: str) -> list[str]:
         return sorted(blob.name for blob in self.storage().list_blobs(self.bucket, prefix=prefix))
@@ -210,8 +200,7 @@ class Cluster:
         return str(wait_until(f"a running pod of {run}'s {task}", running, timeout, every=0.5))
 
     def kill_step(self, pod: str) -> None:
-        """SIGKILL every process of the step's container but its PID 1 (Argo's emissary, which reports
-        the step's exit): the kernel's OOM killer ends a step the same way."""
+        """SIGKILL every process of the step's container but PID 1 (Argo's emissary), as the OOM killer does."""
         kill = "import os, signal; os.kill(-1, signal.SIGKILL)"
         self.kubectl("-n", self.namespace, "exec", pod, "-c", "main", "--", "python", "-c", kill)
 
@@ -234,9 +223,25 @@ ENDED = ("Succeeded", "Failed", "Error")
 NODE_NAME_ANNOTATION = "workflows.argoproj.io/node-name"  # on every pod: its node's full name
 
 
+@dataclass(frozen=True)
+class Run:
+    name: str
+    output: str
+
+
+def submitted(cluster: Cluster, *args: str) -> Run:
+    """The run `submit.py ARGS` submitted, once it exited 0, and what it printed."""
+    done = cluster.submit(*args)
+    assert done.returncode == 0, (
+        f"submit.py exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    )
+    match = SUBMITTED.search(done.stdout)
+    assert match, done.stdout
+    return Run(match[1], done.stdout)
+
+
 def archived_log(workflow: dict, node: dict) -> str:
-    """The key of a Pod node's archived log, RUN/POD/main.log: its pod is named RUN-TEMPLATE-HASH from
-    the node's ID RUN-HASH (Argo's pod names v2, workflow/util/pod_name.go)."""
+    """RUN/RUN-TEMPLATE-HASH/main.log, the node's ID being RUN-HASH (Argo's workflow/util/pod_name.go)."""
     name = workflow["metadata"]["name"]
     return f"{name}/{name}-{node['templateName']}-{node['id'].rsplit('-', 1)[1]}/main.log"
 
@@ -251,8 +256,7 @@ def tries(workflow: dict, task: str) -> list[dict]:
 
 
 def task_nodes(workflow: dict) -> dict[str, dict]:
-    """The controller's node of each DAG task by its display name: a Retry node (its tries are Pod nodes
-    named after it with `(N)`), or the Pod of a template without retries."""
+    """Each DAG task's Retry node (its tries are Pods named `TASK(N)`), or its one Pod, by display name."""
     return {
         node["displayName"]: node
         for node in workflow["status"]["nodes"].values()
@@ -317,8 +321,7 @@ def port_forward(
     remote: int = 2746,
     namespace: str = "argo",
 ) -> int:
-    """`kubectl port-forward` to RESOURCE's port REMOTE (by default the Argo Server's) on a free local
-    port; stopped by its PID at close()."""
+    """`kubectl port-forward` to RESOURCE's port REMOTE on a free local port; stopped by its PID at close()."""
     port = free_port()
     context = ["--context", target.context] if target.context else []
     process = subprocess.Popen(
