@@ -57,7 +57,7 @@ TEMPLATE_LABEL = "workflows.argoproj.io/workflow-template"  # what marks a run a
 LOCAL_OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "--parallelism": (
         "at most this many tasks at once, locally (the cores are shared out among those running); "
-        "tasks also wait until the memory their templates request is free",
+        "tasks also wait until their templates' memory limits fit in the memory free",
         "2 per core",
         {"type": positive_int, "default": None},
     ),
