@@ -3,7 +3,6 @@ weights drawn as Keras draws them."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -12,7 +11,6 @@ import numpy as np
 import pytest
 
 from steps import init
-from steps.lib.architecture import MODEL_CONFIG, MODEL_CONFIG_JSON
 from steps.lib.entry_point import run
 from steps.lib.model_file import WEIGHT_LAYOUT, read_model_file
 from tests.support.steps import files_in
@@ -28,31 +26,9 @@ def fresh_keras_model():
     return build_model()
 
 
-def keras_file_config(model, folder: Path) -> str:
-    """The model_config attribute Keras writes into a model's HDF5 file."""
-    model.save(folder / "keras.h5")
-    with h5py.File(folder / "keras.h5", "r") as handle:
-        return handle.attrs["model_config"]
-
-
 def write_init(path: Path, seed: int = 0) -> Path:
     assert run(init.main, init.make_parser(), ["--seed", str(seed), "--out", str(path)]) == 0
     return path
-
-
-def test_the_declared_config_is_the_one_keras_writes(tmp_path: Path) -> None:
-    written = keras_file_config(fresh_keras_model(), tmp_path)
-    assert json.loads(written) == MODEL_CONFIG
-    assert written == MODEL_CONFIG_JSON  # to the character
-
-
-def test_keras_rebuilds_the_same_network_from_the_declared_config() -> None:
-    import keras
-
-    rebuilt = keras.Sequential.from_config(MODEL_CONFIG["config"])
-    built = fresh_keras_model()
-    assert rebuilt.get_config() == built.get_config()
-    assert [tuple(w.shape) for w in rebuilt.weights] == [shape for *_, shape in WEIGHT_LAYOUT]
 
 
 def h5_structure(path: Path) -> dict:

@@ -330,22 +330,13 @@ def published_card(store: Path, run: str = "mnist-abc12") -> dict:
 def test_no_workflow_parameter_can_rewrite_the_card(
     source: str, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The compiled publish template's arguments as Argo substitutes them (plain text replacement)."""
-    from workflows.local.spec import substitute, templates_by_name
+    """publish's arguments as the local runner fills in their tags (plain text replacement, as Argo)."""
+    from tests.support.steps import task_args
     from workflows.pipeline.settings import PipelineSettings
     from workflows.pipeline.workflow import compile_workflow
 
-    settings = PipelineSettings(epochs=1, source=source)
-    workflow = compile_workflow(settings)
-    values = {
-        f"workflow.parameters.{p['name']}": p["value"]
-        for p in workflow["spec"]["arguments"]["parameters"]
-    }
-    values |= {"workflow.name": "mnist-abc12", "inputs.parameters.model": "unused"}
-    values["workflow.parameters.store"] = str(tmp_path / "store")
-    args = substitute(
-        templates_by_name(workflow)["publish"]["container"]["args"], values, "publish"
-    )
+    settings = PipelineSettings(epochs=1, source=source, store=str(tmp_path / "store"))
+    args = task_args(compile_workflow(settings), "publish")
     (tmp_path / "in").mkdir()
     copy_model(tmp_path / "in" / "model.h5")
     write_json(tmp_path / "in" / "metrics.json", {"accuracy": 0.9})

@@ -58,9 +58,22 @@ def epoch_lines(text: str) -> list[tuple[str, ...]]:
 def test_train_reports_progress_and_each_epochs_loss_accuracy_and_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str], capsys
 ) -> None:
+    from steps.lib.keras_model import keras
+
+    fed = []
+    real_fit = keras.Model.fit
+
+    def recording_fit(self, x, **kwargs):
+        fed.append(x)
+        return real_fit(self, x, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", recording_fit)
     target = tmp_path / "argo" / "progress"
     monkeypatch.setenv("ARGO_PROGRESS_FILE", str(target))
     assert run(train.main, train.make_parser(), train_argv(tmp_path, 2)) == 0
+    # fed one thread's batches: Keras' autotuned pipeline slowed trainers sharing the cores unevenly
+    assert fed[0].options().autotune.enabled is False
+    assert fed[0].options().threading.private_threadpool_size == 1
     assert progress_writes[0] == "0/10\n"  # 250 samples, batch 50: 5 batches per epoch, 2 epochs
     assert progress_writes[-1] == "10/10\n"
     done = [int(value.split("/")[0]) for value in progress_writes]
@@ -224,31 +237,6 @@ def test_training_batches_hold_every_digit_once_per_epoch_scaled_as_to_inputs() 
     np.testing.assert_array_equal(again, to_inputs(shard.x[orders[0]]))  # the seed decides
     other = one_pass(training_batches(shard, 64, seed=4))[1]
     assert not np.array_equal(other, again)
-
-
-@pytest.mark.slow  # trains
-def test_the_trainer_feeds_fit_one_thread_without_autotuning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_writes: list[str]
-) -> None:
-    """Keras' own autotuned pipeline for arrays slowed trainers sharing the cores unevenly."""
-    from steps.lib.keras_model import keras
-
-    fed = []
-    real_fit = keras.Model.fit
-
-    def recording_fit(self, x=None, *args, **kwargs):
-        fed.append(x)
-        return real_fit(self, x, *args, **kwargs)
-
-    monkeypatch.setattr(keras.Model, "fit", recording_fit)
-    assert run(train.main, train.make_parser(), train_argv(tmp_path, 1)) == 0
-    import tensorflow as tf
-
-    (batches,) = fed
-    assert isinstance(batches, tf.data.Dataset)
-    assert batches.options().autotune.enabled is False
-    assert batches.options().threading.private_threadpool_size == 1
-    assert progress_writes == []  # without ARGO_PROGRESS_FILE, no progress file
 
 
 @pytest.mark.slow  # trains

@@ -1,5 +1,5 @@
-"""Model files without TensorFlow: the layout the code owns is the network's, aggregate's output is a full
-Keras model holding the FedAvg mean, and the steps that do not train never import TensorFlow."""
+"""Model files without TensorFlow: aggregate's output is a full Keras model holding the FedAvg mean, and
+the steps that do not train never import TensorFlow."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from steps import aggregate
 from steps.lib.entry_point import run
-from steps.lib.model_file import WEIGHT_LAYOUT, read_model_file
+from steps.lib.model_file import read_model_file
 from tests.support.project import run_python
 from tests.support.steps import (
     copy_model,
@@ -20,20 +20,6 @@ from tests.support.steps import (
     write_model_weights,
     write_npz,
 )
-
-
-def test_the_owned_layout_is_the_networks() -> None:
-    from steps.lib.keras_model import build_model
-
-    model = build_model()
-    layers = [layer for layer in model.layers if layer.weights]
-    owned = [
-        (type(layer).__name__.lower(), weight.name, tuple(weight.shape))
-        for layer in layers
-        for weight in layer.weights
-    ]
-    assert owned == [(kind, name, shape) for kind, name, shape in WEIGHT_LAYOUT]
-    assert all(weight.dtype == "float32" for weight in model.weights)
 
 
 def test_aggregate_writes_a_keras_model_holding_the_weighted_mean(tmp_path: Path) -> None:

@@ -252,3 +252,16 @@ def publish_as(
 def latest(tmp_path: Path) -> str:
     """The run tmp_path/store's LATEST names."""
     return (tmp_path / "store" / LATEST_KEY).read_text()
+
+
+def task_args(workflow: dict, task: str, outputs: dict[str, str] | None = None) -> list[str]:
+    """`task`'s container args with their tags filled in by the local runner's own functions, in run
+    mnist-abc12; `outputs`: the `tasks.*.outputs.parameters.*` values the task reads."""
+    from workflows.local import plan, spec
+
+    read = spec.read(workflow | {"metadata": {"name": "mnist-abc12"}})
+    dag = plan.read_dag(read.entry)
+    [(_, arguments)] = plan.expand(dag.tasks[task], read.globals | (outputs or {}))
+    inputs = {f"inputs.parameters.{name}": value for name, value in arguments.items()}
+    template = read.steps[dag.tasks[task]["template"]].template
+    return spec.substitute(template["container"]["args"], read.globals | inputs, task)
