@@ -16,13 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import cluster_report, plan, results_page, timeline
-from bench.baseline_method import build_baseline_model
+from bench import plan, results_page, timeline
 from bench.data import iid_shards
 from bench.pipeline_run import PROBE_DIR, LogWatcher, settings_record, submit_command
 from bench.report import PLAN_PNG, RESULTS_MD, markdown, write_outputs
 from bench.run import make_parser
-from bench.targets import TARGET_ACCURACY, check_all, time_ratio
+from bench.targets import TARGET_ACCURACY, check_all
 from steps.lib.mnist import Digits
 from tests.support.project import ROOT
 from workflows.pipeline.settings import PipelineSettings
@@ -68,10 +67,7 @@ def test_rounds_come_from_the_compiled_spec_and_last_from_the_first_trainer_to_t
     }
     spans = timeline.round_seconds(summary, rounds)
     assert [round(s["seconds"], 2) for s in spans] == [13.0, 13.2]  # 2.6 → 15.6, 15.7 → 28.9
-
-
-def test_step_seconds_leave_the_trainers_out() -> None:
-    steps = timeline.step_seconds(two_rounds()[0])
+    steps = timeline.step_seconds(summary)  # the trainers left out
     assert set(steps) == {"split", "init", "aggregate", "evaluate", "publish"}
     assert [round(s, 2) for s in steps["aggregate"]] == [0.5, 0.7]
 
@@ -197,8 +193,6 @@ def test_the_targets_hold_what_was_measured() -> None:
     assert checks["1"]["met"] is False and "min 98.93%" in checks["1"]["measured"]
     assert checks["2"]["met"] is False and "seed 0: 1.50x (90 s / 60 s" in checks["2"]["measured"]
     assert "seed 1: n/a (pipeline did not reach it)" in checks["2"]["measured"]
-    runs = fake_runs()  # the best learning rate of the same seed
-    assert time_ratio(runs["default"][0], runs["centralized"]) == pytest.approx(90.0 / 60.0)
     assert checks["3"]["met"] is True and checks["4a"]["met"] is True
     assert checks["4b"]["met"] is False and "evaluate 1.4 s" in checks["4b"]["measured"]
     assert checks["4c"]["met"] is False and checks["4c"]["measured"] == "loaded by evaluate"
@@ -231,27 +225,12 @@ def test_the_plan_is_calibrated_on_the_run_that_ran_alone() -> None:
     slower = plan.critical_path(calibration, 8, 3, requeue=200.0)
     assert slower["seconds"] - slow["seconds"] == pytest.approx(100.0 * waits)
     assert slower["round_seconds"] - slow["round_seconds"] == pytest.approx(100.0 * 2)
-    publish = calibration.publish + plan.transfer(3 * calibration.model_bytes, 8)
-    assert slow["seconds"] == pytest.approx(
-        calibration.submit
-        + plan.FIRST_LEVEL_SECONDS
-        + waits * (100.0 + plan.GAP_EXCESS_SHORT)
-        + plan.POD_START_SECONDS
-        + publish
-    )
 
 
 def test_the_controllers_wait_after_a_level_follows_how_long_its_pod_lived() -> None:
     assert plan.level_gap(10.0, 4.0) == pytest.approx(6.0 + plan.GAP_EXCESS_SHORT)
     assert plan.level_gap(10.0, 25.0) == pytest.approx(10.0 + plan.GAP_EXCESS_LONG[10.0])
     assert plan.level_gap(2.0, 4.0) == pytest.approx(2.0 + plan.GAP_EXCESS_LONG[2.0])
-
-
-def test_the_plans_cluster_figures_are_those_of_the_saved_measurements() -> None:
-    saved = json.loads(plan.CLUSTER_TIMING_JSON.read_text())
-    assert cluster_report.combined(saved["measurements"])["figures"] == saved["figures"]
-    assert saved["figures"]["pod_start"]["mean"] == plan.POD_START_SECONDS
-    assert set(saved["figures"]["requeue"]) == {f"{seconds:g}s" for seconds in plan.REQUEUE_SECONDS}
 
 
 def test_the_plan_needs_a_number_of_rounds_that_reaches_the_target() -> None:
@@ -361,12 +340,6 @@ def test_the_simulation_averages_rounds_until_the_target(small_mnist: Path, caps
     runs = [(line["workers"], line["rounds"], line["round"]) for line in lines]
     assert runs == [(2, 1, 1), (2, 2, 1), (2, 2, 2)]
     assert all(0.0 <= line["accuracy"] <= 1.0 for line in lines)
-
-
-def test_the_baseline_model_is_the_classic_keras_mnist_cnn() -> None:
-    model = build_baseline_model()  # Keras' mnist_cnn example, as the replaced system trained it
-    assert model.count_params() == 1_199_882
-    assert model.optimizer.__class__.__name__ == "Adadelta"
 
 
 def test_the_pages_benchmark_is_run_and_read_when_it_exists(tmp_path: Path, monkeypatch) -> None:

@@ -18,7 +18,7 @@ from PIL import Image
 from steps import publish
 from steps.lib.entry_point import run
 from steps.lib.registry import CONFUSION_FILE, LATEST_KEY, run_prefix
-from steps.lib.storage import ArtifactStore, LocalStore, open_store
+from steps.lib.storage import ArtifactStore, LocalStore
 from tests.support.project import run_python
 from tests.support.steps import FULL_RUN as FULL
 from tests.support.steps import call, copy_model, flags, json_nested, latest, publish_as, write_json
@@ -178,23 +178,6 @@ def test_latest_is_ordered_by_the_store_not_by_the_publishers_clock(
     )
     assert (code, served) == (0, "true"), error
     assert latest(tmp_path) == "mnist-later"
-
-
-@pytest.mark.slow
-def test_both_rules_hold_on_gcs(
-    tmp_path: Path, strict_gcs_bucket: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """On GCS (preconditions enforced): LATEST follows the swaps, a published run stays as it was."""
-    on_gcs = f"--store=gs://{strict_gcs_bucket}"
-    store = open_store(f"gs://{strict_gcs_bucket}")
-    assert publish_as(tmp_path, "mnist-ahead", 0.50, on_gcs, capsys=capsys)[0] == 0
-    stamp_a_day_ahead(store, "mnist-ahead")
-    code, error, served, _ = publish_as(tmp_path, "mnist-later", 0.9055, on_gcs, capsys=capsys)
-    assert (code, served) == (0, "true"), error
-    code, error, _, _ = publish_as(tmp_path, "mnist-later", 0.0901, on_gcs, capsys=capsys)
-    assert code == 2 and "run mnist-later is published already" in error, error
-    metrics = json.loads(store.read_text(f"{run_prefix('mnist-later')}/metrics.json") or "")
-    assert (metrics["accuracy"], store.read_text(LATEST_KEY)) == (0.9055, "mnist-later")
 
 
 def test_a_served_run_without_its_card_is_still_the_served_model(
