@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +13,6 @@ import pytest
 from steps import aggregate, evaluate, init, split, train
 from steps.lib.entry_point import run
 from steps.lib.mnist import Digits
-from tests.support.project import ROOT
 from tests.support.steps import call, copy_model, digits, files_in, flags, write_json, write_npz
 
 
@@ -132,28 +129,3 @@ def test_train_renames_its_model_before_its_stats(tmp_path: Path, monkeypatch, c
     argv += ["--out", tmp_path / "out/model.h5", "--stats-out", tmp_path / "out/stats.json"]
     assert run(train.main, train.make_parser(), [str(a) for a in argv]) == 0
     assert renamed[-2:] == ["model.h5", "stats.json"]
-
-
-@pytest.mark.slow  # TensorFlow in a fresh process
-def test_tensorflow_start_up_lines_do_not_precede_the_error_line(tmp_path: Path) -> None:
-    """A step that fails after TensorFlow loaded still prints exactly one line."""
-    folder = tmp_path / "m"
-    folder.mkdir()
-    (folder / "x.h5").write_bytes(b"not an HDF5 file")
-    shard = write_npz(tmp_path / "shard.npz", **digits())
-    result = subprocess.run(
-        [
-            *(sys.executable, "-m", "steps.train", "--shard", str(shard)),
-            *("--model", str(folder / "x.h5"), "--out", str(tmp_path / "o.h5")),
-            *("--stats-out", str(tmp_path / "s.json")),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        env={k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"},
-    )
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith("python -m steps.train: error: ")
-    assert "not a model of this project's architecture" in result.stderr
