@@ -20,10 +20,8 @@ from tests.support import steps as steps_support
 from tests.support.ci_strict import pytest_runtest_makereport  # noqa: F401  (on CI a skip fails)
 from tests.support.project import free_port, wait_for_port
 
-# A test that uses one of these fixtures (or one built on them) trains a model or starts a server or
-# a browser, or builds the wheel: it is marked `slow` here, so `make test-fast` leaves it out
-# (docs/contributing.md). `serve` starts the Argo Server double (tests/support/argo_double.py), `wheel`
-# builds the project's wheel (tests/test_infra_image.py).
+# A test using one of these fixtures (or one built on them) trains, starts a server (`serve`: the Argo
+# Server double) or a browser, or builds the wheel: `slow`, left out of `make test-fast`.
 SLOW_FIXTURES = {"digit_model", "gcs_emulator", "browser", "server", "serve", "wheel"}
 CLUSTER_TESTS = Path(__file__).parent / "cluster"  # every test under tests/cluster/ is `cluster`
 pytest_plugins = ["tests.support.argo_double"]  # the Argo Server double's fixtures

@@ -3,23 +3,18 @@ model of another architecture: test_weights_rules.py)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from steps import evaluate, publish, split, train
+from steps import evaluate, split, train
 from steps.lib.entry_point import run
-from tests.support.steps import call, copy_model, digits, files_in, flags, write_npz
+from tests.support.steps import call, copy_model, digits, files_in, flags, split_argv, write_npz
 
 
 def train_argv(shard: Path, model: Path, out: Path) -> list:
     return flags(shard=shard, model=model, out=out / "m.h5", stats_out=out / "s.json")
-
-
-def split_argv(source: Path, workers: int, out: Path) -> list:
-    return flags(source=source, workers=workers, shards_dir=out / "s", test_out=out / "t.npz")
 
 
 BAD_SHARDS = {
@@ -67,13 +62,13 @@ def test_missing_files_are_named(tmp_path: Path, capsys) -> None:
     shard = write_npz(tmp_path / "ok.npz", **digits())
     line = call(train, train_argv(shard, tmp_path / "none.h5", tmp_path), capsys)
     assert "starting model not found" in line
-    line = call(split, split_argv(missing, 2, tmp_path), capsys)
+    line = call(split, split_argv(missing, tmp_path), capsys)
     assert f"dataset not found: {missing}" in line
     assert files_in(tmp_path) == {"ok.npz", "good.h5"}
 
 
 def test_split_refuses_more_workers_than_samples(small_mnist: Path, tmp_path: Path, capsys) -> None:
-    line = call(split, split_argv(small_mnist, 1001, tmp_path), capsys)
+    line = call(split, split_argv(small_mnist, tmp_path, workers=1001), capsys)
     # the 2000 training digits less the 1000 held out to score each round (steps.lib.defaults)
     assert "--workers 1001 is more than the 1000 training samples" in line
     assert files_in(tmp_path) == set()
@@ -81,28 +76,18 @@ def test_split_refuses_more_workers_than_samples(small_mnist: Path, tmp_path: Pa
 
 def test_split_refuses_a_dataset_without_mnist_keys(tmp_path: Path, capsys) -> None:
     source = write_npz(tmp_path / "other.npz", **digits())
-    line = call(split, split_argv(source, 2, tmp_path), capsys)
+    line = call(split, split_argv(source, tmp_path), capsys)
     assert "missing keys" in line
-
-
-def test_publish_refuses_bad_metrics_and_run_ids(tmp_path: Path, capsys) -> None:
-    store = tmp_path / "store"
-    metrics = tmp_path / "metrics.json"
-    metrics.write_text("[1, 2]")
-    model = copy_model(tmp_path / "good.h5")
-    base = flags(store=store, run="mnist-abc12", model=model, metrics=metrics)
-    assert "is not a JSON object" in call(publish, base, capsys)
-    metrics.write_text(json.dumps({"accuracy": 0.9}))
-    assert "use lowercase letters" in call(
-        publish, [*base[:2], "--run", "../up", *base[4:]], capsys
-    )
-    assert not store.exists()
 
 
 @pytest.mark.parametrize("argv", [["--workers", "0"], ["--workers", "-3"], ["--limit", "-1"]])
 def test_split_refuses_bad_numbers(argv: list[str], tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit) as stopped:
-        run(split.main, split.make_parser(), [*argv, *map(str, split_argv("x", 1, tmp_path)[4:])])
+        run(
+            split.main,
+            split.make_parser(),
+            [*argv, *map(str, split_argv("x", tmp_path, workers=1)[4:])],
+        )
     assert stopped.value.code == 2
     assert "error: argument" in capsys.readouterr().err.splitlines()[-1]
     assert files_in(tmp_path) == set()

@@ -83,10 +83,6 @@ def pid_running_in(tag: str, folder_prefix: str) -> int:
     raise AssertionError(f"no process runs in a folder named {folder_prefix}*")
 
 
-def served_metrics(store) -> dict:
-    return json.loads(store.read_text(f"{run_prefix(latest_run(store))}/metrics.json"))
-
-
 def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path: Path) -> None:
     settings = f"--workers 2 --epochs 3 --batch 32 --rounds 1 --limit 5000 --seed {FIXTURE_SEED}"
     tag = uuid.uuid4().hex
@@ -107,7 +103,9 @@ def test_a_killed_trainer_resumes_from_its_last_epoch(tmp_path: Path, mnist_path
     assert "resuming from checkpoint: 1 epoch(s) done, starting at epoch 2" in text
     resumed = text.split("--- attempt 2")[1]
     assert "epoch 1/3" not in resumed and "epoch 3/3" in resumed
-    assert served_metrics(open_store(store))["accuracy"] > 0.5  # a trained model, not a fresh one
+    opened = open_store(store)
+    metrics = json.loads(opened.read_text(f"{run_prefix(latest_run(opened))}/metrics.json"))
+    assert metrics["accuracy"] > 0.5  # a trained model, not a fresh one
 
 
 def run_failing_shard(tmp_path: Path, source: Path, shard: str, command: str, **changes) -> tuple:

@@ -16,7 +16,7 @@ import pytest
 from steps import aggregate, split
 from steps.lib.entry_point import run
 from steps.lib.errors import StepError
-from tests.support.steps import copy_model, digits, files_in
+from tests.support.steps import copy_model, digits, files_in, split_argv
 
 SEED = 20240516
 CASES_PER_KIND = 60
@@ -91,9 +91,7 @@ def test_fuzzed_sources_through_split_leave_no_output(tmp_path: Path, capsys) ->
     out = tmp_path / "out"
 
     def split_into_out(source: Path) -> None:
-        argv = ["--source", str(source), "--workers", "2"]
-        argv += ["--shards-dir", str(out / "shards"), "--test-out", str(out / "test.npz")]
-        code = run(split.main, split.make_parser(), argv)
+        code = run(split.main, split.make_parser(), split_argv(source, out))
         capsys.readouterr()
         if code == 0:
             assert files_in(out) == {"shards", "shards/0.npz", "shards/1.npz", "test.npz"}

@@ -39,9 +39,8 @@ def keras_scores(weights: list[np.ndarray], digits: Digits) -> tuple[np.ndarray,
 
 
 def keras_digits(ours: np.ndarray, keras: np.ndarray) -> np.ndarray:
-    """Keras's digit for each image, where its top two probabilities stand more than 2 * TOLERANCE
-    apart; where they do not, the two computations may break the near-tie either way (by the CPU's
-    rounding), and ours stands. Elsewhere ours must be Keras's (checked)."""
+    """Keras's digit where its top two probabilities stand over 2 * TOLERANCE apart (ours must agree,
+    checked); in a near-tie the CPU's rounding may break it either way, and ours stands."""
     top_two = np.sort(keras, axis=1)[:, -2:]
     decided = top_two[:, 1] - top_two[:, 0] > 2 * TOLERANCE
     np.testing.assert_array_equal(ours.argmax(axis=1)[decided], keras.argmax(axis=1)[decided])

