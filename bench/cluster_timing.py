@@ -22,6 +22,7 @@ import signal
 import sys
 import tempfile
 import time
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from bench.cluster_levels import trimmed_workflow
 from bench.controller_env import VARIABLE, changed_controller, current_value
 from bench.measure import cpu_model
 from bench.pod_watch import PodWatch
-from tests.support.cluster import Cluster, from_environment, opened, wait_until
+from tests.support.cluster import Cluster, from_environment, wait_until
 from tests.support.project import run_submit
 
 RUN_FLAGS = ("limit", "workers", "rounds", "epochs", "batch")
@@ -165,7 +166,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     cluster.kubectl("get", "--raw", "/readyz")
     records: list[dict] = []
     started = datetime.now(UTC)
-    with opened(cluster):
+    with closing(cluster):
         if busy := others_running(cluster):
             raise SystemExit(
                 f"cluster_timing: other runs are running: {', '.join(busy)}; not measured"

@@ -4,15 +4,16 @@ on the cluster tests/support/cluster.py finds, which must answer: no cluster fai
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import closing
 
 import pytest
 
-from tests.support.cluster import Cluster, from_environment, opened
+from tests.support.cluster import Cluster, from_environment
 
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     target = from_environment()
     target.kubectl("get", "--raw", "/readyz")
-    with opened(target):
+    with closing(target):
         yield target

@@ -1,7 +1,5 @@
-"""The cluster timing (bench/cluster_timing.py) on one small run of the real controller, with its
-DEFAULT_REQUEUE_TIME changed for the run and put back after an error: what it measured must be coherent
-(every level of the DAG found, every gap and start within the run's span, the total made of them), and the
-controller must end as it was. How fast anything was is what the benchmark prints, never a verdict here."""
+"""bench/cluster_timing.py on one small run, the controller's DEFAULT_REQUEUE_TIME changed and put back after
+an error: what it measured is coherent and the controller ends as it was; how fast is never a verdict here."""
 
 from __future__ import annotations
 

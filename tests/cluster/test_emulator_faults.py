@@ -1,12 +1,7 @@
-"""The local cluster's GCS emulator stopped (SIGTERM) or killed (SIGKILL) while a trainer's model is
-uploading, then started again as docs/local-cluster.md says (`source .cluster/env`, `up.sh gcs-emulator`):
-the run must still end Succeeded, every object in the bucket must match its recorded size and checksums,
-none stored before may be lost or changed, and LATEST must name the run.
-
-To be sure the upload is in flight when the emulator goes, the emulator is frozen (SIGSTOP) once the
-trainer's main container runs (its inputs are loaded, and without a checkpoint store it writes nothing
-until it ends); the trainer's executor then connects to it and sends its model's bytes, which wait unread
-in the emulator's socket (`ss` shows them), and only then is the emulator stopped or killed."""
+"""The local cluster's GCS emulator stopped or killed mid-upload, then started as docs/local-cluster.md says:
+the run still Succeeds, every object matches its recorded size and checksums, none stored before changed.
+The emulator is frozen (SIGSTOP) while the trainer trains, so its model's bytes wait unread in the emulator's
+socket (`ss` shows them) when it is stopped."""
 
 from __future__ import annotations
 
@@ -38,32 +33,22 @@ CHECKPOINT_FLAGS = ("--checkpoint-store", "--checkpoint-key")
 
 
 def without_checkpoints(workflow: dict) -> dict:
-    """The trainer's command line without its checkpoint store: its pod then talks to the store only when
-    its executor loads the inputs and, after main ends, uploads the outputs (the model first)."""
+    """The trainer without its checkpoint store: its pod then writes to the store only its outputs."""
     train = next(t for t in workflow["spec"]["templates"] if t["name"] == "train")
     args = train["container"]["args"]
-    kept = [
-        arg
-        for index, arg in enumerate(args)
-        if arg not in CHECKPOINT_FLAGS and (index == 0 or args[index - 1] not in CHECKPOINT_FLAGS)
-    ]
-    train["container"]["args"] = kept
+    for flag in CHECKPOINT_FLAGS:  # each followed by its value
+        del args[args.index(flag) : args.index(flag) + 2]
     return workflow
 
 
 def unread_bytes(port: int, peer: str) -> int:
-    """The bytes PEER has sent to the emulator's port that the emulator has not read (Recv-Q), over all
-    of PEER's connections to it."""
+    """The bytes PEER has sent to the emulator's port that it has not read (Recv-Q), over all connections."""
     listing = subprocess.run(
         ["ss", "-tnH", "state", "established", f"( sport = :{port} )"],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    total = 0
-    for line in listing.splitlines():
-        received, _sent, _local, remote = line.split()[:4]
-        if remote.rsplit(":", 1)[0] == peer:
-            total += int(received)
-    return total
+    rows = [line.split()[:4] for line in listing.splitlines()]  # Recv-Q, Send-Q, local, remote
+    return sum(int(received) for received, _, _, remote in rows if remote.rsplit(":", 1)[0] == peer)
 
 
 def objects(cluster: Cluster) -> dict[str, tuple[int, str, str]]:
@@ -140,10 +125,7 @@ def test_the_emulator_stopped_mid_upload_loses_nothing(cluster: Cluster, fault: 
     lost = {key for key in before if key != LATEST_KEY and after.get(key) != before[key]}
     assert lost == set(), f"objects lost or changed: {sorted(lost)}"
     bucket = cluster.storage().bucket(cluster.bucket)
-    wrong = {}
-    for key, recorded in after.items():
-        actual = measured(bucket.blob(key).download_as_bytes(checksum=None))
-        if actual != recorded:
-            wrong[key] = (recorded, actual)
-    assert wrong == {}, wrong
+    assert {
+        key: measured(bucket.blob(key).download_as_bytes(checksum=None)) for key in after
+    } == after
     assert cluster.read(LATEST_KEY).decode().strip() == name

@@ -1,10 +1,5 @@
-"""Faults on the cluster while a run trains: a trainer's pod deleted, the kubelet stopped for 30 s, the
-workflow controller killed, the API server restarted. Each run must still end Succeeded and publish a
-complete model that LATEST then names; and a run that ends in Error is deleted at the TTL its spec sets.
-What each fault did and how long the cluster took to recover: docs/failures.md, "On a real cluster".
-
-The kubelet and the API server are the local cluster's own processes (infra/local-cluster/): those two
-faults need it, and a cluster known only by its KUBECONFIG skips them."""
+"""Faults while a run trains (docs/failures.md, "On a real cluster"): it still ends Succeeded and publishes a
+complete model LATEST names; a run ending in Error is deleted at its spec's TTL."""
 
 from __future__ import annotations
 
@@ -17,26 +12,18 @@ from datetime import datetime
 
 import pytest
 
-from steps.lib.registry import (
-    CONFUSION_FILE,
-    HISTORY_FILE,
-    HISTORY_PLOT,
-    LATEST_KEY,
-    METRICS_FILE,
-    MODEL_FILE,
-    RUN_FILE,
-    run_prefix,
-)
+from steps.lib import registry
 from tests.support.cluster import Cluster, tries, wait_until
-from tests.support.project import FIXTURE_SEED, ROOT
+from tests.support.local_cluster import LOCAL_CLUSTER
+from tests.support.project import FIXTURE_SEED
 from workflows.pipeline.workflow import compile_workflow
 
 pytestmark = pytest.mark.cluster
 
-LOCAL_CLUSTER = ROOT / "infra" / "local-cluster"
 # Trainers that take about half a minute on the local cluster's node, long enough to be hurt mid-round.
 LONG_ENOUGH = {"workers": 2, "rounds": 1, "epochs": 8, "batch": 32, "limit": 20000}
-PUBLISHED = {MODEL_FILE, METRICS_FILE, RUN_FILE, CONFUSION_FILE, HISTORY_FILE, HISTORY_PLOT}
+PUBLISHED = {registry.MODEL_FILE, registry.METRICS_FILE, registry.RUN_FILE, registry.CONFUSION_FILE}
+PUBLISHED |= {registry.HISTORY_FILE, registry.HISTORY_PLOT}
 KUBELET_DOWN_SECONDS = 30
 
 
@@ -52,9 +39,8 @@ def daemon(cluster: Cluster, script: str, name: str) -> None:
 
 def delete_a_trainers_pod(cluster: Cluster, run: str) -> None:
     """`kubectl delete pod`, as a person or a node drain does: the pod gets its grace period."""
-    cluster.kubectl(
-        "-n", cluster.namespace, "delete", "pod", cluster.pod_of(run, "train-round-1(0:0)")
-    )
+    pod = cluster.pod_of(run, "train-round-1(0:0)")
+    cluster.kubectl("-n", cluster.namespace, "delete", "pod", pod)
 
 
 def stop_the_kubelet(cluster: Cluster, run: str) -> None:
@@ -85,10 +71,6 @@ FAULTS: dict[str, Callable[[Cluster, str], None]] = {
 }
 
 
-def moment(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_run_hurt_mid_round_publishes_a_complete_model(cluster: Cluster, fault: str) -> None:
     name = f"mnist-{fault}-{secrets.token_hex(3)}"
@@ -101,25 +83,23 @@ def test_a_run_hurt_mid_round_publishes_a_complete_model(cluster: Cluster, fault
     recovered = time.time()
     workflow = cluster.finished(name)
     trainer = tries(workflow, "train-round-1(0:0)")
-    retried = [moment(t["startedAt"]).timestamp() - hurt for t in trainer[1:]]
+    retried = [datetime.fromisoformat(t["startedAt"]).timestamp() - hurt for t in trainer[1:]]
+    ended = datetime.fromisoformat(workflow["status"]["finishedAt"]).timestamp() - hurt
     print(  # what docs/failures.md tables
         f"\n{fault}: back in {recovered - hurt:.0f} s; the run {workflow['status']['phase']}"
-        f" {moment(workflow['status']['finishedAt']).timestamp() - hurt:.0f} s after the fault;"
-        f" train-round-1(0:0): "
+        f" {ended:.0f} s after the fault; train-round-1(0:0): "
         + ", ".join(f"{t['phase']} {t.get('message', '')[:70]!r}" for t in trainer)
         + (f"; its next try started {retried[0]:.0f} s after the fault" if retried else "")
     )
     assert workflow["status"]["phase"] == "Succeeded", workflow["status"].get("message")
-    published = {key.rsplit("/", 1)[1] for key in cluster.keys(f"{run_prefix(name)}/")}
+    published = {key.rsplit("/", 1)[1] for key in cluster.keys(f"{registry.run_prefix(name)}/")}
     assert published >= PUBLISHED, sorted(published)
-    assert cluster.read(LATEST_KEY).decode().strip() == name
+    assert cluster.read(registry.LATEST_KEY).decode().strip() == name
 
 
 def test_a_run_that_ends_in_error_is_deleted_at_its_ttl(cluster: Cluster) -> None:
-    """A run ends in Error when Argo itself fails a step (here an input artifact that is not in the
-    bucket: the init container cannot load it), not when a step fails. The TTL controller deletes it
-    after the spec's ttlStrategy.secondsAfterCompletion (gccontroller/gc_controller.go, ttl: Failed
-    counts only Failed), with its pods; shortened here through the spec, not the controller."""
+    """Argo itself fails it (an input artifact not in the bucket); deleted with its pods after the spec's
+    ttlStrategy.secondsAfterCompletion (gccontroller/gc_controller.go: its Failed TTL counts only Failed)."""
     name = f"mnist-error-{secrets.token_hex(3)}"
     settings = cluster.settings(
         workers=1, rounds=1, epochs=1, limit=2000, seed=FIXTURE_SEED, serve="never", retries=0
@@ -132,18 +112,11 @@ def test_a_run_that_ends_in_error_is_deleted_at_its_ttl(cluster: Cluster) -> Non
     cluster.create(workflow, name)
     ended = cluster.finished(name)
     assert ended["status"]["phase"] == "Error", ended["status"]
-    finished = moment(ended["status"]["finishedAt"])
-    gone = wait_until(
-        f"{name} to be deleted",
-        lambda: (
-            cluster.kubectl(
-                "-n", cluster.namespace, "get", "workflow", name, check=False
-            ).returncode
-            != 0
-        ),
-        ttl + 120,
+    finished = datetime.fromisoformat(ended["status"]["finishedAt"])
+    get = ("-n", cluster.namespace, "get", "workflow", name)
+    wait_until(
+        f"{name} to be deleted", lambda: cluster.kubectl(*get, check=False).returncode, ttl + 120
     )
-    assert gone
     wait_until(f"{name}'s pods to be deleted with it", lambda: not cluster.pods(name), 120)
     print(
         f"\nError run deleted {(time.time() - finished.timestamp()):.0f} s after it ended (TTL {ttl} s)"

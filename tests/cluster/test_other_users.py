@@ -29,9 +29,6 @@ def local_only(cluster: Cluster) -> None:
         pytest.skip("the local cluster's own processes and files (make cluster-up)")
 
 
-# --- etcd ---------------------------------------------------------------------------------------------
-
-
 def etcd_request(host: str, path: str, body: dict, *extra: str) -> list[str]:
     """curl's command line for a POST to etcd's JSON gateway (/v3/...) at HOST (scheme://host:port)."""
     return [*CURL, *extra, "-X", "POST", "--data", json.dumps(body), host + path]
@@ -41,11 +38,7 @@ def key(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-SECRETS = {
-    "key": key("/registry/secrets/"),
-    "range_end": key("/registry/secrets0"),
-    "count_only": True,
-}
+SECRETS = dict(key=key("/registry/secrets/"), range_end=key("/registry/secrets0"), count_only=True)
 
 
 def etcd_hosts() -> list[str]:
@@ -84,9 +77,6 @@ def test_nobody_can_neither_read_nor_write_etcd() -> None:
         assert int(answer["count"]) > 0, answer
         answer = range_as_the_api_server(host, {"key": key(planted), "count_only": True})
         assert "count" not in answer, answer
-
-
-# --- .cluster/ ---------------------------------------------------------------------------------------
 
 
 def written_secrets() -> list[Path]:
@@ -137,9 +127,6 @@ def test_every_key_token_and_kubeconfig_is_roots_alone() -> None:
 def test_nobody_cannot_list_the_clusters_folder() -> None:
     assert STATE.stat().st_mode & 0o077 == 0, oct(STATE.stat().st_mode)
     assert as_nobody("ls", str(STATE)).returncode != 0
-
-
-# --- the GCS emulator --------------------------------------------------------------------------------
 
 
 def test_nobody_cannot_reach_the_emulator(cluster: Cluster) -> None:
@@ -201,19 +188,13 @@ def test_no_other_machine_reaches_the_emulator(cluster: Cluster, outside: list[s
     assert listed.returncode != 0 and '"kind"' not in listed.stdout, listed.stdout[:200]
 
 
-# --- every listener, in the docs ---------------------------------------------------------------------
-
-
-def documented_listeners() -> str:
-    return docs.section(ROOT / "docs" / "local-cluster.md", LISTENERS_SECTION)
-
-
 def test_every_listener_of_the_clusters_daemons_is_documented() -> None:
     """Each ADDRESS:PORT (or ADDRESS:random) `ss -ltnp` shows is in the table beside its daemon's name."""
     found = listeners()
     print("\nlisteners:", json.dumps({name: sorted(ports) for name, ports in found.items()}))
     assert {"etcd", "kube-apiserver", "kubelet", "gcs-emulator"} <= set(found), found
-    rows = [line.split("|")[1:3] for line in documented_listeners().splitlines() if line[:1] == "|"]
+    table = docs.section(ROOT / "docs" / "local-cluster.md", LISTENERS_SECTION)
+    rows = [line.split("|")[1:3] for line in table.splitlines() if line[:1] == "|"]
     missing = []
     for name, addresses in found.items():
         for address in addresses:

@@ -116,8 +116,7 @@ def test_the_controller_exports_the_runs_accuracy_and_duration(
     assert samples[(f"argo_workflows_{names.ACCURACY_METRIC}", ())] == accuracy
     duration = samples[(f"argo_workflows_{names.DURATION_METRIC}", (("status", "Succeeded"),))]
     started, finished = (
-        datetime.fromisoformat(workflow["status"][key].replace("Z", "+00:00"))
-        for key in ("startedAt", "finishedAt")
+        datetime.fromisoformat(workflow["status"][k]) for k in ("startedAt", "finishedAt")
     )
     assert abs(duration - (finished - started).total_seconds()) <= 5, duration
 
@@ -130,12 +129,6 @@ def test_argos_controller_and_server_run_with_a_memory_limit(cluster: Cluster) -
             "-o", "jsonpath={.spec.template.spec.containers[0].resources.limits.memory}",
         ).stdout  # fmt: skip
         assert limit == "1Gi", name
-
-
-def test_the_page_in_the_cluster_is_healthy(cluster: Cluster) -> None:
-    service = cluster.get("service", "mnist-page", "-n", cluster.namespace)
-    address = f"http://{service['spec']['clusterIP']}:80"
-    assert requests.get(f"{address}/_stcore/health", timeout=10).text == "ok"
 
 
 @pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")

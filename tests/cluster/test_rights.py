@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import requests
 import urllib3  # noqa: F401  (its warning is filtered by name)
+from hera.workflows import models as m
 
 from tests.support.cluster import Cluster, ClusterError, wait_until
 from tests.support.project import ROOT
@@ -38,7 +39,7 @@ RESTRICTED = 'violates PodSecurity "restricted:latest"'
 # The API server's own refusal where it runs with --allow-privileged=false, before any admission plugin.
 PRIVILEGED_OFF = "securityContext.privileged: Forbidden: disallowed by cluster policy"
 Manifest = dict[str, Any]
-Change = Callable[[Manifest], Any]
+Change = Callable[[Manifest], Any] | dict[str, Any]
 TABLE = documented(ROOT / "docs" / "gke.md")
 
 
@@ -50,9 +51,8 @@ def can_i(cluster: Cluster, user: str, namespace: str) -> Rights:
 
 def test_the_table_of_rights_names_every_account_the_project_makes() -> None:
     made = ("mnist-submitter", "mnist-pipeline", "mnist-executor", "mnist-page")
-    assert {account for account, _ in TABLE} == {f"{NAMESPACE}/{name}" for name in made} | {
-        "argo/argo-server"
-    }
+    expected = {f"{NAMESPACE}/{name}" for name in made} | {"argo/argo-server"}
+    assert {account for account, _ in TABLE} == expected
 
 
 @pytest.mark.parametrize(("account", "namespace"), sorted(TABLE), ids="{0[0]}@{0[1]}".format)
@@ -81,89 +81,60 @@ def submit(cluster: Cluster, route: str, workflow: Manifest, namespace: str = NA
             verify=cluster.env.get("ARGO_INSECURE_SKIP_VERIFY") != "true",
             timeout=60,
         )
-        return (
-            (answer.json()["metadata"]["name"], "")
-            if answer.ok
-            else (None, f"{answer.status_code} {answer.text}")
-        )
+        if not answer.ok:
+            return None, f"{answer.status_code} {answer.text}"
+        return answer.json()["metadata"]["name"], ""
     done = cluster.kubectl(
         "create", "-n", namespace, f"--as={SUBMITTER}", "-o", "name", "-f", "-",
         input=json.dumps(workflow), check=False,
     )  # fmt: skip
-    return (
-        (done.stdout.strip().rsplit("/", 1)[-1], "")
-        if done.returncode == 0
-        else (None, done.stderr)
-    )
+    return (done.stdout.strip().split("/")[-1], "") if done.returncode == 0 else (None, done.stderr)
 
 
-def plain(value: Any) -> Any:
-    """A Hera model (or a list of them) as the JSON the cluster reads."""
-    if isinstance(value, list):
-        return [plain(item) for item in value]
-    return (
-        value.model_dump(by_alias=True, exclude_none=True)
-        if hasattr(value, "model_dump")
-        else value
-    )
+def dumped(model: Any) -> Manifest:
+    """A Hera model as the JSON the cluster reads."""
+    return dict(model.model_dump(by_alias=True, exclude_none=True))
+
+
+WORKFLOW_KIND = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow"}
+SMALL = {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "250m", "memory": "128Mi"}}
 
 
 def allowed_workflow(image: str) -> Manifest:
     """The smallest workflow the trust model lets through: the project's pod fields, one short step."""
-    fields = {key: plain(value) for key, value in names.workflow_pod_fields().items()}
-    container = {
-        "image": image,
-        "command": ["python", "-c", "print('ok')"],
-        "securityContext": plain(names.container_security_context()),
-        "resources": {
-            "requests": {"cpu": "50m", "memory": "64Mi"},
-            "limits": {"cpu": "250m", "memory": "128Mi"},
-        },
-    }
-    spec = {
-        "entrypoint": "main",
-        "serviceAccountName": fields["service_account_name"],
-        "automountServiceAccountToken": fields["automount_service_account_token"],
-        "executor": fields["executor"],
-        "securityContext": fields["security_context"],
-        "tolerations": fields["tolerations"],
-        "activeDeadlineSeconds": 300,
-        "templates": [{"name": "main", "container": container}],
-    }
+    fields = names.workflow_pod_fields()
+    spec = dumped(m.WorkflowSpec(entrypoint="main", active_deadline_seconds=300, **fields))
+    container = {"image": image, "command": ["python", "-c", "print('ok')"], "resources": SMALL}
+    container["securityContext"] = dumped(names.container_security_context())
+    spec["templates"] = [{"name": "main", "container": container}]
     metadata = {"generateName": "rights-test-", "labels": {TEST_LABEL: "true"}}
-    return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Workflow",
-        "metadata": metadata,
-        "spec": spec,
-    }
+    return WORKFLOW_KIND | {"metadata": metadata, "spec": spec}
 
 
-def main(workflow: Manifest) -> Manifest:
-    return workflow["spec"]["templates"][0]
-
-
-def changed(workflow: Manifest, change: Change | dict[str, Manifest]) -> Manifest:
-    """WORKFLOW with CHANGE applied: a function, or fields to set in its "spec", "template" or "container"."""
+def changed(manifest: Manifest, change: Change) -> Manifest:
+    """MANIFEST changed by a function, or by {"start.key...": value} (`key+`: appended to; None: removed);
+    a path starts at a key of MANIFEST, at the workflow's one `template` or `container`, or a pod's `main`."""
     if callable(change):
-        change(workflow)
-        return workflow
-    parts = {
-        "spec": workflow["spec"],
-        "template": main(workflow),
-        "container": main(workflow)["container"],
-    }
-    for part, fields in change.items():
-        parts[part].update(fields)
-    return workflow
-
-
-def secret_as_artifact_credential(workflow: Manifest) -> None:
-    """An S3 output keyed by a Secret, which Argo mounts into `wait` (workflowpod.go, createSecretVolumesAndMounts)."""
-    secret = {"name": OTHER_SECRET, "key": "key"}
-    s3 = {"endpoint": "10.77.0.1:9", "bucket": "b", "key": "k", "insecure": True}
-    s3 |= {"accessKeySecret": secret, "secretKeySecret": secret}
-    main(workflow)["outputs"] = {"artifacts": [{"name": "out", "path": "/tmp/out", "s3": s3}]}
+        change(manifest)
+        return manifest
+    for path, value in change.items():
+        first, *middle, last = path.split(".")
+        if first == "main":
+            target = next(c for c in manifest["spec"]["containers"] if c["name"] == "main")
+        elif first in ("template", "container"):
+            target = manifest["spec"]["templates"][0]
+            target = target["container"] if first == "container" else target
+        else:
+            target = manifest[first]
+        for key in middle:
+            target = target.setdefault(key, {})
+        if last.endswith("+"):
+            target.setdefault(last[:-1], []).append(value)
+        elif value is None:
+            target.pop(last, None)
+        else:
+            target[last] = value
+    return manifest
 
 
 def spec_hidden_in_status(workflow: Manifest) -> None:
@@ -174,57 +145,47 @@ def spec_hidden_in_status(workflow: Manifest) -> None:
 
 
 PATCH = json.dumps({"containers": [{"name": "main", "securityContext": {"privileged": True}}]})
-SECRET_REF = {"secretKeyRef": {"name": TOKEN_SECRET, "key": "token"}}
+SECRET_ENV = {"name": "T", "valueFrom": {"secretKeyRef": {"name": TOKEN_SECRET, "key": "token"}}}
 TOO_MUCH = {"cpu": "64", "memory": "1Ti"}
-TOKEN_VOLUME = {"volumes": [{"name": "t", "secret": {"secretName": TOKEN_SECRET}}]}
-TOKEN_MOUNT = {"volumeMounts": [{"name": "t", "mountPath": "/token"}]}
+TOKEN_VOLUME = {"name": "t", "secret": {"secretName": TOKEN_SECRET}}
+TOKEN_MOUNT = {"name": "t", "mountPath": "/token"}
+OTHER_VOLUME = {"name": "o", "secret": {"secretName": OTHER_SECRET}}
+ARGOS_TOKEN_MOUNT = {"name": "exec-sa-token", "mountPath": "/token"}
+TOLERATE_ALL = {"operator": "Exists"}
+NODE_CRITICAL, CLUSTER_CRITICAL = "system-node-critical", "system-cluster-critical"
+# An S3 output keyed by a Secret, which Argo mounts into `wait` (workflowpod.go, createSecretVolumesAndMounts).
+S3_KEY = {"name": OTHER_SECRET, "key": "key"}
+S3 = {"endpoint": "10.77.0.1:9", "bucket": "b", "key": "k", "insecure": True}
+S3 |= {"accessKeySecret": S3_KEY, "secretKeySecret": S3_KEY}
+S3_OUTPUT = {"artifacts": [{"name": "out", "path": "/tmp/out", "s3": S3}]}
+EXECUTOR = names.EXECUTOR_ACCOUNT
+AS_THE_PAGE = {"serviceAccountName": "mnist-page"}
+PRIVILEGED = dumped(names.container_security_context()) | {"privileged": True}
+PRIVILEGED["allowPrivilegeEscalation"] = True
+AUTOMOUNT = "automountServiceAccountToken"
 # Refused at submission by the workflow policy: (change, the refusal says); tried both ways.
-AT_SUBMISSION: dict[str, tuple[Any, str]] = {
-    "pod-spec-patch": ({"spec": {"podSpecPatch": PATCH}}, "podSpecPatch"),
-    "template-pod-spec-patch": ({"template": {"podSpecPatch": PATCH}}, "podSpecPatch"),
-    "executor-token-volume": ({"template": TOKEN_VOLUME, "container": TOKEN_MOUNT}, "emptyDir"),
-    "as-the-executor": (
-        {"template": {"serviceAccountName": names.EXECUTOR_ACCOUNT}},
-        "serviceAccountName",
+AT_SUBMISSION: dict[str, tuple[Change, str]] = {
+    "pod-spec-patch": ({"spec.podSpecPatch": PATCH}, "podSpecPatch"),
+    "template-pod-spec-patch": ({"template.podSpecPatch": PATCH}, "podSpecPatch"),
+    "executor-token-volume": (
+        {"template.volumes+": TOKEN_VOLUME, "container.volumeMounts+": TOKEN_MOUNT},
+        "emptyDir",
     ),
-    "automount-token": (
-        {"spec": {"automountServiceAccountToken": True}},
-        "automountServiceAccountToken",
-    ),
-    "another-executor": (
-        {"spec": {"executor": {"serviceAccountName": "mnist-page"}}},
-        "executor.serviceAccountName",
-    ),
+    "as-the-executor": ({"template.serviceAccountName": EXECUTOR}, "serviceAccountName"),
+    "automount-token": ({f"spec.{AUTOMOUNT}": True}, AUTOMOUNT),
+    "another-executor": ({"spec.executor": AS_THE_PAGE}, "executor.serviceAccountName"),
     "spec-hidden-in-status": (spec_hidden_in_status, "podSpecPatch"),
 }
 # Refused when the controller makes the pod: (change, refused by, says); "": by --allow-privileged=false or PSA.
-AT_THE_POD: dict[str, tuple[Any, str, str]] = {
-    "host-network": ({"spec": {"hostNetwork": True}}, RESTRICTED, "hostNetwork=true"),
-    "privileged-container": (
-        lambda w: main(w)["container"]["securityContext"].update(
-            privileged=True, allowPrivilegeEscalation=True
-        ),
-        "",
-        "privileged",
-    ),
-    "token-in-environment": (
-        {"container": {"env": [{"name": "T", "valueFrom": SECRET_REF}]}},
-        POD_POLICY,
-        "Secret",
-    ),
-    "secret-as-artifact-credential": (secret_as_artifact_credential, POD_POLICY, "volumes"),
-    "system-pool-toleration": (
-        {"template": {"tolerations": [{"operator": "Exists"}]}},
-        POD_POLICY,
-        "tolerations",
-    ),
-    "critical-priority": (
-        {"template": {"priorityClassName": "system-node-critical"}},
-        POD_POLICY,
-        "priority",
-    ),
+AT_THE_POD: dict[str, tuple[Change, str, str]] = {
+    "host-network": ({"spec.hostNetwork": True}, RESTRICTED, "hostNetwork=true"),
+    "privileged-container": ({"container.securityContext": PRIVILEGED}, "", "privileged"),
+    "token-in-environment": ({"container.env+": SECRET_ENV}, POD_POLICY, "Secret"),
+    "secret-as-artifact-credential": ({"template.outputs": S3_OUTPUT}, POD_POLICY, "volumes"),
+    "system-pool-toleration": ({"template.tolerations+": TOLERATE_ALL}, POD_POLICY, "tolerations"),
+    "critical-priority": ({"template.priorityClassName": NODE_CRITICAL}, POD_POLICY, "priority"),
     "oversized": (
-        {"container": {"resources": {"requests": TOO_MUCH, "limits": TOO_MUCH}}},
+        {"container.resources": {"requests": TOO_MUCH, "limits": TOO_MUCH}},
         "maximum cpu usage per Container is 2",
         "maximum memory usage per Container is 4Gi",
     ),
@@ -285,26 +246,21 @@ def test_the_pod_of_an_escape_is_refused(cluster: Cluster, other_secret: str, at
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_the_submitter_cannot_submit_into_another_namespace(cluster: Cluster, route: str) -> None:
+    workflow = allowed_workflow(cluster.env["STEPS_IMAGE"])
     for namespace in ("argo", "kube-system"):
-        name, refusal = submit(
-            cluster, route, allowed_workflow(cluster.env["STEPS_IMAGE"]), namespace
-        )
+        name, refusal = submit(cluster, route, workflow, namespace)
         assert name is None and "forbidden" in refusal.lower(), refusal
 
 
 def test_a_workflow_template_is_held_to_the_same_rules(cluster: Cluster) -> None:
-    template = allowed_workflow(cluster.env["STEPS_IMAGE"])
-    template["spec"]["podSpecPatch"] = PATCH
+    template = changed(allowed_workflow(cluster.env["STEPS_IMAGE"]), {"spec.podSpecPatch": PATCH})
     template.update(
         kind="WorkflowTemplate", metadata={"name": f"rights-test-{uuid.uuid4().hex[:6]}"}
     )
-    done = cluster.kubectl(
-        "create", "-n", NAMESPACE, f"--as={SUBMITTER}", "-f", "-", input=json.dumps(template),
-        check=False,
-    )  # fmt: skip
-    if done.returncode == 0:
-        cluster.kubectl("delete", "workflowtemplate", template["metadata"]["name"], "-n", NAMESPACE)
-    assert WORKFLOW_POLICY in done.stderr and "podSpecPatch" in done.stderr, done.stderr
+    name, refusal = submit(cluster, "api-server", template)
+    if name:
+        cluster.kubectl("delete", "workflowtemplate", name, "-n", NAMESPACE)
+    assert WORKFLOW_POLICY in refusal and "podSpecPatch" in refusal, refusal
 
 
 @pytest.fixture(scope="module")
@@ -315,9 +271,7 @@ def allowed_pod(cluster: Cluster) -> Iterator[Manifest]:
     try:
         status = cluster.finished(name, timeout=180)["status"]
         assert status["phase"] == "Succeeded", status
-        (pod,) = cluster.get(
-            "pods", "-n", NAMESPACE, "-l", f"workflows.argoproj.io/workflow={name}"
-        )["items"]
+        (pod,) = cluster.pods(name)
         yield pod
     finally:
         cluster.kubectl("delete", "workflow", name, "-n", NAMESPACE, "--wait=false")
@@ -335,7 +289,7 @@ def test_the_allowed_workflow_ran_and_its_step_holds_no_token(allowed_pod: Manif
         assert ("exec-sa-token" in mounts) == (container["name"] != "main"), container["name"]
 
 
-def controller_creates(cluster: Cluster, pod: Manifest, change: Change = lambda pod: None) -> Any:
+def controller_creates(cluster: Cluster, pod: Manifest, change: Change | None = None) -> Any:
     """POD, changed, created as the controller in a server-side dry run: the stored pod, or the refusal."""
     fresh = copy.deepcopy(pod)
     fresh.pop("status", None)
@@ -346,64 +300,28 @@ def controller_creates(cluster: Cluster, pod: Manifest, change: Change = lambda 
         "labels": pod["metadata"]["labels"],
         "annotations": pod["metadata"].get("annotations", {}),
     }
-    change(fresh)
     done = cluster.kubectl(
         "create", "--dry-run=server", f"--as={CONTROLLER}", "-o", "json", "-f", "-",
-        input=json.dumps(fresh), check=False,
+        input=json.dumps(changed(fresh, change or {})), check=False,
     )  # fmt: skip
     return json.loads(done.stdout) if done.returncode == 0 else done.stderr
 
 
-def step(pod: Manifest) -> Manifest:
-    return next(c for c in pod["spec"]["containers"] if c["name"] == "main")
-
-
 # One case for each rule of the pod policy: (change, the refusal says).
 POD_CASES: dict[str, tuple[Change, str]] = {
-    "as-the-executor": (
-        lambda pod: pod["spec"].update(serviceAccountName=names.EXECUTOR_ACCOUNT),
-        "serviceAccountName",
-    ),
-    "token-automounted": (
-        lambda pod: pod["spec"].pop("automountServiceAccountToken"),
-        "automountServiceAccountToken",
-    ),
-    "other-secret-volume": (
-        lambda pod: pod["spec"]["volumes"].append(
-            {"name": "o", "secret": {"secretName": OTHER_SECRET}}
-        ),
-        "volumes",
-    ),
-    "token-mounted-in-main": (
-        lambda pod: step(pod)["volumeMounts"].append(
-            {"name": "exec-sa-token", "mountPath": "/token"}
-        ),
-        "exec-sa-token",
-    ),
-    "secret-in-env": (
-        lambda pod: step(pod).setdefault("env", []).append({"name": "T", "valueFrom": SECRET_REF}),
-        "Secret",
-    ),
-    "secret-in-env-from": (
-        lambda pod: step(pod).update(envFrom=[{"secretRef": {"name": TOKEN_SECRET}}]),
-        "Secret",
-    ),
-    "any-toleration": (
-        lambda pod: pod["spec"]["tolerations"].append({"operator": "Exists"}),
-        "tolerations",
-    ),
+    "as-the-executor": ({"spec.serviceAccountName": EXECUTOR}, "serviceAccountName"),
+    "token-automounted": ({f"spec.{AUTOMOUNT}": None}, AUTOMOUNT),
+    "other-secret-volume": ({"spec.volumes+": OTHER_VOLUME}, "volumes"),
+    "token-mounted-in-main": ({"main.volumeMounts+": ARGOS_TOKEN_MOUNT}, "exec-sa-token"),
+    "secret-in-env": ({"main.env+": SECRET_ENV}, "Secret"),
+    "secret-in-env-from": ({"main.envFrom": [{"secretRef": {"name": TOKEN_SECRET}}]}, "Secret"),
+    "any-toleration": ({"spec.tolerations+": TOLERATE_ALL}, "tolerations"),
     "critical-priority": (
-        lambda pod: (
-            pod["spec"].pop("priority", None),
-            pod["spec"].update(priorityClassName="system-cluster-critical"),
-        ),
+        {"spec.priority": None, "spec.priorityClassName": CLUSTER_CRITICAL},
         "priority",
     ),
-    "shared-process-namespace": (
-        lambda pod: pod["spec"].update(shareProcessNamespace=True),
-        "shareProcessNamespace",
-    ),
-    "node-name": (lambda pod: pod["spec"].update(nodeName="any-node"), "nodeName"),
+    "shared-process-namespace": ({"spec.shareProcessNamespace": True}, "shareProcessNamespace"),
+    "node-name": ({"spec.nodeName": "any-node"}, "nodeName"),
 }
 
 
@@ -427,8 +345,9 @@ def test_a_container_without_limits_gets_the_namespace_defaults(
     cluster: Cluster, allowed_pod: Manifest
 ) -> None:
     """LimitRange: what a template leaves out is filled in, so no container is unbounded."""
-    created = controller_creates(cluster, allowed_pod, lambda pod: step(pod).pop("resources"))
-    assert set(step(created)["resources"].get("limits", {})) >= {"cpu", "memory"}, created
+    created = controller_creates(cluster, allowed_pod, {"main.resources": None})
+    (main,) = [c for c in created["spec"]["containers"] if c["name"] == "main"]
+    assert set(main["resources"].get("limits", {})) >= {"cpu", "memory"}, created
 
 
 def test_a_pod_beyond_the_namespace_quota_is_refused(
@@ -440,9 +359,7 @@ def test_a_pod_beyond_the_namespace_quota_is_refused(
     assert {"requests.cpu", "limits.memory", "pods", "count/workflows.argoproj.io"} <= counted, hard
     over = {"memory": hard["mnist"]["requests.memory"]}
     refusal = controller_creates(
-        cluster,
-        allowed_pod,
-        lambda pod: step(pod).update(resources={"requests": over, "limits": over}),
+        cluster, allowed_pod, {"main.resources": {"requests": over, "limits": over}}
     )
     assert isinstance(refusal, str), "created"
     assert "exceeded quota: mnist" in refusal or "maximum memory usage" in refusal, refusal

@@ -11,10 +11,11 @@ import json
 import secrets
 import sys
 import time
+from contextlib import closing
 from datetime import UTC, datetime
 
 from tests.doubles import recordings
-from tests.support.cluster import ENDED, Cluster, from_environment, opened
+from tests.support.cluster import ENDED, Cluster, from_environment
 from tests.support.stories import FIRST_TRY_LINE, OOM_LINE, STORIES, Story
 from workflows.server.client import call, stop_workflow
 from workflows.server.watch import CANNOT_PULL
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no story {', '.join(unknown)}; the stories: {', '.join(STORIES)}")
     failed = 0
-    with opened(from_environment()) as cluster:
+    with closing(from_environment()) as cluster:
         for story in chosen:
             document = record(cluster, STORIES[story])
             path = recordings.path_of(story)

@@ -9,11 +9,11 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import yaml
 
@@ -34,9 +34,9 @@ NO_CLUSTER = (
     "no cluster to test on: run `make test-cluster` (or `make cluster-up` first), or set KUBECONFIG "
     "(and KUBE_CONTEXT) to an existing cluster with Argo and infra/k8s applied"
 )
-
-
 SUBMITTED = re.compile(r"^submitted (\S+) to ", re.MULTILINE)
+ENDED = ("Succeeded", "Failed", "Error")
+NODE_NAME_ANNOTATION = "workflows.argoproj.io/node-name"  # on every pod: its node's full name
 
 
 class ClusterError(AssertionError):
@@ -93,32 +93,17 @@ class Cluster:
         return [sys.executable, SUBMIT, *self.submit_arguments(*args)]
 
     def submit_arguments(self, *args: str) -> list[str]:
-        return [
-            "--argo-server",
-            self.env["ARGO_SERVER"],
-            "--artifacts",
-            self.env["ARTIFACTS"],
-            "--image",
-            self.env["STEPS_IMAGE"],
-            "--train-image",
-            self.env["TRAIN_IMAGE"],
-            *args,
-        ]
+        flags = {"--argo-server": "ARGO_SERVER", "--artifacts": "ARTIFACTS"}
+        flags |= {"--image": "STEPS_IMAGE", "--train-image": "TRAIN_IMAGE"}
+        return [*(part for flag, name in flags.items() for part in (flag, self.env[name])), *args]
 
     def storage(self) -> Any:
         """A google-cloud-storage client for the bucket, as this cluster's environment says."""
         from google.cloud import storage
 
-        previous = os.environ.get("STORAGE_EMULATOR_HOST")
-        try:
-            if "STORAGE_EMULATOR_HOST" in self.env:
-                os.environ["STORAGE_EMULATOR_HOST"] = self.env["STORAGE_EMULATOR_HOST"]
+        emulator = {k: v for k, v in self.env.items() if k == "STORAGE_EMULATOR_HOST"}
+        with mock.patch.dict(os.environ, emulator):  # the client reads it once, when made
             return storage.Client(project=self.env.get("GOOGLE_CLOUD_PROJECT", "local"))
-        finally:
-            if previous is None:
-                os.environ.pop("STORAGE_EMULATOR_HOST", None)
-            else:
-                os.environ["STORAGE_EMULATOR_HOST"] = previous
 
     def keys(self, prefix: str) -> list[str]:
         return sorted(blob.name for blob in self.storage().list_blobs(self.bucket, prefix=prefix))
@@ -138,12 +123,8 @@ class Cluster:
 
     def settings(self, **changes: Any) -> PipelineSettings:
         """Pipeline settings for a run on this cluster: its bucket, MNIST in it and its images."""
-        where = {
-            "store": self.env["ARTIFACTS"],
-            "source": self.env["MNIST_SOURCE"],
-            "image": self.env["STEPS_IMAGE"],
-            "train_image": self.env["TRAIN_IMAGE"],
-        }
+        where = {"store": self.env["ARTIFACTS"], "source": self.env["MNIST_SOURCE"]}
+        where |= {"image": self.env["STEPS_IMAGE"], "train_image": self.env["TRAIN_IMAGE"]}
         return PipelineSettings(**(where | changes))
 
     def create(self, workflow: dict, name: str) -> str:
@@ -190,10 +171,7 @@ class Cluster:
         def running() -> str | None:
             for pod in self.pods(run):
                 node = pod["metadata"].get("annotations", {}).get(NODE_NAME_ANNOTATION, "")
-                if (
-                    node.rsplit(".", 1)[-1].startswith(task)
-                    and pod["status"].get("phase") == "Running"
-                ):
+                if node.rsplit(".", 1)[-1].startswith(task) and pod["status"]["phase"] == "Running":
                     return str(pod["metadata"]["name"])
             return None
 
@@ -217,10 +195,6 @@ class Cluster:
                 process.kill()
                 process.wait()
         self.processes.clear()
-
-
-ENDED = ("Succeeded", "Failed", "Error")
-NODE_NAME_ANNOTATION = "workflows.argoproj.io/node-name"  # on every pod: its node's full name
 
 
 @dataclass(frozen=True)
@@ -333,14 +307,6 @@ def port_forward(
     target.processes.append(process)
     wait_for_port(port, timeout=60)
     return port
-
-
-@contextmanager
-def opened(target: Cluster) -> Iterator[Cluster]:
-    try:
-        yield target
-    finally:
-        target.close()
 
 
 def wait_until(what: str, check: Any, timeout: float, every: float = 1.0) -> Any:

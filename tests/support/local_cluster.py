@@ -1,6 +1,5 @@
-"""The local cluster (infra/local-cluster/) as this machine sees it: its daemons' PIDs and command lines,
-their TCP listeners, and commands run as the unprivileged account `nobody`, as another user of a shared
-machine would run them."""
+"""The local cluster (infra/local-cluster/) as this machine sees it: its daemons' PIDs, command lines and
+TCP listeners; commands run as `nobody`, as another user of a shared machine would run them."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""What an account may do, as `kubectl auth can-i --list` prints it and as docs/gke.md's table of rights
-writes it, in one form the two can be compared in: {"<resource>[<names>]": {verbs}}.
-
-A resource is named without its API group (`workflows`, not `workflows.argoproj.io`); what every
-authenticated service account may do (discovery, the self-reviews) is left out of both.
-"""
+"""What an account may do, as `kubectl auth can-i --list` prints it and docs/gke.md's table of rights writes
+it: {"<resource>[<names>]": {verbs}}, a resource named without its API group (`workflows`)."""
 
 from __future__ import annotations
 
