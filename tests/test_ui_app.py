@@ -35,6 +35,7 @@ from ui import model_source, training
 from ui.images.decode import MAX_FILE_MB, MAX_PIXELS, MB
 from ui.pictures import CAPTION as PAIR_CAPTION
 from ui.verbatim import verbatim
+from ui.widget_states import MAX_DRAWING_BYTES, MAX_MESSAGE_MB
 
 APP = ROOT / "ui" / "app.py"
 TIMEOUT = 120  # the first run imports TensorFlow and loads the model
@@ -234,14 +235,13 @@ def undecided_model(digit_model: Path, tmp_path_factory: pytest.TempPathFactory)
 
 
 def test_the_default_model_uri_is_the_local_stores_latest_and_an_empty_one_says_what_to_do(
-    monkeypatch: pytest.MonkeyPatch, published_store: Path, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("ARTIFACTS", str(published_store))
-    page = open_page(monkeypatch, "")  # MODEL_URI empty: the default applies
-    assert metric(page, "Run") == verbatim(FIRST_RUN)
     monkeypatch.setenv("ARTIFACTS", str(tmp_path / "empty-store"))
-    page = open_page(monkeypatch, "")
-    assert "No model is published" in page.info[0].value
+    page = open_page(monkeypatch, "")  # MODEL_URI empty: the default applies
+    assert f"No model is published at {verbatim(latest_uri(tmp_path / 'empty-store'))}" in (
+        page.info[0].value
+    )
     assert "make pipeline" in page.info[0].value
     assert not page.file_uploader
 
@@ -335,11 +335,11 @@ def test_an_unexpected_failure_shows_a_plain_message_not_the_source(
     assert "secret" not in str(page)
 
 
-def test_visitors_get_no_tracebacks_no_deploy_button_and_no_per_run_reloading(
+def test_streamlit_runs_the_page_with_its_bounds_no_tracebacks_and_no_per_run_reloading(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Each script run walked every imported module's path for the file watcher and the whole heap
-    for the garbage collector: two thirds of a visitor's server CPU (docs/how-it-works.md#the-page)."""
+    """Messages bounded (uvicorn's ws_max_size refuses a larger frame from its header), no compression;
+    no file watcher nor full garbage collection per run: two thirds of a visitor's server CPU."""
     from streamlit import config
 
     monkeypatch.chdir(ROOT)  # Streamlit reads ./.streamlit/config.toml, as the page's image does
@@ -349,6 +349,10 @@ def test_visitors_get_no_tracebacks_no_deploy_button_and_no_per_run_reloading(
         assert config.get_option("client.toolbarMode") == "viewer"
         assert config.get_option("client.showErrorLinks") is False
         assert config.get_option("server.maxUploadSize") == MAX_FILE_MB  # ui.predict's too
+        assert config.get_option("server.maxMessageSize") == MAX_MESSAGE_MB
+        assert config.get_option("server.maxWidgetStateSize") == MAX_MESSAGE_MB
+        assert MAX_DRAWING_BYTES < MAX_MESSAGE_MB * 1_000_000  # Streamlit's megabyte is 10^6 bytes
+        assert config.get_option("server.enableWebsocketCompression") is False
         assert config.get_option("server.fileWatcherType") == "none"
         assert config.get_option("runner.postScriptGC") is False
     finally:
@@ -465,9 +469,8 @@ def test_a_store_that_cannot_be_reached_is_said_so_with_or_without_a_model_in_me
         page = open_page(monkeypatch, uri)
         assert metric(page, "Run") == verbatim("gcs-run-1") and not page.warning
         emulator.stop()
-        model_source.KEEPERS[
-            uri
-        ].store().deadline = 1.0  # the reads give up sooner, retries and all
+        keeper = model_source.KEEPERS[uri]
+        keeper.store().deadline = 1.0  # the reads give up sooner, retries and all
         look_again(page)
     assert metric(page, "Run") == verbatim("gcs-run-1")
     assert [w.value for w in page.warning] == [

@@ -129,15 +129,29 @@ def test_a_png_of_exactly_max_blocks_chunks_is_read_and_one_more_is_refused() ->
     assert message == f"{TOO_COSTLY}: over {MAX_BLOCKS} blocks to read one by one."
 
 
-def test_a_lossless_jpeg_is_named_as_such() -> None:
-    data = (
-        b"\xff\xd8\xff\xc3\x00\x0b\x08\x00\x10\x00\x10\x01\x01\x11\x00"
-        b"\xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00"
-    )
-    assert rejected(plan_jpeg, data) == (
-        "This is not an image the page can read (use png, jpg, jpeg, bmp, gif, webp): "
-        "lossless and hierarchical JPEGs are not."
-    )
+LOSSLESS_JPEG = (
+    b"\xff\xd8\xff\xc3\x00\x0b\x08\x00\x10\x00\x10\x01\x01\x11\x00"
+    b"\xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00"
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            LOSSLESS_JPEG,
+            f"{NOT_AN_IMAGE.removesuffix('.')}: lossless and hierarchical JPEGs are not.",
+        ),
+        (b"\xff\xd8\xff\xe0\x00\x01", f"{DAMAGED} (a segment of length 1)"),
+        (
+            b"\xff\xd8\xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00",
+            f"{DAMAGED} (no frame header before the first scan)",
+        ),
+    ],
+    ids=["lossless", "short segment", "scan before frame"],
+)
+def test_jpeg_headers_the_page_does_not_decode_are_refused(data: bytes, message: str) -> None:
+    assert rejected(plan_jpeg, data) == message
 
 
 def test_exactly_max_scans_is_accepted_and_one_more_is_not() -> None:
@@ -351,14 +365,9 @@ def test_a_16_bit_image_is_box_averaged_at_its_depth() -> None:
     assert image.mode == "I;16" and image.size == (480, 480)
     row = np.asarray(image, dtype=np.uint16)[0]
     assert row[:240].tolist() == [0] * 240 and row[240:].tolist() == [60000] * 240
-
-
-@pytest.mark.parametrize(("size", "reduced"), [((1001, 1), (500, 1)), ((1, 1001), (1, 500))])
-def test_a_16_bit_sliver_keeps_at_least_one_pixel_across(
-    size: tuple[int, int], reduced: tuple[int, int]
-) -> None:
-    image = Image.new("I;16", size)
-    assert reduce(image).size == reduced
+    # a sliver keeps at least one pixel across
+    assert reduce(Image.new("I;16", (1001, 1))).size == (500, 1)
+    assert reduce(Image.new("I;16", (1, 1001))).size == (1, 500)
 
 
 def test_a_photo_stored_sideways_is_turned_upright() -> None:

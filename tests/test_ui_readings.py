@@ -147,18 +147,6 @@ def test_a_reading_holds_pictures_st_image_passes_on_as_they_are() -> None:
     assert picture.width == reading.pair_width  # st.image at this width passes it on as it is
 
 
-def test_a_refused_image_is_kept_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A refusal that took a decode (no digit in a costly file) is not paid for again."""
-    blank = io.BytesIO()
-    Image.new("L", (400, 300), 255).save(blank, format="PNG")
-    ledger = Ledger()
-    first = read(blank.getvalue(), ledger, LIMIT)
-    assert first.refusal.startswith("No digit found")
-    spent = ledger.spent
-    assert read(blank.getvalue(), ledger, LIMIT) is first
-    assert ledger.spent == spent
-
-
 @pytest.mark.parametrize(
     ("share", "shown"),
     [(0.9997, "99.9%"), (0.99999, "99.9%"), (1.0, "100.0%"), (0.7, "70.0%"), (0.12345, "12.3%")],

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from steps.lib.registry import CONFUSION_FILE, HISTORY_FILE, run_prefix
+from steps.lib.registry import HISTORY_FILE, run_prefix
 from tests.support.histories import compact, fullest_history
-from tests.support.page import FIRST_RUN, png_of_empty_chunks, progressive_jpeg
+from tests.support.page import FIRST_RUN, progressive_jpeg
 from tests.support.page_client import (
     Closed,
     PageClient,
-    Run,
     component_state,
     proc_kilobytes,
     reset_peak,
@@ -25,7 +24,6 @@ from tests.support.page_client import (
 from tests.support.page_server import Server, serving
 from tests.support.project import ROOT
 from ui.images.decode import MAX_SCANS
-from ui.images.picture import MAX_PICTURE_BYTES
 from ui.uploads import MAX_FILES
 from ui.widget_states import MAX_DRAWING_ITEMS, MAX_MESSAGE_MB, TOO_LARGE, json_items
 
@@ -33,22 +31,11 @@ MB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
-def picture(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The served run's confusion.png, made by anyone who can write the store 2 MB of 174,221 empty
-    chunks (Pillow walks them one by one in Python, each time the picture is opened); its history.json
-    1 MiB of points (every point a chart row, the curves were over the page's message bound)."""
+def server(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The page serving a run whose history.json holds 1 MiB of points (every point a chart row, the
+    curves were over the page's message bound)."""
     store = Path(shutil.copytree(published_store, tmp_path_factory.mktemp("served") / "store"))
     (store / run_prefix(FIRST_RUN) / HISTORY_FILE).write_bytes(compact(fullest_history()))
-    picture = store / run_prefix(FIRST_RUN) / CONFUSION_FILE
-    data = picture.read_bytes()
-    picture.write_bytes(png_of_empty_chunks(MAX_PICTURE_BYTES - len(data), data))
-    assert picture.stat().st_size <= MAX_PICTURE_BYTES
-    return picture
-
-
-@pytest.fixture(scope="module")
-def server(picture: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    store = picture.parents[3]  # models/mnist/<run>/confusion.png
     with serving(store, tmp_path_factory.mktemp("server") / "server.log") as page:
         yield page
 
@@ -160,22 +147,3 @@ def test_a_frame_bigger_than_the_page_needs_is_refused_before_it_is_buffered(
     print(f"\na frame of {FRAME // MB} MB: the server's peak rose {peak:.0f} MB")
     assert code in (1009, 1006)  # message too big; or closed while it was sent
     assert peak < 20
-
-
-def captions(run: Run) -> list[str]:
-    return [image.caption for element in run.of("imgs") for image in element.imgs.imgs]
-
-
-def test_a_confusion_picture_of_many_chunks_costs_the_page_nothing_per_rerun(
-    server: Server, picture: Path
-) -> None:
-    with PageClient(server.url) as visitor:
-        visitor.rerun()  # the model and its files load once
-        before = len(server.pillow_calls())
-        runs = [visitor.rerun() for _ in range(3)]
-        opened = server.pillow_calls()[before:]
-    assert not [call for call in opened if call.startswith("open")], (
-        opened
-    )  # its chunks never walked
-    for run in runs:  # refused: the page draws the matrix from metrics.json instead
-        assert captions(run) == ["Confusion matrix on the test set"], captions(run)

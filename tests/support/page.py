@@ -4,6 +4,7 @@ and what one upload costs."""
 from __future__ import annotations
 
 import io
+import os
 import re
 import struct
 import subprocess
@@ -23,6 +24,7 @@ from steps.lib.model_file import read_weights
 from steps.lib.registry import HISTORY_FILE
 from steps.lib.shards import write_shard
 from tests.support.histories import history_of
+from tests.support.page_server import PILLOW_COUNTER
 from tests.support.project import FIXTURE_SEED, ROOT
 from ui.predict import classify
 from ui.preprocess import prepare
@@ -130,22 +132,11 @@ def progressive_jpeg(width: int, height: int, scans: int, quality: int = 90) -> 
     return data[:end] + last_scan * max(0, scans - len(starts)) + data[end:]
 
 
+# Run with tests/support/pillow_counter on the path: it logs what Pillow is asked to open and decode.
 MEASURE = """
 import sys
-sys.path.insert(0, {root!r})
-from PIL import Image, ImageFile
 import ui.preprocess
-from ui.preprocess import ImageRejected
-opened, loaded = [], []  # what Pillow was asked to do: the files it parsed, the pixels it decoded
-open_image, load = Image.open, ImageFile.ImageFile.load
-def counted_open(*args, **kwargs):
-    opened.append(1)
-    return open_image(*args, **kwargs)
-def counted_load(self):
-    loaded.append(self.width * self.height)
-    return load(self)
-Image.open, ImageFile.ImageFile.load = counted_open, counted_load
-data = open({path!r}, "rb").read()
+data = open(sys.argv[1], "rb").read()
 def status(field):  # VmHWM: this process's peak (ru_maxrss would carry the parent's over exec)
     with open("/proc/self/status") as lines:
         return next(int(line.split()[1]) for line in lines if line.startswith(field + ":"))
@@ -153,9 +144,9 @@ before = status("VmRSS")
 try:
     ui.preprocess.prepare(data)
     outcome = "read"
-except ImageRejected as error:
+except ui.preprocess.ImageRejected as error:
     outcome = "refused: " + str(error)
-print((status("VmHWM") - before) / 1024, len(opened), sum(loaded), outcome, sep="\\t")
+print((status("VmHWM") - before) / 1024, outcome, sep="\\t")
 """
 
 
@@ -170,18 +161,26 @@ class Cost(NamedTuple):
 
 def cost_of_prepare(data: bytes, folder: Path) -> Cost:
     """The Cost of prepare(data), counted in a fresh process."""
-    path = folder / "upload.bin"
+    path, log = folder / "upload.bin", folder / "pillow.log"
     path.write_bytes(data)
-    root = str(Path(__file__).resolve().parents[2])
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{PILLOW_COUNTER}",
+        "PILLOW_COUNT_LOG": str(log),
+    }
     result = subprocess.run(
-        [sys.executable, "-c", MEASURE.format(root=root, path=str(path))],
+        [sys.executable, "-c", MEASURE, str(path)],
         capture_output=True,
         text=True,
         timeout=600,
         check=True,
+        env=env,
     )
-    megabytes, opened, pixels, outcome = result.stdout.strip().split("\t", 3)
-    return Cost(float(megabytes), int(opened), int(pixels), outcome)
+    megabytes, outcome = result.stdout.strip().split("\t", 1)
+    calls = log.read_text().splitlines() if log.exists() else []
+    opened = sum(call.startswith("open ") for call in calls)
+    sizes = [call.split()[1].split("x") for call in calls if call.startswith("decode ")]
+    return Cost(float(megabytes), opened, sum(int(w) * int(h) for w, h in sizes), outcome)
 
 
 def mpf_segment() -> bytes:
