@@ -85,8 +85,7 @@ def look_at_every_run(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def look_again(page: AppTest) -> None:
-    """Run the page once a look for a new model, started after the store changed, has ended: a
-    visitor's run serves what is in memory, and the look runs beside it (ui/model_source.py)."""
+    """Run the page once a look for a new model, started after the store changed, has ended."""
     for keeper in list(model_source.KEEPERS.values()):
         keeper.wait()
     page.run()  # starts the look
@@ -125,8 +124,6 @@ def encoded_fields(spec: dict) -> set[str]:
 def test_the_page_shows_the_card_with_its_curves_the_report_and_the_three_inputs(
     monkeypatch: pytest.MonkeyPatch, published_store: Path
 ) -> None:
-    """The card in the sidebar (beside the page on a wide screen, folded on a phone's), the report
-    open below the inputs."""
     page = open_page(monkeypatch, latest_uri(published_store))
     card = page.sidebar
     assert [item.value for item in card.metric if item.label == "Run"] == [verbatim(FIRST_RUN)]
@@ -273,8 +270,6 @@ def test_a_new_latest_is_picked_up_and_a_broken_one_keeps_the_old_model(
 def test_the_card_shows_every_setting_that_is_not_the_default(
     monkeypatch: pytest.MonkeyPatch, own_store: Path
 ) -> None:
-    """A --limit 3000 run's card showed the workers, rounds, epochs and batch of a full run: it
-    left the limit out, and everything else the four do not cover."""
     settings = {"workers": 2, "rounds": 1, "epochs": 1, "batch": 100, "limit": 3000, "seed": 0}
     publish_copy(own_store, "ui-quick", settings=settings | {"source": "/srv/data/mnist.npz"})
     page = open_page(monkeypatch, latest_uri(own_store))
@@ -426,8 +421,7 @@ def test_a_card_in_a_shape_no_check_expected_does_not_stop_the_page(
 def test_what_the_page_says_of_a_model_is_built_once_per_model(
     monkeypatch: pytest.MonkeyPatch, own_store: Path
 ) -> None:
-    """The card, the curves and the report do not change between runs for one served model: two
-    visitors' three runs each build them once, and the elements are sent every time."""
+    """Two visitors' four runs build the card, the curves and the report once; each run shows them."""
     import steps.lib.confusion_plot
     import steps.lib.published
     import ui.report

@@ -1,5 +1,5 @@
 """What one visitor's messages may cost the real server (`python -m ui.serve`), through real websocket
-clients (tests/support/page_client.py) and what Pillow does in it (tests/support/pillow_counter)."""
+clients (tests/support/page_client.py)."""
 
 from __future__ import annotations
 
@@ -51,8 +51,7 @@ def megabytes(pid: int, field: str) -> float:
 
 
 def test_a_file_named_many_times_is_decoded_once(server: Server) -> None:
-    """The uploader's state may name a file many times, and the same bytes may come under several
-    ids: twenty names of one costly JPEG (40 megapixels, every scan accepted), two reruns, one decode."""
+    """Twenty names of three ids of one costly JPEG (40 megapixels, every scan): two reruns, one decode."""
     costly_jpeg = progressive_jpeg(7300, 5470, scans=MAX_SCANS)
     with PageClient(server.url) as visitor:
         uploader = widget_id(visitor, "file_uploader")
@@ -67,8 +66,7 @@ def test_a_file_named_many_times_is_decoded_once(server: Server) -> None:
 
 
 def test_what_the_page_sends_fits_the_message_bound_many_times(server: Server) -> None:
-    """server.maxMessageSize bounds what the server sends as well: the page's own messages (its
-    pictures go by URL, the curves of a history of 1 MiB thinned) are far under it."""
+    """The page's own messages (pictures by URL, 1 MiB of curves thinned) are far under its bound."""
     with PageClient(server.url) as visitor:
         first = visitor.rerun()
         uploader = first.of("file_uploader")[0].file_uploader.id
@@ -96,9 +94,8 @@ MAX_MB_PER_VISITOR = 2.5
 
 
 def test_drawings_kept_for_many_visitors_stay_small(server: Server) -> None:
-    """The canvas's value comes in the rerun message, where no upload bound counts it, and Streamlit
-    keeps it for the session: twenty visitors each send one of 0.9 MB that parses to many small
-    objects, and twenty more the largest the page accepts, and all stay."""
+    """Streamlit keeps a canvas's value for the session: twenty visitors send 0.9 MB of small objects,
+    twenty more the largest drawing the page accepts, and all stay."""
     over = drawing_of([[0, 0]] * 150_000)
     within = drawing_of([[] for _ in range(MAX_DRAWING_ITEMS // 2 - 10)])
     assert len(text_of(over)) < MAX_MESSAGE_MB * 1_000_000 < len(json.dumps(over)) * 2

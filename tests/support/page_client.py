@@ -1,7 +1,5 @@
-"""A client of the page's server speaking Streamlit's own protocol, as the browser's frontend does: BackMsg
-protobufs on the websocket /_stcore/stream, ForwardMsg back, files PUT to the URL the server hands out
-(streamlit/web/server/starlette/starlette_websocket.py and starlette_routes.py): real messages to a
-real server, shaped as a visitor's browser or an attacker's script would send them."""
+"""A client of the page's server speaking Streamlit's protocol as the browser's frontend does (BackMsg on
+/_stcore/stream, ForwardMsg back, files PUT where the server says: streamlit/web/server/starlette/)."""
 
 from __future__ import annotations
 
