@@ -62,15 +62,9 @@ def test_the_page_answers_its_health_check_on_a_read_only_root(
     started = subprocess.run(
         page_run(
             images,
-            "--detach",
-            "--name",
-            name,
-            "--publish",  # the image's own port, 8501, as the Service targets it
-            f"127.0.0.1:{port}:8501",
-            "--volume",
-            f"{model_folder}:/models:ro",
-            "--env",
-            "MODEL_URI=/models/model.h5",
+            *("--detach", "--name", name),
+            *("--publish", f"127.0.0.1:{port}:8501"),  # the image's own port, as the Service's
+            *("--volume", f"{model_folder}:/models:ro", "--env", "MODEL_URI=/models/model.h5"),
             images.page,
         ),
         capture_output=True,
