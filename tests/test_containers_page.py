@@ -124,8 +124,7 @@ print("charts", len(charts))
 def test_the_page_and_ui_predict_run_in_the_trimmed_image_as_on_this_machine(
     images: Images, model_folder: Path
 ) -> None:
-    """After infra/docker/trim-page.sh took out what the page never runs: the page's script under AppTest
-    draws a sample's chart (Streamlit sends its table as Arrow); ui.predict reads the samples as here."""
+    """In the trimmed image the page draws a chart (sent as Arrow); ui.predict reads as here."""
     samples = sorted(path.name for path in (ROOT / "samples").glob("*-mnist.png"))
     ran = subprocess.run(
         sealed_page_run(

@@ -95,8 +95,7 @@ def own_store(published_store: Path, tmp_path: Path) -> Path:
 
 
 def chart_specs(block) -> list[dict]:
-    """The Vega-Lite specs of the charts in `block` (Streamlit's charts, altair's included); none takes
-    the mouse wheel (a selection bound to its scales zooms the chart instead of scrolling the page)."""
+    """The Vega-Lite specs of `block`'s charts; none binds its scales to the mouse wheel."""
     specs = [json.loads(chart.proto.spec) for chart in block.get("vega_lite_chart")]
     for spec in specs:
         assert not [p for p in spec.get("params", []) if p.get("bind") == "scales"], spec["params"]
@@ -186,8 +185,7 @@ def files_under(folder: Path) -> set[str]:
 
 
 def bad_uploads() -> dict[str, tuple[bytes, str]]:
-    """Files the page refuses, and what it says of each: in a browser Streamlit refuses a file over the
-    upload limit earlier; AppTest hands the bytes straight to the page."""
+    """Files the page refuses, and what it says (a browser refuses one over the limit earlier)."""
     side, limit = int((MAX_PIXELS * 3) ** 0.5), MAX_FILE_MB * MB
     return {
         "not an image": (b"just some text\n" * 10, "This is not an image the page can read"),
@@ -321,8 +319,7 @@ def test_an_unexpected_failure_shows_a_plain_message_not_the_source(
 def test_streamlit_runs_the_page_with_its_bounds_no_tracebacks_and_no_per_run_reloading(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Messages bounded (uvicorn's ws_max_size refuses a larger frame from its header), no compression;
-    no file watcher nor full garbage collection per run: two thirds of a visitor's server CPU."""
+    """Bounded messages, no tracebacks, no per-run file watching or full collection."""
     from streamlit import config
 
     monkeypatch.chdir(ROOT)  # Streamlit reads ./.streamlit/config.toml, as the page's image does
@@ -442,8 +439,7 @@ def test_what_the_page_says_of_a_model_is_built_once_per_model(
 def test_a_store_that_cannot_be_reached_is_said_so_with_or_without_a_model_in_memory(
     monkeypatch: pytest.MonkeyPatch, digit_model: Path, model_evaluation: Path
 ) -> None:
-    """The store's emulator stopped (its port closed): the page keeps serving the model in memory, and
-    a server with none says the store cannot be reached, not "no model is published"."""
+    """With the store's emulator stopped the page says so, serving the model in memory if any."""
     with own_emulator() as emulator:
         bucket = new_bucket(emulator.host, monkeypatch)
         publish_run(f"gs://{bucket}", "gcs-run-1", digit_model, model_evaluation)

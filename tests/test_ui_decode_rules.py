@@ -46,8 +46,7 @@ def png_chunk(kind: bytes, body: bytes) -> bytes:
 
 
 def png_header(width: int, height: int, colour_type: int = 2, *chunks: bytes) -> bytes:
-    """A PNG of only its header, 8 bits a sample, of PNG colour type `colour_type`, with `chunks`:
-    Pillow opens it without a pixel, so a header of any size costs nothing until it is decoded."""
+    """A PNG of only its header (8 bits, `colour_type`) and `chunks`: no pixel to decode."""
     header = png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, colour_type, 0, 0, 0))
     return b"\x89PNG\r\n\x1a\n" + header + b"".join(chunks) + png_chunk(b"IEND", b"")
 
@@ -58,8 +57,7 @@ EMPTY_CHUNK = png_chunk(b"abCd", b"")  # private, ancillary: a reader skips it
 def jpeg_with_size(
     width: int, height: int, *, progressive: bool = False, scans: int = 1, mode: str = "RGB"
 ) -> bytes:
-    """A 16x16 JPEG (4:4:4, or grey) whose frame header claims width x height, its scan repeated to
-    `scans`, its frame SOF2 if `progressive`: plan_jpeg reads only the markers."""
+    """A 16x16 JPEG whose frame claims width x height, `scans` scans, SOF2 if `progressive`."""
     data = encode(Image.new(mode, (16, 16), "gray"), "JPEG", subsampling=0)
     frame = data.index(b"\xff\xc0")
     data = (
@@ -302,9 +300,7 @@ TRANSPARENT = png_chunk(b"tRNS", b"\x00")  # colour 0 of the palette
 def test_the_decoding_counts_the_modes_reduce_makes_of_it_at_full_size(
     colour_type: int, chunks: tuple[bytes, ...], per_pixel: int
 ) -> None:
-    """reduce() converts a palette image at full size before it shrinks it (to RGBA when a colour is
-    transparent, else to gray), and Image.reduce shrinks RGBA and LA through a premultiplied copy:
-    they are all held at once with the decoded pixels."""
+    """reduce()'s palette conversion and Image.reduce's premultiplied copy count with the pixels."""
     width = 4000
     height = MAX_DECODED_BYTES // (width * per_pixel)  # the most rows that fit
     plan_whole(open_header(png_header(width, height, colour_type, *chunks)))

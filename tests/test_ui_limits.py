@@ -71,8 +71,7 @@ TEN_MB = 10 * 1024 * 1024 - 4096
 def test_files_of_millions_of_blocks_are_refused_before_pillow_walks_them(
     make: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Pillow's GIF, JPEG and PNG readers walk a file's blocks one by one in Python, in Image.open:
-    ten megabytes of tiny blocks cost seconds and hundreds of MB there."""
+    """Pillow's readers would walk the tiny blocks one by one in Python, in Image.open."""
     data = make()
     assert len(data) <= 10 * 1024 * 1024
     monkeypatch.setattr(Image, "open", None)  # refused from its markers: Pillow never parses it
@@ -80,11 +79,11 @@ def test_files_of_millions_of_blocks_are_refused_before_pillow_walks_them(
         decode(data)
 
 
-def transparent_palette(width: int, height: int, format: str) -> bytes:
-    """A blank palette image with a transparent colour: a few tens of KB for 40 megapixels."""
-    image = Image.new("P", (width, height), 0)
+def transparent_palette(side: int) -> bytes:
+    """A blank palette PNG with a transparent colour: a few tens of KB for megapixels."""
+    image = Image.new("P", (side, side), 0)
     image.putpalette([0, 0, 0, 255, 255, 255])
-    return encode(image, format, transparency=0)
+    return encode(image, "PNG", transparency=0)
 
 
 def baseline_jpeg_within_10_mb() -> bytes:
@@ -106,9 +105,7 @@ COSTLIEST = {
     "largest_png": lambda: encode(Image.new("RGB", (PNG_SIDE, PNG_SIDE), (230, 230, 230)), "PNG"),
     "largest_baseline_jpeg": baseline_jpeg_within_10_mb,
     "largest_webp": lambda: lossless_webp(int((MAX_DECODED_BYTES / 4 / WEBP_COPIES) ** 0.5)),
-    "largest_transparent_palette": lambda: transparent_palette(
-        int((MAX_DECODED_BYTES / 9) ** 0.5), int((MAX_DECODED_BYTES / 9) ** 0.5), "PNG"
-    ),
+    "largest_transparent_palette": lambda: transparent_palette(int((MAX_DECODED_BYTES / 9) ** 0.5)),
     "largest_rle_bmp": lambda: rle8_bmp(int(MAX_RLE_PIXELS**0.5), int(MAX_RLE_PIXELS**0.5)),
     "longest_rle_bmp": lambda: rle8_bmp(
         2, 2, b"\x02\x00" + b"\x01\x00" * ((MAX_RLE_BYTES - 2048) // 2) + b"\x00\x01"
@@ -129,8 +126,7 @@ def test_the_costliest_uploads_within_the_limits_stay_within_the_pods_share(
 
 
 def test_only_a_few_decodes_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each decode holds its slot until MAX_CONCURRENT_DECODES have been in at once, or all the others
-    are in or done: however the threads are scheduled, the most at once is what the slots allow."""
+    """Each decode waits inside for others to come in: no more run at once than the slots."""
     data = encode(Image.new("RGB", (1200, 900), "white"), "PNG")
     threads = 3 * MAX_CONCURRENT_DECODES
     running, done, most = 0, 0, 0

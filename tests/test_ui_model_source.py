@@ -188,8 +188,7 @@ def io_bytes(field: str) -> int:
 
 
 def test_a_huge_model_file_is_refused_before_it_is_copied_and_not_read_again(store: Path) -> None:
-    """A 256 MiB (sparse) model.h5 in the store: the pod's /tmp is a 512Mi emptyDir, and every
-    visitor's rerun waits on the keeper's lock while it is fetched."""
+    """A 256 MiB model.h5 (the pod's /tmp is a 512Mi emptyDir): not copied, not read again."""
     keeper = serving_the_first_run(store)
     new_run = store / run_prefix("ui-test-huge")
     shutil.copytree(store / run_prefix(FIRST_RUN), new_run)
@@ -229,10 +228,8 @@ def test_a_refused_version_is_tried_again_after_a_while(
 def test_a_visitors_run_never_reads_the_store_and_the_stores_reads_give_up_within_their_deadline(
     monkeypatch: pytest.MonkeyPatch, digit_model: Path, model_evaluation: Path
 ) -> None:
-    """With no model in memory a visitor waits for the look; then a visitor's run is served what is in
-    memory, the store read in the keeper's thread alone, every read within STORE_SECONDS, retries
-    included (the client retried for 120 s), and a store that does not answer ends a look with the
-    model kept."""
+    """A visitor waits only for the first model; the keeper's thread alone reads the store, within
+    STORE_SECONDS retries included (120 s before); a silent store ends a look, the model kept."""
     readers: list[str] = []
     reading = model_source.current_version
 

@@ -79,8 +79,7 @@ def test_past_its_budget_a_session_reads_nothing_new_and_keeps_what_it_read(
 
 
 def most_at_once(ledgers: list[Ledger], monkeypatch: pytest.MonkeyPatch, wait: float) -> int:
-    """The most make_reading calls at once when each ledger's thread reads its own file, each call
-    waiting up to `wait` seconds inside for another to come in."""
+    """The most make_reading calls at once, each waiting up to `wait` s inside for another."""
     running, most = 0, 0
     changed = threading.Condition()
 

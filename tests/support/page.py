@@ -1,5 +1,4 @@
-"""What the page's tests share: one model trained once, published with the real steps; crafted files,
-and what one upload costs."""
+"""What the page's tests share: the test model, published with the steps; crafted files; costs."""
 
 from __future__ import annotations
 
@@ -43,8 +42,7 @@ SURE = 0.9
 
 
 def train_digit_model(mnist_path: Path, target: Path) -> Path:
-    """Train the project's CNN on the first TRAIN_DIGITS training digits (seed: FIXTURE_SEED); save
-    it as .h5, after checking that it reads SURE_SAMPLES as the page's tests need."""
+    """The project's CNN trained on TRAIN_DIGITS digits, sure of SURE_SAMPLES (else it fails)."""
     import keras
 
     from steps.lib.keras_model import build_model, compile_model, save_model, to_inputs
@@ -66,8 +64,7 @@ def train_digit_model(mnist_path: Path, target: Path) -> Path:
 
 
 def check_sure(model: Network, images: dict[str, bytes]) -> None:
-    """Fail, as a weak fixture, unless `model` gives each image (named `<digit>...`) its digit at SURE
-    or more, through the page's own preprocessing and network."""
+    """Fail as a weak fixture unless `model` reads each `<digit>...` image at SURE or more."""
     weak = []
     for name, data in images.items():
         prediction = classify(model, prepare(data))
@@ -84,8 +81,7 @@ def check_sure(model: Network, images: dict[str, bytes]) -> None:
 
 
 def evaluate_model(mnist_path: Path, model: Path, out_dir: Path) -> Path:
-    """Run the evaluate step on EVAL_DIGITS test digits; return the folder with its outputs, and the
-    run's training history beside them, as the last round's aggregate leaves it."""
+    """The evaluate step's outputs on EVAL_DIGITS test digits, the run's history beside them."""
     _, test = load_mnist(mnist_path)
     test_file = out_dir / "test.npz"
     write_shard(test_file, Digits(test.x[:EVAL_DIGITS], test.y[:EVAL_DIGITS]))
@@ -122,8 +118,7 @@ def encode(image: Image.Image, format: str = "PNG", **options: object) -> bytes:
 
 
 def progressive_jpeg(width: int, height: int, scans: int, quality: int = 90) -> bytes:
-    """A progressive JPEG whose last scan is repeated until it holds `scans` scans: libjpeg decodes it
-    (with a warning), each scan walking every block again."""
+    """A progressive JPEG whose last scan repeats to `scans` scans, each walking every block."""
     image = Image.new("RGB", (width, height), (200, 180, 170))
     data = encode(image, "JPEG", progressive=True, quality=quality)
     starts = [match.start() for match in re.finditer(b"\xff\xda", data)]
@@ -202,8 +197,7 @@ def with_mpf(jpeg: bytes) -> bytes:
 
 
 def rle8_bmp(width: int, height: int, rows: bytes | None = None) -> bytes:
-    """An 8-bit run-length-encoded BMP; by default each row is one pixel, then end-of-line, which
-    makes Pillow's decoder pad the rest of the row one byte at a time in Python."""
+    """An 8-bit run-length BMP; by default rows of one pixel, padded by Pillow in Python."""
     if rows is None:
         rows = b"\x01\x00\x00\x00" * height + b"\x00\x01"
     palette = b"".join(bytes((gray, gray, gray, 0)) for gray in range(256))
@@ -237,8 +231,7 @@ def jpeg_of_empty_segments(size: int) -> bytes:
 
 
 def png_of_empty_chunks(size: int, png: bytes | None = None) -> bytes:
-    """A PNG (by default a 16x16 one) with `size` bytes of empty private chunks (12 bytes each) after
-    its header."""
+    """`png` (by default 16x16) with `size` bytes of empty private chunks after its header."""
     if png is None:
         buffer = io.BytesIO()
         Image.new("L", (16, 16)).save(buffer, format="PNG")

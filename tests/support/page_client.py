@@ -64,9 +64,8 @@ class PageClient:
     def __init__(self, url: str, max_size: int | None = 64 * 1024 * 1024) -> None:
         self.url = url
         self.http = requests.Session()
-        self.http.get(
-            f"{url}/_stcore/health", timeout=30
-        ).raise_for_status()  # sets the XSRF cookie
+        # the health check sets the XSRF cookie
+        self.http.get(f"{url}/_stcore/health", timeout=30).raise_for_status()
         self.xsrf = self.http.cookies.get(XSRF_COOKIE)
         self._open = contextlib.ExitStack()
         self.socket: ClientConnection = self._open.enter_context(
