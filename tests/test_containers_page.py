@@ -144,15 +144,9 @@ def test_the_page_and_ui_predict_run_in_the_trimmed_image_as_on_this_machine(
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
     assert "charts 1" in ran.stdout, ran.stdout
     in_image = predictions(ran.stdout)
+    files, model = [str(ROOT / "samples" / name) for name in samples], model_folder / "model.h5"
     here = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ui.predict",
-            *[str(ROOT / "samples" / name) for name in samples],
-            "--model-uri",
-            str(model_folder / "model.h5"),
-        ],
+        [sys.executable, "-m", "ui.predict", *files, "--model-uri", str(model)],
         capture_output=True,
         text=True,
         cwd=ROOT,

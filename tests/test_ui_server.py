@@ -17,8 +17,10 @@ from tests.support.page_client import (
     Closed,
     PageClient,
     component_state,
+    drawing_of,
     proc_kilobytes,
     reset_peak,
+    text_of,
     uploader_state,
 )
 from tests.support.page_server import Server, serving
@@ -76,15 +78,6 @@ def test_what_the_page_sends_fits_the_message_bound_many_times(server: Server) -
     assert not first.of("exception") and not run.of("exception")
     assert "Prediction: 4" in run.texts()
     assert visitor.largest < MAX_MESSAGE_MB * 1_000_000 / 4
-
-
-def drawing_of(objects: list) -> dict:
-    """A canvas value in the shape the canvas sends (its Fabric.js objects, no PNG)."""
-    return {"drawing": {"raw": {"objects": objects}, "data": None}}
-
-
-def text_of(value: dict) -> str:
-    return json.dumps(value, separators=(",", ":"))  # as the browser's JSON.stringify writes it
 
 
 VISITORS = 20

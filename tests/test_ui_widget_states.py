@@ -11,6 +11,7 @@ from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.proto.Common_pb2 import FileUploaderState, UploadedFileInfo
 from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
 
+from tests.support.page_client import drawing_of, text_of
 from ui.uploads import MAX_SESSION_FILES
 from ui.widget_states import (
     MAX_DRAWING_BYTES,
@@ -26,12 +27,6 @@ def rerun(*states: WidgetState) -> BackMsg:
     message = BackMsg(rerun_script=ClientState(query_string="a=1", page_script_hash="page"))
     message.rerun_script.widget_states.CopyFrom(WidgetStates(widgets=list(states)))
     return message
-
-
-def drawing(objects: list) -> str:
-    return json.dumps(
-        {"drawing": {"raw": {"objects": objects}, "data": None}}, separators=(",", ":")
-    )
 
 
 def values_in(value: object) -> int:
@@ -52,7 +47,7 @@ def test_json_items_counts_at_least_every_value_the_text_parses_to(text: str) ->
 
 
 def test_a_drawing_within_the_bounds_goes_through_as_sent() -> None:
-    within = drawing([{"path": [["M", 1.5, 2.5], ["Q", 3, 4, 5, 6]]}] * 100)
+    within = text_of(drawing_of([{"path": [["M", 1.5, 2.5], ["Q", 3, 4, 5, 6]]}] * 100))
     message = rerun(WidgetState(id="canvas", json_value=within))
     assert bound_rerun(message) is message
     assert message.rerun_script.widget_states.widgets[0].json_value == within
@@ -67,7 +62,7 @@ def test_a_drawing_within_the_bounds_goes_through_as_sent() -> None:
     ids=["too many bytes", "too many values"],
 )
 def test_a_drawing_past_the_bounds_is_replaced_and_nothing_of_it_is_kept(objects: list) -> None:
-    over = drawing(objects)
+    over = text_of(drawing_of(objects))
     message = rerun(
         WidgetState(id="uploader", file_uploader_state_value=FileUploaderState()),
         WidgetState(id="canvas", json_value=over),

@@ -98,14 +98,9 @@ def publish_run(store: str | Path, run: str, model: Path, evaluation: Path) -> N
     """Publish `model` as `run` with the publish step and serve it: the run's files, then LATEST."""
     settings = {"workers": 1, "rounds": 1, "epochs": EPOCHS, "batch": BATCH}
     options = {"--store": store, "--run": run, "--serve": "always", "--model": model}
+    options["--metrics"] = evaluation / "metrics.json"
     args = [str(part) for option in options.items() for part in option]
-    args += ["--metrics", str(evaluation / "metrics.json")]
-    args += [
-        "--attach",
-        str(evaluation / "confusion.png"),
-        "--attach",
-        str(evaluation / HISTORY_FILE),
-    ]
+    args += [f"--attach={evaluation / name}" for name in ("confusion.png", HISTORY_FILE)]
     args += [f"--setting={name}={value}" for name, value in settings.items()]
     publish.main(publish.make_parser().parse_args(args))
 

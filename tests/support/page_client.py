@@ -162,9 +162,18 @@ def uploader_state(widget_id: str, files: list[UploadedFileInfo]) -> WidgetState
     )
 
 
+def drawing_of(objects: list) -> dict:
+    """A canvas value in the shape the canvas sends (its Fabric.js objects, no PNG)."""
+    return {"drawing": {"raw": {"objects": objects}, "data": None}}
+
+
+def text_of(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))  # as the browser's JSON.stringify writes it
+
+
 def component_state(widget_id: str, value: object) -> WidgetState:
     """A custom component's (the drawing canvas's) state: JSON text, as its frontend sends it."""
-    return WidgetState(id=widget_id, json_value=json.dumps(value, separators=(",", ":")))
+    return WidgetState(id=widget_id, json_value=text_of(value))
 
 
 def proc_cpu_seconds(pid: int) -> float:
