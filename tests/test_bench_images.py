@@ -1,6 +1,4 @@
-"""The images' benchmark (bench/images.py) and what the plan makes of it: the first run on fresh nodes beside
-the warm run, at the requeue time infra/gke/up.sh configures. The measurement itself needs podman and the
-built images (`python -m bench.images`); here its arithmetic and its report run on a recorded result."""
+"""The images' benchmark (bench/images.py) and the plan's first runs, on a recorded result."""
 
 from __future__ import annotations
 

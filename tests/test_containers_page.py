@@ -1,6 +1,5 @@
-"""The page image as the Deployment runs it: read-only root, a tmpfs at /tmp, uid 10001. It answers Streamlit's
-health check and serves the page, and `ui.predict` inside it classifies a sample exactly as this machine's
-environment does with the same model."""
+"""The page image as the Deployment runs it (read-only root, a tmpfs at /tmp, uid 10001): it serves the page,
+and `ui.predict` inside it classifies the samples as this machine does."""
 
 from __future__ import annotations
 
@@ -63,15 +62,9 @@ def test_the_page_answers_its_health_check_on_a_read_only_root(
     started = subprocess.run(
         page_run(
             images,
-            "--detach",
-            "--name",
-            name,
-            "--publish",  # the image's own port, 8501, as the Service targets it
-            f"127.0.0.1:{port}:8501",
-            "--volume",
-            f"{model_folder}:/models:ro",
-            "--env",
-            "MODEL_URI=/models/model.h5",
+            *("--detach", "--name", name),
+            *("--publish", f"127.0.0.1:{port}:8501"),  # the image's own port, as the Service's
+            *("--volume", f"{model_folder}:/models:ro", "--env", "MODEL_URI=/models/model.h5"),
             images.page,
         ),
         capture_output=True,
@@ -110,37 +103,50 @@ def predictions(output: str) -> dict[str, dict]:
     return {Path(record["file"]).name: record for record in records}
 
 
-def test_the_image_classifies_the_samples_as_this_machine_does(
+PAGE_AND_PREDICT = """
+import subprocess
+import sys
+from pathlib import Path
+from streamlit.testing.v1 import AppTest
+subprocess.run([sys.executable, "-m", "ui.predict", *sys.argv[1:]], check=True)
+page = AppTest.from_file(str(Path.cwd() / "ui" / "app.py"), default_timeout=120)
+page.run()
+assert not page.exception, page.exception
+sample = Path("/samples/3-mnist.png")
+page.file_uploader[0].set_value((sample.name, sample.read_bytes(), "image/png"))
+page.run()
+assert not page.exception, page.exception
+charts = [e for e in page.main if getattr(e, "type", "") == "vega_lite_chart"]
+print("charts", len(charts))
+"""
+
+
+def test_the_page_and_ui_predict_run_in_the_trimmed_image_as_on_this_machine(
     images: Images, model_folder: Path
 ) -> None:
+    """In the trimmed image the page draws a chart (sent as Arrow); ui.predict reads as here."""
     samples = sorted(path.name for path in (ROOT / "samples").glob("*-mnist.png"))
-    predicted = subprocess.run(
+    ran = subprocess.run(
         sealed_page_run(
             images,
             model_folder,
+            "--env",
+            "MODEL_URI=/models/model.h5",
             images.page,
-            "python",
-            "-m",
-            "ui.predict",
+            *("python", "-c", PAGE_AND_PREDICT),
             *[f"/samples/{name}" for name in samples],
-            "--model-uri",
-            "/models/model.h5",
+            *("--model-uri", "/models/model.h5"),
         ),
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert predicted.returncode == 0, predicted.stderr
-    in_image = predictions(predicted.stdout)
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    assert "charts 1" in ran.stdout, ran.stdout
+    in_image = predictions(ran.stdout)
+    files, model = [str(ROOT / "samples" / name) for name in samples], model_folder / "model.h5"
     here = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ui.predict",
-            *[str(ROOT / "samples" / name) for name in samples],
-            "--model-uri",
-            str(model_folder / "model.h5"),
-        ],
+        [sys.executable, "-m", "ui.predict", *files, "--model-uri", str(model)],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -155,42 +161,3 @@ def test_the_image_classifies_the_samples_as_this_machine_does(
         assert in_image[name]["probabilities"] == pytest.approx(
             on_host[name]["probabilities"], abs=1e-5
         )
-
-
-PAGE_UNDER_APPTEST = """
-import sys
-from pathlib import Path
-from streamlit.testing.v1 import AppTest
-page = AppTest.from_file(str(Path.cwd() / "ui" / "app.py"), default_timeout=120)
-page.run()
-assert not page.exception, page.exception
-sample = Path("/samples/3-mnist.png")
-page.file_uploader[0].set_value((sample.name, sample.read_bytes(), "image/png"))
-page.run()
-assert not page.exception, page.exception
-charts = [e for e in page.main if getattr(e, "type", "") == "vega_lite_chart"]
-print("digits", [m.value for m in page.metric if m.label == "Digit"], "charts", len(charts))
-"""
-
-
-def test_the_page_itself_runs_in_its_trimmed_image(images: Images, model_folder: Path) -> None:
-    """The page's script under Streamlit's AppTest inside the image: a sample uploaded, its prediction
-    and probability chart drawn (Streamlit sends the chart's table as Arrow), after infra/docker/trim-page.sh
-    took out the parts of its dependencies the page never runs."""
-    ran = subprocess.run(
-        sealed_page_run(
-            images,
-            model_folder,
-            "--env",
-            "MODEL_URI=/models/model.h5",
-            images.page,
-            "python",
-            "-c",
-            PAGE_UNDER_APPTEST,
-        ),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
-    assert "charts 1" in ran.stdout, ran.stdout

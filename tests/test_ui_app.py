@@ -35,6 +35,7 @@ from ui import model_source, training
 from ui.images.decode import MAX_FILE_MB, MAX_PIXELS, MB
 from ui.pictures import CAPTION as PAIR_CAPTION
 from ui.verbatim import verbatim
+from ui.widget_states import MAX_DRAWING_BYTES, MAX_MESSAGE_MB
 
 APP = ROOT / "ui" / "app.py"
 TIMEOUT = 120  # the first run imports TensorFlow and loads the model
@@ -53,13 +54,6 @@ def metric(page: AppTest, label: str) -> str:
     values = [item.value for item in page.metric if item.label == label]
     assert values, f"no {label!r} on the page: {[item.label for item in page.metric]}"
     return values[0]
-
-
-def confidence_of(page: AppTest) -> float:
-    """The prediction's confidence, said under the digit: "99.4% confident"."""
-    (said,) = [item.proto.delta for item in page.metric if item.label == "Prediction"]
-    assert said.endswith("% confident"), said
-    return float(said.removesuffix("% confident")) / 100
 
 
 def image_captions(page: AppTest) -> list[str]:
@@ -84,8 +78,7 @@ def look_at_every_run(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def look_again(page: AppTest) -> None:
-    """Run the page once a look for a new model, started after the store changed, has ended: a
-    visitor's run serves what is in memory, and the look runs beside it (ui/model_source.py)."""
+    """Run the page once a look for a new model, started after the store changed, has ended."""
     for keeper in list(model_source.KEEPERS.values()):
         keeper.wait()
     page.run()  # starts the look
@@ -102,8 +95,7 @@ def own_store(published_store: Path, tmp_path: Path) -> Path:
 
 
 def chart_specs(block) -> list[dict]:
-    """The Vega-Lite specs of the charts in `block` (Streamlit's charts, altair's included); none takes
-    the mouse wheel (a selection bound to its scales zooms the chart instead of scrolling the page)."""
+    """The Vega-Lite specs of `block`'s charts; none binds its scales to the mouse wheel."""
     specs = [json.loads(chart.proto.spec) for chart in block.get("vega_lite_chart")]
     for spec in specs:
         assert not [p for p in spec.get("params", []) if p.get("bind") == "scales"], spec["params"]
@@ -124,8 +116,6 @@ def encoded_fields(spec: dict) -> set[str]:
 def test_the_page_shows_the_card_with_its_curves_the_report_and_the_three_inputs(
     monkeypatch: pytest.MonkeyPatch, published_store: Path
 ) -> None:
-    """The card in the sidebar (beside the page on a wide screen, folded on a phone's), the report
-    open below the inputs."""
     page = open_page(monkeypatch, latest_uri(published_store))
     card = page.sidebar
     assert [item.value for item in card.metric if item.label == "Run"] == [verbatim(FIRST_RUN)]
@@ -195,8 +185,7 @@ def files_under(folder: Path) -> set[str]:
 
 
 def bad_uploads() -> dict[str, tuple[bytes, str]]:
-    """Files the page refuses, and what it says of each: in a browser Streamlit refuses a file over the
-    upload limit earlier; AppTest hands the bytes straight to the page."""
+    """Files the page refuses, and what it says (a browser refuses one over the limit earlier)."""
     side, limit = int((MAX_PIXELS * 3) ** 0.5), MAX_FILE_MB * MB
     return {
         "not an image": (b"just some text\n" * 10, "This is not an image the page can read"),
@@ -234,14 +223,13 @@ def undecided_model(digit_model: Path, tmp_path_factory: pytest.TempPathFactory)
 
 
 def test_the_default_model_uri_is_the_local_stores_latest_and_an_empty_one_says_what_to_do(
-    monkeypatch: pytest.MonkeyPatch, published_store: Path, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("ARTIFACTS", str(published_store))
-    page = open_page(monkeypatch, "")  # MODEL_URI empty: the default applies
-    assert metric(page, "Run") == verbatim(FIRST_RUN)
     monkeypatch.setenv("ARTIFACTS", str(tmp_path / "empty-store"))
-    page = open_page(monkeypatch, "")
-    assert "No model is published" in page.info[0].value
+    page = open_page(monkeypatch, "")  # MODEL_URI empty: the default applies
+    assert f"No model is published at {verbatim(latest_uri(tmp_path / 'empty-store'))}" in (
+        page.info[0].value
+    )
     assert "make pipeline" in page.info[0].value
     assert not page.file_uploader
 
@@ -273,8 +261,6 @@ def test_a_new_latest_is_picked_up_and_a_broken_one_keeps_the_old_model(
 def test_the_card_shows_every_setting_that_is_not_the_default(
     monkeypatch: pytest.MonkeyPatch, own_store: Path
 ) -> None:
-    """A --limit 3000 run's card showed the workers, rounds, epochs and batch of a full run: it
-    left the limit out, and everything else the four do not cover."""
     settings = {"workers": 2, "rounds": 1, "epochs": 1, "batch": 100, "limit": 3000, "seed": 0}
     publish_copy(own_store, "ui-quick", settings=settings | {"source": "/srv/data/mnist.npz"})
     page = open_page(monkeypatch, latest_uri(own_store))
@@ -295,12 +281,7 @@ def test_several_files_or_a_photo_get_one_result_each_beside_their_picture(
     page.run()
     assert not page.exception, page.exception
     assert [item.value for item in page.metric if item.label == "Prediction"] == ["7", "2", "4"]
-    assert [text.value for text in page.text] == [
-        "7-photo.jpg",
-        "notes.png",
-        "2-mnist.png",
-        "4-photo.jpg",
-    ]
+    assert [text.value for text in page.text] == [name for name, _, _ in files]
     assert [error.value for error in page.error] == [
         "This is not an image the page can read (use png, jpg, jpeg, bmp, gif, webp)."
     ]
@@ -335,11 +316,10 @@ def test_an_unexpected_failure_shows_a_plain_message_not_the_source(
     assert "secret" not in str(page)
 
 
-def test_visitors_get_no_tracebacks_no_deploy_button_and_no_per_run_reloading(
+def test_streamlit_runs_the_page_with_its_bounds_no_tracebacks_and_no_per_run_reloading(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Each script run walked every imported module's path for the file watcher and the whole heap
-    for the garbage collector: two thirds of a visitor's server CPU (docs/how-it-works.md#the-page)."""
+    """Bounded messages, no tracebacks, no per-run file watching or full collection."""
     from streamlit import config
 
     monkeypatch.chdir(ROOT)  # Streamlit reads ./.streamlit/config.toml, as the page's image does
@@ -349,6 +329,10 @@ def test_visitors_get_no_tracebacks_no_deploy_button_and_no_per_run_reloading(
         assert config.get_option("client.toolbarMode") == "viewer"
         assert config.get_option("client.showErrorLinks") is False
         assert config.get_option("server.maxUploadSize") == MAX_FILE_MB  # ui.predict's too
+        assert config.get_option("server.maxMessageSize") == MAX_MESSAGE_MB
+        assert config.get_option("server.maxWidgetStateSize") == MAX_MESSAGE_MB
+        assert MAX_DRAWING_BYTES < MAX_MESSAGE_MB * 1_000_000  # Streamlit's megabyte is 10^6 bytes
+        assert config.get_option("server.enableWebsocketCompression") is False
         assert config.get_option("server.fileWatcherType") == "none"
         assert config.get_option("runner.postScriptGC") is False
     finally:
@@ -422,8 +406,7 @@ def test_a_card_in_a_shape_no_check_expected_does_not_stop_the_page(
 def test_what_the_page_says_of_a_model_is_built_once_per_model(
     monkeypatch: pytest.MonkeyPatch, own_store: Path
 ) -> None:
-    """The card, the curves and the report do not change between runs for one served model: two
-    visitors' three runs each build them once, and the elements are sent every time."""
+    """Two visitors' four runs build the card, the curves and the report once; each run shows them."""
     import steps.lib.confusion_plot
     import steps.lib.published
     import ui.report
@@ -456,8 +439,7 @@ def test_what_the_page_says_of_a_model_is_built_once_per_model(
 def test_a_store_that_cannot_be_reached_is_said_so_with_or_without_a_model_in_memory(
     monkeypatch: pytest.MonkeyPatch, digit_model: Path, model_evaluation: Path
 ) -> None:
-    """The store's emulator stopped (its port closed): the page keeps serving the model in memory, and
-    a server with none says the store cannot be reached, not "no model is published"."""
+    """With the store's emulator stopped the page says so, serving the model in memory if any."""
     with own_emulator() as emulator:
         bucket = new_bucket(emulator.host, monkeypatch)
         publish_run(f"gs://{bucket}", "gcs-run-1", digit_model, model_evaluation)
@@ -465,9 +447,8 @@ def test_a_store_that_cannot_be_reached_is_said_so_with_or_without_a_model_in_me
         page = open_page(monkeypatch, uri)
         assert metric(page, "Run") == verbatim("gcs-run-1") and not page.warning
         emulator.stop()
-        model_source.KEEPERS[
-            uri
-        ].store().deadline = 1.0  # the reads give up sooner, retries and all
+        keeper = model_source.KEEPERS[uri]
+        keeper.store().deadline = 1.0  # the reads give up sooner, retries and all
         look_again(page)
     assert metric(page, "Run") == verbatim("gcs-run-1")
     assert [w.value for w in page.warning] == [
@@ -494,7 +475,9 @@ def test_a_guess_of_a_weak_model_blames_the_model_not_the_image(
     shutil.copyfile(undecided_model, own_store / run_prefix("ui-weak") / "model.h5")
     page = open_page(monkeypatch, latest_uri(own_store))
     upload(page, "7.jpg", (SAMPLES / "7-photo.jpg").read_bytes())
-    assert confidence_of(page) == 0.1
+    assert [item.proto.delta for item in page.metric if item.label == "Prediction"] == [
+        "10.0% confident"
+    ]
     (said,) = [warning.value for warning in page.warning if "Low confidence" in warning.value]
     assert "Try a clearer image" not in said
     assert "79.50% on the test set" in said and "--limit 3000" in said

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,10 @@ from tests.support.page import FIRST_RUN, SURE
 from tests.support.page_server import Server, serving
 from tests.support.project import ROOT
 
-PAGE_TIMEOUT_MS = 120_000  # the server imports TensorFlow and loads the model on the first visit
+PAGE_TIMEOUT_MS = 120_000  # the server imports its modules and loads the model on the first visit
+# Chromium fails the requests under way when the host's interfaces change (a container or a pod
+# starting beside the tests), loopback's too; a page whose scripts failed so never starts.
+NETWORK_CHANGED = "net::ERR_NETWORK_CHANGED"
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 CARD = '[data-testid="stSidebar"]'
@@ -28,8 +32,7 @@ HOSTILE = f"![beacon]({BEACON}) [log in](https://evil.example/login) www.evil.ex
 
 @pytest.fixture(scope="module")
 def server(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The page serving the test model, whose run's settings are Markdown (a blank line of two
-    carriage returns must not end a code span)."""
+    """The page serving the test model, its run's settings Markdown (two carriage returns too)."""
     folder = tmp_path_factory.mktemp("streamlit")
     store = Path(shutil.copytree(published_store, folder / "store"))
     card_file = store / run_prefix(FIRST_RUN) / "run.json"
@@ -49,13 +52,20 @@ def browser() -> Iterator[object]:
 def open_at(
     browser: object, url: str, viewport: dict = DESKTOP, fetched: list | None = None
 ) -> object:
-    """The page at `viewport`'s size once its script has run and its last part is drawn (what comes
-    earlier is laid out then: the tabs first appeared 216 px higher); the URLs it fetched in `fetched`."""
+    """The page at `viewport`'s size once its last part is drawn; URLs it fetched in `fetched`."""
     page = browser.new_page(viewport=viewport)
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     fetched = [] if fetched is None else fetched
     page.on("request", lambda request: fetched.append(request.url))
-    page.goto(url)
+    failures: list[str | None] = []
+    page.on("requestfailed", lambda request: failures.append(request.failure))
+    deadline = time.monotonic() + PAGE_TIMEOUT_MS / 1000
+    while True:  # loaded again only while the host's network changes under it
+        failures.clear()
+        page.goto(url)
+        if NETWORK_CHANGED not in failures:
+            break
+        assert time.monotonic() < deadline, "the host's network kept changing under the page"
     page.get_by_text("Handwritten digit recognition").wait_for()
     page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
     page.get_by_text("goes wrong").first.wait_for()
@@ -68,8 +78,7 @@ def shown(page: object, label: str) -> str:
 
 
 def predicted_digit(page: object, what: str) -> str:
-    """The digit the page shows for `what`, once its confidence ("97.3% confident") shows the test
-    model is sure of it (tests/support/page.py: SURE); under that the fixture is too weak to tell."""
+    """The digit the page shows for `what`; a weak fixture under SURE confidence fails."""
     metric = page.locator('[data-testid="stMetric"]').filter(has_text="Prediction")
     delta = metric.locator('[data-testid="stMetricDelta"]').inner_text().strip()
     confidence = float(delta.removesuffix("confident").strip().rstrip("%")) / 100
@@ -133,8 +142,7 @@ def test_on_a_phone_the_card_is_folded_the_upload_comes_first_and_results_are_co
 def test_a_stroke_pressed_on_the_canvas_top_edge_as_the_pointer_enters_is_drawn(
     browser: object, server: Server
 ) -> None:
-    """The pointer comes from above and presses on the canvas's top row, under the corner where its
-    toolbar shows on hover; a straight stroke down from there is read as a one."""
+    """A stroke down from the canvas's top row, under its toolbar's corner, reads as a one."""
     page = open_at(browser, server.url)
     page.get_by_role("tab", name="Draw a digit").click()
     canvas = page.locator("canvas").last  # Fabric.js draws on the upper of its two canvases

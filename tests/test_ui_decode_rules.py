@@ -46,8 +46,7 @@ def png_chunk(kind: bytes, body: bytes) -> bytes:
 
 
 def png_header(width: int, height: int, colour_type: int = 2, *chunks: bytes) -> bytes:
-    """A PNG of only its header, 8 bits a sample, of PNG colour type `colour_type`, with `chunks`:
-    Pillow opens it without a pixel, so a header of any size costs nothing until it is decoded."""
+    """A PNG of only its header (8 bits, `colour_type`) and `chunks`: no pixel to decode."""
     header = png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, colour_type, 0, 0, 0))
     return b"\x89PNG\r\n\x1a\n" + header + b"".join(chunks) + png_chunk(b"IEND", b"")
 
@@ -58,8 +57,7 @@ EMPTY_CHUNK = png_chunk(b"abCd", b"")  # private, ancillary: a reader skips it
 def jpeg_with_size(
     width: int, height: int, *, progressive: bool = False, scans: int = 1, mode: str = "RGB"
 ) -> bytes:
-    """A 16x16 JPEG (4:4:4, or grey) whose frame header claims width x height, its scan repeated to
-    `scans`, its frame SOF2 if `progressive`: plan_jpeg reads only the markers."""
+    """A 16x16 JPEG whose frame claims width x height, `scans` scans, SOF2 if `progressive`."""
     data = encode(Image.new(mode, (16, 16), "gray"), "JPEG", subsampling=0)
     frame = data.index(b"\xff\xc0")
     data = (
@@ -129,15 +127,29 @@ def test_a_png_of_exactly_max_blocks_chunks_is_read_and_one_more_is_refused() ->
     assert message == f"{TOO_COSTLY}: over {MAX_BLOCKS} blocks to read one by one."
 
 
-def test_a_lossless_jpeg_is_named_as_such() -> None:
-    data = (
-        b"\xff\xd8\xff\xc3\x00\x0b\x08\x00\x10\x00\x10\x01\x01\x11\x00"
-        b"\xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00"
-    )
-    assert rejected(plan_jpeg, data) == (
-        "This is not an image the page can read (use png, jpg, jpeg, bmp, gif, webp): "
-        "lossless and hierarchical JPEGs are not."
-    )
+LOSSLESS_JPEG = (
+    b"\xff\xd8\xff\xc3\x00\x0b\x08\x00\x10\x00\x10\x01\x01\x11\x00"
+    b"\xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00"
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            LOSSLESS_JPEG,
+            f"{NOT_AN_IMAGE.removesuffix('.')}: lossless and hierarchical JPEGs are not.",
+        ),
+        (b"\xff\xd8\xff\xe0\x00\x01", f"{DAMAGED} (a segment of length 1)"),
+        (
+            b"\xff\xd8\xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00",
+            f"{DAMAGED} (no frame header before the first scan)",
+        ),
+    ],
+    ids=["lossless", "short segment", "scan before frame"],
+)
+def test_jpeg_headers_the_page_does_not_decode_are_refused(data: bytes, message: str) -> None:
+    assert rejected(plan_jpeg, data) == message
 
 
 def test_exactly_max_scans_is_accepted_and_one_more_is_not() -> None:
@@ -288,9 +300,7 @@ TRANSPARENT = png_chunk(b"tRNS", b"\x00")  # colour 0 of the palette
 def test_the_decoding_counts_the_modes_reduce_makes_of_it_at_full_size(
     colour_type: int, chunks: tuple[bytes, ...], per_pixel: int
 ) -> None:
-    """reduce() converts a palette image at full size before it shrinks it (to RGBA when a colour is
-    transparent, else to gray), and Image.reduce shrinks RGBA and LA through a premultiplied copy:
-    they are all held at once with the decoded pixels."""
+    """reduce()'s palette conversion and Image.reduce's premultiplied copy count with the pixels."""
     width = 4000
     height = MAX_DECODED_BYTES // (width * per_pixel)  # the most rows that fit
     plan_whole(open_header(png_header(width, height, colour_type, *chunks)))
@@ -351,14 +361,9 @@ def test_a_16_bit_image_is_box_averaged_at_its_depth() -> None:
     assert image.mode == "I;16" and image.size == (480, 480)
     row = np.asarray(image, dtype=np.uint16)[0]
     assert row[:240].tolist() == [0] * 240 and row[240:].tolist() == [60000] * 240
-
-
-@pytest.mark.parametrize(("size", "reduced"), [((1001, 1), (500, 1)), ((1, 1001), (1, 500))])
-def test_a_16_bit_sliver_keeps_at_least_one_pixel_across(
-    size: tuple[int, int], reduced: tuple[int, int]
-) -> None:
-    image = Image.new("I;16", size)
-    assert reduce(image).size == reduced
+    # a sliver keeps at least one pixel across
+    assert reduce(Image.new("I;16", (1001, 1))).size == (500, 1)
+    assert reduce(Image.new("I;16", (1, 1001))).size == (1, 500)
 
 
 def test_a_photo_stored_sideways_is_turned_upright() -> None:

@@ -1,6 +1,5 @@
-"""Seeded fuzzing of the page's input path (ui.preprocess, which ui.predict and the page call): every
-input ends as a 28x28 input or an ImageRejected message, never another exception, decoding at most once
-and at most MAX_PIXELS pixels."""
+"""Seeded fuzzing of ui.preprocess (the page's and ui.predict's input path): every input ends as a 28x28
+input or an ImageRejected message, never another exception, decoding at most once, MAX_PIXELS at most."""
 
 from __future__ import annotations
 

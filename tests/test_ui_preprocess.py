@@ -29,8 +29,7 @@ def test_digits(mnist_path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def kept_share(model: object, images: np.ndarray, labels: np.ndarray, photos: np.ndarray) -> float:
-    """Of the digits `model` reads clean at SURE or more, the share it still reads right in `photos`
-    (28x28 in [0, 1], as ui.preprocess makes them); fails as a weak fixture if it is sure of too few."""
+    """Of the digits read clean at SURE+, the share read right in `photos` (or a weak fixture)."""
     from steps.lib.keras_model import to_inputs
 
     clean = model(to_inputs(images), training=False).numpy()
@@ -50,8 +49,7 @@ def kept_share(model: object, images: np.ndarray, labels: np.ndarray, photos: np
 def test_hard_photographs_are_recognised_as_the_clean_digits_are(
     digit_model: Path, test_digits: tuple[np.ndarray, np.ndarray]
 ) -> None:
-    """Uneven light, shadows, blue or black ink, 15-80% of the frame, rotation, blur, noise, JPEG 50-90
-    (bench.photos); `python -m bench.preprocessing` measures the same with the published model."""
+    """Uneven light, shadows, inks, sizes, rotation, blur, noise and JPEG (bench.photos)."""
     from steps.lib.keras_model import load_model
 
     images, labels = test_digits[0][:PHOTO_DIGITS], test_digits[1][:PHOTO_DIGITS]

@@ -79,8 +79,7 @@ def test_past_its_budget_a_session_reads_nothing_new_and_keeps_what_it_read(
 
 
 def most_at_once(ledgers: list[Ledger], monkeypatch: pytest.MonkeyPatch, wait: float) -> int:
-    """The most make_reading calls at once when each ledger's thread reads its own file, each call
-    waiting up to `wait` seconds inside for another to come in."""
+    """The most make_reading calls at once, each waiting up to `wait` s inside for another."""
     running, most = 0, 0
     changed = threading.Condition()
 
@@ -145,18 +144,6 @@ def test_a_reading_holds_pictures_st_image_passes_on_as_they_are() -> None:
     picture = Image.open(io.BytesIO(reading.pair))
     assert picture.format == "PNG"
     assert picture.width == reading.pair_width  # st.image at this width passes it on as it is
-
-
-def test_a_refused_image_is_kept_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A refusal that took a decode (no digit in a costly file) is not paid for again."""
-    blank = io.BytesIO()
-    Image.new("L", (400, 300), 255).save(blank, format="PNG")
-    ledger = Ledger()
-    first = read(blank.getvalue(), ledger, LIMIT)
-    assert first.refusal.startswith("No digit found")
-    spent = ledger.spent
-    assert read(blank.getvalue(), ledger, LIMIT) is first
-    assert ledger.spent == spent
 
 
 @pytest.mark.parametrize(

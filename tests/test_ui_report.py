@@ -72,9 +72,7 @@ def two_rounds() -> dict:
     return kept
 
 
-def test_the_curves_put_each_epoch_at_its_place_in_the_run_and_the_average_at_each_rounds_end() -> (
-    None
-):
+def test_each_epoch_is_drawn_at_its_place_and_the_average_at_each_rounds_end() -> None:
     points = training.curve_points(two_rounds(), "accuracy")
     average = points[points["line"] == training.AVERAGE]
     assert average[["epoch", "value"]].values.tolist() == [[2, 0.95], [4, 0.98]]

@@ -1,5 +1,5 @@
 """What one visitor's messages may cost the real server (`python -m ui.serve`), through real websocket
-clients (tests/support/page_client.py) and what Pillow does in it (tests/support/pillow_counter)."""
+clients (tests/support/page_client.py)."""
 
 from __future__ import annotations
 
@@ -10,22 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from steps.lib.registry import CONFUSION_FILE, HISTORY_FILE, run_prefix
+from steps.lib.registry import HISTORY_FILE, run_prefix
 from tests.support.histories import compact, fullest_history
-from tests.support.page import FIRST_RUN, png_of_empty_chunks, progressive_jpeg
+from tests.support.page import FIRST_RUN, progressive_jpeg
 from tests.support.page_client import (
     Closed,
     PageClient,
-    Run,
     component_state,
+    drawing_of,
     proc_kilobytes,
     reset_peak,
+    text_of,
     uploader_state,
 )
 from tests.support.page_server import Server, serving
 from tests.support.project import ROOT
 from ui.images.decode import MAX_SCANS
-from ui.images.picture import MAX_PICTURE_BYTES
 from ui.uploads import MAX_FILES
 from ui.widget_states import MAX_DRAWING_ITEMS, MAX_MESSAGE_MB, TOO_LARGE, json_items
 
@@ -33,22 +33,11 @@ MB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
-def picture(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The served run's confusion.png, made by anyone who can write the store 2 MB of 174,221 empty
-    chunks (Pillow walks them one by one in Python, each time the picture is opened); its history.json
-    1 MiB of points (every point a chart row, the curves were over the page's message bound)."""
+def server(published_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The page serving a run whose history.json holds 1 MiB of points (every point a chart row, the
+    curves were over the page's message bound)."""
     store = Path(shutil.copytree(published_store, tmp_path_factory.mktemp("served") / "store"))
     (store / run_prefix(FIRST_RUN) / HISTORY_FILE).write_bytes(compact(fullest_history()))
-    picture = store / run_prefix(FIRST_RUN) / CONFUSION_FILE
-    data = picture.read_bytes()
-    picture.write_bytes(png_of_empty_chunks(MAX_PICTURE_BYTES - len(data), data))
-    assert picture.stat().st_size <= MAX_PICTURE_BYTES
-    return picture
-
-
-@pytest.fixture(scope="module")
-def server(picture: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    store = picture.parents[3]  # models/mnist/<run>/confusion.png
     with serving(store, tmp_path_factory.mktemp("server") / "server.log") as page:
         yield page
 
@@ -64,8 +53,7 @@ def megabytes(pid: int, field: str) -> float:
 
 
 def test_a_file_named_many_times_is_decoded_once(server: Server) -> None:
-    """The uploader's state may name a file many times, and the same bytes may come under several
-    ids: twenty names of one costly JPEG (40 megapixels, every scan accepted), two reruns, one decode."""
+    """Twenty names of three ids of one costly JPEG (40 megapixels, every scan): two reruns, one decode."""
     costly_jpeg = progressive_jpeg(7300, 5470, scans=MAX_SCANS)
     with PageClient(server.url) as visitor:
         uploader = widget_id(visitor, "file_uploader")
@@ -80,8 +68,7 @@ def test_a_file_named_many_times_is_decoded_once(server: Server) -> None:
 
 
 def test_what_the_page_sends_fits_the_message_bound_many_times(server: Server) -> None:
-    """server.maxMessageSize bounds what the server sends as well: the page's own messages (its
-    pictures go by URL, the curves of a history of 1 MiB thinned) are far under it."""
+    """The page's own messages (pictures by URL, 1 MiB of curves thinned) are far under its bound."""
     with PageClient(server.url) as visitor:
         first = visitor.rerun()
         uploader = first.of("file_uploader")[0].file_uploader.id
@@ -93,15 +80,6 @@ def test_what_the_page_sends_fits_the_message_bound_many_times(server: Server) -
     assert visitor.largest < MAX_MESSAGE_MB * 1_000_000 / 4
 
 
-def drawing_of(objects: list) -> dict:
-    """A canvas value in the shape the canvas sends (its Fabric.js objects, no PNG)."""
-    return {"drawing": {"raw": {"objects": objects}, "data": None}}
-
-
-def text_of(value: dict) -> str:
-    return json.dumps(value, separators=(",", ":"))  # as the browser's JSON.stringify writes it
-
-
 VISITORS = 20
 # The session, the most a drawing within the bounds can take (1.3 MB), and the allocator's share of the
 # transient copies of each message; a drawing of 0.9 MB kept took 13 MB.
@@ -109,9 +87,8 @@ MAX_MB_PER_VISITOR = 2.5
 
 
 def test_drawings_kept_for_many_visitors_stay_small(server: Server) -> None:
-    """The canvas's value comes in the rerun message, where no upload bound counts it, and Streamlit
-    keeps it for the session: twenty visitors each send one of 0.9 MB that parses to many small
-    objects, and twenty more the largest the page accepts, and all stay."""
+    """Streamlit keeps a canvas's value for the session: twenty visitors send 0.9 MB of small objects,
+    twenty more the largest drawing the page accepts, and all stay."""
     over = drawing_of([[0, 0]] * 150_000)
     within = drawing_of([[] for _ in range(MAX_DRAWING_ITEMS // 2 - 10)])
     assert len(text_of(over)) < MAX_MESSAGE_MB * 1_000_000 < len(json.dumps(over)) * 2
@@ -160,22 +137,3 @@ def test_a_frame_bigger_than_the_page_needs_is_refused_before_it_is_buffered(
     print(f"\na frame of {FRAME // MB} MB: the server's peak rose {peak:.0f} MB")
     assert code in (1009, 1006)  # message too big; or closed while it was sent
     assert peak < 20
-
-
-def captions(run: Run) -> list[str]:
-    return [image.caption for element in run.of("imgs") for image in element.imgs.imgs]
-
-
-def test_a_confusion_picture_of_many_chunks_costs_the_page_nothing_per_rerun(
-    server: Server, picture: Path
-) -> None:
-    with PageClient(server.url) as visitor:
-        visitor.rerun()  # the model and its files load once
-        before = len(server.pillow_calls())
-        runs = [visitor.rerun() for _ in range(3)]
-        opened = server.pillow_calls()[before:]
-    assert not [call for call in opened if call.startswith("open")], (
-        opened
-    )  # its chunks never walked
-    for run in runs:  # refused: the page draws the matrix from metrics.json instead
-        assert captions(run) == ["Confusion matrix on the test set"], captions(run)

@@ -24,20 +24,14 @@ def fullest() -> dict:
     return kept
 
 
-@pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("which", ["largest", "fullest"])
-def test_the_points_drawn_are_bounded(
-    request: pytest.FixtureRequest, which: str, metric: str
+def test_the_points_drawn_are_bounded_and_every_round_is_kept(
+    request: pytest.FixtureRequest, which: str
 ) -> None:
-    kept = request.getfixturevalue(which)
-    points = training.curve_points(kept, metric)
-    assert len(points) <= training.MAX_POINTS
-
-
-@pytest.mark.parametrize("which", ["largest", "fullest"])
-def test_every_round_is_kept(request: pytest.FixtureRequest, which: str) -> None:
     """The average's score after every round, and every worker in every round, at its round's end."""
     kept = request.getfixturevalue(which)
+    for metric in METRICS:
+        assert len(training.curve_points(kept, metric)) <= training.MAX_POINTS, metric
     points = training.curve_points(kept, "accuracy")
     average = points[points["line"] == training.AVERAGE]
     assert list(average["round"]) == [each["round"] for each in kept["rounds"]]

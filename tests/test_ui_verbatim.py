@@ -1,7 +1,5 @@
-"""Store text as Markdown that shows it verbatim: one code span, whatever the text holds.
-
-Judged by a CommonMark parser (markdown-it-py, which Keras's `rich` brings in; Streamlit's frontend
-parses with micromark, CommonMark too, and tests/test_ui_browser.py asks a real browser)."""
+"""Store text as Markdown that shows it verbatim: one code span, whatever the text holds, judged by a
+CommonMark parser (markdown-it-py; Streamlit's frontend parses with micromark: tests/test_ui_browser.py)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-"""ui.widget_states: a browser's widget states bounded before Streamlit keeps them, message by message, and
-the Streamlit settings that bound the message itself. Against the real server: tests/test_ui_server.py."""
+"""ui.widget_states: a browser's widget states bounded before Streamlit keeps them, message by message (the
+settings that bound the message itself: tests/test_ui_app.py; the real server: tests/test_ui_server.py)."""
 
 from __future__ import annotations
 
 import json
-import tomllib
 
 import pytest
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -12,12 +11,11 @@ from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.proto.Common_pb2 import FileUploaderState, UploadedFileInfo
 from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
 
-from tests.support.project import ROOT
+from tests.support.page_client import drawing_of, text_of
 from ui.uploads import MAX_SESSION_FILES
 from ui.widget_states import (
     MAX_DRAWING_BYTES,
     MAX_DRAWING_ITEMS,
-    MAX_MESSAGE_MB,
     REFUSED,
     REFUSED_DRAWING,
     bound_rerun,
@@ -29,12 +27,6 @@ def rerun(*states: WidgetState) -> BackMsg:
     message = BackMsg(rerun_script=ClientState(query_string="a=1", page_script_hash="page"))
     message.rerun_script.widget_states.CopyFrom(WidgetStates(widgets=list(states)))
     return message
-
-
-def drawing(objects: list) -> str:
-    return json.dumps(
-        {"drawing": {"raw": {"objects": objects}, "data": None}}, separators=(",", ":")
-    )
 
 
 def values_in(value: object) -> int:
@@ -55,7 +47,7 @@ def test_json_items_counts_at_least_every_value_the_text_parses_to(text: str) ->
 
 
 def test_a_drawing_within_the_bounds_goes_through_as_sent() -> None:
-    within = drawing([{"path": [["M", 1.5, 2.5], ["Q", 3, 4, 5, 6]]}] * 100)
+    within = text_of(drawing_of([{"path": [["M", 1.5, 2.5], ["Q", 3, 4, 5, 6]]}] * 100))
     message = rerun(WidgetState(id="canvas", json_value=within))
     assert bound_rerun(message) is message
     assert message.rerun_script.widget_states.widgets[0].json_value == within
@@ -70,7 +62,7 @@ def test_a_drawing_within_the_bounds_goes_through_as_sent() -> None:
     ids=["too many bytes", "too many values"],
 )
 def test_a_drawing_past_the_bounds_is_replaced_and_nothing_of_it_is_kept(objects: list) -> None:
-    over = drawing(objects)
+    over = text_of(drawing_of(objects))
     message = rerun(
         WidgetState(id="uploader", file_uploader_state_value=FileUploaderState()),
         WidgetState(id="canvas", json_value=over),
@@ -99,16 +91,6 @@ def test_the_uploaders_list_is_cut_to_what_the_upload_store_keeps() -> None:
     )
     (kept,) = bound_rerun(rerun(state)).rerun_script.widget_states.widgets
     assert len(kept.file_uploader_state_value.uploaded_file_info) == MAX_SESSION_FILES
-
-
-def test_streamlit_bounds_every_message_to_what_the_page_needs() -> None:
-    """server.maxMessageSize is uvicorn's ws_max_size: a frame past it is refused from its header;
-    server.maxWidgetStateSize bounds a rerun's widget states; no compression."""
-    server = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["server"]
-    assert server["maxMessageSize"] == MAX_MESSAGE_MB
-    assert server["maxWidgetStateSize"] == MAX_MESSAGE_MB
-    assert server["enableWebsocketCompression"] is False
-    assert MAX_DRAWING_BYTES < MAX_MESSAGE_MB * 1_000_000  # Streamlit's megabyte is 10^6 bytes
 
 
 def test_the_served_page_runs_with_the_bounded_runtime() -> None:

@@ -1,5 +1,4 @@
-"""Headless Chromium driven by Playwright, for the tests that look at a page in a real browser: Debian's
-Chromium (/usr/bin/chromium) when installed, else Playwright's own; neither fails the test in one line."""
+"""Headless Chromium for the browser tests: Debian's, else Playwright's, else a one-line failure."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ CHROMIUM_ARGS = [
 
 
 def chromium_program(playwrights: Path, debian: Path = DEBIAN_CHROMIUM) -> Path:
-    """Debian's Chromium, else Playwright's own build (`playwrights`: where `python -m playwright
-    install chromium` puts it) if installed; fails the test in one line if neither."""
+    """Debian's Chromium, else Playwright's build at `playwrights`; fails in one line if neither."""
     for program in (debian, playwrights):
         if program.is_file():
             return program

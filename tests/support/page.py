@@ -1,9 +1,9 @@
-"""What the page's tests share: one model trained once, published with the real steps; crafted files,
-and what one upload costs."""
+"""What the page's tests share: the test model, published with the steps; crafted files; costs."""
 
 from __future__ import annotations
 
 import io
+import os
 import re
 import struct
 import subprocess
@@ -23,6 +23,7 @@ from steps.lib.model_file import read_weights
 from steps.lib.registry import HISTORY_FILE
 from steps.lib.shards import write_shard
 from tests.support.histories import history_of
+from tests.support.page_server import PILLOW_COUNTER
 from tests.support.project import FIXTURE_SEED, ROOT
 from ui.predict import classify
 from ui.preprocess import prepare
@@ -41,8 +42,7 @@ SURE = 0.9
 
 
 def train_digit_model(mnist_path: Path, target: Path) -> Path:
-    """Train the project's CNN on the first TRAIN_DIGITS training digits (seed: FIXTURE_SEED); save
-    it as .h5, after checking that it reads SURE_SAMPLES as the page's tests need."""
+    """The project's CNN trained on TRAIN_DIGITS digits, sure of SURE_SAMPLES (else it fails)."""
     import keras
 
     from steps.lib.keras_model import build_model, compile_model, save_model, to_inputs
@@ -64,8 +64,7 @@ def train_digit_model(mnist_path: Path, target: Path) -> Path:
 
 
 def check_sure(model: Network, images: dict[str, bytes]) -> None:
-    """Fail, as a weak fixture, unless `model` gives each image (named `<digit>...`) its digit at SURE
-    or more, through the page's own preprocessing and network."""
+    """Fail as a weak fixture unless `model` reads each `<digit>...` image at SURE or more."""
     weak = []
     for name, data in images.items():
         prediction = classify(model, prepare(data))
@@ -82,8 +81,7 @@ def check_sure(model: Network, images: dict[str, bytes]) -> None:
 
 
 def evaluate_model(mnist_path: Path, model: Path, out_dir: Path) -> Path:
-    """Run the evaluate step on EVAL_DIGITS test digits; return the folder with its outputs, and the
-    run's training history beside them, as the last round's aggregate leaves it."""
+    """The evaluate step's outputs on EVAL_DIGITS test digits, the run's history beside them."""
     _, test = load_mnist(mnist_path)
     test_file = out_dir / "test.npz"
     write_shard(test_file, Digits(test.x[:EVAL_DIGITS], test.y[:EVAL_DIGITS]))
@@ -100,14 +98,9 @@ def publish_run(store: str | Path, run: str, model: Path, evaluation: Path) -> N
     """Publish `model` as `run` with the publish step and serve it: the run's files, then LATEST."""
     settings = {"workers": 1, "rounds": 1, "epochs": EPOCHS, "batch": BATCH}
     options = {"--store": store, "--run": run, "--serve": "always", "--model": model}
+    options["--metrics"] = evaluation / "metrics.json"
     args = [str(part) for option in options.items() for part in option]
-    args += ["--metrics", str(evaluation / "metrics.json")]
-    args += [
-        "--attach",
-        str(evaluation / "confusion.png"),
-        "--attach",
-        str(evaluation / HISTORY_FILE),
-    ]
+    args += [f"--attach={evaluation / name}" for name in ("confusion.png", HISTORY_FILE)]
     args += [f"--setting={name}={value}" for name, value in settings.items()]
     publish.main(publish.make_parser().parse_args(args))
 
@@ -120,8 +113,7 @@ def encode(image: Image.Image, format: str = "PNG", **options: object) -> bytes:
 
 
 def progressive_jpeg(width: int, height: int, scans: int, quality: int = 90) -> bytes:
-    """A progressive JPEG whose last scan is repeated until it holds `scans` scans: libjpeg decodes it
-    (with a warning), each scan walking every block again."""
+    """A progressive JPEG whose last scan repeats to `scans` scans, each walking every block."""
     image = Image.new("RGB", (width, height), (200, 180, 170))
     data = encode(image, "JPEG", progressive=True, quality=quality)
     starts = [match.start() for match in re.finditer(b"\xff\xda", data)]
@@ -130,22 +122,11 @@ def progressive_jpeg(width: int, height: int, scans: int, quality: int = 90) -> 
     return data[:end] + last_scan * max(0, scans - len(starts)) + data[end:]
 
 
+# Run with tests/support/pillow_counter on the path: it logs what Pillow is asked to open and decode.
 MEASURE = """
 import sys
-sys.path.insert(0, {root!r})
-from PIL import Image, ImageFile
 import ui.preprocess
-from ui.preprocess import ImageRejected
-opened, loaded = [], []  # what Pillow was asked to do: the files it parsed, the pixels it decoded
-open_image, load = Image.open, ImageFile.ImageFile.load
-def counted_open(*args, **kwargs):
-    opened.append(1)
-    return open_image(*args, **kwargs)
-def counted_load(self):
-    loaded.append(self.width * self.height)
-    return load(self)
-Image.open, ImageFile.ImageFile.load = counted_open, counted_load
-data = open({path!r}, "rb").read()
+data = open(sys.argv[1], "rb").read()
 def status(field):  # VmHWM: this process's peak (ru_maxrss would carry the parent's over exec)
     with open("/proc/self/status") as lines:
         return next(int(line.split()[1]) for line in lines if line.startswith(field + ":"))
@@ -153,9 +134,9 @@ before = status("VmRSS")
 try:
     ui.preprocess.prepare(data)
     outcome = "read"
-except ImageRejected as error:
+except ui.preprocess.ImageRejected as error:
     outcome = "refused: " + str(error)
-print((status("VmHWM") - before) / 1024, len(opened), sum(loaded), outcome, sep="\\t")
+print((status("VmHWM") - before) / 1024, outcome, sep="\\t")
 """
 
 
@@ -170,18 +151,26 @@ class Cost(NamedTuple):
 
 def cost_of_prepare(data: bytes, folder: Path) -> Cost:
     """The Cost of prepare(data), counted in a fresh process."""
-    path = folder / "upload.bin"
+    path, log = folder / "upload.bin", folder / "pillow.log"
     path.write_bytes(data)
-    root = str(Path(__file__).resolve().parents[2])
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{PILLOW_COUNTER}",
+        "PILLOW_COUNT_LOG": str(log),
+    }
     result = subprocess.run(
-        [sys.executable, "-c", MEASURE.format(root=root, path=str(path))],
+        [sys.executable, "-c", MEASURE, str(path)],
         capture_output=True,
         text=True,
         timeout=600,
         check=True,
+        env=env,
     )
-    megabytes, opened, pixels, outcome = result.stdout.strip().split("\t", 3)
-    return Cost(float(megabytes), int(opened), int(pixels), outcome)
+    megabytes, outcome = result.stdout.strip().split("\t", 1)
+    calls = log.read_text().splitlines() if log.exists() else []
+    opened = sum(call.startswith("open ") for call in calls)
+    sizes = [call.split()[1].split("x") for call in calls if call.startswith("decode ")]
+    return Cost(float(megabytes), opened, sum(int(w) * int(h) for w, h in sizes), outcome)
 
 
 def mpf_segment() -> bytes:
@@ -203,8 +192,7 @@ def with_mpf(jpeg: bytes) -> bytes:
 
 
 def rle8_bmp(width: int, height: int, rows: bytes | None = None) -> bytes:
-    """An 8-bit run-length-encoded BMP; by default each row is one pixel, then end-of-line, which
-    makes Pillow's decoder pad the rest of the row one byte at a time in Python."""
+    """An 8-bit run-length BMP; by default rows of one pixel, padded by Pillow in Python."""
     if rows is None:
         rows = b"\x01\x00\x00\x00" * height + b"\x00\x01"
     palette = b"".join(bytes((gray, gray, gray, 0)) for gray in range(256))
@@ -238,8 +226,7 @@ def jpeg_of_empty_segments(size: int) -> bytes:
 
 
 def png_of_empty_chunks(size: int, png: bytes | None = None) -> bytes:
-    """A PNG (by default a 16x16 one) with `size` bytes of empty private chunks (12 bytes each) after
-    its header."""
+    """`png` (by default 16x16) with `size` bytes of empty private chunks after its header."""
     if png is None:
         buffer = io.BytesIO()
         Image.new("L", (16, 16)).save(buffer, format="PNG")

@@ -1,7 +1,5 @@
-"""A client of the page's server speaking Streamlit's own protocol, as the browser's frontend does: BackMsg
-protobufs on the websocket /_stcore/stream, ForwardMsg back, files PUT to the URL the server hands out
-(streamlit/web/server/starlette/starlette_websocket.py and starlette_routes.py): real messages to a
-real server, shaped as a visitor's browser or an attacker's script would send them."""
+"""A client of the page's server speaking Streamlit's protocol as the browser's frontend does (BackMsg on
+/_stcore/stream, ForwardMsg back, files PUT where the server says: streamlit/web/server/starlette/)."""
 
 from __future__ import annotations
 
@@ -66,9 +64,8 @@ class PageClient:
     def __init__(self, url: str, max_size: int | None = 64 * 1024 * 1024) -> None:
         self.url = url
         self.http = requests.Session()
-        self.http.get(
-            f"{url}/_stcore/health", timeout=30
-        ).raise_for_status()  # sets the XSRF cookie
+        # the health check sets the XSRF cookie
+        self.http.get(f"{url}/_stcore/health", timeout=30).raise_for_status()
         self.xsrf = self.http.cookies.get(XSRF_COOKIE)
         self._open = contextlib.ExitStack()
         self.socket: ClientConnection = self._open.enter_context(
@@ -165,9 +162,18 @@ def uploader_state(widget_id: str, files: list[UploadedFileInfo]) -> WidgetState
     )
 
 
+def drawing_of(objects: list) -> dict:
+    """A canvas value in the shape the canvas sends (its Fabric.js objects, no PNG)."""
+    return {"drawing": {"raw": {"objects": objects}, "data": None}}
+
+
+def text_of(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))  # as the browser's JSON.stringify writes it
+
+
 def component_state(widget_id: str, value: object) -> WidgetState:
     """A custom component's (the drawing canvas's) state: JSON text, as its frontend sends it."""
-    return WidgetState(id=widget_id, json_value=json.dumps(value, separators=(",", ":")))
+    return WidgetState(id=widget_id, json_value=text_of(value))
 
 
 def proc_cpu_seconds(pid: int) -> float:

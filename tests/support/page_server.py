@@ -31,9 +31,7 @@ class Server:
 
 @contextlib.contextmanager
 def serving(store: Path, log: Path) -> Iterator[Server]:
-    """The page as it is served (`python -m ui.serve`: `streamlit run ui/app.py` with bounded uploads)
-    on 127.0.0.1, serving `store`'s LATEST, with the project's .streamlit/config.toml; what Pillow does
-    in it is counted (PILLOW_COUNTER)."""
+    """`python -m ui.serve` on 127.0.0.1 serving `store`'s LATEST; Pillow's calls counted."""
     port = free_port()
     pillow_log = log.with_suffix(".pillow")
     env = {
