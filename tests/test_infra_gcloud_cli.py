@@ -193,21 +193,12 @@ ADVICE_SCENARIOS: list[tuple[str, dict[str, str]]] = [
 
 
 def documented_gcloud_lines() -> list[list[str]]:
-    """The gcloud commands of docs/gke.md's bash blocks, then of the README's "Run on GKE" brief, with the
-    variables their blocks export expanded (bash's $RANDOM as 12345) and placeholders as written."""
-    sections = [docs.GKE.read_text(), docs.section(docs.README, "Run on GKE")]
-    variables = {"RANDOM": "12345"}
-    lines = []
-    for block in docs.bash_blocks("\n".join(sections)):
-        for command in block:
-            words = shlex.split(command, comments=True)
-            if words[:1] == ["export"] and all("=" in word for word in words[1:]):
-                for word in words[1:]:
-                    name, value = word.split("=", 1)
-                    variables[name] = docs.expand(value, variables)
-            elif words[:1] == ["gcloud"]:
-                lines.append([docs.expand(word, variables) for word in words[1:]])
-    return lines
+    """The gcloud commands of docs/gke.md, then of the README's "Run on GKE", variables expanded as exported
+    (bash's $RANDOM as 12345), placeholders as written."""
+    text = f"{docs.GKE.read_text()}\n{docs.section(docs.README, 'Run on GKE')}"
+    return [
+        words[1:] for words in docs.commands(text, {"RANDOM": "12345"}) if words[:1] == ["gcloud"]
+    ]
 
 
 def broken(scripts: list[list[str]], config: Path) -> list[list[str]]:
