@@ -16,14 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doubles.cloud_tools import (
-    BUCKET_POLICY,
-    IAP_POLICY,
-    PROJECT_POLICY,
-    ROOT,
-    make_sandbox,
-    system_bin,
-)
+from tests.doubles.cloud_tools import ALL_MADE, ROOT, make_sandbox, system_bin
 from tests.support import docs
 
 GCLOUD = shutil.which("gcloud")
@@ -73,17 +66,7 @@ SCENARIOS: list[tuple[str, dict[str, str]]] = [
     ),
     ("up.sh", {"FAKE_EXISTING": "cluster", "FAKE_CLUSTER_STATUS": "ERROR"}),
     ("up.sh", {"BUILDER": "docker", "FORCE_BUILD": "1"}),
-    (
-        "down.sh",
-        {
-            "FAKE_EXISTING": "cluster bucket build-bucket account registry address",
-            "FAKE_CLUSTER_ZONE": "us-central1-a",
-            "FAKE_POLICY": BUCKET_POLICY,
-            "FAKE_PROJECT_POLICY": PROJECT_POLICY,
-            "FAKE_IAP_POLICY": IAP_POLICY,
-            **PUBLIC,
-        },
-    ),
+    ("down.sh", ALL_MADE),
     ("down.sh", {"FAKE_EXISTING": "bucket", "DELETE_BUCKET": "yes"}),
 ]
 

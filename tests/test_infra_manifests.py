@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import yaml
 from steps.lib.registry import run_prefix
 from tests.reference import required
 from tests.support.argo_schema import WORKFLOW_SCHEMA
-from tests.support.kustomize import Manifest, build, gke_lib, identity, needs_kubectl
+from tests.support.kustomize import build, gke_lib, identity, needs_kubectl, one, render_overlay
 from tests.support.project import ROOT
 from tests.support.rights import documented
 from workflows.pipeline.settings import PipelineSettings
@@ -42,35 +41,23 @@ PUBLIC = {"PAGE_DOMAIN": "mnist.example.com", "PAGE_IAP_MEMBERS": "user:a@exampl
 GKE_KINDS = {"ManagedCertificate", "FrontendConfig", "BackendConfig"}
 
 
-def render_overlay(tmp_path: Path, name: str, extra: dict[str, str]) -> Path:
-    """The overlay up.sh writes for PROJECT, beside a copy of the base and components, as in infra/k8s."""
-    for folder in ("base", "components"):
-        if not (tmp_path / "k8s" / folder).exists():
-            shutil.copytree(K8S / folder, tmp_path / "k8s" / folder)
-    overlay = tmp_path / "k8s" / "overlays" / name
+def overlay_for(tmp_path: Path, name: str, extra: dict[str, str]) -> Path:
     settings = {"PROJECT_ID": PROJECT, "BUCKET": BUCKET, "REGION": REGION, "IMAGE_TAG": TAG}
-    gke_lib(tmp_path, {**settings, **extra}, "render_overlay", str(overlay), "../../base", DIGEST)
-    return overlay
+    return render_overlay(tmp_path, name, {**settings, **extra}, DIGEST)
 
 
 @pytest.fixture(scope="module")
 def rendered_overlay(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return render_overlay(tmp_path_factory.mktemp("rendered"), "test", {})
+    return overlay_for(tmp_path_factory.mktemp("rendered"), "test", {})
 
 
 @pytest.fixture(scope="module")
 def public_overlay(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return render_overlay(tmp_path_factory.mktemp("public"), "public", PUBLIC)
+    return overlay_for(tmp_path_factory.mktemp("public"), "public", PUBLIC)
 
 
 def directory_of(overlay: str, rendered: Path, public: Path) -> Path:
     return {"rendered": rendered, "rendered-public": public}.get(overlay, K8S / overlay)
-
-
-def one(manifests: list[Manifest], kind: str, name: str) -> Manifest:
-    matches = [m for m in manifests if m["kind"] == kind and m["metadata"]["name"] == name]
-    assert len(matches) == 1, f"expected one {kind}/{name}, found {len(matches)}"
-    return matches[0]
 
 
 @pytest.mark.parametrize("overlay", ["base", "overlays/example", "rendered", "rendered-public"])
@@ -265,7 +252,7 @@ def test_the_public_page_is_https_only_with_a_managed_certificate(public_overlay
 
 
 def test_iap_is_an_option_of_the_public_page(tmp_path: Path) -> None:
-    overlay = render_overlay(tmp_path, "public-no-iap", {"PAGE_DOMAIN": "mnist.example.com"})
+    overlay = overlay_for(tmp_path, "public-no-iap", {"PAGE_DOMAIN": "mnist.example.com"})
     config = one(build(overlay), "BackendConfig", "mnist-page")
     assert "iap" not in config["spec"]
 

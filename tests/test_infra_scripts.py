@@ -21,20 +21,18 @@ import pytest
 import yaml
 
 from tests.doubles.cloud_tools import (
+    ALL_MADE,
     ARGO_MANIFEST,
     ARGO_SERVER_PRINCIPAL,
     BACKEND_SERVICE,
-    BUCKET_POLICY,
     DESCRIPTION,
-    IAP_POLICY,
-    PROJECT_POLICY,
     ROOT,
     Sandbox,
     make_sandbox,
     system_bin,
 )
 from tests.support import docs
-from tests.support.kustomize import build, gke_lib, needs_kubectl
+from tests.support.kustomize import build, gke_lib, needs_kubectl, one
 from workflows import preflight, submit
 from workflows.pipeline.resources import SPOT_TAINT
 from workflows.pipeline.settings import PipelineSettings, defaults, from_arguments
@@ -114,11 +112,8 @@ def fresh(tmp_path_factory: pytest.TempPathFactory, system: Path) -> Run:
 def public(tmp_path_factory: pytest.TempPathFactory, system: Path) -> Run:
     """up.sh with a public page behind IAP, a bucket named by the user and an authorized network."""
     settings = {"PAGE_IAP_MEMBERS": ",".join(IAP_MEMBERS), "BUCKET": "team_models-1"}
-    return up_once(
-        tmp_path_factory,
-        system,
-        **{**PUBLIC_PAGE, **settings, "AUTHORIZED_NETWORKS": "203.0.113.7/32"},
-    )
+    settings["AUTHORIZED_NETWORKS"] = "203.0.113.7/32"
+    return up_once(tmp_path_factory, system, **{**PUBLIC_PAGE, **settings})
 
 
 def one_call(calls: list[str], start: str) -> str:
@@ -402,6 +397,9 @@ def test_up_verifies_argos_manifest_against_a_listed_checksum(sandbox: Sandbox) 
     sandbox.run("up.sh")
 
 
+ARGO = ("workflow-controller", "argo-server")
+
+
 def argo_install(tmp_path: Path, settings: dict[str, str]) -> list[dict]:
     """What up.sh applies for Argo (its kustomization over a stand-in release), by real kubectl."""
     directory = tmp_path / "argo"
@@ -410,21 +408,15 @@ def argo_install(tmp_path: Path, settings: dict[str, str]) -> list[dict]:
     return build(directory)
 
 
-def one_deployment(manifests: list[dict], name: str) -> dict:
-    (deployment,) = [
-        m for m in manifests if m["kind"] == "Deployment" and m["metadata"]["name"] == name
-    ]
-    return deployment
-
-
 @needs_kubectl
 def test_up_configures_argos_controller_and_server(tmp_path: Path) -> None:
     """Requeue, tick, executor, system pool toleration and memory limits reach the objects."""
     manifests = argo_install(tmp_path, {"REQUEUE_TIME": "2s"})
-    (container,) = one_deployment(manifests, "workflow-controller")["spec"]["template"]["spec"][
-        "containers"
-    ]
-    env = {item["name"]: item.get("value") for item in container["env"]}
+    pods = {name: one(manifests, "Deployment", name)["spec"]["template"]["spec"] for name in ARGO}
+    env = {
+        item["name"]: item.get("value")
+        for item in pods["workflow-controller"]["containers"][0]["env"]
+    }
     assert env["DEFAULT_REQUEUE_TIME"] == "2s"
     assert env["ARGO_PROGRESS_PATCH_TICK_DURATION"] == "10s"
     assert "LEADER_ELECTION_IDENTITY" in env, "Argo's own variables stay"
@@ -435,8 +427,7 @@ def test_up_configures_argos_controller_and_server(tmp_path: Path) -> None:
     assert namespace["metadata"]["name"] == "argo"
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     assert all(m["metadata"]["namespace"] == "argo" for m in manifests if m["kind"] != "Namespace")
-    for name in ("workflow-controller", "argo-server"):
-        pod = one_deployment(manifests, name)["spec"]["template"]["spec"]
+    for name, pod in pods.items():
         assert pod["tolerations"] == [
             {"key": SYSTEM_POOL_KEY, "operator": "Exists", "effect": "NoSchedule"}
         ], name
@@ -790,10 +781,8 @@ def test_the_submit_commands_reach_the_port_forwarded_server(
     assert environ["ARGO_NAMESPACE"] == "mnist"
     assert environ["ARGO_TOKEN"] == "Bearer fake-token"
     assert args.store.startswith("gs://") and args.watch
-    assert args.image.endswith("/mnist-argo-steps:abc1234" if source != "docs" else "-steps:TAG")
-    assert args.train_image.endswith(
-        "/mnist-argo-train:" + ("abc1234" if source != "docs" else "TAG")
-    )
+    tag = "TAG" if source == "docs" else "abc1234"
+    assert args.image.endswith(f"-steps:{tag}") and args.train_image.endswith(f"-train:{tag}")
     # what a cluster submit refuses: a store that is not a bucket's top, a local source, ...
     preflight.check_cluster(from_arguments(args), images_used=True)
     if source != "docs":
@@ -900,17 +889,7 @@ gcloud storage rm --recursive gs://test-project-mnist-argo-build --project test-
 
 def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> None:
     sandbox.run("up.sh")  # writes the overlay down.sh removes
-    context = "gke_test-project_us-central1-c_mnist-argo"
-    result, calls = sandbox.run(
-        "down.sh",
-        FAKE_EXISTING="cluster bucket build-bucket account registry address",
-        FAKE_POLICY=BUCKET_POLICY,
-        FAKE_PROJECT_POLICY=PROJECT_POLICY,
-        FAKE_IAP_POLICY=IAP_POLICY,
-        FAKE_CONTEXTS=f"{context} gke_other-project_us-central1-a_mnist-argo",
-        FAKE_CURRENT_CONTEXT=context,
-        **PUBLIC_PAGE,
-    )
+    result, calls = sandbox.run("down.sh", **ALL_MADE)
     assert changes(sandbox, calls) == transcript(DOWN_CHANGES.strip())
     assert "kept bucket gs://test-project-mnist-argo" in result.stderr
     assert not (sandbox.root / OVERLAY).exists()
@@ -946,18 +925,12 @@ def test_down_removes_a_left_kubeconfig_entry_with_the_real_kubectl(sandbox: San
     (sandbox.fakes / "kubectl").symlink_to(shutil.which("kubectl"))
     kubectl = ["kubectl", "--kubeconfig", sandbox.env["KUBECONFIG"], "config"]
     entries = ["gke_test-project_us-central1-f_mnist-argo", "gke_other-project_us-central1-f_x"]
-    kubeconfig = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": entries[0],
-        "clusters": [
-            {"name": name, "cluster": {"server": "https://192.0.2.1"}} for name in entries
-        ],
-        "users": [{"name": name, "user": {"token": "t"}} for name in entries],
-        "contexts": [
-            {"name": name, "context": {"cluster": name, "user": name}} for name in entries
-        ],
-    }
+    kubeconfig = {"apiVersion": "v1", "kind": "Config", "current-context": entries[0]}
+    kubeconfig["clusters"] = [
+        {"name": n, "cluster": {"server": "https://192.0.2.1"}} for n in entries
+    ]
+    kubeconfig["users"] = [{"name": n, "user": {"token": "t"}} for n in entries]
+    kubeconfig["contexts"] = [{"name": n, "context": {"cluster": n, "user": n}} for n in entries]
     Path(sandbox.env["KUBECONFIG"]).write_text(yaml.safe_dump(kubeconfig))
     sandbox.run("down.sh")
 

@@ -45,6 +45,18 @@ IAP_POLICY = (
     "roles/iap.httpsResourceAccessor\tuser:b@example.com\n"
     "roles/iap.admin\tuser:a@example.com\n"
 )
+MADE_CONTEXT = "gke_test-project_us-central1-c_mnist-argo"  # the cluster's in FAKE_CLUSTER_ZONE
+# What down.sh finds where up.sh made everything with the page public behind IAP, beside others' grants.
+ALL_MADE = {
+    "FAKE_EXISTING": "cluster bucket build-bucket account registry address",
+    "FAKE_POLICY": BUCKET_POLICY,
+    "FAKE_PROJECT_POLICY": PROJECT_POLICY,
+    "FAKE_IAP_POLICY": IAP_POLICY,
+    "FAKE_CONTEXTS": f"{MADE_CONTEXT} gke_other-project_us-central1-a_mnist-argo",
+    "FAKE_CURRENT_CONTEXT": MADE_CONTEXT,
+    "PAGE_DOMAIN": "mnist.example.com",
+    "PAGE_IAP_MEMBERS": "user:a@example.com",
+}
 # Argo's release as the stand-in `kubectl kustomize` prints it: the three objects up.sh patches, written out
 # here and not shared with lib.sh, so that the real `kubectl kustomize` shows each patch finds its object.
 ARGO_MANIFEST = """apiVersion: v1
