@@ -20,19 +20,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.doubles.cloud_tools import (
-    ALL_MADE,
-    ARGO_MANIFEST,
-    ARGO_SERVER_PRINCIPAL,
-    BACKEND_SERVICE,
-    DESCRIPTION,
-    ROOT,
-    Sandbox,
-    make_sandbox,
-    system_bin,
-)
+from tests.doubles import cloud_tools as cloud
+from tests.doubles.cloud_tools import Sandbox, make_sandbox, system_bin
 from tests.support import docs
 from tests.support.kustomize import build, gke_lib, needs_kubectl, one
+from tests.support.project import ROOT
 from workflows import preflight, submit
 from workflows.pipeline.resources import SPOT_TAINT
 from workflows.pipeline.settings import PipelineSettings, defaults, from_arguments
@@ -147,7 +139,7 @@ READS = re.compile(r" (describe|list|get|get-iam-policy|get-value|rollout status
 # The values of the $NAMEs in the transcripts below ($TMP: a temporary file of the script's).
 NAMES = {
     "IAM": "test-project.iam.gserviceaccount.com",
-    "ARGO_SERVER": ARGO_SERVER_PRINCIPAL,
+    "ARGO_SERVER": cloud.ARGO_SERVER_PRINCIPAL,
     "ARGO_COMMIT": ARGO_COMMIT,
     "SPOT_TAINT": "{}={}:{}".format(*SPOT_TAINT),  # the steps tolerate exactly that taint
     **{f"{target}_image": image for target, image in IMAGES.items()},
@@ -299,21 +291,6 @@ gcloud container node-pools update default-pool --cluster mnist-argo --zone us-c
     )
 
 
-def test_up_marks_everything_it_creates(public: Run) -> None:
-    """A label where Google Cloud has them, set after on buckets; accounts and addresses: a description."""
-    _, _, calls = public
-    created = [call for call in calls if " create " in call.split(" --")[0]]
-    assert len(created) >= 10
-    for call in created:
-        if call.startswith("gcloud storage buckets create"):
-            call = one_call(
-                calls,
-                f"gcloud storage buckets update {call.split()[4]} --project test-project --update-labels",
-            )
-        marks = ("-labels managed_by=mnist-argo-up", f"--description {DESCRIPTION}")
-        assert call.endswith(marks), call
-
-
 KINDS = {
     "cluster": "CLUSTER",
     "bucket": "BUCKET",
@@ -343,18 +320,16 @@ def test_up_refuses_what_it_did_not_make(kind: str, setting: str, sandbox: Sandb
 
 def test_up_recreates_a_cluster_left_in_error_and_waits_for_a_busy_one(sandbox: Sandbox) -> None:
     result, calls = sandbox.run("up.sh", FAKE_EXISTING="cluster", FAKE_CLUSTER_STATUS="ERROR")
-    delete = calls.index(
-        "gcloud container clusters delete mnist-argo --zone us-central1-c --project test-project --quiet"
+    deleted = (
+        "gcloud container clusters delete mnist-argo --zone us-central1-c --project test-project"
     )
     create = next(i for i, call in enumerate(calls) if "container clusters create" in call)
-    assert delete < create
-    assert "is in ERROR" in result.stderr
+    assert calls.index(f"{deleted} --quiet") < create and "is in ERROR" in result.stderr
     # A cluster busy with an operation is left alone, with the command that shows it.
     result, calls = sandbox.run(
         "up.sh", check=False, FAKE_EXISTING="cluster", FAKE_CLUSTER_STATUS="RECONCILING"
     )
-    assert result.returncode == 1
-    assert "cluster mnist-argo is RECONCILING" in result.stderr
+    assert result.returncode == 1 and "cluster mnist-argo is RECONCILING" in result.stderr
     assert "gcloud container operations list" in result.stderr
     assert not [call for call in calls if "clusters delete" in call or "clusters create" in call]
 
@@ -392,7 +367,7 @@ def test_up_verifies_argos_manifest_against_a_listed_checksum(sandbox: Sandbox) 
     assert result.returncode == 1
     assert f"not the {wrong} listed in infra/gke/argo-releases" in result.stderr
     assert not [call for call in calls if call.startswith("kubectl ") and " apply " in call]
-    right = hashlib.sha256(ARGO_MANIFEST.encode()).hexdigest()
+    right = hashlib.sha256(cloud.ARGO_MANIFEST.encode()).hexdigest()
     releases.write_text(releases.read_text().replace(wrong, right))
     sandbox.run("up.sh")
 
@@ -404,7 +379,7 @@ def argo_install(tmp_path: Path, settings: dict[str, str]) -> list[dict]:
     """What up.sh applies for Argo (its kustomization over a stand-in release), by real kubectl."""
     directory = tmp_path / "argo"
     gke_lib(tmp_path, {"PROJECT_ID": "p", **settings}, "render_argo_config", str(directory))
-    (directory / "install.yaml").write_text(ARGO_MANIFEST)
+    (directory / "install.yaml").write_text(cloud.ARGO_MANIFEST)
     return build(directory)
 
 
@@ -648,6 +623,10 @@ def test_the_public_overlay_holds_each_setting_as_a_value(public: Run) -> None:
     assert "--master-authorized-networks 203.0.113.7/32" in one_call(
         calls, "gcloud container clusters create"
     )
+    # marked as up.sh's, as FRESH_CHANGES shows every other thing it creates
+    assert one_call(calls, "gcloud compute addresses create").endswith(
+        f"--description {cloud.DESCRIPTION}"
+    )
     path = sandbox.root / OVERLAY / "kustomization.yaml"
     overlay = yaml.safe_load(path.read_text())
     assert overlay["resources"] == ["../../base"]
@@ -668,7 +647,7 @@ def test_iap_lets_its_members_through_to_the_page_alone(public: Run) -> None:
     grants = [call for call in calls if IAP_ROLE in call]
     assert grants == [
         "gcloud iap web add-iam-policy-binding --project test-project --resource-type "
-        f"backend-services --service {BACKEND_SERVICE} --member {member} "
+        f"backend-services --service {cloud.BACKEND_SERVICE} --member {member} "
         "--role roles/iap.httpsResourceAccessor --condition None"
         for member in IAP_MEMBERS
     ]
@@ -678,15 +657,13 @@ def test_iap_lets_its_members_through_to_the_page_alone(public: Run) -> None:
 
 def test_up_waits_for_the_pages_backend_service_then_stops(sandbox: Sandbox) -> None:
     result, calls = up_while_pending(sandbox, "FAKE_INGRESS_PENDING", 3, **PUBLIC_PAGE)
-    assert result.returncode == 0, result.stderr
-    assert calls.count("sleep 10") == 3
+    assert (result.returncode, calls.count("sleep 10")) == (0, 3), result.stderr
     assert sum(IAP_ROLE in call for call in calls) == 1 and "waiting for GKE" in result.stderr
     other = '{"k8s1-0a1b2c3d-kube-system-default-http-backend-80-4e5f6a7b":"HEALTHY"}'
     result, calls = up_while_pending(
         sandbox, "FAKE_INGRESS_PENDING", 0, FAKE_INGRESS_BACKENDS=other, **PUBLIC_PAGE
     )
-    assert result.returncode == 1
-    assert "has no backend service after 15 minutes" in result.stderr
+    assert result.returncode == 1 and "has no backend service after 15 minutes" in result.stderr
     assert calls.count("sleep 10") == 90 and not [call for call in calls if IAP_ROLE in call]
 
 
@@ -700,9 +677,8 @@ def test_up_waits_until_the_quota_counts_all_it_bounds_then_stops(sandbox: Sandb
     applied = calls.index(f"kubectl --context {CONTEXT} apply --kustomize infra/k8s/overlays/local")
     assert applied < calls.index(reads[0])
     result, calls = up_while_pending(sandbox, "FAKE_QUOTA_PENDING", 1000)
-    assert result.returncode == 1
+    assert (result.returncode, calls.count("sleep 10")) == (1, 36)
     assert "does not count all it bounds after 6 minutes" in result.stderr
-    assert calls.count("sleep 10") == 36
     assert "==> done" not in result.stderr
 
 
@@ -889,7 +865,7 @@ gcloud storage rm --recursive gs://test-project-mnist-argo-build --project test-
 
 def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> None:
     sandbox.run("up.sh")  # writes the overlay down.sh removes
-    result, calls = sandbox.run("down.sh", **ALL_MADE)
+    result, calls = sandbox.run("down.sh", **cloud.ALL_MADE)
     assert changes(sandbox, calls) == transcript(DOWN_CHANGES.strip())
     assert "kept bucket gs://test-project-mnist-argo" in result.stderr
     assert not (sandbox.root / OVERLAY).exists()
