@@ -531,18 +531,10 @@ def test_up_builds_when_any_image_is_missing(missing: str, sandbox: Sandbox) -> 
     assert sum(call.startswith("gcloud builds submit") for call in calls) == 1
 
 
-def from_config(tree: Path, printed: str, **settings: str) -> str:
-    """`printf PRINTED` after sourcing TREE's infra/gke/config.sh with these settings alone."""
-    script = f"set -euo pipefail; source infra/gke/config.sh; printf {printed}"
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tree), "PROJECT_ID": "p", **settings}
-    run = subprocess.run(["bash", "-c", script], cwd=tree, env=env, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    return run.stdout
-
-
 def setting_names() -> list[str]:
     """SETTINGS of infra/gke/config.sh: every setting of up.sh and down.sh."""
-    return from_config(ROOT, '"%s\\n" "${SETTINGS[@]}"', IMAGE_TAG="t").split()
+    settings = {"PROJECT_ID": "p", "IMAGE_TAG": "t"}
+    return gke_lib(ROOT, settings, 'printf "%s\\n" "${SETTINGS[@]}"').split()
 
 
 # A value no setting admits (a quote ending a JSON or YAML string, a comma, a second line), shown on one line.
@@ -795,7 +787,7 @@ def test_the_run_on_argo_commands_pass_the_cluster_check() -> None:
 
 
 def image_tag(tree: Path) -> str:
-    return from_config(tree, '%s "$IMAGE_TAG"')
+    return gke_lib(tree, {"PROJECT_ID": "p"}, 'printf %s "$IMAGE_TAG"', cwd=tree)
 
 
 def test_image_tag_follows_the_images_content(tmp_path: Path) -> None:

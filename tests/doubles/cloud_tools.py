@@ -104,6 +104,7 @@ mark() {
     if [[ "$*" == *"value(description)"* ]]; then echo "Created by mnist-argo infra/gke/up.sh"; else echo mnist-argo-up; fi
 }
 case "$*" in
+    "config get-value project") echo test-project ;;  # where PROJECT_ID is unset
     *"--format value(workloadIdentityConfig.workloadPool)"*)
         exists no-workload-identity || echo "${PROJECT_ID}.svc.id.goog" ;;
     *"--format value(controlPlaneEndpointsConfig"*)

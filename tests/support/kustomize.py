@@ -40,12 +40,15 @@ def identity(manifest: Manifest) -> tuple[str, str, str]:
     return manifest["kind"], metadata.get("namespace", ""), metadata["name"]
 
 
-def gke_lib(home: Path, settings: dict[str, str], function: str, *args: str) -> str:
-    """FUNCTION of infra/gke/lib.sh (after config.sh) run with these settings alone: its stdout."""
+def gke_lib(
+    home: Path, settings: dict[str, str], function: str, *args: str, cwd: Path = ROOT
+) -> str:
+    """FUNCTION of infra/gke/lib.sh (after config.sh, both of the tree at CWD) run with these settings
+    alone: its stdout."""
     script = f'source infra/gke/config.sh && source infra/gke/lib.sh && {function} "$@"'
     return subprocess.run(
         ["bash", "-c", script, function, *args],
-        cwd=ROOT,
+        cwd=cwd,
         env={"PATH": "/usr/bin:/bin", "HOME": str(home), **settings},
         capture_output=True,
         text=True,
