@@ -27,7 +27,7 @@ ARGO_SERVER_PRINCIPAL = (
     "workloadIdentityPools/test-project.svc.id.goog/subject/ns/argo/sa/argo-server"
 )
 # The policies `get-iam-policy` lists after up.sh (role, a tab, member): its grants, one to an account
-# since deleted, and others' grants (the last IAP grant too), which down.sh must keep.
+# since deleted, and others' grants (IAP's in the project's policy too), which down.sh must keep.
 BUCKET_POLICY = f"""roles/storage.legacyBucketOwner\tprojectOwner:test-project
 roles/storage.objectUser\tserviceAccount:{PIPELINE_ACCOUNT}
 roles/storage.objectViewer\tdeleted:serviceAccount:{PAGE_ACCOUNT}?uid=1234567890
