@@ -248,9 +248,7 @@ def test_the_scenarios_reach_every_gcloud_command_of_the_scripts(lines: dict[str
 @pytest.mark.parametrize("kind", ["scripts", "advised", "documented"])
 def test_every_gcloud_line_parses(lines: dict[str, list], kind: str) -> None:
     argvs = [argv for argv, _ in lines[kind]]
-    assert not {command_group(argv) for argv in argvs} - set(APIS_BY_GROUP), (
-        "a group without overrides"
-    )
+    assert not {command_group(argv) for argv in argvs} - set(APIS_BY_GROUP), "group not overridden"
     failures = [verdict for _, verdict in lines[kind] if verdict]
     assert not failures, "\n\n".join(failures)
 

@@ -67,12 +67,8 @@ def test_every_manifest_validates_against_kubernetes(
     """GKE's own kinds (certificate, frontend and backend configs) are outside Kubernetes' schemas."""
     directory = directory_of(overlay, rendered_overlay, public_overlay)
     manifests = [m for m in build(directory) if m["kind"] not in GKE_KINDS]
-    assert {m["kind"] for m in manifests} >= {
-        "Namespace",
-        "ServiceAccount",
-        "Deployment",
-        "Service",
-    }
+    kinds = {m["kind"] for m in manifests}
+    assert kinds >= {"Namespace", "ServiceAccount", "Deployment", "Service"}
     for version in KUBERNETES_VERSIONS:
         for manifest in manifests:
             try:
@@ -93,11 +89,8 @@ def test_an_invalid_manifest_is_rejected() -> None:
 
 def test_example_overlay_is_what_up_sh_writes(tmp_path: Path) -> None:
     """The committed example is the renderer's output for the example settings, so it cannot go stale."""
-    gke_lib(
-        tmp_path, EXAMPLE, "render_overlay", str(tmp_path / "example"), "../../base", EXAMPLE_DIGEST
-    )
-    written = (tmp_path / "example" / "kustomization.yaml").read_text()
-    assert written == (K8S / "overlays" / "example" / "kustomization.yaml").read_text()
+    written = render_overlay(tmp_path, "example", EXAMPLE, EXAMPLE_DIGEST) / "kustomization.yaml"
+    assert written.read_text() == (K8S / "overlays" / "example" / "kustomization.yaml").read_text()
 
 
 def test_rendered_overlay_points_everything_at_the_project(rendered_overlay: Path) -> None:
@@ -146,9 +139,7 @@ def test_artifact_repository_is_a_valid_argo_gcs_repository(
     key = config_map["metadata"]["annotations"]["workflows.argoproj.io/default-artifact-repository"]
     repository = yaml.safe_load(config_map["data"][key])
     artifact_repository_validator().validate(repository)
-    assert set(repository) == {"gcs", "archiveLogs"}, (
-        "GCS only, with no key file (Workload Identity)"
-    )
+    assert set(repository) == {"gcs", "archiveLogs"}, "GCS alone, no key (Workload Identity)"
     assert repository["gcs"]["keyFormat"].startswith("{{workflow.name}}/")
 
 

@@ -53,12 +53,8 @@ def test_every_script_passes_shellcheck(tmp_path: Path) -> None:
     assert {path.name for path in SCRIPTS} >= {"up.sh", "down.sh", "config.sh", "lib.sh"}
     bad = tmp_path / "bad.sh"
     bad.write_text("#!/usr/bin/env bash\nrm -rf $1/*\n")
-    result = subprocess.run(
-        [SHELLCHECK, "--external-sources", "--format", "gcc", *map(str, SCRIPTS), str(bad)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    checked = [SHELLCHECK, "--external-sources", "--format", "gcc", *map(str, SCRIPTS), str(bad)]
+    result = subprocess.run(checked, cwd=ROOT, capture_output=True, text=True)
     reported = {line.split(":", 1)[0] for line in result.stdout.splitlines()}
     assert reported == {str(bad)} and "SC2086" in result.stdout, result.stdout + result.stderr
 
@@ -442,9 +438,7 @@ def find_mnist(source: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_local_cluster_finds_its_mnist_file_or_says_in_one_line_what_to_set(
-    tmp_path: Path,
-) -> None:
+def test_the_local_cluster_finds_its_mnist_file_or_says_what_to_set(tmp_path: Path) -> None:
     """A MNIST_SOURCE naming no file is refused in one line, exit 2; a file there is used."""
     missing = tmp_path / "nowhere" / "mnist.npz"
     refused = find_mnist(str(missing))
@@ -511,9 +505,7 @@ def test_cloud_build_builds_and_pushes_every_image(fresh: Run) -> None:
     text = (ROOT / "infra" / "gke" / "cloudbuild.yaml").read_text()
     config = yaml.safe_load(text)
     tags = target_tags([step["args"] for step in config["steps"]])
-    assert config["options"]["logging"] == "CLOUD_LOGGING_ONLY", (
-        "the build account's logs have a home"
-    )
+    assert config["options"]["logging"] == "CLOUD_LOGGING_ONLY", "where a build account logs"
     assert {target: substitutions[tag.strip("${}")] for target, tag in tags.items()} == IMAGES
     assert sorted(config["images"]) == sorted(tags.values())
     # Cloud Build's default substitution check (BuildOptions.SubstitutionOption MUST_MATCH) fails a build
@@ -598,13 +590,7 @@ ENCODED = ['a"b', "back\\slash", "two\nlines", "tab\tcr\r", ": # {{x}} [a, b] &y
 
 @pytest.mark.parametrize("value", ENCODED)
 def test_values_are_written_into_json_and_yaml_through_an_encoder(value: str) -> None:
-    encoded = subprocess.run(
-        ["bash", "-c", 'source infra/gke/lib.sh && json_string "$1"', "json_string", value],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    encoded = gke_lib(ROOT, {"PROJECT_ID": "p"}, "json_string", value)
     assert "\n" not in encoded
     assert json.loads(encoded) == value
     assert yaml.safe_load(f"key: {encoded}") == {"key": value}
