@@ -850,19 +850,19 @@ def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> Non
     assert (sandbox.root / "infra" / "k8s" / "overlays" / "example").exists()
 
 
-def test_down_deletes_nothing_up_did_not_make(sandbox: Sandbox) -> None:
-    """Same names, no label or description of up.sh's: everything is kept, the bucket even when told."""
-    result, calls = sandbox.run(
-        "down.sh",
-        FAKE_EXISTING=(
-            "foreign-cluster foreign-bucket foreign-build-bucket foreign-account foreign-registry "
-            "foreign-address"
-        ),
-        DELETE_BUCKET="yes",
-    )
-    assert not [call for call in calls if " delete" in call or " rm " in call]
-    for kept in ("kept cluster mnist-argo", "kept gs://test-project-mnist-argo:", "kept Google"):
-        assert kept in result.stderr, kept
+FOREIGN = "foreign-cluster foreign-bucket foreign-build-bucket foreign-account foreign-registry"
+KEPT = ["kept cluster mnist-argo", "kept gs://test-project-mnist-argo:", "kept Google"]
+
+
+@pytest.mark.parametrize(
+    "existing, said",
+    [("", ["no cluster mnist-argo in us-central1"]), (f"{FOREIGN} foreign-address", KEPT)],
+)
+def test_down_keeps_what_up_did_not_make(existing: str, said: list[str], sandbox: Sandbox) -> None:
+    """Nothing there, or the same names without up.sh's mark: all is kept, the bucket even when told."""
+    result, calls = sandbox.run("down.sh", FAKE_EXISTING=existing, DELETE_BUCKET="yes")
+    assert not [call for call in calls if " delete" in call or " rm " in call or "remove" in call]
+    assert [line for line in said if line not in result.stderr] == [], result.stderr
 
 
 def test_down_deletes_the_cluster_when_the_namespace_will_not_go(sandbox: Sandbox) -> None:
@@ -880,9 +880,8 @@ def test_down_removes_a_left_kubeconfig_entry_with_the_real_kubectl(sandbox: San
     kubectl = ["kubectl", "--kubeconfig", sandbox.env["KUBECONFIG"], "config"]
     entries = ["gke_test-project_us-central1-f_mnist-argo", "gke_other-project_us-central1-f_x"]
     kubeconfig = {"apiVersion": "v1", "kind": "Config", "current-context": entries[0]}
-    kubeconfig["clusters"] = [
-        {"name": n, "cluster": {"server": "https://192.0.2.1"}} for n in entries
-    ]
+    server = {"server": "https://192.0.2.1"}
+    kubeconfig["clusters"] = [{"name": n, "cluster": server} for n in entries]
     kubeconfig["users"] = [{"name": n, "user": {"token": "t"}} for n in entries]
     kubeconfig["contexts"] = [{"name": n, "context": {"cluster": n, "user": n}} for n in entries]
     Path(sandbox.env["KUBECONFIG"]).write_text(yaml.safe_dump(kubeconfig))
@@ -897,12 +896,6 @@ def test_down_removes_a_left_kubeconfig_entry_with_the_real_kubectl(sandbox: San
     assert names("get-users") == left
     current = subprocess.run([*kubectl, "current-context"], capture_output=True, text=True)
     assert current.returncode != 0, "no current context is left pointing at the deleted cluster"
-
-
-def test_down_run_again_finds_nothing_to_do(sandbox: Sandbox) -> None:
-    result, calls = sandbox.run("down.sh")
-    assert not [call for call in calls if " delete" in call or " rm " in call or "remove" in call]
-    assert "no cluster mnist-argo in us-central1" in result.stderr
 
 
 def test_down_keeps_an_overlay_it_did_not_write(sandbox: Sandbox) -> None:
