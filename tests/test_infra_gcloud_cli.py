@@ -259,9 +259,7 @@ def test_the_documented_lines_are_read() -> None:
     assert any(argv[:3] == ["billing", "projects", "link"] for argv in argvs)
 
 
-def test_a_misspelt_flag_a_bad_value_or_an_unreadable_build_config_is_caught(
-    lines: dict[str, list],
-) -> None:
+def test_a_misspelt_flag_a_bad_value_or_build_config_is_caught(lines: dict[str, list]) -> None:
     misspelt, bad_value, no_role, build_config = [verdict or "" for _, verdict in lines["broken"]]
     for refusal in (misspelt, bad_value, no_role):
         assert refusal.startswith("argument error (exit 2)"), refusal

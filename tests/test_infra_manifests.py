@@ -131,9 +131,7 @@ def artifact_repository_validator() -> jsonschema.Draft7Validator:
 
 
 @pytest.mark.parametrize("overlay", ["base", "overlays/example", "rendered"])
-def test_artifact_repository_is_a_valid_argo_gcs_repository(
-    overlay: str, rendered_overlay: Path
-) -> None:
+def test_artifact_repository_is_a_valid_argo_gcs_one(overlay: str, rendered_overlay: Path) -> None:
     directory = rendered_overlay if overlay == "rendered" else K8S / overlay
     config_map = one(build(directory), "ConfigMap", "artifact-repositories")
     key = config_map["metadata"]["annotations"]["workflows.argoproj.io/default-artifact-repository"]
