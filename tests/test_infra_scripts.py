@@ -384,40 +384,34 @@ def test_up_configures_argos_controller_and_server(tmp_path: Path) -> None:
     """Requeue, tick, executor, system pool toleration and memory limits reach the objects."""
     manifests = argo_install(tmp_path, {"REQUEUE_TIME": "2s"})
     pods = {name: one(manifests, "Deployment", name)["spec"]["template"]["spec"] for name in ARGO}
-    env = {
-        item["name"]: item.get("value")
-        for item in pods["workflow-controller"]["containers"][0]["env"]
-    }
+    (controller,) = pods["workflow-controller"]["containers"]
+    env = {item["name"]: item.get("value") for item in controller["env"]}
     assert env["DEFAULT_REQUEUE_TIME"] == "2s"
     assert env["ARGO_PROGRESS_PATCH_TICK_DURATION"] == "10s"
     assert "LEADER_ELECTION_IDENTITY" in env, "Argo's own variables stay"
     config = next(m for m in manifests if m["kind"] == "ConfigMap")
     executor = yaml.safe_load(config["data"]["executor"])
     assert executor["image"] == "quay.io/argoproj/argoexec:v4.1.2-nonroot"
+    assert set(config["data"]) == {"executor"} and "env" not in executor, "GKE needs no more"
     (namespace,) = [m for m in manifests if m["kind"] == "Namespace"]
     assert namespace["metadata"]["name"] == "argo"
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     assert all(m["metadata"]["namespace"] == "argo" for m in manifests if m["kind"] != "Namespace")
+    toleration = {"key": SYSTEM_POOL_KEY, "operator": "Exists", "effect": "NoSchedule"}
     for name, pod in pods.items():
-        assert pod["tolerations"] == [
-            {"key": SYSTEM_POOL_KEY, "operator": "Exists", "effect": "NoSchedule"}
-        ], name
+        assert pod["tolerations"] == [toleration], name
         (container,) = pod["containers"]
         assert container["resources"]["limits"]["memory"] == "1Gi", name
         assert container["image"].startswith("quay.io/argoproj/"), "the release's, patched"
 
 
 @needs_kubectl
-def test_gke_gets_no_extra_environment_and_the_local_cluster_its_emulator(tmp_path: Path) -> None:
-    """GKE gets no env nor mainContainer; the local cluster its executor image and emulator."""
-    config = next(m for m in argo_install(tmp_path / "gke", {}) if m["kind"] == "ConfigMap")
-    assert set(config["data"]) == {"executor"}
-    assert "env" not in yaml.safe_load(config["data"]["executor"])
+def test_the_local_cluster_gets_its_executor_image_and_the_storage_emulator(tmp_path: Path) -> None:
     local = {
         "ARGO_EXECUTOR_IMAGE": "localhost/argoproj/argoexec:v4.1.4-nonroot",
         "ARGO_EXTRA_ENV": "STORAGE_EMULATOR_HOST=http://10.77.0.1:4443",
     }
-    config = next(m for m in argo_install(tmp_path / "local", local) if m["kind"] == "ConfigMap")
+    config = next(m for m in argo_install(tmp_path, local) if m["kind"] == "ConfigMap")
     executor = yaml.safe_load(config["data"]["executor"])
     main = yaml.safe_load(config["data"]["mainContainer"])
     assert executor["image"] == "localhost/argoproj/argoexec:v4.1.4-nonroot"
