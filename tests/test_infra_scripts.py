@@ -257,9 +257,11 @@ def test_up_picks_a_zone_that_exists_in_the_region(sandbox: Sandbox) -> None:
     assert "zone europe-west1-b: the first of europe-west1" in result.stderr
 
 
+EVERYTHING = "cluster bucket build-bucket account registry image address"  # as FAKE_EXISTING
+
+
 def test_up_run_again_reuses_what_exists(sandbox: Sandbox) -> None:
-    everything = "cluster bucket build-bucket account registry image address"
-    result, calls = sandbox.run("up.sh", FAKE_EXISTING=everything, PAGE_DOMAIN="mnist.example.com")
+    result, calls = sandbox.run("up.sh", FAKE_EXISTING=EVERYTHING, PAGE_DOMAIN="mnist.example.com")
     assert "error" not in result.stderr.lower(), result.stderr
     assert not [call for call in calls if " create " in call or "builds submit" in call]
     assert all(image in result.stderr for image in IMAGES.values()), "reusing each image"
@@ -274,7 +276,7 @@ def test_up_run_again_reuses_what_exists(sandbox: Sandbox) -> None:
         call for call in calls if call.startswith("gcloud container") and " update " in call
     ]
     # A cluster made open, or with its system pool untainted, is closed and tainted again.
-    existing = f"{everything} open-control-plane untainted-system-pool"
+    existing = f"{EVERYTHING} open-control-plane untainted-system-pool"
     _, calls = sandbox.run("up.sh", FAKE_EXISTING=existing)
     updates = [call for call in calls if call.startswith("gcloud container") and " update " in call]
     assert updates == transcript(
@@ -298,9 +300,7 @@ KINDS = {
 @pytest.mark.parametrize("kind, setting", [*KINDS.items(), ("account", "service account")])
 def test_up_refuses_what_it_did_not_make(kind: str, setting: str, sandbox: Sandbox) -> None:
     """A resource of the same name that up.sh did not make is neither reused nor changed."""
-    existing = "cluster bucket build-bucket account registry image address".replace(
-        kind, f"foreign-{kind}", 1
-    )
+    existing = EVERYTHING.replace(kind, f"foreign-{kind}", 1)
     public = {"PAGE_DOMAIN": "mnist.example.com"} if kind == "address" else {}
     result, calls = sandbox.run("up.sh", check=False, FAKE_EXISTING=existing, **public)
     assert result.returncode == 1
