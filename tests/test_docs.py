@@ -57,9 +57,8 @@ def test_every_docs_page_opens_by_saying_what_it_covers(page: Path) -> None:
     lines = [line for line in prose_lines(page.read_text()) if line.strip()]
     assert lines[0].startswith("# "), f"{page.name} does not start with its title"
     opening = lines[1] if len(lines) > 1 else ""
-    assert not HEADING.match(opening) and not re.match(r"[|>]|[-*] |\d+\. ", opening), (
-        f"{page.name} goes from its title straight to {opening!r}"
-    )
+    straight = HEADING.match(opening) or re.match(r"[|>]|[-*] |\d+\. ", opening)
+    assert not straight, f"{page.name} goes from its title straight to {opening!r}"
 
 
 def test_anchors_are_githubs() -> None:

@@ -4,7 +4,6 @@ what .dockerignore sends; `make test-containers` builds and runs the images them
 from __future__ import annotations
 
 import fnmatch
-import re
 import shlex
 import shutil
 import subprocess
@@ -20,12 +19,6 @@ from tests.support.dockerfile import effective, instructions, stages
 from tests.support.project import ROOT
 
 PACKAGES = ("steps", "workflows", "ui")
-
-
-def venv_source(target: str) -> str:
-    """The build stage whose /opt/venv the final image copies."""
-    (copied,) = [v for i, v in stages()[target] if i == "COPY" and v.startswith("--from")]
-    return copied.split()[0].removeprefix("--from=")
 
 
 def build_args() -> dict[str, str]:
@@ -50,14 +43,12 @@ def test_base_images_are_one_pinned_python_matching_ci() -> None:
     # official image. (scratch is no image: the empty filesystem the source stage holds the project in.)
     assert external and set(external) == {"${BASE_IMAGE}"}, external
     base = build_args()["BASE_IMAGE"]
-    match = re.fullmatch(r"python:(\d+)\.(\d+)\.(\d+)-slim-\w+", base)
-    assert match, f"not a pinned python:X.Y.Z-slim-<debian> image: {base}"
-    assert base == "python:3.11.11-slim-bookworm"
-    # CI tests the project on this interpreter; the image must run the same minor version.
-    assert (int(match[1]), int(match[2])) == sys.version_info[:2]
+    assert base == "python:3.11.11-slim-bookworm", "a Python pinned to its patch release"
+    minor = tuple(int(part) for part in base.removeprefix("python:").split(".")[:2])
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     minimum = tuple(int(part) for part in requires.removeprefix(">=").split("."))
-    assert (int(match[1]), int(match[2])) >= minimum
+    # CI tests the project on this interpreter; the image must run the same minor version.
+    assert minimum <= minor == sys.version_info[:2]
 
 
 def test_each_image_installs_only_its_own_dependencies() -> None:
@@ -83,31 +74,21 @@ def test_each_image_installs_only_its_own_dependencies() -> None:
     # make test) adds to that what the tests need.
     assert extras["run"] == ["mnist-argo[train,page,submit]"]
     assert "mnist-argo[run]" in extras["dev"]
-    # Each final image copies the environment of its own build stage.
-    for target in ("steps", "train", "page"):
-        assert venv_source(target) == f"build-{target}", target
 
 
 def test_images_run_as_a_non_root_user_with_their_commands() -> None:
+    """Which user: test_infra_pod_security.py (the pods' own)."""
     named = stages()
-    assert {"steps", "train", "page"} <= set(named)
-    for target in ("steps", "train", "page"):
-        users = [value for instruction, value in effective(target) if instruction == "USER"]
-        assert users and users[-1].split(":")[0].isdigit() and users[-1].split(":")[0] != "0", (
-            target
-        )
     for target in ("steps", "train"):
         steps = dict(effective(target))
         assert steps["WORKDIR"] == "/work"
         uid = steps["USER"].split(":")[0]
-        assert f"--owner={uid}" in steps["RUN"] and "/work" in steps["RUN"], (
-            "/work must belong to the user"
-        )
+        assert f"--owner={uid}" in steps["RUN"] and "/work" in steps["RUN"], "/work is the user's"
     page = dict(named["page"])
     # ui.serve runs `streamlit run ui/app.py` with its upload store bounded (ui/uploads.py)
     assert shlex.split(page["CMD"].strip("[]").replace(",", " ")) == ["python", "-m", "ui.serve"]
     assert page["EXPOSE"] == "8501" and "/_stcore/health" in page["HEALTHCHECK"]
-    # The final images copy the virtual environment, not the build stage's sources or caches.
+    # Each final image copies its own build stage's environment, not its sources or caches.
     for target in ("steps", "train", "page"):
         copied = [v for i, v in effective(target) if i == "COPY" and v.startswith("--from")]
         assert copied == [f"--from=build-{target} /opt/venv /opt/venv"], copied
@@ -133,23 +114,10 @@ def in_build_context(relative: str) -> bool:
 
 
 def test_dockerignore_sends_the_project_and_nothing_else() -> None:
-    for needed in (
-        "pyproject.toml",
-        "uv.lock",
-        "README.md",
-        "steps/lib/staged_outputs.py",
-        "workflows/pipeline/workflow.py",
-        "ui/app.py",
-    ):
-        assert in_build_context(needed), needed
-    for left_out in (
-        ".venv/bin/python",
-        ".runs/x",
-        ".git/HEAD",
-        "tests/conftest.py",
-        "steps/__pycache__/a.pyc",
-    ):
-        assert not in_build_context(left_out), left_out
+    needed = ["pyproject.toml", "uv.lock", "README.md", "ui/app.py", "steps/lib/staged_outputs.py"]
+    needed.append("workflows/pipeline/workflow.py")
+    left_out = [".venv/bin/python", ".runs/x", ".git/HEAD", "tests/conftest.py", "ui/__pycache__/x"]
+    assert [path for path in needed + left_out if in_build_context(path)] == needed
     copied = [value.split()[0] for instruction, value in instructions() if instruction == "COPY"]
     for source in copied:
         if not source.startswith("--from"):

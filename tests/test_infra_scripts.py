@@ -1,9 +1,5 @@
-"""The GKE scripts (infra/gke): shellcheck-clean, strict bash, settings printed, and idempotent.
-
-Nothing here can reach Google Cloud, so `gcloud`, `kubectl`, `docker` and `gke-gcloud-auth-plugin` are
-replaced by stand-ins on PATH (tests/doubles/cloud_tools.py) that record every call and say which resources already
-exist; the scripts themselves run for real. test_infra_gcloud_cli.py then has the real gcloud parse every
-command line recorded here."""
+"""The GKE scripts (infra/gke) run for real against recording stand-ins for gcloud, kubectl, docker and curl
+(tests/doubles/cloud_tools.py): shellcheck-clean, strict, settings printed, and idempotent."""
 
 from __future__ import annotations
 
@@ -16,6 +12,7 @@ import re
 import shlex
 import shutil
 import signal
+import string
 import subprocess
 import sys
 from pathlib import Path
@@ -23,26 +20,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.doubles.cloud_tools import (
-    ARGO_MANIFEST,
-    ARGO_SERVER_PRINCIPAL,
-    BACKEND_SERVICE,
-    BUCKET_POLICY,
-    BUILD_ACCOUNT,
-    DESCRIPTION,
-    IAP_POLICY,
-    NODE_ACCOUNT,
-    PAGE_ACCOUNT,
-    PIPELINE_ACCOUNT,
-    PROJECT_NUMBER,
-    PROJECT_POLICY,
-    ROOT,
-    Sandbox,
-    make_sandbox,
-    system_bin,
-)
+from tests.doubles import cloud_tools as cloud
+from tests.doubles.cloud_tools import Sandbox, make_sandbox, system_bin
 from tests.support import docs
-from tests.support.kustomize import build, gke_lib, needs_kubectl
+from tests.support.kustomize import build, gke_lib, needs_kubectl, one
+from tests.support.project import ROOT
 from workflows import preflight, submit
 from workflows.pipeline.resources import SPOT_TAINT
 from workflows.pipeline.settings import PipelineSettings, defaults, from_arguments
@@ -52,7 +34,6 @@ SCRIPTS = sorted((ROOT / "infra").rglob("*.sh"))
 SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which(
     "shellcheck"
 )
-DEFAULT_ACCOUNTS = (f"{PROJECT_NUMBER}-compute@", f"{PROJECT_NUMBER}@cloudbuild.")
 CONTEXT = "gke_test-project_us-central1-a_mnist-argo"
 # Each image target of infra/docker/Dockerfile and the reference up.sh pushes it to (IMAGE_TAG abc1234).
 IMAGES = {
@@ -72,12 +53,8 @@ def test_every_script_passes_shellcheck(tmp_path: Path) -> None:
     assert {path.name for path in SCRIPTS} >= {"up.sh", "down.sh", "config.sh", "lib.sh"}
     bad = tmp_path / "bad.sh"
     bad.write_text("#!/usr/bin/env bash\nrm -rf $1/*\n")
-    result = subprocess.run(
-        [SHELLCHECK, "--external-sources", "--format", "gcc", *map(str, SCRIPTS), str(bad)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    checked = [SHELLCHECK, "--external-sources", "--format", "gcc", *map(str, SCRIPTS), str(bad)]
+    result = subprocess.run(checked, cwd=ROOT, capture_output=True, text=True)
     reported = {line.split(":", 1)[0] for line in result.stdout.splitlines()}
     assert reported == {str(bad)} and "SC2086" in result.stdout, result.stdout + result.stderr
 
@@ -123,11 +100,8 @@ def fresh(tmp_path_factory: pytest.TempPathFactory, system: Path) -> Run:
 def public(tmp_path_factory: pytest.TempPathFactory, system: Path) -> Run:
     """up.sh with a public page behind IAP, a bucket named by the user and an authorized network."""
     settings = {"PAGE_IAP_MEMBERS": ",".join(IAP_MEMBERS), "BUCKET": "team_models-1"}
-    return up_once(
-        tmp_path_factory,
-        system,
-        **{**PUBLIC_PAGE, **settings, "AUTHORIZED_NETWORKS": "203.0.113.7/32"},
-    )
+    settings["AUTHORIZED_NETWORKS"] = "203.0.113.7/32"
+    return up_once(tmp_path_factory, system, **{**PUBLIC_PAGE, **settings})
 
 
 def one_call(calls: list[str], start: str) -> str:
@@ -157,130 +131,122 @@ def test_up_prints_every_setting_with_its_default(fresh: Run) -> None:
     assert "zone us-central1-a: the first of us-central1" in stderr
 
 
-# What up.sh calls in an empty project: each row, a call that starts with its first words and holds the rest.
-# One small on-demand node for Argo and the page, tainted so that no run lands there; the steps on Spot
-# nodes that exist only while a run needs them; the control plane reached through its DNS endpoint alone;
-# the nodes and the builds under accounts of their own, not Compute Engine's or Cloud Build's default.
-ACCOUNTS = ("pipeline", "page", "nodes", "build")
-FRESH_CALLS = [
-    (
-        "gcloud services enable",
-        *(f" {api}.googleapis.com " for api in ("container", "compute", "iam", "iamcredentials")),
-        " cloudresourcemanager.googleapis.com ",
-        " containerfilesystem.googleapis.com ",
-    ),
-    (
-        "gcloud container clusters create mnist-argo",
-        "--num-nodes 1 ",
-        "--machine-type e2-standard-2 ",
-        f"--node-taints {SYSTEM_POOL_KEY}=true:NoSchedule ",
-        "--workload-pool test-project.svc.id.goog",
-        "--zone us-central1-a",
-        "--enable-dns-access",
-        "--enable-master-authorized-networks",
-        "--enable-image-streaming",
-        f"--service-account {NODE_ACCOUNT} ",
-    ),
-    (
-        "gcloud container node-pools create workers",
-        "--spot",
-        "--num-nodes 0 ",
-        "--enable-autoscaling",
-        "--min-nodes 0 ",
-        "--max-nodes 1 ",
-        "--machine-type e2-standard-4 ",
-        "--node-taints {}={}:{}".format(*SPOT_TAINT),  # the steps tolerate exactly that taint
-        f"--service-account {NODE_ACCOUNT} ",
-    ),
-    ("gcloud container clusters get-credentials", "--dns-endpoint"),
-    (
-        "gcloud storage buckets create gs://test-project-mnist-argo ",
-        "--uniform-bucket-level-access",
-    ),
-    ("gcloud storage buckets create gs://test-project-mnist-argo-build ",),
-    ("gcloud storage buckets update gs://test-project-mnist-argo ", "--lifecycle-file"),
-    *((f"gcloud iam service-accounts create mnist-{name}",) for name in ACCOUNTS),
-    ("gcloud artifacts repositories create mnist",),
-    (
-        "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo ",
-        f"serviceAccount:{PIPELINE_ACCOUNT} ",
-        "roles/storage.objectUser",
-    ),
-    (
-        "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo ",
-        f"serviceAccount:{PAGE_ACCOUNT} ",
-        "roles/storage.objectViewer",
-    ),
-    (
-        "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo ",
-        f"--member {ARGO_SERVER_PRINCIPAL} --role roles/storage.objectViewer",
-    ),
-    (
-        "gcloud iam service-accounts add-iam-policy-binding mnist-pipeline@",
-        "serviceAccount:test-project.svc.id.goog[mnist/mnist-pipeline]",
-    ),
-    (
-        "gcloud projects add-iam-policy-binding test-project ",
-        f"serviceAccount:{NODE_ACCOUNT} ",
-        "roles/container.defaultNodeServiceAccount",
-    ),
-    (
-        "gcloud artifacts repositories add-iam-policy-binding mnist ",
-        f"serviceAccount:{NODE_ACCOUNT}",
-        "roles/artifactregistry.reader",
-    ),
-    (
-        "gcloud projects add-iam-policy-binding test-project ",
-        f"serviceAccount:{BUILD_ACCOUNT} ",
-        "roles/logging.logWriter",
-    ),
-    (
-        "gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo-build ",
-        f"serviceAccount:{BUILD_ACCOUNT} ",
-        "roles/storage.objectViewer",
-    ),
-    (
-        "gcloud artifacts repositories add-iam-policy-binding mnist ",
-        f"serviceAccount:{BUILD_ACCOUNT}",
-        "roles/artifactregistry.writer",
-    ),
-    (
-        "gcloud builds submit",
-        "--gcs-source-staging-dir gs://test-project-mnist-argo-build/source",
-        f"--service-account projects/test-project/serviceAccounts/{BUILD_ACCOUNT} ",
-    ),
-    # Argo's manifest is built from its kustomize base at the release's commit, as Argo's Makefile does.
-    (
-        "kubectl kustomize --load-restrictor=LoadRestrictionsNone https://github.com/argoproj/"
-        f"argo-workflows//manifests/cluster-install?ref={ARGO_COMMIT}",
-    ),
-    (f"kubectl --context {CONTEXT} apply --server-side", "--kustomize"),
-    (f"kubectl --context {CONTEXT} apply --kustomize infra/k8s/overlays/local",),
-]
+READS = re.compile(r" (describe|list|get|get-iam-policy|get-value|rollout status) ")
+# The values of the $NAMEs in the transcripts below ($TMP: a temporary file of the script's).
+NAMES = {
+    "IAM": "test-project.iam.gserviceaccount.com",
+    "ARGO_SERVER": cloud.ARGO_SERVER_PRINCIPAL,
+    "ARGO_COMMIT": ARGO_COMMIT,
+    "SPOT_TAINT": "{}={}:{}".format(*SPOT_TAINT),  # the steps tolerate exactly that taint
+    **{f"{target}_image": image for target, image in IMAGES.items()},
+}
+
+
+def changes(sandbox: Sandbox, calls: list[str]) -> list[str]:
+    """The calls that change something (no describe, list or get), each temporary file named $TMP."""
+    temporary = re.escape(sandbox.env["TMPDIR"]) + r"/tmp\.\w+"
+    return [re.sub(temporary, "$TMP", call) for call in calls if not READS.search(call)]
+
+
+def transcript(text: str) -> list[str]:
+    """Calls written one a line (a trailing backslash continues one), with NAMES substituted."""
+    return string.Template(re.sub(r" *\\\n *", " ", text)).safe_substitute(NAMES).split("\n")
+
+
+# What up.sh changes in an empty project. One small on-demand node for Argo and the page, tainted so that no
+# run lands there; the steps on Spot nodes that exist only while a run needs them; the control plane reached
+# through its DNS endpoint alone; the nodes and the builds under accounts of their own, each thing marked.
+FRESH_CHANGES = r"""
+gcloud services enable container.googleapis.com compute.googleapis.com \
+    artifactregistry.googleapis.com cloudbuild.googleapis.com iam.googleapis.com \
+    iamcredentials.googleapis.com cloudresourcemanager.googleapis.com storage.googleapis.com \
+    containerfilesystem.googleapis.com \
+    --project test-project
+gcloud iam service-accounts create mnist-nodes --project test-project \
+    --display-name mnist-argo GKE nodes --description Created by mnist-argo infra/gke/up.sh
+gcloud projects add-iam-policy-binding test-project --member serviceAccount:mnist-nodes@$IAM \
+    --role roles/container.defaultNodeServiceAccount --condition None
+gcloud container clusters create mnist-argo --zone us-central1-a --project test-project \
+    --num-nodes 1 --machine-type e2-standard-2 \
+    --node-taints components.gke.io/gke-managed-components=true:NoSchedule --disk-type pd-balanced \
+    --disk-size 30 --service-account mnist-nodes@$IAM --workload-pool test-project.svc.id.goog \
+    --enable-dataplane-v2 --enable-shielded-nodes --release-channel regular \
+    --enable-image-streaming --autoscaling-profile optimize-utilization --enable-dns-access \
+    --enable-master-authorized-networks --labels managed_by=mnist-argo-up
+gcloud container node-pools create workers --cluster mnist-argo --zone us-central1-a \
+    --project test-project --machine-type e2-standard-4 --spot --num-nodes 0 --enable-autoscaling \
+    --min-nodes 0 --max-nodes 1 --node-taints $SPOT_TAINT --service-account mnist-nodes@$IAM \
+    --disk-type pd-balanced --disk-size 30 --workload-metadata GKE_METADATA \
+    --enable-image-streaming --labels managed_by=mnist-argo-up
+gcloud container clusters get-credentials mnist-argo --zone us-central1-a --project test-project \
+    --dns-endpoint
+gcloud storage buckets create gs://test-project-mnist-argo --project test-project \
+    --location us-central1 --uniform-bucket-level-access --public-access-prevention
+gcloud storage buckets update gs://test-project-mnist-argo --project test-project \
+    --update-labels managed_by=mnist-argo-up
+gcloud storage buckets update gs://test-project-mnist-argo --project test-project \
+    --uniform-bucket-level-access --public-access-prevention --lifecycle-file $TMP
+gcloud iam service-accounts create mnist-pipeline --project test-project \
+    --display-name mnist-argo mnist-pipeline (Workload Identity) \
+    --description Created by mnist-argo infra/gke/up.sh
+gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo --project test-project \
+    --member serviceAccount:mnist-pipeline@$IAM --role roles/storage.objectUser
+gcloud iam service-accounts add-iam-policy-binding mnist-pipeline@$IAM --project test-project \
+    --role roles/iam.workloadIdentityUser \
+    --member serviceAccount:test-project.svc.id.goog[mnist/mnist-pipeline]
+gcloud iam service-accounts create mnist-page --project test-project \
+    --display-name mnist-argo mnist-page (Workload Identity) \
+    --description Created by mnist-argo infra/gke/up.sh
+gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo --project test-project \
+    --member serviceAccount:mnist-page@$IAM --role roles/storage.objectViewer
+gcloud iam service-accounts add-iam-policy-binding mnist-page@$IAM --project test-project \
+    --role roles/iam.workloadIdentityUser \
+    --member serviceAccount:test-project.svc.id.goog[mnist/mnist-page]
+gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo --project test-project \
+    --member $ARGO_SERVER --role roles/storage.objectViewer
+gcloud artifacts repositories create mnist --repository-format docker --location us-central1 \
+    --project test-project --description mnist-argo images --labels managed_by=mnist-argo-up
+gcloud artifacts repositories add-iam-policy-binding mnist --location us-central1 \
+    --project test-project --role roles/artifactregistry.reader \
+    --member serviceAccount:mnist-nodes@$IAM
+gcloud iam service-accounts create mnist-build --project test-project \
+    --display-name mnist-argo image builds --description Created by mnist-argo infra/gke/up.sh
+gcloud storage buckets create gs://test-project-mnist-argo-build --project test-project \
+    --location us-central1 --uniform-bucket-level-access --public-access-prevention \
+    --soft-delete-duration 0
+gcloud storage buckets update gs://test-project-mnist-argo-build --project test-project \
+    --update-labels managed_by=mnist-argo-up
+gcloud storage buckets update gs://test-project-mnist-argo-build --project test-project \
+    --lifecycle-file $TMP
+gcloud storage buckets add-iam-policy-binding gs://test-project-mnist-argo-build \
+    --project test-project --member serviceAccount:mnist-build@$IAM \
+    --role roles/storage.objectViewer
+gcloud projects add-iam-policy-binding test-project --member serviceAccount:mnist-build@$IAM \
+    --role roles/logging.logWriter --condition None
+gcloud artifacts repositories add-iam-policy-binding mnist --location us-central1 \
+    --project test-project --member serviceAccount:mnist-build@$IAM \
+    --role roles/artifactregistry.writer
+gcloud builds submit --project test-project --config infra/gke/cloudbuild.yaml \
+    --service-account projects/test-project/serviceAccounts/mnist-build@$IAM \
+    --gcs-source-staging-dir gs://test-project-mnist-argo-build/source \
+    --substitutions _STEPS_IMAGE=$steps_image,_TRAIN_IMAGE=$train_image,_PAGE_IMAGE=$page_image .
+kubectl kustomize --load-restrictor=LoadRestrictionsNone \
+    https://github.com/argoproj/argo-workflows//manifests/cluster-install?ref=$ARGO_COMMIT
+kubectl --context gke_test-project_us-central1-a_mnist-argo apply --server-side --force-conflicts \
+    --kustomize $TMP
+kubectl --context gke_test-project_us-central1-a_mnist-argo apply \
+    --kustomize infra/k8s/overlays/local
+"""
 
 
 def test_up_makes_a_closed_cluster_that_costs_little_when_idle(fresh: Run) -> None:
     sandbox, stderr, calls = fresh
-    for start, *words in FRESH_CALLS:
-        found = [call for call in calls if call.startswith(start) and all(w in call for w in words)]
-        assert found, (start, words)
-    cluster = one_call(calls, "gcloud container clusters create")
-    assert "--spot" not in cluster
-    assert "--master-authorized-networks" not in cluster.replace("--enable-master-authorized", "")
-    one_call(calls, "gcloud services enable")
-    assert not [call for call in calls if any(account in call for account in DEFAULT_ACCOUNTS)]
-    project_grants = [call for call in calls if "projects add-iam-policy-binding" in call]
-    assert all("--condition None" in call for call in project_grants)
-    for nothing in ("gcloud container node-pools update", "gcloud compute addresses"):
-        assert not [call for call in calls if call.startswith(nothing)], nothing
+    assert changes(sandbox, calls) == transcript(FRESH_CHANGES.strip())
     overlay = (sandbox.root / OVERLAY / "kustomization.yaml").read_text()
     assert "gs://test-project-mnist-argo/models/mnist/LATEST" in overlay
     assert yaml.safe_load(overlay)["images"][0]["digest"] == f"sha256:{'7':0>64}"
     assert "components" not in overlay, "no public endpoint by default"
     assert "error" not in stderr.lower(), "a describe that finds nothing is an answer, not an error"
-    # A user-specified build account needs its logs somewhere other than the default logs bucket.
-    build = yaml.safe_load((ROOT / "infra" / "gke" / "cloudbuild.yaml").read_text())
-    assert build["options"]["logging"] == "CLOUD_LOGGING_ONLY"
 
 
 def test_up_picks_a_zone_that_exists_in_the_region(sandbox: Sandbox) -> None:
@@ -291,12 +257,13 @@ def test_up_picks_a_zone_that_exists_in_the_region(sandbox: Sandbox) -> None:
     assert "zone europe-west1-b: the first of europe-west1" in result.stderr
 
 
+EVERYTHING = "cluster bucket build-bucket account registry image address"  # as FAKE_EXISTING
+
+
 def test_up_run_again_reuses_what_exists(sandbox: Sandbox) -> None:
-    everything = "cluster bucket build-bucket account registry image address"
-    result, calls = sandbox.run("up.sh", FAKE_EXISTING=everything, PAGE_DOMAIN="mnist.example.com")
+    result, calls = sandbox.run("up.sh", FAKE_EXISTING=EVERYTHING, PAGE_DOMAIN="mnist.example.com")
     assert "error" not in result.stderr.lower(), result.stderr
-    assert not [call for call in calls if " create " in call]
-    assert not [call for call in calls if call.startswith("gcloud builds submit")]
+    assert not [call for call in calls if " create " in call or "builds submit" in call]
     assert all(image in result.stderr for image in IMAGES.values()), "reusing each image"
     assert "reusing cluster mnist-argo" in result.stderr and "reusing bucket" in result.stderr
     assert "zone us-central1-c: where cluster mnist-argo is" in result.stderr
@@ -305,65 +272,35 @@ def test_up_run_again_reuses_what_exists(sandbox: Sandbox) -> None:
     assert any("buckets update" in call for call in calls)
     context = "gke_test-project_us-central1-c_mnist-argo"
     assert f"kubectl --context {context} apply --kustomize infra/k8s/overlays/local" in calls
-    assert not [call for call in calls if call.startswith("gcloud container clusters update")]
-    assert not [call for call in calls if call.startswith("gcloud container node-pools update")]
+    assert not [
+        call for call in calls if call.startswith("gcloud container") and " update " in call
+    ]
     # A cluster made open, or with its system pool untainted, is closed and tainted again.
-    existing = f"{everything} open-control-plane untainted-system-pool"
+    existing = f"{EVERYTHING} open-control-plane untainted-system-pool"
     _, calls = sandbox.run("up.sh", FAKE_EXISTING=existing)
-    updates = [call for call in calls if call.startswith("gcloud container clusters update")]
-    assert any("--enable-dns-access" in call for call in updates)
-    assert any("--enable-master-authorized-networks" in call for call in updates)
-    update = one_call(calls, "gcloud container node-pools update")
-    assert update.startswith(
-        "gcloud container node-pools update default-pool --cluster mnist-argo "
+    updates = [call for call in calls if call.startswith("gcloud container") and " update " in call]
+    assert updates == transcript(
+        r"""gcloud container clusters update mnist-argo --zone us-central1-c --project test-project \
+    --enable-dns-access
+gcloud container clusters update mnist-argo --zone us-central1-c --project test-project \
+    --enable-master-authorized-networks
+gcloud container node-pools update default-pool --cluster mnist-argo --zone us-central1-c \
+    --project test-project --node-taints components.gke.io/gke-managed-components=true:NoSchedule"""
     )
-    assert f"--node-taints {SYSTEM_POOL_KEY}=true:NoSchedule" in update
 
 
-# What up.sh creates, and how each carries its mark: a label where Google Cloud has them, the description
-# on service accounts and addresses (which have no labels).
-LABEL_FLAGS = {
-    "gcloud container clusters create": "--labels managed_by=mnist-argo-up",
-    "gcloud container node-pools create": "--labels managed_by=mnist-argo-up",
-    "gcloud artifacts repositories create": "--labels managed_by=mnist-argo-up",
-    "gcloud iam service-accounts create": f"--description {DESCRIPTION}",
-    "gcloud compute addresses create": f"--description {DESCRIPTION}",
+KINDS = {
+    "cluster": "CLUSTER",
+    "bucket": "BUCKET",
+    "registry": "REPOSITORY",
+    "address": "PAGE_DOMAIN",
 }
 
 
-def test_up_marks_everything_it_creates(public: Run) -> None:
-    _, _, calls = public
-    created = [
-        call for call in calls if call.startswith("gcloud ") and " create " in call.split(" --")[0]
-    ]
-    assert len(created) >= 10
-    for call in created:
-        if call.startswith("gcloud storage buckets create"):
-            bucket = call.split()[4]
-            assert (
-                f"gcloud storage buckets update {bucket} --project test-project "
-                "--update-labels managed_by=mnist-argo-up"
-            ) in calls, bucket
-            continue
-        (flag,) = [flag for start, flag in LABEL_FLAGS.items() if call.startswith(start)]
-        assert flag in call, call
-
-
-@pytest.mark.parametrize(
-    "kind, setting",
-    [
-        ("cluster", "CLUSTER"),
-        ("bucket", "BUCKET"),
-        ("registry", "REPOSITORY"),
-        ("account", "service account"),
-        ("address", "PAGE_DOMAIN"),
-    ],
-)
+@pytest.mark.parametrize("kind, setting", [*KINDS.items(), ("account", "service account")])
 def test_up_refuses_what_it_did_not_make(kind: str, setting: str, sandbox: Sandbox) -> None:
     """A resource of the same name that up.sh did not make is neither reused nor changed."""
-    existing = "cluster bucket build-bucket account registry image address".replace(
-        kind, f"foreign-{kind}", 1
-    )
+    existing = EVERYTHING.replace(kind, f"foreign-{kind}", 1)
     public = {"PAGE_DOMAIN": "mnist.example.com"} if kind == "address" else {}
     result, calls = sandbox.run("up.sh", check=False, FAKE_EXISTING=existing, **public)
     assert result.returncode == 1
@@ -379,24 +316,18 @@ def test_up_refuses_what_it_did_not_make(kind: str, setting: str, sandbox: Sandb
 
 def test_up_recreates_a_cluster_left_in_error_and_waits_for_a_busy_one(sandbox: Sandbox) -> None:
     result, calls = sandbox.run("up.sh", FAKE_EXISTING="cluster", FAKE_CLUSTER_STATUS="ERROR")
-    delete = calls.index(
-        "gcloud container clusters delete mnist-argo --zone us-central1-c --project test-project --quiet"
+    deleted = (
+        "gcloud container clusters delete mnist-argo --zone us-central1-c --project test-project"
     )
     create = next(i for i, call in enumerate(calls) if "container clusters create" in call)
-    assert delete < create
-    assert "is in ERROR" in result.stderr
+    assert calls.index(f"{deleted} --quiet") < create and "is in ERROR" in result.stderr
     # A cluster busy with an operation is left alone, with the command that shows it.
     result, calls = sandbox.run(
         "up.sh", check=False, FAKE_EXISTING="cluster", FAKE_CLUSTER_STATUS="RECONCILING"
     )
-    assert result.returncode == 1
-    assert "cluster mnist-argo is RECONCILING" in result.stderr
+    assert result.returncode == 1 and "cluster mnist-argo is RECONCILING" in result.stderr
     assert "gcloud container operations list" in result.stderr
     assert not [call for call in calls if "clusters delete" in call or "clusters create" in call]
-
-
-def every_kubectl_call(calls: list[str]) -> list[str]:
-    return [call for call in calls if call.startswith("kubectl ")]
 
 
 @pytest.mark.parametrize(
@@ -414,18 +345,13 @@ def test_every_kubectl_call_names_its_context(
     """Another shell may switch kubectl's context: each call to the cluster names this one's."""
     result, calls = sandbox.run(script, **settings)
     zone = "us-central1-c" if "cluster" in settings.get("FAKE_EXISTING", "") else "us-central1-a"
-    cluster_calls = [
-        call
-        for call in every_kubectl_call(calls)
-        if " config " not in f" {call}" and not call.startswith("kubectl kustomize ")
-    ]
-    assert cluster_calls
-    for call in cluster_calls:
-        assert call.startswith(f"kubectl --context gke_test-project_{zone}_mnist-argo "), call
+    named = f"kubectl --context gke_test-project_{zone}_mnist-argo "
+    local = ("kubectl config ", "kubectl kustomize ")
+    cluster_calls = [c for c in calls if c.startswith("kubectl ") and not c.startswith(local)]
+    assert cluster_calls and all(call.startswith(named) for call in cluster_calls), cluster_calls
     if script == "up.sh":
-        for line in next_steps(result.stderr):
-            if "kubectl" in line:
-                assert f"kubectl --context gke_test-project_{zone}_mnist-argo " in line, line
+        shown = [line for line in next_steps(result.stderr) if "kubectl" in line]
+        assert all(named in line for line in shown), shown
 
 
 def test_up_verifies_argos_manifest_against_a_listed_checksum(sandbox: Sandbox) -> None:
@@ -436,66 +362,56 @@ def test_up_verifies_argos_manifest_against_a_listed_checksum(sandbox: Sandbox) 
     result, calls = sandbox.run("up.sh", check=False)
     assert result.returncode == 1
     assert f"not the {wrong} listed in infra/gke/argo-releases" in result.stderr
-    assert not [call for call in every_kubectl_call(calls) if " apply " in call]
-    right = hashlib.sha256(ARGO_MANIFEST.encode()).hexdigest()
+    assert not [call for call in calls if call.startswith("kubectl ") and " apply " in call]
+    right = hashlib.sha256(cloud.ARGO_MANIFEST.encode()).hexdigest()
     releases.write_text(releases.read_text().replace(wrong, right))
     sandbox.run("up.sh")
+
+
+ARGO = ("workflow-controller", "argo-server")
 
 
 def argo_install(tmp_path: Path, settings: dict[str, str]) -> list[dict]:
     """What up.sh applies for Argo (its kustomization over a stand-in release), by real kubectl."""
     directory = tmp_path / "argo"
     gke_lib(tmp_path, {"PROJECT_ID": "p", **settings}, "render_argo_config", str(directory))
-    (directory / "install.yaml").write_text(ARGO_MANIFEST)
+    (directory / "install.yaml").write_text(cloud.ARGO_MANIFEST)
     return build(directory)
-
-
-def one_deployment(manifests: list[dict], name: str) -> dict:
-    (deployment,) = [
-        m for m in manifests if m["kind"] == "Deployment" and m["metadata"]["name"] == name
-    ]
-    return deployment
 
 
 @needs_kubectl
 def test_up_configures_argos_controller_and_server(tmp_path: Path) -> None:
     """Requeue, tick, executor, system pool toleration and memory limits reach the objects."""
     manifests = argo_install(tmp_path, {"REQUEUE_TIME": "2s"})
-    (container,) = one_deployment(manifests, "workflow-controller")["spec"]["template"]["spec"][
-        "containers"
-    ]
-    env = {item["name"]: item.get("value") for item in container["env"]}
+    pods = {name: one(manifests, "Deployment", name)["spec"]["template"]["spec"] for name in ARGO}
+    (controller,) = pods["workflow-controller"]["containers"]
+    env = {item["name"]: item.get("value") for item in controller["env"]}
     assert env["DEFAULT_REQUEUE_TIME"] == "2s"
     assert env["ARGO_PROGRESS_PATCH_TICK_DURATION"] == "10s"
     assert "LEADER_ELECTION_IDENTITY" in env, "Argo's own variables stay"
     config = next(m for m in manifests if m["kind"] == "ConfigMap")
     executor = yaml.safe_load(config["data"]["executor"])
     assert executor["image"] == "quay.io/argoproj/argoexec:v4.1.2-nonroot"
+    assert set(config["data"]) == {"executor"} and "env" not in executor, "GKE needs no more"
     (namespace,) = [m for m in manifests if m["kind"] == "Namespace"]
     assert namespace["metadata"]["name"] == "argo"
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     assert all(m["metadata"]["namespace"] == "argo" for m in manifests if m["kind"] != "Namespace")
-    for name in ("workflow-controller", "argo-server"):
-        pod = one_deployment(manifests, name)["spec"]["template"]["spec"]
-        assert pod["tolerations"] == [
-            {"key": SYSTEM_POOL_KEY, "operator": "Exists", "effect": "NoSchedule"}
-        ], name
+    toleration = {"key": SYSTEM_POOL_KEY, "operator": "Exists", "effect": "NoSchedule"}
+    for name, pod in pods.items():
+        assert pod["tolerations"] == [toleration], name
         (container,) = pod["containers"]
         assert container["resources"]["limits"]["memory"] == "1Gi", name
         assert container["image"].startswith("quay.io/argoproj/"), "the release's, patched"
 
 
 @needs_kubectl
-def test_gke_gets_no_extra_environment_and_the_local_cluster_its_emulator(tmp_path: Path) -> None:
-    """GKE gets no env nor mainContainer; the local cluster its executor image and emulator."""
-    config = next(m for m in argo_install(tmp_path / "gke", {}) if m["kind"] == "ConfigMap")
-    assert set(config["data"]) == {"executor"}
-    assert "env" not in yaml.safe_load(config["data"]["executor"])
+def test_the_local_cluster_gets_its_executor_image_and_the_storage_emulator(tmp_path: Path) -> None:
     local = {
         "ARGO_EXECUTOR_IMAGE": "localhost/argoproj/argoexec:v4.1.4-nonroot",
         "ARGO_EXTRA_ENV": "STORAGE_EMULATOR_HOST=http://10.77.0.1:4443",
     }
-    config = next(m for m in argo_install(tmp_path / "local", local) if m["kind"] == "ConfigMap")
+    config = next(m for m in argo_install(tmp_path, local) if m["kind"] == "ConfigMap")
     executor = yaml.safe_load(config["data"]["executor"])
     main = yaml.safe_load(config["data"]["mainContainer"])
     assert executor["image"] == "localhost/argoproj/argoexec:v4.1.4-nonroot"
@@ -506,11 +422,9 @@ def test_gke_gets_no_extra_environment_and_the_local_cluster_its_emulator(tmp_pa
 
 def find_mnist(source: str) -> subprocess.CompletedProcess:
     """The local cluster's find_mnist (infra/local-cluster/daemons.sh) with MNIST_SOURCE=SOURCE."""
-    script = (
-        "source infra/local-cluster/lib.sh && source infra/local-cluster/daemons.sh && find_mnist"
-    )
+    script = "source infra/local-cluster/lib.sh && source infra/local-cluster/daemons.sh"
     return subprocess.run(
-        ["bash", "-c", script],
+        ["bash", "-c", f"{script} && find_mnist"],
         cwd=ROOT,
         env={**os.environ, "MNIST_SOURCE": source},
         capture_output=True,
@@ -518,9 +432,7 @@ def find_mnist(source: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_local_cluster_finds_its_mnist_file_or_says_in_one_line_what_to_set(
-    tmp_path: Path,
-) -> None:
+def test_the_local_cluster_finds_its_mnist_file_or_says_what_to_set(tmp_path: Path) -> None:
     """A MNIST_SOURCE naming no file is refused in one line, exit 2; a file there is used."""
     missing = tmp_path / "nowhere" / "mnist.npz"
     refused = find_mnist(str(missing))
@@ -587,6 +499,7 @@ def test_cloud_build_builds_and_pushes_every_image(fresh: Run) -> None:
     text = (ROOT / "infra" / "gke" / "cloudbuild.yaml").read_text()
     config = yaml.safe_load(text)
     tags = target_tags([step["args"] for step in config["steps"]])
+    assert config["options"]["logging"] == "CLOUD_LOGGING_ONLY", "where a build account logs"
     assert {target: substitutions[tag.strip("${}")] for target, tag in tags.items()} == IMAGES
     assert sorted(config["images"]) == sorted(tags.values())
     # Cloud Build's default substitution check (BuildOptions.SubstitutionOption MUST_MATCH) fails a build
@@ -604,22 +517,13 @@ def test_up_builds_when_any_image_is_missing(missing: str, sandbox: Sandbox) -> 
     assert sum(call.startswith("gcloud builds submit") for call in calls) == 1
 
 
-def from_config(tree: Path, printed: str, **settings: str) -> str:
-    """`printf PRINTED` after sourcing TREE's infra/gke/config.sh with these settings alone."""
-    script = f"set -euo pipefail; source infra/gke/config.sh; printf {printed}"
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tree), "PROJECT_ID": "p", **settings}
-    run = subprocess.run(["bash", "-c", script], cwd=tree, env=env, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    return run.stdout
-
-
 def setting_names() -> list[str]:
     """SETTINGS of infra/gke/config.sh: every setting of up.sh and down.sh."""
-    return from_config(ROOT, '"%s\\n" "${SETTINGS[@]}"', IMAGE_TAG="t").split()
+    settings = {"PROJECT_ID": "p", "IMAGE_TAG": "t"}
+    return gke_lib(ROOT, settings, 'printf "%s\\n" "${SETTINGS[@]}"').split()
 
 
-# A value no setting admits: a quote that would end a JSON or YAML string, a comma, and a second line,
-# shown quoted on one line.
+# A value no setting admits (a quote ending a JSON or YAML string, a comma, a second line), shown on one line.
 BREAKOUT = 'x", "y,\nz'
 SHOWN = "got $'x\", \"y,\\nz'"
 
@@ -675,27 +579,12 @@ def test_the_lifecycle_deletes_run_artifacts_and_nothing_else(sandbox: Sandbox) 
     }
 
 
-@pytest.mark.parametrize(
-    "value",
-    [
-        "mnist-",
-        'a"b',
-        "back\\slash",
-        "two\nlines",
-        "tab\tcr\r",
-        ": # {{x}} [a, b] &y *z",
-        "é 😀",
-        "",
-    ],
-)
+ENCODED = ['a"b', "back\\slash", "two\nlines", "tab\tcr\r", ": # {{x}} [a, b] &y *z", "é 😀", ""]
+
+
+@pytest.mark.parametrize("value", ENCODED)
 def test_values_are_written_into_json_and_yaml_through_an_encoder(value: str) -> None:
-    encoded = subprocess.run(
-        ["bash", "-c", 'source infra/gke/lib.sh && json_string "$1"', "json_string", value],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    encoded = gke_lib(ROOT, {"PROJECT_ID": "p"}, "json_string", value)
     assert "\n" not in encoded
     assert json.loads(encoded) == value
     assert yaml.safe_load(f"key: {encoded}") == {"key": value}
@@ -705,6 +594,10 @@ def test_the_public_overlay_holds_each_setting_as_a_value(public: Run) -> None:
     sandbox, _, calls = public
     assert "--master-authorized-networks 203.0.113.7/32" in one_call(
         calls, "gcloud container clusters create"
+    )
+    # marked as up.sh's, as FRESH_CHANGES shows every other thing it creates
+    assert one_call(calls, "gcloud compute addresses create").endswith(
+        f"--description {cloud.DESCRIPTION}"
     )
     path = sandbox.root / OVERLAY / "kustomization.yaml"
     overlay = yaml.safe_load(path.read_text())
@@ -726,7 +619,7 @@ def test_iap_lets_its_members_through_to_the_page_alone(public: Run) -> None:
     grants = [call for call in calls if IAP_ROLE in call]
     assert grants == [
         "gcloud iap web add-iam-policy-binding --project test-project --resource-type "
-        f"backend-services --service {BACKEND_SERVICE} --member {member} "
+        f"backend-services --service {cloud.BACKEND_SERVICE} --member {member} "
         "--role roles/iap.httpsResourceAccessor --condition None"
         for member in IAP_MEMBERS
     ]
@@ -736,15 +629,13 @@ def test_iap_lets_its_members_through_to_the_page_alone(public: Run) -> None:
 
 def test_up_waits_for_the_pages_backend_service_then_stops(sandbox: Sandbox) -> None:
     result, calls = up_while_pending(sandbox, "FAKE_INGRESS_PENDING", 3, **PUBLIC_PAGE)
-    assert result.returncode == 0, result.stderr
-    assert calls.count("sleep 10") == 3
+    assert (result.returncode, calls.count("sleep 10")) == (0, 3), result.stderr
     assert sum(IAP_ROLE in call for call in calls) == 1 and "waiting for GKE" in result.stderr
     other = '{"k8s1-0a1b2c3d-kube-system-default-http-backend-80-4e5f6a7b":"HEALTHY"}'
     result, calls = up_while_pending(
         sandbox, "FAKE_INGRESS_PENDING", 0, FAKE_INGRESS_BACKENDS=other, **PUBLIC_PAGE
     )
-    assert result.returncode == 1
-    assert "has no backend service after 15 minutes" in result.stderr
+    assert result.returncode == 1 and "has no backend service after 15 minutes" in result.stderr
     assert calls.count("sleep 10") == 90 and not [call for call in calls if IAP_ROLE in call]
 
 
@@ -758,9 +649,8 @@ def test_up_waits_until_the_quota_counts_all_it_bounds_then_stops(sandbox: Sandb
     applied = calls.index(f"kubectl --context {CONTEXT} apply --kustomize infra/k8s/overlays/local")
     assert applied < calls.index(reads[0])
     result, calls = up_while_pending(sandbox, "FAKE_QUOTA_PENDING", 1000)
-    assert result.returncode == 1
+    assert (result.returncode, calls.count("sleep 10")) == (1, 36)
     assert "does not count all it bounds after 6 minutes" in result.stderr
-    assert calls.count("sleep 10") == 36
     assert "==> done" not in result.stderr
 
 
@@ -839,10 +729,8 @@ def test_the_submit_commands_reach_the_port_forwarded_server(
     assert environ["ARGO_NAMESPACE"] == "mnist"
     assert environ["ARGO_TOKEN"] == "Bearer fake-token"
     assert args.store.startswith("gs://") and args.watch
-    assert args.image.endswith("/mnist-argo-steps:abc1234" if source != "docs" else "-steps:TAG")
-    assert args.train_image.endswith(
-        "/mnist-argo-train:" + ("abc1234" if source != "docs" else "TAG")
-    )
+    tag = "TAG" if source == "docs" else "abc1234"
+    assert args.image.endswith(f"-steps:{tag}") and args.train_image.endswith(f"-train:{tag}")
     # what a cluster submit refuses: a store that is not a bucket's top, a local source, ...
     preflight.check_cluster(from_arguments(args), images_used=True)
     if source != "docs":
@@ -853,23 +741,14 @@ def test_the_submit_commands_reach_the_port_forwarded_server(
 def run_on_argo_submits() -> tuple[dict[str, str], list[list[str]]]:
     """docs/argo.md's exported variables, and the submit.py commands there that reach a cluster."""
     variables: dict[str, str] = {}
-    commands = []
-    sections = [
-        docs.ARGO.read_text(),
-        docs.section(docs.README, "Run on GKE"),
-    ]
-    for block in docs.bash_blocks("\n".join(sections)):
-        for line in block:
-            words = shlex.split(line, comments=True)
-            if words[:1] == ["export"]:
-                exported = (docs.expand(word, variables) for word in words[1:])
-                variables.update(word.split("=", 1) for word in exported)
-            elif words[1:2] == ["workflows/submit.py"]:
-                piped = "|" in words
-                words = list(itertools.takewhile(lambda word: word not in ("|", ">"), words))
-                if "--render" not in words or piped:
-                    commands.append([docs.expand(word, variables) for word in words[2:]])
-    return variables, commands
+    submits = []
+    for words in docs.commands(
+        f"{docs.ARGO.read_text()}\n{docs.section(docs.README, 'Run on GKE')}", variables
+    ):
+        sent = list(itertools.takewhile(lambda word: word not in ("|", ">"), words))
+        if words[1:2] == ["workflows/submit.py"] and ("--render" not in sent or "|" in words):
+            submits.append(sent[2:])
+    return variables, submits
 
 
 def test_the_run_on_argo_commands_pass_the_cluster_check() -> None:
@@ -888,7 +767,7 @@ def test_the_run_on_argo_commands_pass_the_cluster_check() -> None:
 
 
 def image_tag(tree: Path) -> str:
-    return from_config(tree, '%s "$IMAGE_TAG"')
+    return gke_lib(tree, {"PROJECT_ID": "p"}, 'printf %s "$IMAGE_TAG"', cwd=tree)
 
 
 def test_image_tag_follows_the_images_content(tmp_path: Path) -> None:
@@ -913,86 +792,71 @@ def test_image_tag_follows_the_images_content(tmp_path: Path) -> None:
     assert image_tag(tree) not in (first, edited)
 
 
-def where(calls: list[str], text: str) -> list[int]:
-    return [i for i, call in enumerate(calls) if text in call]
-
-
-def member(call: str) -> str:
-    return call.split("--member ")[1].split()[0]
+# What down.sh changes where up.sh made everything: IAP's grant on the page's backend service before the
+# namespace (the load balancer) goes, then the cluster and its kubeconfig entry alone; up.sh's grants (of
+# live or deleted accounts) and no others; the accounts after the nodes using them; the build bucket.
+DOWN_CHANGES = r"""
+gcloud container clusters get-credentials mnist-argo --zone us-central1-c --project test-project \
+    --dns-endpoint
+gcloud iap web remove-iam-policy-binding --project test-project --resource-type backend-services \
+    --service k8s1-0a1b2c3d-mnist-mnist-page-80-4e5f6a7b --member user:a@example.com \
+    --role roles/iap.httpsResourceAccessor --condition None
+kubectl --context gke_test-project_us-central1-c_mnist-argo delete namespace mnist \
+    --ignore-not-found --wait=true --timeout 5m
+gcloud container clusters delete mnist-argo --zone us-central1-c --project test-project --quiet
+kubectl config get-contexts --output name
+kubectl config current-context
+kubectl config unset current-context
+kubectl config delete-context gke_test-project_us-central1-c_mnist-argo
+kubectl config get-clusters
+kubectl config delete-cluster gke_test-project_us-central1-c_mnist-argo
+kubectl config get-users
+kubectl config delete-user gke_test-project_us-central1-c_mnist-argo
+gcloud storage buckets remove-iam-policy-binding gs://test-project-mnist-argo \
+    --project test-project --member serviceAccount:mnist-pipeline@$IAM \
+    --role roles/storage.objectUser
+gcloud storage buckets remove-iam-policy-binding gs://test-project-mnist-argo \
+    --project test-project --member deleted:serviceAccount:mnist-page@$IAM?uid=1234567890 \
+    --role roles/storage.objectViewer
+gcloud storage buckets remove-iam-policy-binding gs://test-project-mnist-argo \
+    --project test-project --member $ARGO_SERVER --role roles/storage.objectViewer
+gcloud projects remove-iam-policy-binding test-project --member serviceAccount:mnist-nodes@$IAM \
+    --role roles/container.defaultNodeServiceAccount --condition None
+gcloud projects remove-iam-policy-binding test-project \
+    --member deleted:serviceAccount:mnist-build@$IAM?uid=42 --role roles/logging.logWriter \
+    --condition None
+gcloud iam service-accounts delete mnist-pipeline@$IAM --project test-project --quiet
+gcloud iam service-accounts delete mnist-page@$IAM --project test-project --quiet
+gcloud iam service-accounts delete mnist-nodes@$IAM --project test-project --quiet
+gcloud iam service-accounts delete mnist-build@$IAM --project test-project --quiet
+gcloud artifacts repositories delete mnist --location us-central1 --project test-project --quiet
+gcloud compute addresses delete mnist-page --global --project test-project --quiet
+gcloud storage rm --recursive gs://test-project-mnist-argo-build --project test-project
+"""
 
 
 def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> None:
     sandbox.run("up.sh")  # writes the overlay down.sh removes
-    context = "gke_test-project_us-central1-c_mnist-argo"
-    result, calls = sandbox.run(
-        "down.sh",
-        FAKE_EXISTING="cluster bucket build-bucket account registry address",
-        FAKE_POLICY=BUCKET_POLICY,
-        FAKE_PROJECT_POLICY=PROJECT_POLICY,
-        FAKE_IAP_POLICY=IAP_POLICY,
-        FAKE_CONTEXTS=f"{context} gke_other-project_us-central1-a_mnist-argo",
-        FAKE_CURRENT_CONTEXT=context,
-        PAGE_DOMAIN="mnist.example.com",
-        PAGE_IAP_MEMBERS="user:a@example.com",
-    )
-    namespace = calls.index(
-        f"kubectl --context {context} delete namespace mnist --ignore-not-found --wait=true "
-        "--timeout 5m"
-    )
-    (cluster,) = where(calls, "container clusters delete")
-    assert namespace < cluster, "the load balancer goes before the cluster"
-    assert "--zone us-central1-c" in calls[cluster]
-    # The kubeconfig entry of this cluster, and no other.
-    assert f"kubectl config delete-context {context}" in calls
-    assert "kubectl config unset current-context" in calls
-    assert f"kubectl config delete-cluster {context}" in calls
-    assert f"kubectl config delete-user {context}" in calls
-    assert not [call for call in calls if "gke_other-project" in call and "delete" in call]
-    # The bucket's and the project's grants of up.sh go (the deleted accounts' too), and no others.
-    revoked = where(calls, "storage buckets remove-iam-policy-binding")
-    assert {member(calls[i]) for i in revoked} == {
-        f"serviceAccount:{PIPELINE_ACCOUNT}",
-        f"deleted:serviceAccount:{PAGE_ACCOUNT}?uid=1234567890",
-        ARGO_SERVER_PRINCIPAL,
-    }
-    project_revoked = where(calls, "projects remove-iam-policy-binding")
-    assert {member(calls[i]) for i in project_revoked} == {
-        f"serviceAccount:{NODE_ACCOUNT}",
-        f"deleted:serviceAccount:{BUILD_ACCOUNT}?uid=42",
-    }
-    # IAP's grant to the members of PAGE_IAP_MEMBERS on the page's backend service, before it goes.
-    (iap_revoked,) = where(calls, "iap web remove-iam-policy-binding")
-    assert calls[iap_revoked] == (
-        "gcloud iap web remove-iam-policy-binding --project test-project --resource-type "
-        f"backend-services --service {BACKEND_SERVICE} --member user:a@example.com "
-        "--role roles/iap.httpsResourceAccessor --condition None"
-    )
-    assert iap_revoked < namespace
-    accounts = where(calls, "iam service-accounts delete")
-    assert len(accounts) == 4 and max(revoked + project_revoked) < min(accounts)
-    assert min(accounts) > cluster, "the nodes' account outlives the nodes"
-    assert any("artifacts repositories delete mnist" in call for call in calls)
-    assert any(call.startswith("gcloud compute addresses delete mnist-page") for call in calls)
-    assert where(calls, "gcloud storage rm --recursive gs://test-project-mnist-argo-build ")
-    assert not [call for call in calls if "storage rm" in call and "mnist-argo " in call + " "]
+    result, calls = sandbox.run("down.sh", **cloud.ALL_MADE)
+    assert changes(sandbox, calls) == transcript(DOWN_CHANGES.strip())
     assert "kept bucket gs://test-project-mnist-argo" in result.stderr
     assert not (sandbox.root / OVERLAY).exists()
     assert (sandbox.root / "infra" / "k8s" / "overlays" / "example").exists()
 
 
-def test_down_deletes_nothing_up_did_not_make(sandbox: Sandbox) -> None:
-    """Same names, no label or description of up.sh's: everything is kept, the bucket even when told."""
-    result, calls = sandbox.run(
-        "down.sh",
-        FAKE_EXISTING=(
-            "foreign-cluster foreign-bucket foreign-build-bucket foreign-account foreign-registry "
-            "foreign-address"
-        ),
-        DELETE_BUCKET="yes",
-    )
-    assert not [call for call in calls if " delete" in call or " rm " in call]
-    for kept in ("kept cluster mnist-argo", "kept gs://test-project-mnist-argo:", "kept Google"):
-        assert kept in result.stderr, kept
+FOREIGN = "foreign-cluster foreign-bucket foreign-build-bucket foreign-account foreign-registry"
+KEPT = ["kept cluster mnist-argo", "kept gs://test-project-mnist-argo:", "kept Google"]
+
+
+@pytest.mark.parametrize(
+    "existing, said",
+    [("", ["no cluster mnist-argo in us-central1"]), (f"{FOREIGN} foreign-address", KEPT)],
+)
+def test_down_keeps_what_up_did_not_make(existing: str, said: list[str], sandbox: Sandbox) -> None:
+    """Nothing there, or the same names without up.sh's mark: all is kept, the bucket even when told."""
+    result, calls = sandbox.run("down.sh", FAKE_EXISTING=existing, DELETE_BUCKET="yes")
+    assert not [call for call in calls if " delete" in call or " rm " in call or "remove" in call]
+    assert [line for line in said if line not in result.stderr] == [], result.stderr
 
 
 def test_down_deletes_the_cluster_when_the_namespace_will_not_go(sandbox: Sandbox) -> None:
@@ -1009,18 +873,11 @@ def test_down_removes_a_left_kubeconfig_entry_with_the_real_kubectl(sandbox: San
     (sandbox.fakes / "kubectl").symlink_to(shutil.which("kubectl"))
     kubectl = ["kubectl", "--kubeconfig", sandbox.env["KUBECONFIG"], "config"]
     entries = ["gke_test-project_us-central1-f_mnist-argo", "gke_other-project_us-central1-f_x"]
-    kubeconfig = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": entries[0],
-        "clusters": [
-            {"name": name, "cluster": {"server": "https://192.0.2.1"}} for name in entries
-        ],
-        "users": [{"name": name, "user": {"token": "t"}} for name in entries],
-        "contexts": [
-            {"name": name, "context": {"cluster": name, "user": name}} for name in entries
-        ],
-    }
+    kubeconfig = {"apiVersion": "v1", "kind": "Config", "current-context": entries[0]}
+    server = {"server": "https://192.0.2.1"}
+    kubeconfig["clusters"] = [{"name": n, "cluster": server} for n in entries]
+    kubeconfig["users"] = [{"name": n, "user": {"token": "t"}} for n in entries]
+    kubeconfig["contexts"] = [{"name": n, "context": {"cluster": n, "user": n}} for n in entries]
     Path(sandbox.env["KUBECONFIG"]).write_text(yaml.safe_dump(kubeconfig))
     sandbox.run("down.sh")
 
@@ -1035,12 +892,6 @@ def test_down_removes_a_left_kubeconfig_entry_with_the_real_kubectl(sandbox: San
     assert current.returncode != 0, "no current context is left pointing at the deleted cluster"
 
 
-def test_down_run_again_finds_nothing_to_do(sandbox: Sandbox) -> None:
-    result, calls = sandbox.run("down.sh")
-    assert not [call for call in calls if " delete" in call or " rm " in call or "remove" in call]
-    assert "no cluster mnist-argo in us-central1" in result.stderr
-
-
 def test_down_keeps_an_overlay_it_did_not_write(sandbox: Sandbox) -> None:
     overlay = sandbox.root / "infra" / "k8s" / "overlays" / "mine"
     overlay.mkdir()
@@ -1052,5 +903,5 @@ def test_down_keeps_an_overlay_it_did_not_write(sandbox: Sandbox) -> None:
 
 def test_down_deletes_the_bucket_when_told(sandbox: Sandbox) -> None:
     _, calls = sandbox.run("down.sh", FAKE_EXISTING="bucket", DELETE_BUCKET="yes")
-    assert where(calls, "gcloud storage rm --recursive gs://test-project-mnist-argo ")
+    one_call(calls, "gcloud storage rm --recursive gs://test-project-mnist-argo ")
     assert not [call for call in calls if "delete" in call and "clusters" in call]

@@ -14,12 +14,9 @@ from pathlib import Path
 
 from tests.support.project import ROOT
 
-PROJECT, PROJECT_NUMBER, TAG = "test-project", "123456789", "abc1234"
+PROJECT_NUMBER = "123456789"
 # The backend service GKE names after the page's Service (ingress.kubernetes.io/backends on its Ingress).
 BACKEND_SERVICE = "k8s1-0a1b2c3d-mnist-mnist-page-80-4e5f6a7b"
-# The programs the stand-ins replace: the sandbox's PATH holds no real one, so none can run by mistake.
-STOOD_IN = ("gcloud", "kubectl", "docker", "curl", "gke-gcloud-auth-plugin")
-LABEL = "mnist-argo-up"
 DESCRIPTION = "Created by mnist-argo infra/gke/up.sh"
 NODE_ACCOUNT = "mnist-nodes@test-project.iam.gserviceaccount.com"
 BUILD_ACCOUNT = "mnist-build@test-project.iam.gserviceaccount.com"
@@ -30,80 +27,63 @@ ARGO_SERVER_PRINCIPAL = (
     "workloadIdentityPools/test-project.svc.id.goog/subject/ns/argo/sa/argo-server"
 )
 # The policies `get-iam-policy` lists after up.sh (role, a tab, member): its grants, one to an account
-# since deleted, and others' grants, which down.sh must keep.
-BUCKET_POLICY = "".join(
-    f"{line}\n"
-    for line in (
-        "roles/storage.legacyBucketOwner\tprojectOwner:test-project",
-        f"roles/storage.objectUser\tserviceAccount:{PIPELINE_ACCOUNT}",
-        f"roles/storage.objectViewer\tdeleted:serviceAccount:{PAGE_ACCOUNT}?uid=1234567890",
-        f"roles/storage.objectViewer\t{ARGO_SERVER_PRINCIPAL}",
-        "roles/storage.objectViewer\tuser:someone@example.com",
-    )
-)
-PROJECT_POLICY = "".join(
-    f"{line}\n"
-    for line in (
-        "roles/owner\tuser:someone@example.com",
-        f"roles/container.defaultNodeServiceAccount\tserviceAccount:{NODE_ACCOUNT}",
-        f"roles/logging.logWriter\tdeleted:serviceAccount:{BUILD_ACCOUNT}?uid=42",
-        "roles/logging.logWriter\tserviceAccount:other@test-project.iam.gserviceaccount.com",
-        "roles/iap.httpsResourceAccessor\tuser:a@example.com",  # granted by someone else
-    )
-)
+# since deleted, and others' grants (IAP's in the project's policy too), which down.sh must keep.
+BUCKET_POLICY = f"""roles/storage.legacyBucketOwner\tprojectOwner:test-project
+roles/storage.objectUser\tserviceAccount:{PIPELINE_ACCOUNT}
+roles/storage.objectViewer\tdeleted:serviceAccount:{PAGE_ACCOUNT}?uid=1234567890
+roles/storage.objectViewer\t{ARGO_SERVER_PRINCIPAL}
+roles/storage.objectViewer\tuser:someone@example.com
+"""
+PROJECT_POLICY = f"""roles/owner\tuser:someone@example.com
+roles/container.defaultNodeServiceAccount\tserviceAccount:{NODE_ACCOUNT}
+roles/logging.logWriter\tdeleted:serviceAccount:{BUILD_ACCOUNT}?uid=42
+roles/logging.logWriter\tserviceAccount:other@test-project.iam.gserviceaccount.com
+roles/iap.httpsResourceAccessor\tuser:a@example.com
+"""
 IAP_POLICY = (
     "roles/iap.httpsResourceAccessor\tuser:a@example.com\n"
     "roles/iap.httpsResourceAccessor\tuser:b@example.com\n"
     "roles/iap.admin\tuser:a@example.com\n"
 )
+MADE_CONTEXT = "gke_test-project_us-central1-c_mnist-argo"  # the cluster's in FAKE_CLUSTER_ZONE
+# What down.sh finds where up.sh made everything with the page public behind IAP, beside others' grants.
+ALL_MADE = {
+    "FAKE_EXISTING": "cluster bucket build-bucket account registry address",
+    "FAKE_POLICY": BUCKET_POLICY,
+    "FAKE_PROJECT_POLICY": PROJECT_POLICY,
+    "FAKE_IAP_POLICY": IAP_POLICY,
+    "FAKE_CONTEXTS": f"{MADE_CONTEXT} gke_other-project_us-central1-a_mnist-argo",
+    "FAKE_CURRENT_CONTEXT": MADE_CONTEXT,
+    "PAGE_DOMAIN": "mnist.example.com",
+    "PAGE_IAP_MEMBERS": "user:a@example.com",
+}
 # Argo's release as the stand-in `kubectl kustomize` prints it: the three objects up.sh patches, written out
 # here and not shared with lib.sh, so that the real `kubectl kustomize` shows each patch finds its object.
 ARGO_MANIFEST = """apiVersion: v1
 kind: ConfigMap
-metadata:
-  name: workflow-controller-configmap
-  namespace: argo
+metadata: {name: workflow-controller-configmap, namespace: argo}
 ---
 apiVersion: apps/v1
 kind: Deployment
-metadata:
-  name: workflow-controller
-  namespace: argo
+metadata: {name: workflow-controller, namespace: argo}
 spec:
-  selector:
-    matchLabels:
-      app: workflow-controller
+  selector: {matchLabels: {app: workflow-controller}}
   template:
-    metadata:
-      labels:
-        app: workflow-controller
+    metadata: {labels: {app: workflow-controller}}
     spec:
       containers:
         - name: workflow-controller
           image: quay.io/argoproj/workflow-controller:v4.1.2
-          env:
-            - name: LEADER_ELECTION_IDENTITY
-              valueFrom:
-                fieldRef:
-                  fieldPath: metadata.name
+          env: [{name: LEADER_ELECTION_IDENTITY, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
 ---
 apiVersion: apps/v1
 kind: Deployment
-metadata:
-  name: argo-server
-  namespace: argo
+metadata: {name: argo-server, namespace: argo}
 spec:
-  selector:
-    matchLabels:
-      app: argo-server
+  selector: {matchLabels: {app: argo-server}}
   template:
-    metadata:
-      labels:
-        app: argo-server
-    spec:
-      containers:
-        - name: argo-server
-          image: quay.io/argoproj/argocli:v4.1.2
+    metadata: {labels: {app: argo-server}}
+    spec: {containers: [{name: argo-server, image: "quay.io/argoproj/argocli:v4.1.2"}]}
 """
 
 # `describe` succeeds for the kinds listed in FAKE_EXISTING ("foreign-<kind>": it exists, but up.sh did not
@@ -124,7 +104,7 @@ mark() {
     if [[ "$*" == *"value(description)"* ]]; then echo "Created by mnist-argo infra/gke/up.sh"; else echo mnist-argo-up; fi
 }
 case "$*" in
-    "config get-value project") exit 0 ;;
+    "config get-value project") echo test-project ;;  # where PROJECT_ID is unset
     *"--format value(workloadIdentityConfig.workloadPool)"*)
         exists no-workload-identity || echo "${PROJECT_ID}.svc.id.goog" ;;
     *"--format value(controlPlaneEndpointsConfig"*)
@@ -140,10 +120,9 @@ case "$*" in
     "compute addresses describe"*"value(address)"*) echo 203.0.113.9 ;;
     "compute addresses describe"*) mark address "$*" ;;
     "container clusters list"*) ! exists cluster || printf 'mnist-argo\t%s\n' "${FAKE_CLUSTER_ZONE}" ;;
-    "container clusters describe"*) exists cluster ;;
     "container node-pools describe default-pool"*"value(config.taints[].key)"*)
         exists untainted-system-pool || echo components.gke.io/gke-managed-components ;;
-    "container node-pools describe"*) exists cluster && ! exists no-worker-pool ;;
+    "container node-pools describe"*) exists cluster ;;
     "container node-pools list"*) echo default-pool ;;
     "storage buckets describe gs://"*"-build "*) mark build-bucket "$*" ;;
     "storage buckets describe"*) mark bucket "$*" ;;
@@ -166,21 +145,13 @@ case "$*" in
     *) exit 0 ;;
 esac
 """
-FAKE_CURL = r"""#!/usr/bin/env bash
-echo "curl $*" >>"${FAKE_LOG}"
-while [[ $# -gt 0 ]]; do
-    if [[ "$1" == --output ]]; then printf '%s' "${FAKE_ARGO_MANIFEST}" >"$2"; fi
-    shift
-done
-"""
-FAKE_DOCKER = r"""#!/usr/bin/env bash
-echo "docker $*" >>"${FAKE_LOG}"
+# docker and curl log their calls and answer nothing.
+LOG_ONLY = r"""#!/usr/bin/env bash
+echo "${0##*/} $*" >>"${FAKE_LOG}"
 """
 FAKE_KUBECTL = r"""#!/usr/bin/env bash
 echo "kubectl $*" >>"${FAKE_LOG}"
 case "$*" in
-    *"get service mnist-page"*) echo 203.0.113.7 ;;
-    *"--dry-run=client"*) echo "kind: Namespace" ;;
     "kustomize --load-restrictor=LoadRestrictionsNone https://github.com/argoproj/argo-workflows//manifests/cluster-install?ref="*)
         printf '%s' "${FAKE_ARGO_MANIFEST}" ;;
     "config get-contexts --output name") printf '%s\n' ${FAKE_CONTEXTS} ;;
@@ -189,10 +160,8 @@ case "$*" in
     "create token"* | *" create token "*) echo fake-token ;;
     *"port-forward"*) sleep "${FAKE_PORT_FORWARD_SECONDS:-0}" ;;
     *"delete namespace"*) [[ -z "${FAKE_NAMESPACE_TIMES_OUT:-}" ]] || { echo "error: timed out" >&2; exit 1; } ;;
-    # FAKE_INGRESS_PENDING: a file holding how many reads find no backend service yet (the load balancer
-    # being made); then the annotation FAKE_INGRESS_BACKENDS.
-    # The namespace's quota: it bounds two resources; FAKE_QUOTA_PENDING, a file holding how many reads of
-    # what it counts find only the first (a custom resource not discovered yet).
+    # FAKE_QUOTA_PENDING, FAKE_INGRESS_PENDING: files holding how many reads find the quota counting one of
+    # the two resources it bounds (a custom resource not discovered yet), or no backend service yet.
     *"get resourcequota mnist -o go-template={{with .spec.hard}}"*) printf 'count/workflows.argoproj.io requests.cpu ' ;;
     *"get resourcequota mnist -o go-template={{with .status.used}}"*)
         pending="$(cat "${FAKE_QUOTA_PENDING:-/dev/null}" 2>/dev/null || true)"
@@ -205,7 +174,14 @@ case "$*" in
     *) cat >/dev/null 2>&1 || true ;;
 esac
 """
-FAKE_AUTH_PLUGIN = "#!/usr/bin/env bash\nexit 0\n"
+# The programs the stand-ins replace: the sandbox's PATH holds no real one, so none can run by mistake.
+FAKES = {
+    "gcloud": FAKE_GCLOUD,
+    "kubectl": FAKE_KUBECTL,
+    "docker": LOG_ONLY,
+    "curl": LOG_ONLY,
+    "gke-gcloud-auth-plugin": "#!/usr/bin/env bash\nexit 0\n",
+}
 
 # A zone list as Compute Engine gives it: europe-west1 has no "-a", and europe-west10 must not pass for it.
 ZONES = "us-central1-a us-central1-b us-central1-c europe-west1-d europe-west1-b europe-west10-a"
@@ -215,7 +191,7 @@ def system_bin(directory: Path) -> Path:
     """The machine's /usr/bin without the stood-in programs, as a folder of links."""
     directory.mkdir(parents=True, exist_ok=True)
     for entry in os.scandir("/usr/bin"):
-        if entry.name not in STOOD_IN:
+        if entry.name not in FAKES:
             (directory / entry.name).symlink_to(entry.path)
     return directory
 
@@ -256,18 +232,11 @@ def make_sandbox(tmp_path: Path, system: Path) -> Sandbox:
     shutil.copytree(ROOT / "infra", tmp_path / "repo" / "infra")
     fakes = tmp_path / "fakes"
     fakes.mkdir()
-    for name, body in (
-        ("gcloud", FAKE_GCLOUD),
-        ("kubectl", FAKE_KUBECTL),
-        ("docker", FAKE_DOCKER),
-        ("curl", FAKE_CURL),
-        ("gke-gcloud-auth-plugin", FAKE_AUTH_PLUGIN),
-    ):
+    for name, body in FAKES.items():
         (fakes / name).write_text(body)
         (fakes / name).chmod(0o755)
     (tmp_path / "tmp").mkdir()
     log, argv_log = tmp_path / "calls.log", tmp_path / "gcloud-argv.log"
-    log.touch()
     argv_log.touch()
     env = {
         "PATH": f"{fakes}:{system}",
@@ -276,18 +245,11 @@ def make_sandbox(tmp_path: Path, system: Path) -> Sandbox:
         "KUBECONFIG": str(tmp_path / "kubeconfig"),
         "FAKE_LOG": str(log),
         "FAKE_ARGV_LOG": str(argv_log),
-        "FAKE_EXISTING": "",
         "FAKE_ZONES": ZONES,
         "FAKE_CLUSTER_ZONE": "us-central1-c",
-        "FAKE_POLICY": "",
-        "FAKE_PROJECT_POLICY": "",
-        "FAKE_IAP_POLICY": "",
         "FAKE_INGRESS_BACKENDS": json.dumps({BACKEND_SERVICE: "HEALTHY"}),
         "FAKE_ARGO_MANIFEST": ARGO_MANIFEST,
-        "FAKE_CONTEXTS": "",
-        "FAKE_CURRENT_CONTEXT": "",
-        "FAKE_MISSING_IMAGE": "",
-        "PROJECT_ID": PROJECT,
-        "IMAGE_TAG": TAG,
+        "PROJECT_ID": "test-project",
+        "IMAGE_TAG": "abc1234",
     }
     return Sandbox(tmp_path / "repo", env, log, argv_log, fakes)

@@ -1,9 +1,5 @@
-"""A proxy in front of gcp-storage-emulator that enforces GCS's ifGenerationMatch on uploads.
-
-The emulator accepts `ifGenerationMatch` and ignores it, while real GCS answers 412 when the object's
-generation differs (0: the object must not exist). This proxy adds exactly that check, atomically, and
-forwards everything else untouched, so publishing races can be tested against the real client.
-"""
+"""A proxy in front of gcp-storage-emulator, which ignores ifGenerationMatch on uploads: it answers 412 as GCS
+does when the object's generation differs (0: it must not exist), atomically, and forwards the rest."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ headings' anchors and their relative links."""
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 from tests.support.project import ROOT
@@ -85,3 +86,16 @@ def code_blocks(text: str) -> list[tuple[str, str]]:
 def expand(word: str, variables: dict[str, str]) -> str:
     """`$NAME` and `${NAME}` in a word replaced by the variables known, others left as written."""
     return re.sub(r"\$\{?(\w+)\}?", lambda match: variables.get(match[1], match[0]), word)
+
+
+def commands(text: str, variables: dict[str, str]) -> list[list[str]]:
+    """The words of each command of a markdown text's bash blocks, `$NAME`s expanded by VARIABLES, which
+    each `export` updates instead."""
+    found = []
+    for line in (line for block in bash_blocks(text) for line in block):
+        words = [expand(word, variables) for word in shlex.split(line, comments=True)]
+        if words[:1] == ["export"]:
+            variables.update(word.split("=", 1) for word in words[1:])
+        else:
+            found.append(words)
+    return found

@@ -40,14 +40,40 @@ def identity(manifest: Manifest) -> tuple[str, str, str]:
     return manifest["kind"], metadata.get("namespace", ""), metadata["name"]
 
 
-def gke_lib(home: Path, settings: dict[str, str], function: str, *args: str) -> str:
-    """FUNCTION of infra/gke/lib.sh (after config.sh) run with these settings alone: its stdout."""
+def gke_lib(
+    home: Path, settings: dict[str, str], function: str, *args: str, cwd: Path = ROOT
+) -> str:
+    """FUNCTION of infra/gke/lib.sh (after config.sh, both of the tree at CWD) run with these settings
+    alone: its stdout."""
     script = f'source infra/gke/config.sh && source infra/gke/lib.sh && {function} "$@"'
     return subprocess.run(
         ["bash", "-c", script, function, *args],
-        cwd=ROOT,
+        cwd=cwd,
         env={"PATH": "/usr/bin:/bin", "HOME": str(home), **settings},
         capture_output=True,
         text=True,
         check=True,
     ).stdout
+
+
+def render_overlay(home: Path, name: str, settings: dict[str, str], digest: str) -> Path:
+    """The overlay up.sh writes for SETTINGS (lib.sh's render_overlay), beside a copy of infra/k8s."""
+    for folder in ("base", "components"):
+        if not (home / "k8s" / folder).exists():
+            shutil.copytree(ROOT / "infra" / "k8s" / folder, home / "k8s" / folder)
+    gke_lib(
+        home,
+        settings,
+        "render_overlay",
+        str(home / "k8s" / "overlays" / name),
+        "../../base",
+        digest,
+    )
+    return home / "k8s" / "overlays" / name
+
+
+def one(manifests: list[Manifest], kind: str, name: str) -> Manifest:
+    """The one manifest of this kind and name."""
+    matches = [m for m in manifests if m["kind"] == kind and m["metadata"]["name"] == name]
+    assert len(matches) == 1, f"expected one {kind}/{name}, found {len(matches)}"
+    return matches[0]
