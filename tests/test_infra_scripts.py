@@ -840,6 +840,7 @@ def test_down_removes_what_up_made_and_keeps_the_bucket(sandbox: Sandbox) -> Non
     result, calls = sandbox.run("down.sh", **cloud.ALL_MADE)
     assert changes(sandbox, calls) == transcript(DOWN_CHANGES.strip())
     assert "kept bucket gs://test-project-mnist-argo" in result.stderr
+    assert "error" not in result.stderr, result.stderr
     assert not (sandbox.root / OVERLAY).exists()
     assert (sandbox.root / "infra" / "k8s" / "overlays" / "example").exists()
 

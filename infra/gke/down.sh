@@ -76,10 +76,11 @@ forget_kube_contexts() {
             kubectl config unset current-context
         fi
         kubectl config delete-context "${context}"
-        if grep -qxF "${context}" < <(kubectl config get-clusters); then
+        # grep reads the whole listing (no -q): kubectl never writes into a closed pipe, which would fire the trap
+        if kubectl config get-clusters | grep -xF "${context}" >/dev/null; then
             kubectl config delete-cluster "${context}"
         fi
-        if grep -qxF "${context}" < <(kubectl config get-users); then
+        if kubectl config get-users | grep -xF "${context}" >/dev/null; then
             kubectl config delete-user "${context}"
         fi
     done
