@@ -4,9 +4,13 @@ registering while the server's cache trails its writes."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
+import ssl
+import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from hera.exceptions import HeraException
@@ -60,7 +64,8 @@ def test_unreachable_server(
     on_argo(monkeypatch, f"http://127.0.0.1:{free_port()}")
     code, _, err = submit(capsys)
     assert code == 1 and err.count("\n") == 1
-    assert "cannot reach the Argo Server" in err and "port-forward svc/argo-server 2746:2746" in err
+    assert "cannot reach the Argo Server at" in err and "(Connection refused)" in err
+    assert "port-forward svc/argo-server 2746:2746" in err
 
 
 def test_a_name_published_in_the_bucket_is_refused_before_anything_is_sent(
@@ -87,31 +92,61 @@ def test_base_href_prefixes_api_and_ui_link(
     assert f"{url}/argo/workflows/mnist/{name}" in out
 
 
-def test_a_server_that_is_not_argo(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+class Page(http.server.BaseHTTPRequestHandler):
     """Any web page answering 200 with HTML, as a wrong port-forward would."""
 
-    class Page(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"<html>hello</html>")
+    def do_POST(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"<html>hello</html>")
 
-        def log_message(self, *args: object) -> None:
-            pass
+    def log_message(self, *args: object) -> None:
+        pass
 
+
+@contextlib.contextmanager
+def page(tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """A web server of `Page`s in a thread, with `tls` if given; its URL."""
     server = http.server.HTTPServer(("127.0.0.1", 0), Page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        on_argo(monkeypatch, f"http://127.0.0.1:{server.server_address[1]}")
-        code, _, err = submit(capsys)
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_server_that_is_not_argo(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with page() as url:
+        on_argo(monkeypatch, url)
+        code, _, err = submit(capsys)
     assert code == 1 and err.count("\n") == 1
     assert "did not answer with JSON" in err
+
+
+def test_a_self_signed_certificate_is_named_as_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key, certificate = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(certificate)),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(certificate, key)
+    with page(tls) as url:
+        on_argo(monkeypatch, url)
+        code, _, err = submit(capsys)
+    assert code == 1 and err.count("\n") == 1
+    assert "(self-signed certificate)" in err and "ARGO_INSECURE_SKIP_VERIFY=true" in err
 
 
 @pytest.fixture

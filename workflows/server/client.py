@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+import ssl
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
@@ -99,21 +100,29 @@ class _TimedSession(requests.Session):
         return super().request(*args, **kwargs)
 
 
+def _wrapped(error: BaseException) -> Iterator[BaseException]:
+    """`error` and all it wraps: Python's chain, urllib3's `reason`, requests' urllib3 error."""
+    yield error
+    inner = (error.__cause__ or error.__context__, getattr(error, "reason", None), *error.args)
+    for each in {id(e): e for e in inner if isinstance(e, BaseException)}.values():
+        yield from _wrapped(each)
+
+
 def _connection_error(server: ArgoServer, error: requests.RequestException) -> ArgoError:
-    text = " ".join(str(error).split())
-    if "CERTIFICATE_VERIFY_FAILED" in text:
+    causes = list(_wrapped(error))
+    if unverified := [c for c in causes if isinstance(c, ssl.SSLCertVerificationError)]:
         return ArgoError(
-            f"TLS: cannot verify the certificate of {server.url}; a port-forwarded Argo Server has "
-            "a self-signed one: set ARGO_INSECURE_SKIP_VERIFY=true"
+            f"TLS: cannot verify the certificate of {server.url} ({unverified[0].verify_message}); "
+            "a port-forwarded Argo Server has a self-signed one: set ARGO_INSECURE_SKIP_VERIFY=true"
         )
     if isinstance(error, requests.exceptions.SSLError):
         return ArgoError(
             f"TLS failed with {server.url}; if the server runs without TLS "
             "(argo server --secure=false), use an http:// ARGO_SERVER"
         )
-    reason = re.search(r"\[Errno -?\d+\] [^'\")]*", text)
+    reasons = [c.strerror for c in causes if isinstance(c, OSError) and c.strerror] or [str(error)]
     return ArgoError(
-        f"cannot reach the Argo Server at {server.url} ({reason[0] if reason else text}); is "
+        f"cannot reach the Argo Server at {server.url} ({reasons[0]}); is "
         "`kubectl -n argo port-forward svc/argo-server 2746:2746` running, and ARGO_SERVER right?"
     )
 
