@@ -25,7 +25,7 @@ from workflows.pipeline.templates import (
 )
 
 
-def build_workflow(settings: PipelineSettings) -> Workflow:
+def build_workflow(settings: PipelineSettings, name: str | None = None) -> Workflow:
     """The whole run: `settings.rounds` rounds of a train fan-out and FedAvg, then evaluate and publish.
 
     split ─┐
@@ -33,7 +33,7 @@ def build_workflow(settings: PipelineSettings) -> Workflow:
                (one per shard)  (FedAvg)                                                      │
                                                              publish ◄── evaluate ◄───────────┘
     """
-    with empty_workflow(settings) as workflow:
+    with empty_workflow(settings, name) as workflow:
         # the templates, each once; only `train` runs in the TensorFlow image
         step = partial(
             step_template,
@@ -270,7 +270,7 @@ def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
     )
 
 
-def empty_workflow(settings: PipelineSettings) -> Workflow:
+def empty_workflow(settings: PipelineSettings, name: str | None) -> Workflow:
     """The Workflow before its templates: parameters, labels, accounts, deadlines, clean-up, metric."""
     labels = {
         "app.kubernetes.io/name": resources.APP_LABEL,
@@ -290,7 +290,8 @@ def empty_workflow(settings: PipelineSettings) -> Workflow:
         )
     }
     return Workflow(
-        generate_name=resources.RUN_PREFIX,
+        name=name,
+        generate_name=None if name else resources.RUN_PREFIX,
         entrypoint="pipeline",
         arguments=workflow_parameters(settings),
         labels=labels,
@@ -349,9 +350,10 @@ def workflow_parameters(settings: PipelineSettings) -> list[Parameter]:
     ]
 
 
-def compile_workflow(settings: PipelineSettings) -> dict:
-    """The Workflow manifest as a plain dict, exactly what goes to the Argo Server or the local runner."""
-    return build_workflow(settings).to_dict()
+def compile_workflow(settings: PipelineSettings, name: str | None = None) -> dict:
+    """The Workflow manifest as a plain dict, exactly what goes to the Argo Server or the local runner;
+    named `name`, or by the server from the runs' prefix."""
+    return build_workflow(settings, name or None).to_dict()
 
 
 def compile_template(settings: PipelineSettings, name: str = resources.TEMPLATE_NAME) -> dict:
