@@ -19,8 +19,8 @@ def main(argv: list[str]) -> int:
     shard, command, *flags = argv
     compile_workflow = submit.compile_workflow
 
-    def with_fault(settings: submit.PipelineSettings) -> dict:
-        return with_failing_shard(compile_workflow(settings), shard, command)
+    def with_fault(settings: submit.PipelineSettings, name: str | None = None) -> dict:
+        return with_failing_shard(compile_workflow(settings, name), shard, command)
 
     submit.compile_workflow = with_fault
     return submit.main(flags)

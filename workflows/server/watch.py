@@ -185,6 +185,7 @@ def watch(
     name: str,
     echo: Callable[[str], None] = print,
     interval: float = POLL_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
 ) -> dict:
     """Poll the run until it ends, echoing a line per step that changed; returns the final Workflow."""
     seen: dict[str, tuple[str, int, str, str]] = {}
@@ -201,7 +202,7 @@ def watch(
                 raise
             time.sleep(interval)
             continue
-        now = time.monotonic()
+        now = clock()
         for step in steps_of(workflow):
             state = (step.phase, step.retries, step.message, step.progress)
             if seen.get(step.name) != state:
