@@ -198,15 +198,14 @@ def run_locally(
 
         engine = ContainerEngine(program=args.engine)
     logs = logs_folder(args)
-
-    def ready(images: list[str]) -> None:
-        try:
-            getattr(engine, "check_ready", lambda images: None)(images)
+    if retry is None:
+        preflight.check_local(settings, logs, args.logs_dir is not None, args.name)
+        try:  # a container engine's program and images
+            getattr(engine, "check_ready", lambda images: None)(
+                [settings.image, settings.train_image]
+            )
         except EngineError as error:
             raise UsageError(f"--engine {args.engine}: {error}") from None
-
-    if retry is None:
-        preflight.check_local(settings, logs, args.logs_dir is not None, args.name, ready)
     else:
         preflight.check_local_retry(settings.store, retry)
     store = open_store(settings.store)
