@@ -182,17 +182,9 @@ def test_registering_while_the_cache_trails_the_writes_updates_the_template(
     template = argo.templates[cluster.TEMPLATE_NAME]
     assert template["metadata"]["resourceVersion"] == "3"
     assert sum("withParam" in t for t in template["spec"]["templates"][-1]["dag"]["tasks"]) == 3
-
-
-def test_a_run_from_the_template_right_after_registering_finds_it(
-    lagging: Callable, capsys: pytest.CaptureFixture[str]
-) -> None:
-    argo = lagging(2)
-    assert submit(capsys, "--register", "--rounds", "1")[0] == 0
-    argo.stale[cluster.TEMPLATE_NAME] = [None, 2]
+    argo.stale[cluster.TEMPLATE_NAME] = [None, 2]  # a run from it right after: still not found
     code, out, err = submit(capsys, "--from-template", "--workers", "2")
-    assert code == 0, err
-    assert out.startswith("submitted mnist-")
+    assert code == 0 and out.startswith("submitted mnist-"), err
 
 
 def test_register_and_run_in_one_call_runs_the_spec_just_registered(

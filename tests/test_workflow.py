@@ -4,14 +4,10 @@ published JSON Schema, carrying what a cluster needs, and sent to the Argo Serve
 from __future__ import annotations
 
 import copy
-import json
 import re
-import warnings
-from typing import Any
 
 import pytest
 import yaml
-from hera.workflows import models as m
 
 from tests.support import docs
 from tests.support.argo_schema import first_error, workflow_validator
@@ -131,33 +127,6 @@ def test_evaluate_report_reads_at_a_glance() -> None:
     assert report[0] == "test accuracy 0.9771, loss 0.0712 on 10000 digits"
     assert report[1] == "weakest digit: 8 (0.9300)"
     assert report[-1] == "    9  0.9900" and len(report) == 4 + 10
-
-
-def as_sent(request: Any) -> dict:
-    """A request body as Hera's WorkflowsService serialises it onto the wire (create_workflow,
-    create_workflow_template), read back."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # Hera calls pydantic's .json()
-        text = request.json(
-            exclude_none=True, by_alias=True, exclude_unset=True, exclude_defaults=True
-        )
-    return json.loads(text)
-
-
-def test_the_spec_reaches_the_server_through_heras_models_unchanged() -> None:
-    """Hera's models drop what they do not know (before 5.26: `backoff.cap`); pyproject pins one that does."""
-    workflow, template = compiled(3, 2)
-    sent = as_sent(m.WorkflowCreateRequest(namespace="mnist", workflow=m.Workflow(**workflow)))
-    assert sent["workflow"] == workflow
-    sent = as_sent(
-        m.WorkflowTemplateCreateRequest(namespace="mnist", template=m.WorkflowTemplate(**template))
-    )
-    assert sent["template"] == template
-    assert all(
-        t["retryStrategy"]["backoff"]["cap"] == cluster.RETRY_BACKOFF["cap"]
-        for t in sent["template"]["spec"]["templates"]
-        if "container" in t
-    )
 
 
 # k8s.io/apimachinery validation.IsValidLabelValue: at most 63 characters of this form.
