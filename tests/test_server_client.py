@@ -48,26 +48,6 @@ def test_a_forbidden_answer_says_who_refused(detail: str, expected: str) -> None
     assert "\n" not in line
 
 
-def test_plain_http_server_spoken_to_with_tls(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _, url = serve()
-    on_argo(monkeypatch, url.replace("http://", "https://"))
-    code, _, err = submit(capsys)
-    assert code == 1 and err.count("\n") == 1
-    assert "TLS failed" in err and "http://" in err
-
-
-def test_unreachable_server(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    on_argo(monkeypatch, f"http://127.0.0.1:{free_port()}")
-    code, _, err = submit(capsys)
-    assert code == 1 and err.count("\n") == 1
-    assert "cannot reach the Argo Server at" in err and "(Connection refused)" in err
-    assert "port-forward svc/argo-server 2746:2746" in err
-
-
 def test_a_name_published_in_the_bucket_is_refused_before_anything_is_sent(
     argo: ArgoDouble, gcs_bucket: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -118,20 +98,9 @@ def page(tls: ssl.SSLContext | None = None) -> Iterator[str]:
         server.server_close()
 
 
-def test_a_server_that_is_not_argo(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with page() as url:
-        on_argo(monkeypatch, url)
-        code, _, err = submit(capsys)
-    assert code == 1 and err.count("\n") == 1
-    assert "did not answer with JSON" in err
-
-
-def test_a_self_signed_certificate_is_named_as_the_reason(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    key, certificate = tmp_path / "key.pem", tmp_path / "cert.pem"
+def self_signed(folder: Path) -> ssl.SSLContext:
+    """A server's TLS with a certificate of its own making, as a port-forwarded Argo Server's."""
+    key, certificate = folder / "key.pem", folder / "cert.pem"
     subprocess.run(
         [
             *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
@@ -142,23 +111,40 @@ def test_a_self_signed_certificate_is_named_as_the_reason(
     )
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(certificate, key)
-    with page(tls) as url:
-        on_argo(monkeypatch, url)
+    return tls
+
+
+@pytest.mark.parametrize(
+    ("server", "said"),
+    [
+        ("plain-http", ["TLS failed", "use an http:// ARGO_SERVER"]),
+        ("none", ["(Connection refused)", "port-forward svc/argo-server 2746:2746"]),
+        ("not-argo", ["did not answer with JSON"]),
+        ("self-signed", ["(self-signed certificate)", "ARGO_INSECURE_SKIP_VERIFY=true"]),
+    ],
+)
+def test_a_server_that_cannot_be_spoken_to_is_one_line(
+    server: str,
+    said: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with page(self_signed(tmp_path) if server == "self-signed" else None) as url:
+        if server == "plain-http":  # spoken to with TLS
+            url = url.replace("http://", "https://")
+        on_argo(monkeypatch, url if server != "none" else f"http://127.0.0.1:{free_port()}")
         code, _, err = submit(capsys)
     assert code == 1 and err.count("\n") == 1
-    assert "(self-signed certificate)" in err and "ARGO_INSECURE_SKIP_VERIFY=true" in err
+    for words in said:
+        assert words in err, err
 
 
 @pytest.fixture
-def quick_cache_waits(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The client's waits for the server's cache, shortened: the double's cache trails by reads."""
+def lagging(serve: Callable, monkeypatch: pytest.MonkeyPatch) -> Callable[[int], ArgoDouble]:
+    """A double whose cache trails by reads; the client's waits for it shortened."""
     monkeypatch.setattr("workflows.server.client.CACHE_WAITS", (0.01,) * 6)
 
-
-@pytest.fixture
-def lagging(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, quick_cache_waits: None
-) -> Callable[[int], ArgoDouble]:
     def start(lag: int) -> ArgoDouble:
         double, url = serve(informer_lag=lag)
         on_argo(monkeypatch, url)

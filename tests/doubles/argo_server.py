@@ -27,6 +27,12 @@ REFUSED_CONTINUE_ON = (
     "'dep-task.Failed'/'dep-task.Errored'"
 )
 
+# The API server's words for an update of an older version than it holds (apimachinery's NewConflict).
+CONFLICT = (
+    'Operation cannot be fulfilled on workflowtemplates "{name}": the object has been modified; '
+    "please apply your changes to the latest version"
+)
+
 
 class Refused(Exception):
     """An answer other than 200: HTTP status, gRPC code, message."""
@@ -280,12 +286,7 @@ class ArgoDouble:
             raise Refused(404, 5, f'workflowtemplates.argoproj.io "{name}" not found')
         version = template["metadata"].get("resourceVersion")
         if version != current["metadata"]["resourceVersion"]:
-            raise Refused(
-                409,
-                10,
-                f'Operation cannot be fulfilled on workflowtemplates "{name}": the '
-                "object has been modified; please apply your changes to the latest version",
-            )
+            raise Refused(409, 10, CONFLICT.format(name=name))
         stored = {**template, "metadata": {**template["metadata"], "namespace": namespace}}
         stored["metadata"]["resourceVersion"] = str(int(version) + 1)
         self._store(name, stored)
