@@ -1,6 +1,5 @@
-"""workflows/server/client.py through submit.py, against the Argo Server double: the refusals the real
-cluster cannot make (tests/cluster/test_server_refusals.py makes the others), the base href, and
-registering while the server's cache trails its writes."""
+"""workflows/server/client.py through submit.py: what the real cluster cannot show (its refusals:
+tests/cluster/test_server_refusals.py), on the Argo Server double or a bare web server."""
 
 from __future__ import annotations
 

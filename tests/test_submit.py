@@ -121,9 +121,7 @@ def test_cluster_runs_need_a_bucket_and_a_url_source(
     ("image", "why"),
     [
         ("mnist-argo-steps:0.1.0", "names no registry"),  # the default: the local build
-        ("someone/mnist-argo-steps:1", "names no registry"),
         ("localhost/mnist-argo-steps:0.1.0", "this machine's"),  # podman's local name
-        ("localhost:5000/mnist-argo-steps:1", "this machine's"),
         (IMAGE, None),
     ],
 )

@@ -1,11 +1,5 @@
-"""workflows/submit.py with a story's fault in the workflow it compiles, so that the real submit.py, its
---watch and all, meets the story's failure on a real cluster:
-
-    python -m tests.support.story_submit SHARD COMMAND [submit.py's flags ...]
-
-SHARD's trainer runs the shell COMMAND first (tests/support/faults.py, with_failing_shard); everything
-else is submit.py's own.
-"""
+"""submit.py, its --watch and all, with SHARD's trainer running the shell COMMAND first (a story's fault,
+tests/support/faults.py): python -m tests.support.story_submit SHARD COMMAND [submit.py's flags ...]"""
 
 from __future__ import annotations
 
