@@ -73,11 +73,15 @@ EXPRESSION = '/data/{{=sprig.repeat(2000000000, "x")}}/m.npz'
     ],
 )
 def test_a_bad_environment_value_is_one_line_and_exit_2(
-    variable: str, value: str, said: str
+    variable: str,
+    value: str,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    result = run_submit("--render", env={"PATH": "/usr/bin:/bin", variable: value}, timeout=120)
-    assert result.returncode == 2
-    [line] = result.stderr.splitlines()
+    monkeypatch.setenv(variable, value)
+    assert submit.main(["--render"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"submit: error: {variable}=") and said in line, line
 
 

@@ -98,13 +98,6 @@ def test_each_round_adds_to_the_history_the_next_starts_from_and_publish_carries
     assert attached == ["in/confusion.png", "in/history.json", "in/history.png"]
 
 
-def test_retry_limit_follows_the_setting() -> None:
-    workflow = compile_workflow(PipelineSettings(retries=5, store="gs://b"))
-    assert templates_by_name(workflow)["train"]["retryStrategy"]["limit"] == "5"
-    none = compile_workflow(PipelineSettings(retries=0, store="gs://b"))
-    assert "retryStrategy" not in templates_by_name(none)["train"]
-
-
 @pytest.mark.usefixtures("clean_environment")
 def test_render_prints_a_manifest_kubectl_can_create(capsys: pytest.CaptureFixture[str]) -> None:
     """The template's render: tests/test_manifests.py."""
