@@ -76,7 +76,7 @@ def writable_folder(path: Path, flag: str, inside: Path | None = None) -> None:
             raise UsageError(f"{flag} {path}: this user cannot write in it")
         return
     parent = path.parent
-    if inside is not None and parent == inside:
+    if parent == inside:
         return
     if not parent.is_dir():
         what = "is a file" if parent.exists() else "does not exist"

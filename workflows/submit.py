@@ -23,6 +23,7 @@ from steps.lib.registry import MODEL_FILE, run_prefix
 from steps.lib.storage import open_store
 from workflows import preflight, runs
 from workflows.errors import UsageError, WorkflowError
+from workflows.local.containers import ContainerEngine
 from workflows.local.engines import Engine, EngineError, ProcessEngine
 from workflows.local.resume import retry_locally
 from workflows.local.runner import LocalRunner
@@ -191,11 +192,8 @@ def run_locally(
     workflow: dict, settings: PipelineSettings, args: argparse.Namespace, retry: str | None = None
 ) -> int:
     """Run the workflow on this machine, or with `retry` take up that run from its logs."""
-    if args.engine == "process":
-        engine: Engine = ProcessEngine()
-    else:
-        from workflows.local.containers import ContainerEngine
-
+    engine: Engine = ProcessEngine()
+    if args.engine != "process":
         engine = ContainerEngine(program=args.engine)
     logs = logs_folder(args)
     if retry is None:
