@@ -18,11 +18,17 @@ SETTINGS = ("ARTIFACTS", "MNIST_SOURCE", "WORKER_NUMBER", "EPOCH", "BATCH", "ROU
 
 @pytest.fixture
 def refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    small_mnist: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> Callable[..., str]:
-    """submit.py --local ARGS: refused at once in one line, nothing made in tmp_path's `work`."""
+    """submit.py --local ARGS (a real source, the store `work/store`): refused at once in one line,
+    nothing made in tmp_path's `work`."""
     for name in [*SETTINGS, *(k for k in os.environ if k.startswith("ARGO_"))]:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MNIST_SOURCE", str(small_mnist))
+    monkeypatch.setenv("ARTIFACTS", str(tmp_path / "work" / "store"))
 
     def run(*args: str, env: dict[str, str] | None = None) -> str:
         for name, value in (env or {}).items():
@@ -43,11 +49,6 @@ def refused(
     return run
 
 
-@pytest.fixture
-def source(small_mnist: Path) -> str:
-    return str(small_mnist)
-
-
 @pytest.mark.parametrize(
     ("flag", "made", "said"),
     [
@@ -64,7 +65,7 @@ def source(small_mnist: Path) -> str:
     ids=["store-a-file", "store-without-its-folder", "source-missing", "source-a-folder"],
 )
 def test_a_store_or_source_that_is_not_there_creates_nothing(
-    refused: Callable[..., str], tmp_path: Path, source: str, flag: str, made: str, said: str
+    refused: Callable[..., str], tmp_path: Path, flag: str, made: str, said: str
 ) -> None:
     """--artifacts /nonexistent/dir/x made /nonexistent/dir/x and its parents."""
     path = tmp_path / "work" / made
@@ -73,8 +74,7 @@ def test_a_store_or_source_that_is_not_there_creates_nothing(
         path.write_text("not a folder")
     elif made.endswith("/"):
         path.mkdir(parents=True)
-    flags = {"--artifacts": str(tmp_path / "work" / "store"), "--source": source, flag: str(path)}
-    line = refused(*(part for pair in flags.items() for part in pair))
+    line = refused(flag, str(path))
     assert line == f"submit: error: {flag} " + said.format(path=path)
     assert not (tmp_path / "work" / "nonexistent").exists()
 
@@ -95,10 +95,9 @@ def test_a_store_or_source_that_is_not_there_creates_nothing(
     ],
 )
 def test_settings_that_contradict_each_other(
-    refused: Callable[..., str], tmp_path: Path, source: str, flags: list[str], message: str
+    refused: Callable[..., str], flags: list[str], message: str
 ) -> None:
-    store = str(tmp_path / "work" / "store")
-    line = refused("--artifacts", store, "--source", source, *flags)
+    line = refused(*flags)
     assert message in line, line
 
 
@@ -129,13 +128,10 @@ def test_settings_that_agree_are_not_refused() -> None:
     ids=["not-installed", "no-daemon"],
 )
 def test_an_engine_that_cannot_run_the_steps(
-    refused: Callable[..., str], tmp_path: Path, source: str, environment: dict, said: str
+    refused: Callable[..., str], tmp_path: Path, environment: dict, said: str
 ) -> None:
-    line = refused(
-        *("--artifacts", str(tmp_path / "work" / "store"), "--source", source),
-        *("--engine", "docker"),
-        env={name: value.format(tmp=tmp_path) for name, value in environment.items()},
-    )
+    changed = {name: value.format(tmp=tmp_path) for name, value in environment.items()}
+    line = refused("--engine", "docker", env=changed)
     assert re.fullmatch(f"submit: error: --engine docker: {said}", line), line
 
 
@@ -151,18 +147,14 @@ def test_a_bad_flag_is_one_line_pointing_to_help(
 
 
 @pytest.mark.parametrize("name", ["Quick_Try", "-quick", "quick-", "q" * 64, "a b"])
-def test_a_name_argo_would_refuse(
-    refused: Callable[..., str], tmp_path: Path, source: str, name: str
-) -> None:
-    line = refused(f"--name={name}", "--source", source)
+def test_a_name_argo_would_refuse(refused: Callable[..., str], name: str) -> None:
+    line = refused(f"--name={name}")
     assert "a run's name is lowercase letters, digits" in line
 
 
-def test_a_name_already_in_the_store(
-    refused: Callable[..., str], tmp_path: Path, source: str
-) -> None:
+def test_a_name_already_in_the_store(refused: Callable[..., str], tmp_path: Path) -> None:
     store = tmp_path / "work" / "store"
     (store / "models" / "mnist" / "quick-try").mkdir(parents=True)
     (store / "models" / "mnist" / "quick-try" / "run.json").write_text("{}")
-    line = refused("--artifacts", str(store), "--source", source, "--name", "quick-try")
+    line = refused("--name", "quick-try")
     assert "a run of that name is already in" in line

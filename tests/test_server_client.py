@@ -1,12 +1,15 @@
-"""workflows/server/client.py through submit.py, against the Argo Server double: the refusals the real
-cluster cannot make (tests/cluster/test_server_refusals.py makes the others), the base href, and
-registering while the server's cache trails its writes."""
+"""workflows/server/client.py through submit.py: what the real cluster cannot show (its refusals:
+tests/cluster/test_server_refusals.py), on the Argo Server double or a bare web server."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
+import ssl
+import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from hera.exceptions import HeraException
@@ -44,25 +47,6 @@ def test_a_forbidden_answer_says_who_refused(detail: str, expected: str) -> None
     assert "\n" not in line
 
 
-def test_plain_http_server_spoken_to_with_tls(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _, url = serve()
-    on_argo(monkeypatch, url.replace("http://", "https://"))
-    code, _, err = submit(capsys)
-    assert code == 1 and err.count("\n") == 1
-    assert "TLS failed" in err and "http://" in err
-
-
-def test_unreachable_server(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    on_argo(monkeypatch, f"http://127.0.0.1:{free_port()}")
-    code, _, err = submit(capsys)
-    assert code == 1 and err.count("\n") == 1
-    assert "cannot reach the Argo Server" in err and "port-forward svc/argo-server 2746:2746" in err
-
-
 def test_a_name_published_in_the_bucket_is_refused_before_anything_is_sent(
     argo: ArgoDouble, gcs_bucket: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -87,43 +71,79 @@ def test_base_href_prefixes_api_and_ui_link(
     assert f"{url}/argo/workflows/mnist/{name}" in out
 
 
-def test_a_server_that_is_not_argo(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+class Page(http.server.BaseHTTPRequestHandler):
     """Any web page answering 200 with HTML, as a wrong port-forward would."""
 
-    class Page(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"<html>hello</html>")
+    def do_POST(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"<html>hello</html>")
 
-        def log_message(self, *args: object) -> None:
-            pass
+    def log_message(self, *args: object) -> None:
+        pass
 
+
+@contextlib.contextmanager
+def page(tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """A web server of `Page`s in a thread, with `tls` if given; its URL."""
     server = http.server.HTTPServer(("127.0.0.1", 0), Page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        on_argo(monkeypatch, f"http://127.0.0.1:{server.server_address[1]}")
-        code, _, err = submit(capsys)
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
+
+
+def self_signed(folder: Path) -> ssl.SSLContext:
+    """A server's TLS with a certificate of its own making, as a port-forwarded Argo Server's."""
+    key, certificate = folder / "key.pem", folder / "cert.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(certificate)),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(certificate, key)
+    return tls
+
+
+@pytest.mark.parametrize(
+    ("server", "said"),
+    [
+        ("plain-http", ["TLS failed", "use an http:// ARGO_SERVER"]),
+        ("none", ["(Connection refused)", "port-forward svc/argo-server 2746:2746"]),
+        ("not-argo", ["did not answer with JSON"]),
+        ("self-signed", ["(self-signed certificate)", "ARGO_INSECURE_SKIP_VERIFY=true"]),
+    ],
+)
+def test_a_server_that_cannot_be_spoken_to_is_one_line(
+    server: str,
+    said: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with page(self_signed(tmp_path) if server == "self-signed" else None) as url:
+        if server == "plain-http":  # spoken to with TLS
+            url = url.replace("http://", "https://")
+        on_argo(monkeypatch, url if server != "none" else f"http://127.0.0.1:{free_port()}")
+        code, _, err = submit(capsys)
     assert code == 1 and err.count("\n") == 1
-    assert "did not answer with JSON" in err
+    for words in said:
+        assert words in err, err
 
 
 @pytest.fixture
-def quick_cache_waits(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The client's waits for the server's cache, shortened: the double's cache trails by reads."""
+def lagging(serve: Callable, monkeypatch: pytest.MonkeyPatch) -> Callable[[int], ArgoDouble]:
+    """A double whose cache trails by reads; the client's waits for it shortened."""
     monkeypatch.setattr("workflows.server.client.CACHE_WAITS", (0.01,) * 6)
 
-
-@pytest.fixture
-def lagging(
-    serve: Callable, monkeypatch: pytest.MonkeyPatch, quick_cache_waits: None
-) -> Callable[[int], ArgoDouble]:
     def start(lag: int) -> ArgoDouble:
         double, url = serve(informer_lag=lag)
         on_argo(monkeypatch, url)
@@ -147,17 +167,9 @@ def test_registering_while_the_cache_trails_the_writes_updates_the_template(
     template = argo.templates[cluster.TEMPLATE_NAME]
     assert template["metadata"]["resourceVersion"] == "3"
     assert sum("withParam" in t for t in template["spec"]["templates"][-1]["dag"]["tasks"]) == 3
-
-
-def test_a_run_from_the_template_right_after_registering_finds_it(
-    lagging: Callable, capsys: pytest.CaptureFixture[str]
-) -> None:
-    argo = lagging(2)
-    assert submit(capsys, "--register", "--rounds", "1")[0] == 0
-    argo.stale[cluster.TEMPLATE_NAME] = [None, 2]
+    argo.stale[cluster.TEMPLATE_NAME] = [None, 2]  # a run from it right after: still not found
     code, out, err = submit(capsys, "--from-template", "--workers", "2")
-    assert code == 0, err
-    assert out.startswith("submitted mnist-")
+    assert code == 0 and out.startswith("submitted mnist-"), err
 
 
 def test_register_and_run_in_one_call_runs_the_spec_just_registered(

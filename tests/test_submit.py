@@ -11,27 +11,26 @@ import pytest
 from tests.doubles import recordings
 from tests.doubles.argo_server import REFUSED_CONTINUE_ON, ArgoDouble
 from tests.support import docs
-from tests.support.argo_double import IMAGE, STORE, TOKEN, TRAIN_IMAGE, on_argo, submit
+from tests.support.argo_double import IMAGE, STORE, on_argo, submit
 from tests.support.argo_schema import first_error, workflow_validator
-from tests.support.project import run_submit
 from tests.support.stories import STORIES
 from tests.support.watch_output import steps_in
 from workflows import preflight
 from workflows.pipeline import resources as cluster
+from workflows.pipeline.settings import PipelineSettings
+from workflows.pipeline.workflow import compile_template
 from workflows.submit import main
 
 pytestmark = pytest.mark.usefixtures("clean_environment")
 
 
-def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
+def test_submit_and_watch_a_run_to_success(
+    argo: ArgoDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
     recording = recordings.load("succeed")
-    double, url = serve()
-    environment = {**os.environ, "ARGO_SERVER": url, "ARGO_TOKEN": TOKEN, "ARTIFACTS": STORE}
-    images = ("--image", IMAGE, "--train-image", TRAIN_IMAGE)
-    result = run_submit(
-        *recording.flags, *images, "--watch", "--poll-seconds", "0", env=environment, timeout=120
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    code, out, err = submit(capsys, *recording.flags, "--watch")
+    assert code == 0, out + err
+    double, url = argo, os.environ["ARGO_SERVER"]
     linted, created = [r for r in double.requests if r[0] == "POST"]
     assert linted[:2] == ("POST", f"/api/v1/workflows/{cluster.NAMESPACE}/lint")
     assert created[:2] == ("POST", f"/api/v1/workflows/{cluster.NAMESPACE}")
@@ -44,22 +43,22 @@ def test_submit_and_watch_a_run_to_success(serve: Callable) -> None:
         assert parameters[name] == flags[f"--{name}"], name
     assert parameters["store"] == STORE
     name = next(iter(double.runs))
-    lines = result.stdout.splitlines()
+    lines = out.splitlines()
     assert lines[0] == f"submitted {name} to {url} (namespace {cluster.NAMESPACE})"
     assert lines[1].strip() == f"{url}/workflows/{cluster.NAMESPACE}/{name}"
-    assert sorted(steps_in(result.stdout)) == sorted(recording.steps())
+    assert sorted(steps_in(out)) == sorted(recording.steps())
     seconds = (
         recordings.moment(recording.final["finishedAt"])
         - recordings.moment(recording.final["startedAt"])
     ).total_seconds()
-    assert f"\nrun {name} Succeeded in {seconds:.0f}s\n" in result.stdout
-    assert f"test accuracy: {recording.output('evaluate', 'accuracy')}" in result.stdout
+    assert f"\nrun {name} Succeeded in {seconds:.0f}s\n" in out
+    assert f"test accuracy: {recording.output('evaluate', 'accuracy')}" in out
     # publish's outcome is its output parameters, not its exit code: the run Succeeded
     reason = recording.output("publish", "reason")
-    [said] = [line for line in result.stdout.splitlines() if "served" in line]
+    [said] = [line for line in out.splitlines() if "served" in line]
     assert said.startswith(f"not served: {reason}; to serve it anyway: "), said
     assert said.endswith(f"-m steps.promote {name} --store {STORE}")
-    assert result.stderr == ""
+    assert err == ""
 
 
 @pytest.mark.parametrize("story", STORIES)
@@ -83,17 +82,9 @@ def test_register_creates_then_updates_the_template(
     assert code == 0 and out.startswith(f"updated WorkflowTemplate {cluster.TEMPLATE_NAME}")
     template = argo.templates[cluster.TEMPLATE_NAME]
     assert template["metadata"]["resourceVersion"] == "2"
-    trains = [t for t in template["spec"]["templates"][-1]["dag"]["tasks"] if "withParam" in t]
-    assert len(trains) == 4
-    images = {
-        t["name"]: t["container"]["image"]
-        for t in template["spec"]["templates"]
-        if "container" in t
-    }
-    assert images.pop("train") == "registry.example/train:2"
-    assert set(images.values()) == {"registry.example/steps:2"}
-    form = {p["name"] for p in template["spec"]["arguments"]["parameters"]}
-    assert {"workers", "epochs", "batch", "store"} <= form
+    # through Hera's models and the wire unchanged (before Hera 5.26 they dropped `backoff.cap`)
+    settings = PipelineSettings(rounds=4, store=STORE, image=images[1], train_image=images[3])
+    assert template["spec"] == compile_template(settings)["spec"]
 
 
 def test_from_template_starts_a_run_with_the_given_settings(
@@ -130,9 +121,7 @@ def test_cluster_runs_need_a_bucket_and_a_url_source(
     ("image", "why"),
     [
         ("mnist-argo-steps:0.1.0", "names no registry"),  # the default: the local build
-        ("someone/mnist-argo-steps:1", "names no registry"),
         ("localhost/mnist-argo-steps:0.1.0", "this machine's"),  # podman's local name
-        ("localhost:5000/mnist-argo-steps:1", "this machine's"),
         (IMAGE, None),
     ],
 )

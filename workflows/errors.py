@@ -13,10 +13,6 @@ class WorkflowError(ProjectError):
     """The compiled workflow cannot run as written: a cycle, a missing template, a refused spec."""
 
 
-class WorkflowRefused(WorkflowError):
-    """The Argo Server's lint refuses the spec: nothing was created or registered."""
-
-
 class UnsupportedFeature(WorkflowError):
     """The spec uses an Argo feature the local runner does not implement."""
 

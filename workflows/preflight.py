@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from steps.lib.defaults import STORE as DEFAULT_STORE
@@ -77,7 +76,7 @@ def writable_folder(path: Path, flag: str, inside: Path | None = None) -> None:
             raise UsageError(f"{flag} {path}: this user cannot write in it")
         return
     parent = path.parent
-    if inside is not None and parent == inside:
+    if parent == inside:
         return
     if not parent.is_dir():
         what = "is a file" if parent.exists() else "does not exist"
@@ -117,14 +116,8 @@ def free_run_name(store: ArtifactStore, logs_dir: Path, name: str) -> None:
         )
 
 
-def check_local(
-    settings: PipelineSettings,
-    logs: Path,
-    logs_given: bool,
-    name: str | None,
-    ready: Callable[[list[str]], None],
-) -> None:
-    """A local run's store, logs, source, --name and (`ready`) engine with its images."""
+def check_local(settings: PipelineSettings, logs: Path, logs_given: bool, name: str | None) -> None:
+    """A local run's store, logs, source and --name (submit.py then asks the engine for its images)."""
     folder_store = Path(settings.store) if "://" not in settings.store else None
     if folder_store is not None:
         writable_folder(folder_store, "--artifacts")
@@ -134,7 +127,6 @@ def check_local(
     local_source(settings.source)
     if name:
         free_run_name(open_store(settings.store), logs, name)
-    ready([settings.image, settings.train_image])
 
 
 def cluster_refusal(settings: PipelineSettings) -> str | None:

@@ -125,11 +125,12 @@ def store_run(store: ArtifactStore, run: str) -> RunRecord:
     return record
 
 
-def served(store: ArtifactStore) -> str | None:
-    """The run LATEST names, or None (none, or one that is not a run id)."""
+def served(uri: str) -> str | None:
+    """The run LATEST names in the store; None when none, or the store cannot be read (the runs stand
+    without it)."""
     try:
-        return latest_run(store)
-    except StepError:
+        return latest_run(open_store(uri))
+    except Exception:  # no run id, google.auth's DefaultCredentialsError, an unreachable bucket
         return None
 
 
@@ -163,14 +164,6 @@ def number(text: str) -> object:
     return text
 
 
-def cluster_latest(store: str) -> str | None:
-    """What the cluster's bucket serves; None when the store is not a bucket or cannot be read."""
-    try:
-        return served(open_store(store)) if store.startswith("gs://") else None
-    except Exception:  # the list stands without it
-        return None
-
-
 def held_run(server: ArgoServer, run: str) -> dict:
     """The run as the Argo Server holds it; a run it does not hold is one line."""
     try:
@@ -189,7 +182,7 @@ def cluster_run(server: ArgoServer, store: str, run: str) -> RunRecord:
     return record
 
 
-def retry_cluster(server: ArgoServer, run: str, store: str, watching: bool, interval: float) -> int:
+def retry_cluster(server: ArgoServer, run: str, store: str, interval: float | None) -> int:
     """Take up a failed run with the Argo Server's retry; a run unknown, succeeded or running is refused."""
     phase = held_run(server, run).get("status", {}).get("phase") or "Pending"
     if phase == "Succeeded":
@@ -199,33 +192,33 @@ def retry_cluster(server: ArgoServer, run: str, store: str, watching: bool, inte
     request = m.WorkflowRetryRequest(name=run, namespace=server.namespace)
     call(server, lambda argo: argo.retry_workflow(run, request))
     print(f"retrying {run}: its failed tasks run again, those that succeeded are kept")
-    if not watching:
-        print(f"  {server.ui_link(run)}", flush=True)
-        return 0
     return follow(server, run, store, interval)
 
 
 def main(args: argparse.Namespace, server: ArgoServer | None) -> int:
     """--list, --compare or --retry, on the Argo Server when one is named, else on the store."""
     if args.retry and server is not None:  # a local run submit.py takes up with the local runner
-        return retry_cluster(server, args.retry, args.store, args.watch, args.poll_seconds)
+        interval = args.poll_seconds if args.watch else None
+        return retry_cluster(server, args.retry, args.store, interval)
     if server is None:
 
-        def read(store: ArtifactStore) -> list[str]:
+        def read(store: ArtifactStore) -> list[RunRecord]:
             if args.list:
-                return list_lines(run_index(store), served(store))
-            first, second = (store_run(store, run) for run in args.compare)
-            return compare_lines(first, second, served(store))
+                return list(run_index(store))
+            return [store_run(store, run) for run in args.compare]
 
-        lines = read_store(args.store, read)
+        records = read_store(args.store, read)
     elif args.list:
         listed = map(
             cluster_record, call(server, lambda argo: argo.list_workflows()).get("items") or []
         )
         records = sorted(listed, key=lambda r: r.started, reverse=True)
-        lines = list_lines(records, cluster_latest(args.store))
     else:
-        first, second = (cluster_run(server, args.store, run) for run in args.compare)
-        lines = compare_lines(first, second, cluster_latest(args.store))
+        records = [cluster_run(server, args.store, run) for run in args.compare]
+    # a cluster's runs are served from its bucket, not from a folder of this machine
+    latest = served(args.store) if server is None or args.store.startswith("gs://") else None
+    lines = (
+        list_lines(records, latest) if args.list else compare_lines(records[0], records[1], latest)
+    )
     print("\n".join(lines))
     return 0

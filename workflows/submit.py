@@ -23,6 +23,7 @@ from steps.lib.registry import MODEL_FILE, run_prefix
 from steps.lib.storage import open_store
 from workflows import preflight, runs
 from workflows.errors import UsageError, WorkflowError
+from workflows.local.containers import ContainerEngine
 from workflows.local.engines import Engine, EngineError, ProcessEngine
 from workflows.local.resume import retry_locally
 from workflows.local.runner import LocalRunner
@@ -112,25 +113,22 @@ def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
     argo = p.add_argument_group("argo", "on an Argo Server; flags and variables as Argo's own CLI")
     argo.add_argument(
         "--argo-server",
-        default=None,
         help="host:port or URL of the Argo Server (env ARGO_SERVER); runs there instead of locally",
     )
     argo.add_argument(
         "-n",
         "--namespace",
-        default=None,
         help=f"namespace of the runs (env ARGO_NAMESPACE; default: {resources.NAMESPACE})",
     )
     argo.add_argument(
         "-k",
         "--insecure-skip-verify",
         action="store_true",
-        default=None,
+        default=None,  # None: as ARGO_INSECURE_SKIP_VERIFY says
         help="accept the server's self-signed certificate (env ARGO_INSECURE_SKIP_VERIFY)",
     )
     argo.add_argument(
         "--argo-base-href",
-        default=None,
         help="path the Argo Server is served under (env ARGO_BASE_HREF; default: /)",
     )
     argo.add_argument("--watch", action="store_true", help="follow the run's steps until it ends")
@@ -140,9 +138,7 @@ def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
         default=POLL_SECONDS,
         help=f"seconds between reads of the run while watching (default: {POLL_SECONDS:.0f})",
     )
-    argo.add_argument(
-        "--name", default=None, help="the run's name (default: mnist- and a generated suffix)"
-    )
+    argo.add_argument("--name", help="the run's name (default: mnist- and a generated suffix)")
     argo.add_argument(
         "--register",
         action="store_true",
@@ -196,22 +192,18 @@ def run_locally(
     workflow: dict, settings: PipelineSettings, args: argparse.Namespace, retry: str | None = None
 ) -> int:
     """Run the workflow on this machine, or with `retry` take up that run from its logs."""
-    if args.engine == "process":
-        engine: Engine = ProcessEngine()
-    else:
-        from workflows.local.containers import ContainerEngine
-
+    engine: Engine = ProcessEngine()
+    if args.engine != "process":
         engine = ContainerEngine(program=args.engine)
     logs = logs_folder(args)
-
-    def ready(images: list[str]) -> None:
-        try:
-            getattr(engine, "check_ready", lambda images: None)(images)
+    if retry is None:
+        preflight.check_local(settings, logs, args.logs_dir is not None, args.name)
+        try:  # a container engine's program and images
+            getattr(engine, "check_ready", lambda images: None)(
+                [settings.image, settings.train_image]
+            )
         except EngineError as error:
             raise UsageError(f"--engine {args.engine}: {error}") from None
-
-    if retry is None:
-        preflight.check_local(settings, logs, args.logs_dir is not None, args.name, ready)
     else:
         preflight.check_local_retry(settings.store, retry)
     store = open_store(settings.store)
@@ -236,26 +228,6 @@ def run_locally(
     return report(ended, settings.store)
 
 
-def named(workflow: dict, name: str | None) -> dict:
-    """The workflow under `name` instead of a generated one."""
-    if not name:
-        return workflow
-    metadata = {k: v for k, v in workflow["metadata"].items() if k != "generateName"}
-    return {**workflow, "metadata": {**metadata, "name": name}}
-
-
-def argo_server(args: argparse.Namespace) -> ArgoServer | None:
-    """The Argo Server to run on, or None to run locally."""
-    if args.local:
-        return None
-    return from_environment(
-        server=args.argo_server,
-        namespace=args.namespace,
-        insecure_skip_verify=args.insecure_skip_verify,
-        base_href=args.argo_base_href,
-    )
-
-
 def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.Namespace) -> int:
     """Register, submit (directly or from the template), then optionally watch to the end."""
     preflight.check_cluster(settings, images_used=args.register or not args.from_template)
@@ -273,32 +245,26 @@ def run_on_argo(server: ArgoServer, settings: PipelineSettings, args: argparse.N
     if args.name:  # a generated name is known once created: publish refuses it then, if published
         preflight.check_name_unpublished(settings.store, args.name)
     if args.from_template and not args.register:  # template runs are named as direct ones
-        created = submit_from_template(
-            server, args.template_name, settings.parameters(), resources.RUN_PREFIX, args.name
-        )
+        created = submit_from_template(server, args.template_name, settings.parameters(), args.name)
     else:
-        workflow = compile_workflow(settings)
+        workflow = compile_workflow(settings, args.name)
         if args.register:
             # The controller's cache may still hold the previous spec: the run carries the one just
             # registered, labelled as the server labels a template's run (common/convert.go).
             labels = workflow["metadata"].get("labels", {})
             workflow["metadata"]["labels"] = labels | {TEMPLATE_LABEL: args.template_name}
-        workflow = named(workflow, args.name)
         lint(server, workflow)
         created = create_workflow(server, workflow)
     name = created["metadata"]["name"]
     print(f"submitted {name} to {server.url} (namespace {server.namespace})")
-    if not args.watch:
-        print(f"  {server.ui_link(name)}", flush=True)
-        return 0
-    return follow(server, name, settings.store, args.poll_seconds)
+    return follow(server, name, settings.store, args.poll_seconds if args.watch else None)
 
 
 def render(settings: PipelineSettings, args: argparse.Namespace) -> int:
     if args.register:
         document = compile_template(settings, args.template_name)
     else:
-        document = named(compile_workflow(settings), args.name)
+        document = compile_workflow(settings, args.name)
     print(to_yaml(document), end="")
     for note in preflight.render_notes(settings):
         print(note, file=sys.stderr)
@@ -313,15 +279,22 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     args = make_parser(start).parse_args(argv)
     settings = from_arguments(args)
+    server = None
+    if not args.local:
+        server = from_environment(
+            server=args.argo_server,
+            namespace=args.namespace,
+            insecure_skip_verify=args.insecure_skip_verify,
+            base_href=args.argo_base_href,
+        )
     try:
-        if args.retry and argo_server(args) is None:
+        if args.retry and server is None:
             return run_locally({}, settings, args, retry=args.retry)
         if args.list or args.compare or args.retry:
-            return runs.main(args, argo_server(args))
+            return runs.main(args, server)
         preflight.check_settings(settings, args.name)
         if args.render:
             return render(settings, args)
-        server = argo_server(args)
         if server is not None:
             return run_on_argo(server, settings, args)
         if args.watch or args.register or args.from_template:
@@ -329,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
                 "--watch, --register and --from-template need an Argo Server: "
                 "set ARGO_SERVER or --argo-server"
             )
-        return run_locally(named(compile_workflow(settings), args.name), settings, args)
+        return run_locally(compile_workflow(settings, args.name), settings, args)
     except (UsageError, WorkflowError, StepError, ArgoError) as error:
         print(f"submit: error: {error}", file=sys.stderr)
         # refused, nothing ran (bad flags, settings or spec); or the Argo Server failed the request

@@ -15,7 +15,7 @@ import yaml
 
 from tests.doubles.argo_server import REFUSED_CONTINUE_ON
 from tests.support.cluster import Cluster
-from workflows.errors import WorkflowRefused
+from workflows.errors import WorkflowError
 from workflows.pipeline import manifests
 from workflows.pipeline.settings import MAX_ROUNDS, PipelineSettings
 from workflows.pipeline.workflow import compile_template, compile_workflow
@@ -76,7 +76,7 @@ def test_the_argo_server_and_argo_lint_offline_pass_every_rendered_manifest(
     for name, document in rendered(cluster).items():
         try:
             lint(cluster.argo_server, document)
-        except WorkflowRefused as refusal:
+        except WorkflowError as refusal:
             refused[name] = str(refusal)
         done = argo_lint(cluster, tmp_path / f"{name.removesuffix('.yaml')}.yaml", document)
         if done.returncode != 0 or "no linting errors found" not in done.stdout:
@@ -92,7 +92,7 @@ def test_both_refuse_a_broken_manifest_in_the_words_the_double_answers(
         compile_workflow if kind == "Workflow" else compile_template
     )
     document = broken(compile(cluster.settings()))
-    with pytest.raises(WorkflowRefused) as refusal:
+    with pytest.raises(WorkflowError) as refusal:
         lint(cluster.argo_server, document)
     assert str(refusal.value) == f"the Argo Server refuses the {kind}: {REFUSED_CONTINUE_ON}"
     done = argo_lint(cluster, tmp_path / "broken.yaml", document)

@@ -1,6 +1,5 @@
-"""A run whose publish fails, on the cluster: `submit.py --list` shows it Failed, and `--retry` takes it up
-through the Argo Server's retry, once the cause is gone: only publish runs again, the trainers' work is
-kept, and the run ends Succeeded."""
+"""A run whose publish fails, on the cluster: `--list` shows it Failed, and `--retry`, once the cause is
+gone, runs only publish again, the trainers' work kept, and the run ends Succeeded."""
 
 from __future__ import annotations
 

@@ -27,6 +27,12 @@ REFUSED_CONTINUE_ON = (
     "'dep-task.Failed'/'dep-task.Errored'"
 )
 
+# The API server's words for an update of an older version than it holds (apimachinery's NewConflict).
+CONFLICT = (
+    'Operation cannot be fulfilled on workflowtemplates "{name}": the object has been modified; '
+    "please apply your changes to the latest version"
+)
+
 
 class Refused(Exception):
     """An answer other than 200: HTTP status, gRPC code, message."""
@@ -56,35 +62,28 @@ class Run:
     workflow: dict
     recording: Recording
     reads: int = 0
-    stopped_at: int | None = None  # the tick StopWorkflow came at
+    stopped_at: int | None = None  # the read StopWorkflow came at
 
-    def tick(self, reads_per_tick: int) -> int:
-        """How many statuses the run has moved through: 1 on the first read."""
-        return -(-self.reads // reads_per_tick)
-
-    def index(self, reads_per_tick: int) -> int:
-        """The recorded status the run is at."""
-        recording, tick = self.recording, self.tick(reads_per_tick)
+    def index(self) -> int:
+        """The recorded status the run is at: each read moves it on by one."""
+        recording, reads = self.recording, self.reads
         last = len(recording.statuses) - 1
         if self.stopped_at is None:
             before_stop = last if recording.stopped is None else recording.stopped - 1
-            return max(0, min(tick - 1, before_stop))
+            return max(0, min(reads - 1, before_stop))
         assert recording.stopped is not None
-        return min(recording.stopped + tick - self.stopped_at, last)
+        return min(recording.stopped + reads - self.stopped_at, last)
 
-    def answer(self, reads_per_tick: int) -> dict:
+    def answer(self) -> dict:
         """The Workflow as the server answers it now."""
         now = datetime.now(UTC)
-        status = self.recording.served(
-            self.index(reads_per_tick), self.workflow["metadata"]["name"], now
-        )
+        status = self.recording.served(self.index(), self.workflow["metadata"]["name"], now)
         return {**self.workflow, "status": status}
 
 
 @dataclass
 class ArgoDouble:
     story: str = "succeed"
-    reads_per_tick: int = 1
     # A run read this often is an error of the test: a watch that never stops a stuck run fails
     # instead of reading its last status before the stop forever.
     max_reads: int = 1000
@@ -128,10 +127,8 @@ class ArgoDouble:
             status = refused.status
             answer = {"code": refused.code, "message": refused.message}
         except Exception as error:  # a bug in the double: make the test see it
-            status, answer = (
-                500,
-                {"code": 13, "message": f"double: {type(error).__name__}: {error}"},
-            )
+            status = 500
+            answer = {"code": 13, "message": f"double: {type(error).__name__}: {error}"}
         body = json.dumps(answer).encode()
         handler.send_response(status)
         handler.send_header("Content-Type", "application/json")
@@ -233,10 +230,10 @@ class ArgoDouble:
         run.reads += 1
         if run.reads > self.max_reads:
             raise RuntimeError(f"{name} was read {run.reads} times: the watch never ends")
-        return run.answer(self.reads_per_tick)
+        return run.answer()
 
     def _op_WorkflowService_ListWorkflows(self, namespace: str, _: Any, __: Any) -> dict:
-        items = [run.answer(self.reads_per_tick) for run in self.runs.values()]
+        items = [run.answer() for run in self.runs.values()]
         return {"metadata": {"resourceVersion": "1"}, "items": items}
 
     def _op_WorkflowService_StopWorkflow(self, _: str, name: str, body: Any) -> dict:
@@ -246,8 +243,8 @@ class ArgoDouble:
                 f"the recording of {self.story!r} was not stopped: nothing follows a stop"
             )
         if run.stopped_at is None:
-            run.stopped_at = run.tick(self.reads_per_tick)
-        return run.answer(self.reads_per_tick)
+            run.stopped_at = run.reads
+        return run.answer()
 
     def _op_WorkflowTemplateService_CreateWorkflowTemplate(
         self, namespace: str, _: Any, body: dict
@@ -289,12 +286,7 @@ class ArgoDouble:
             raise Refused(404, 5, f'workflowtemplates.argoproj.io "{name}" not found')
         version = template["metadata"].get("resourceVersion")
         if version != current["metadata"]["resourceVersion"]:
-            raise Refused(
-                409,
-                10,
-                f'Operation cannot be fulfilled on workflowtemplates "{name}": the '
-                "object has been modified; please apply your changes to the latest version",
-            )
+            raise Refused(409, 10, CONFLICT.format(name=name))
         stored = {**template, "metadata": {**template["metadata"], "namespace": namespace}}
         stored["metadata"]["resourceVersion"] = str(int(version) + 1)
         self._store(name, stored)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -15,19 +16,14 @@ TOKEN = "Bearer good-token"
 STORE = "gs://mnist-models"
 IMAGE = "us-central1-docker.pkg.dev/project/mnist/mnist-argo-steps:1"
 TRAIN_IMAGE = "registry.example/mnist-argo-train:1"
-ARGO_VARIABLES = (
-    "ARGO_SERVER",
-    "ARGO_TOKEN",
-    "ARGO_NAMESPACE",
-    "ARGO_INSECURE_SKIP_VERIFY",
-    "ARGO_BASE_HREF",
-    "ARGO_SECURE",
-)
+IMAGES = ("--image", IMAGE, "--train-image", TRAIN_IMAGE)
+FLAGS = ("--artifacts", STORE, *IMAGES, "--poll-seconds", "0")  # before each test's own
 
 
 @pytest.fixture
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for variable in (*ARGO_VARIABLES, "ARTIFACTS", "MNIST_SOURCE", "WORKER_NUMBER"):
+    argo = [name for name in os.environ if name.startswith("ARGO_")]
+    for variable in (*argo, "ARTIFACTS", "MNIST_SOURCE", "WORKER_NUMBER"):
         monkeypatch.delenv(variable, raising=False)
 
 
@@ -58,19 +54,7 @@ def on_argo(
 
 
 def submit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(
-        [
-            "--artifacts",
-            STORE,
-            "--image",
-            IMAGE,
-            "--train-image",
-            TRAIN_IMAGE,
-            "--poll-seconds",
-            "0",
-            *args,
-        ]
-    )
+    code = main([*FLAGS, *args])
     out, err = capsys.readouterr()
     return code, out, err
 

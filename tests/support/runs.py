@@ -67,8 +67,7 @@ def publish_files(store: ArtifactStore, run: str) -> None:
 
 
 def cut_short(store: ArtifactStore, run: str) -> None:
-    """A run killed while its second round trained: shards, init, round 1 averaged, one model of
-    round 2."""
+    """Killed while its second round trained: shards, init, round 1 averaged, one model of round 2."""
     hours, scores, _, _ = RUNS[run]
     for shard in ("0", "1"):
         store.write_text(f"{run}/shards/{shard}.npz", "")

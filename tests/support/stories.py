@@ -56,14 +56,12 @@ class Story:
         ]
         return from_arguments(make_parser(defaults({})).parse_args(arguments))
 
-    def alter(self, workflow: dict) -> dict:
-        """The compiled workflow with this story's fault in it."""
-        if not self.fault:
-            return workflow
-        return with_failing_shard(workflow, self.failing_shard, self.fault)
-
     def workflow(self, where: Mapping[str, str]) -> dict:
-        return self.alter(compile_workflow(self.settings(where)))
+        """The compiled workflow with this story's fault in it, if any."""
+        workflow = compile_workflow(self.settings(where))
+        return (
+            with_failing_shard(workflow, self.failing_shard, self.fault) if self.fault else workflow
+        )
 
 
 FAIL = Story(

@@ -1,11 +1,5 @@
-"""workflows/submit.py with a story's fault in the workflow it compiles, so that the real submit.py, its
---watch and all, meets the story's failure on a real cluster:
-
-    python -m tests.support.story_submit SHARD COMMAND [submit.py's flags ...]
-
-SHARD's trainer runs the shell COMMAND first (tests/support/faults.py, with_failing_shard); everything
-else is submit.py's own.
-"""
+"""submit.py, its --watch and all, with SHARD's trainer running the shell COMMAND first (a story's fault,
+tests/support/faults.py): python -m tests.support.story_submit SHARD COMMAND [submit.py's flags ...]"""
 
 from __future__ import annotations
 
@@ -19,8 +13,8 @@ def main(argv: list[str]) -> int:
     shard, command, *flags = argv
     compile_workflow = submit.compile_workflow
 
-    def with_fault(settings: submit.PipelineSettings) -> dict:
-        return with_failing_shard(compile_workflow(settings), shard, command)
+    def with_fault(settings: submit.PipelineSettings, name: str | None = None) -> dict:
+        return with_failing_shard(compile_workflow(settings, name), shard, command)
 
     submit.compile_workflow = with_fault
     return submit.main(flags)

@@ -1,5 +1,5 @@
 """How a step becomes an Argo container template: `python -m steps.<name>` in /work on a read-only root,
-reading under in/ and writing under out/ and /tmp, each file declared once (flag, path, artifact key)."""
+reading under in/ and writing under out/ and /tmp, each file declared once (path, artifact key, flag)."""
 
 from __future__ import annotations
 
@@ -31,9 +31,9 @@ class Read:
     """An input artifact: the object at `key` (or all under it) at `path`, named by the step's `flag`."""
 
     name: str
-    flag: str
     path: str
     key: str
+    flag: str
     folder: bool = False  # every object under `key`, as files under `path`
 
     def artifact(self) -> GCSArtifact:

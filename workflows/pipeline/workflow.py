@@ -25,7 +25,7 @@ from workflows.pipeline.templates import (
 )
 
 
-def build_workflow(settings: PipelineSettings) -> Workflow:
+def build_workflow(settings: PipelineSettings, name: str | None = None) -> Workflow:
     """The whole run: `settings.rounds` rounds of a train fan-out and FedAvg, then evaluate and publish.
 
     split ─┐
@@ -33,7 +33,7 @@ def build_workflow(settings: PipelineSettings) -> Workflow:
                (one per shard)  (FedAvg)                                                      │
                                                              publish ◄── evaluate ◄───────────┘
     """
-    with empty_workflow(settings) as workflow:
+    with empty_workflow(settings, name) as workflow:
         # the templates, each once; only `train` runs in the TensorFlow image
         step = partial(
             step_template,
@@ -71,11 +71,8 @@ def build_workflow(settings: PipelineSettings) -> Workflow:
                 ready >> trained
                 # once every trainer has ended, however: aggregate decides against --min-workers
                 trained.next(averaged, on=ENDED)
-                ready, model, history = (
-                    [averaged],
-                    round_key(r, "model.h5"),
-                    round_key(r, HISTORY_FILE),
-                )
+                ready = [averaged]
+                model, history = round_key(r, "model.h5"), round_key(r, HISTORY_FILE)
                 missing[str(r)] = str(averaged.get_parameter("missing-shards").value)
             scored = Task(
                 name="evaluate",
@@ -111,11 +108,11 @@ def split_step(step: StepFactory) -> Container:
         "split",
         options={f"--{name}": workflow_param(name) for name in data},
         writes=[
-            Write("shards", flag="--shards-dir", path="out/shards", key=f"{RUN}/shards"),
-            Write("test", flag="--test-out", path="out/test.npz", key=f"{RUN}/test.npz"),
-            Write("validation", flag="--validation-out", path="out/validation.npz", key=VALIDATION),
-            Write("shard-ids", flag="--ids-out", path="out/shard-ids.json"),
-            Write("shard-sizes", flag="--sizes-out", path="out/shard-sizes.json"),
+            Write("shards", "out/shards", f"{RUN}/shards", "--shards-dir"),
+            Write("test", "out/test.npz", f"{RUN}/test.npz", "--test-out"),
+            Write("validation", "out/validation.npz", VALIDATION, "--validation-out"),
+            Write("shard-ids", "out/shard-ids.json", flag="--ids-out"),
+            Write("shard-sizes", "out/shard-sizes.json", flag="--sizes-out"),
         ],
     )
 
@@ -125,8 +122,8 @@ def init_step(step: StepFactory) -> Container:
         "init",
         options={"--seed": workflow_param("seed")},
         writes=[
-            Write("model", flag="--out", path="out/model.h5", key=INIT_MODEL),
-            Write("history", flag="--history-out", path=f"out/{HISTORY_FILE}", key=INIT_HISTORY),
+            Write("model", "out/model.h5", INIT_MODEL, "--out"),
+            Write("history", f"out/{HISTORY_FILE}", INIT_HISTORY, "--history-out"),
         ],
     )
 
@@ -146,17 +143,12 @@ def train_step(step: StepFactory, rounds: int) -> Container:
             "--checkpoint-key": f"{RUN}/round-{ROUND}/checkpoints/{SHARD}.npz",
         },
         reads=[
-            Read("shard", flag="--shard", path="in/shard.npz", key=f"{RUN}/shards/{SHARD}.npz"),
-            Read("start-model", flag="--model", path="in/start.h5", key=param("start-model")),
+            Read("shard", "in/shard.npz", f"{RUN}/shards/{SHARD}.npz", "--shard"),
+            Read("start-model", "in/start.h5", param("start-model"), "--model"),
         ],
         writes=[
-            Write("model", flag="--out", path="out/model.h5", key=f"{ROUND_MODELS}/{SHARD}.h5"),
-            Write(
-                "stats",
-                flag="--stats-out",
-                path="out/stats.json",
-                key=f"{ROUND_MODELS}/{SHARD}.json",
-            ),
+            Write("model", "out/model.h5", f"{ROUND_MODELS}/{SHARD}.h5", "--out"),
+            Write("stats", "out/stats.json", f"{ROUND_MODELS}/{SHARD}.json", "--stats-out"),
         ],
     )
 
@@ -172,29 +164,18 @@ def aggregate_step(step: StepFactory) -> Container:
             "--round": ROUND,
         },
         reads=[
-            Read("models", flag="--models-dir", path="in/models", key=ROUND_MODELS, folder=True),
-            Read("validation", flag="--validation", path="in/validation.npz", key=VALIDATION),
-            Read(
-                "history",
-                flag="--history",
-                path=f"in/{HISTORY_FILE}",
-                key=param("start-history"),
-            ),
+            Read("models", "in/models", ROUND_MODELS, "--models-dir", folder=True),
+            Read("validation", "in/validation.npz", VALIDATION, "--validation"),
+            Read("history", f"in/{HISTORY_FILE}", param("start-history"), "--history"),
         ],
         writes=[
-            Write("model", flag="--out", path="out/model.h5", key=round_key(ROUND, "model.h5")),
-            Write("missing-shards", flag="--missing-out", path="out/missing.txt"),
+            Write("model", "out/model.h5", round_key(ROUND, "model.h5"), "--out"),
+            Write("missing-shards", "out/missing.txt", flag="--missing-out"),
             Write(
-                "history",
-                flag="--history-out",
-                path=f"out/{HISTORY_FILE}",
-                key=round_key(ROUND, HISTORY_FILE),
+                "history", f"out/{HISTORY_FILE}", round_key(ROUND, HISTORY_FILE), "--history-out"
             ),
             Write(
-                "history-plot",
-                flag="--plot-out",
-                path=f"out/{HISTORY_PLOT}",
-                key=round_key(ROUND, HISTORY_PLOT),
+                "history-plot", f"out/{HISTORY_PLOT}", round_key(ROUND, HISTORY_PLOT), "--plot-out"
             ),
         ],
     )
@@ -207,14 +188,14 @@ def evaluate_step(step: StepFactory) -> Container:
         parameters=["model", "missing-shards"],
         options={"--missing-shards": param("missing-shards"), "--out-dir": "out"},
         reads=[
-            Read("model", flag="--model", path="in/model.h5", key=param("model")),
-            Read("test", flag="--test", path="in/test.npz", key=f"{RUN}/test.npz"),
+            Read("model", "in/model.h5", param("model"), "--model"),
+            Read("test", "in/test.npz", f"{RUN}/test.npz", "--test"),
         ],
         writes=[
-            Write("accuracy", path="out/accuracy.txt"),
-            Write("metrics", path=f"out/{METRICS_FILE}", key=f"{EVALUATION}/{METRICS_FILE}"),
-            Write("confusion", path=f"out/{CONFUSION_FILE}", key=f"{EVALUATION}/{CONFUSION_FILE}"),
-            Write("report", path="out/report.txt", key=f"{EVALUATION}/report.txt"),
+            Write("accuracy", "out/accuracy.txt"),
+            Write("metrics", f"out/{METRICS_FILE}", f"{EVALUATION}/{METRICS_FILE}"),
+            Write("confusion", f"out/{CONFUSION_FILE}", f"{EVALUATION}/{CONFUSION_FILE}"),
+            Write("report", "out/report.txt", f"{EVALUATION}/report.txt"),
         ],
         metrics=[
             Gauge(
@@ -251,26 +232,18 @@ def publish_step(step: StepFactory, settings: PipelineSettings) -> Container:
             "--setting": [*card, *shaped],
         },
         reads=[
-            Read("model", flag="--model", path="in/model.h5", key=param("model")),
-            Read(
-                "metrics",
-                flag="--metrics",
-                path=f"in/{METRICS_FILE}",
-                key=f"{EVALUATION}/{METRICS_FILE}",
-            ),
-            *(
-                Read(name, flag="--attach", path=f"in/{file}", key=key)
-                for name, file, key in attached
-            ),
+            Read("model", "in/model.h5", param("model"), "--model"),
+            Read("metrics", f"in/{METRICS_FILE}", f"{EVALUATION}/{METRICS_FILE}", "--metrics"),
+            *(Read(name, f"in/{file}", key, "--attach") for name, file, key in attached),
         ],
         writes=[
-            Write("served", flag="--served-out", path="out/served.txt"),
-            Write("reason", flag="--reason-out", path="out/reason.txt"),
+            Write("served", "out/served.txt", flag="--served-out"),
+            Write("reason", "out/reason.txt", flag="--reason-out"),
         ],
     )
 
 
-def empty_workflow(settings: PipelineSettings) -> Workflow:
+def empty_workflow(settings: PipelineSettings, name: str | None) -> Workflow:
     """The Workflow before its templates: parameters, labels, accounts, deadlines, clean-up, metric."""
     labels = {
         "app.kubernetes.io/name": resources.APP_LABEL,
@@ -290,7 +263,8 @@ def empty_workflow(settings: PipelineSettings) -> Workflow:
         )
     }
     return Workflow(
-        generate_name=resources.RUN_PREFIX,
+        name=name,
+        generate_name=None if name else resources.RUN_PREFIX,
         entrypoint="pipeline",
         arguments=workflow_parameters(settings),
         labels=labels,
@@ -349,9 +323,10 @@ def workflow_parameters(settings: PipelineSettings) -> list[Parameter]:
     ]
 
 
-def compile_workflow(settings: PipelineSettings) -> dict:
-    """The Workflow manifest as a plain dict, exactly what goes to the Argo Server or the local runner."""
-    return build_workflow(settings).to_dict()
+def compile_workflow(settings: PipelineSettings, name: str | None = None) -> dict:
+    """The Workflow manifest as a plain dict, exactly what goes to the Argo Server or the local runner;
+    named `name`, or by the server from the runs' prefix."""
+    return build_workflow(settings, name or None).to_dict()
 
 
 def compile_template(settings: PipelineSettings, name: str = resources.TEMPLATE_NAME) -> dict:

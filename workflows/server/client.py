@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+import ssl
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
@@ -20,7 +21,7 @@ from hera.workflows import WorkflowsService
 from hera.workflows import models as m
 
 from steps.lib.errors import ProjectError
-from workflows.errors import WorkflowRefused
+from workflows.errors import WorkflowError
 from workflows.pipeline import resources
 
 TIMEOUT_SECONDS = 30
@@ -34,7 +35,6 @@ HERA_MESSAGE = re.compile(r"status code (\d+) with message: `(.*)`\s*$", re.DOTA
 # LintWorkflowTemplate 400 (server/workflowtemplate/workflow_template_server.go:191-193).
 LINT_REFUSALS = (400, 500)
 Answer = TypeVar("Answer")
-Sleep = Callable[[float], None]
 
 
 class ArgoError(ProjectError):
@@ -99,30 +99,44 @@ class _TimedSession(requests.Session):
         return super().request(*args, **kwargs)
 
 
+def _wrapped(error: BaseException) -> Iterator[BaseException]:
+    """`error` and all it wraps: Python's chain, urllib3's `reason`, requests' urllib3 error."""
+    yield error
+    inner = (error.__cause__ or error.__context__, getattr(error, "reason", None), *error.args)
+    for each in {id(e): e for e in inner if isinstance(e, BaseException)}.values():
+        yield from _wrapped(each)
+
+
 def _connection_error(server: ArgoServer, error: requests.RequestException) -> ArgoError:
-    text = " ".join(str(error).split())
-    if "CERTIFICATE_VERIFY_FAILED" in text:
+    causes = list(_wrapped(error))
+    if unverified := [c for c in causes if isinstance(c, ssl.SSLCertVerificationError)]:
         return ArgoError(
-            f"TLS: cannot verify the certificate of {server.url}; a port-forwarded Argo Server has "
-            "a self-signed one: set ARGO_INSECURE_SKIP_VERIFY=true"
+            f"TLS: cannot verify the certificate of {server.url} ({unverified[0].verify_message}); "
+            "a port-forwarded Argo Server has a self-signed one: set ARGO_INSECURE_SKIP_VERIFY=true"
         )
     if isinstance(error, requests.exceptions.SSLError):
         return ArgoError(
             f"TLS failed with {server.url}; if the server runs without TLS "
             "(argo server --secure=false), use an http:// ARGO_SERVER"
         )
-    reason = re.search(r"\[Errno -?\d+\] [^'\")]*", text)
+    reasons = [c.strerror for c in causes if isinstance(c, OSError) and c.strerror] or [str(error)]
     return ArgoError(
-        f"cannot reach the Argo Server at {server.url} ({reason[0] if reason else text}); is "
+        f"cannot reach the Argo Server at {server.url} ({reasons[0]}); is "
         "`kubectl -n argo port-forward svc/argo-server 2746:2746` running, and ARGO_SERVER right?"
     )
 
 
+def _answer(error: hera_errors.HeraException) -> tuple[int, str]:
+    """The status of an answer other than 2xx, and the server's message on one line."""
+    match = HERA_MESSAGE.search(str(error))
+    if match is None:
+        return getattr(error, "status_code", 0), " ".join(str(error).split())
+    return int(match[1]), " ".join(match[2].split())
+
+
 def _refusal(server: ArgoServer, error: hera_errors.HeraException) -> ArgoError:
     """One actionable line for an answer other than 2xx, from the status and the server's message."""
-    match = HERA_MESSAGE.search(str(error))
-    status = int(match.group(1)) if match else getattr(error, "status_code", 0)
-    detail = " ".join((match.group(2) if match else str(error)).split())
+    status, detail = _answer(error)
     where = f"namespace {server.namespace!r}"
     if status == 401:
         hint = "set ARGO_TOKEN" if not server.token else "ARGO_TOKEN is not accepted; renew it"
@@ -206,7 +220,7 @@ def call(server: ArgoServer, operation: Callable[[WorkflowsService], Any]) -> An
 
 def lint(server: ArgoServer, document: dict) -> None:
     """The Argo Server's own validation of a Workflow or WorkflowTemplate, which creates nothing;
-    WorkflowRefused with the server's reason when it refuses the spec."""
+    WorkflowError with the server's reason when it refuses the spec: nothing is created or registered."""
     kind, namespace = document["kind"], server.namespace
 
     def check(argo: WorkflowsService) -> None:
@@ -221,12 +235,10 @@ def lint(server: ArgoServer, document: dict) -> None:
                     m.WorkflowLintRequest(namespace=namespace, workflow=m.Workflow(**document))
                 )
         except hera_errors.HeraException as error:
-            match = HERA_MESSAGE.search(str(error))
-            if match is None or int(match.group(1)) not in LINT_REFUSALS:
+            status, detail = _answer(error)
+            if status not in LINT_REFUSALS:
                 raise
-            raise WorkflowRefused(
-                f"the Argo Server refuses the {kind}: {' '.join(match[2].split())}"
-            ) from None
+            raise WorkflowError(f"the Argo Server refuses the {kind}: {detail}") from None
 
     call(server, check)
 
@@ -242,19 +254,17 @@ def stop_workflow(server: ArgoServer, name: str, message: str) -> dict:
     return call(server, lambda argo: argo.stop_workflow(name, request))
 
 
-def _retried(
-    attempt: Callable[[], Answer], refused: type[Exception], waits: tuple, sleep: Sleep
-) -> Answer:
+def _retried(attempt: Callable[[], Answer], refused: type[Exception], waits: tuple) -> Answer:
     """`attempt`, tried again after each wait while the server's trailing cache makes it fail so."""
     for wait in waits:
         try:
             return attempt()
         except refused:
-            sleep(wait)
+            time.sleep(wait)
     return attempt()
 
 
-def register_template(server: ArgoServer, template: dict, sleep: Sleep = time.sleep) -> bool:
+def register_template(server: ArgoServer, template: dict) -> bool:
     """Create the WorkflowTemplate or replace it, then await the server's cache; True when created. A
     write the cache makes fail (name taken, or a Conflict) is tried again from a fresh read."""
     name, namespace = template["metadata"]["name"], server.namespace
@@ -276,11 +286,9 @@ def register_template(server: ArgoServer, template: dict, sleep: Sleep = time.sl
         return argo.update_workflow_template(name, update), False
 
     def register(argo: WorkflowsService) -> bool:
-        stored, created = _retried(
-            lambda: write(argo), hera_errors.AlreadyExists, CACHE_WAITS, sleep
-        )
+        stored, created = _retried(lambda: write(argo), hera_errors.AlreadyExists, CACHE_WAITS)
         for pause in (0.0, *CACHE_WAITS):  # a bounded wait for the cache to show the write
-            sleep(pause)
+            time.sleep(pause)
             if version(argo) == stored.metadata.resource_version:
                 break
         return created
@@ -289,18 +297,13 @@ def register_template(server: ArgoServer, template: dict, sleep: Sleep = time.sl
 
 
 def submit_from_template(
-    server: ArgoServer,
-    template_name: str,
-    parameters: Mapping[str, str],
-    generate_name: str,
-    name: str | None = None,
-    sleep: Sleep = time.sleep,
+    server: ArgoServer, template_name: str, parameters: Mapping[str, str], name: str | None
 ) -> dict:
     """Start a run of a registered WorkflowTemplate, named as direct runs; a template the server's cache
     does not show yet (workflow_server.go: SubmitWorkflow) is asked for again a few times."""
     options = m.SubmitOpts(
         parameters=[f"{key}={value}" for key, value in parameters.items()],
-        generate_name=None if name else generate_name,
+        generate_name=None if name else resources.RUN_PREFIX,
         name=name,
     )
     request = m.WorkflowSubmitRequest(
@@ -310,5 +313,5 @@ def submit_from_template(
         submit_options=options,
     )
     # 1.75 s in all: the cache trails by moments, not seconds
-    submit = partial(_retried, refused=hera_errors.NotFound, waits=CACHE_WAITS[:3], sleep=sleep)
+    submit = partial(_retried, refused=hera_errors.NotFound, waits=CACHE_WAITS[:3])
     return call(server, lambda argo: submit(lambda: argo.submit_workflow(request)))

@@ -185,7 +185,6 @@ def watch(
     name: str,
     echo: Callable[[str], None] = print,
     interval: float = POLL_SECONDS,
-    sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> dict:
     """Poll the run until it ends, echoing a line per step that changed; returns the final Workflow."""
@@ -201,7 +200,7 @@ def watch(
             misses += 1
             if misses >= UNREACHABLE_POLLS:
                 raise
-            sleep(interval)
+            time.sleep(interval)
             continue
         now = clock()
         for step in steps_of(workflow):
@@ -221,12 +220,15 @@ def watch(
         phase = workflow.get("status", {}).get("phase", "")
         if phase in DONE:
             return workflow
-        sleep(interval)
+        time.sleep(interval)
 
 
-def follow(server: ArgoServer, name: str, store: str, interval: float) -> int:
-    """Watch the run to its end and report it; Ctrl-C stops the watching, not the run."""
+def follow(server: ArgoServer, name: str, store: str, interval: float | None) -> int:
+    """The run's link; with an interval, watch it to its end and report it (Ctrl-C stops the watching,
+    not the run)."""
     print(f"  {server.ui_link(name)}", flush=True)
+    if interval is None:
+        return 0
     try:
         final = watch(server, name, echo=lambda line: print(line, flush=True), interval=interval)
     except KeyboardInterrupt:
