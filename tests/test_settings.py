@@ -23,9 +23,23 @@ from workflows.pipeline.settings import (
 from workflows.pipeline.workflow import compile_workflow
 
 
+def settings_table() -> str:
+    """The README's settings table: every pipeline setting, then the local runner's own options."""
+    rows = ["| flag | env | default | meaning |", "| --- | --- | --- | --- |"]
+    start = PipelineSettings()
+    for name, spec in declared():
+        value = spec.shown_default or f"`{getattr(start, name)}`"
+        env = f"`{spec.env}`" if spec.env else ""
+        meaning = spec.help.replace("|", r"\|")  # a | inside a cell
+        rows.append(f"| `{flag_of(name, spec)}` | {env} | {value} | {meaning} |")
+    for flag, (meaning, shown, _) in submit.LOCAL_OPTIONS.items():
+        rows.append(f"| `{flag}` | | {shown} | {meaning} |")
+    return "\n".join(rows) + "\n"
+
+
 def test_the_readme_table_is_the_declared_settings() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert submit.settings_table() in readme
+    table = settings_table()
+    assert table in (ROOT / "README.md").read_text(), f"the README's table, to paste:\n{table}"
 
 
 def test_every_setting_is_a_flag_with_its_default() -> None:
@@ -95,6 +109,17 @@ def test_rounds_beyond_what_one_dag_holds_are_refused_naming_the_limit() -> None
     workflow = compile_workflow(PipelineSettings(rounds=MAX_ROUNDS))
     [dag] = [t["dag"]["tasks"] for t in workflow["spec"]["templates"] if "dag" in t]
     assert len(dag) == DAG_TASKS_MAX == 200
+
+
+@pytest.mark.parametrize("seconds", ["nan", "inf", "0", "-1"])
+def test_a_poll_interval_is_a_finite_number_of_seconds_above_0(
+    seconds: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as refused:
+        submit.make_parser(PipelineSettings()).parse_args(["--poll-seconds", seconds])
+    assert refused.value.code == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert "argument --poll-seconds: must be a finite number above 0" in line, line
 
 
 def test_a_retry_backoff_is_seconds_or_hours_minutes_and_seconds() -> None:

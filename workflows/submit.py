@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 if not __package__:  # run as a file: make the project importable, not the workflows/ folder itself
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from steps.lib.arguments import positive_int
+from steps.lib.arguments import positive_float, positive_int
 from steps.lib.errors import EXIT_BAD_INPUT, StepError
 from steps.lib.registry import MODEL_FILE, run_prefix
 from steps.lib.storage import open_store
@@ -75,14 +75,6 @@ LOCAL_OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
 }
 
 
-def _seconds(text: str) -> float:
-    """argparse type: a number of seconds, 0 or more."""
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
-
-
 class OneLineParser(argparse.ArgumentParser):
     """Refuses a bad flag in one line that points to --help, not after argparse's usage block."""
 
@@ -134,7 +126,7 @@ def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
     argo.add_argument("--watch", action="store_true", help="follow the run's steps until it ends")
     argo.add_argument(
         "--poll-seconds",
-        type=_seconds,
+        type=positive_float,
         default=POLL_SECONDS,
         help=f"seconds between reads of the run while watching (default: {POLL_SECONDS:.0f})",
     )
@@ -165,20 +157,6 @@ def make_parser(start: PipelineSettings) -> argparse.ArgumentParser:
     )
     add_arguments(p.add_argument_group("settings"), start)
     return p
-
-
-def settings_table() -> str:
-    """The README's settings table: every pipeline setting, then the local runner's own options."""
-    rows = ["| flag | env | default | meaning |", "| --- | --- | --- | --- |"]
-    start = PipelineSettings()
-    for name, spec in declared():
-        value = spec.shown_default or f"`{getattr(start, name)}`"
-        env = f"`{spec.env}`" if spec.env else ""
-        meaning = spec.help.replace("|", r"\|")  # a | inside a cell
-        rows.append(f"| `{flag_of(name, spec)}` | {env} | {value} | {meaning} |")
-    for flag, (meaning, shown, _) in LOCAL_OPTIONS.items():
-        rows.append(f"| `{flag}` | | {shown} | {meaning} |")
-    return "\n".join(rows) + "\n"
 
 
 def logs_folder(args: argparse.Namespace) -> Path:

@@ -17,7 +17,7 @@ STORE = "gs://mnist-models"
 IMAGE = "us-central1-docker.pkg.dev/project/mnist/mnist-argo-steps:1"
 TRAIN_IMAGE = "registry.example/mnist-argo-train:1"
 IMAGES = ("--image", IMAGE, "--train-image", TRAIN_IMAGE)
-FLAGS = ("--artifacts", STORE, *IMAGES, "--poll-seconds", "0")  # before each test's own
+FLAGS = ("--artifacts", STORE, *IMAGES, "--poll-seconds", "0.001")  # before each test's own
 
 
 @pytest.fixture
