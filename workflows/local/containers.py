@@ -68,9 +68,8 @@ class ContainerEngine:
             command += ["--volume", f"{host}:{host}:{'rw' if host.is_dir() else 'ro'}"]
         environment = {v: os.environ[v] for v in PASSED_THROUGH if v in os.environ}
         environment |= invocation.environment
-        if invocation.progress_file is not None:
-            command += ["--volume", f"{invocation.progress_file.parent}:{ARGO_RUN_DIR}"]
-            environment["ARGO_PROGRESS_FILE"] = str(ARGO_RUN_DIR / invocation.progress_file.name)
+        command += ["--volume", f"{invocation.progress_file.parent}:{ARGO_RUN_DIR}"]
+        environment["ARGO_PROGRESS_FILE"] = str(ARGO_RUN_DIR / invocation.progress_file.name)
         for variable, value in environment.items():
             command += ["--env", f"{variable}={value}"]
         return [*command, invocation.image, *invocation.command]
@@ -121,8 +120,8 @@ class ContainerEngine:
 
     def _prepare(self, invocation: Invocation) -> None:
         """Empty, world-writable emptyDirs and progress folder; folders it names writable by its user."""
-        progress = [invocation.progress_file.parent] if invocation.progress_file else []
-        for folder in [invocation.host_path(path) for path in invocation.scratch] + progress:
+        scratch = [invocation.host_path(path) for path in invocation.scratch]
+        for folder in [*scratch, invocation.progress_file.parent]:
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
             folder.chmod(EMPTY_DIR_MODE)
