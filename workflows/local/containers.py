@@ -61,9 +61,8 @@ class ContainerEngine:
             command += ["--memory", f"{memory}b", "--memory-swap", f"{memory}b"]
         if invocation.cpus:
             command += ["--cpus", f"{invocation.cpus:g}"]
-        for path in (*invocation.inputs, *invocation.scratch):
-            inside = path if path.is_absolute() else invocation.working_dir / path
-            command += ["--volume", f"{invocation.host_path(path)}:{inside}"]
+        for path in (*invocation.inputs, *invocation.scratch):  # a relative path: under working_dir
+            command += ["--volume", f"{invocation.host_path(path)}:{invocation.working_dir / path}"]
         for host in mounts(invocation):  # a folder store: writable; a data file: read-only
             command += ["--volume", f"{host}:{host}:{'rw' if host.is_dir() else 'ro'}"]
         environment = {v: os.environ[v] for v in PASSED_THROUGH if v in os.environ}
@@ -101,9 +100,8 @@ class ContainerEngine:
 
     def stop_all(self) -> None:
         self._stopped = True
-        for container in list(self._running):
+        for container in list(self._running):  # each try then removes its own container
             self._stop(container)
-            self._engine([self.program, "rm", "--force", "--volumes", container])
 
     def check_ready(self, images: Iterable[str]) -> None:
         """Before a run: EngineError in one line unless the engine answers and holds every image."""
