@@ -156,9 +156,8 @@ class LocalRunner:
         return values
 
     def _node(self, name: str, task: str, template: str, arguments: dict, **state: Any) -> Node:
-        return Node(
-            name, task, template, arguments, self.folder / f"{safe_filename(name)}.log", **state
-        )
+        log = self.folder / f"{safe_filename(name)}.log"
+        return Node(name, task, template, arguments, log, **state)
 
     def _admit(
         self, pool: ThreadPoolExecutor, running: dict[Future, Node], queue: list[Node]
