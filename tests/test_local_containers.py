@@ -75,7 +75,8 @@ def test_the_emulator_is_passed_through_only_when_set(
     for variable in ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT"):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("HOME", "/root")  # the host's other variables never reach the container
-    assert options(create(tmp_path), "--env") == ["TF_NUM_INTEROP_THREADS=1"]
+    progress = "ARGO_PROGRESS_FILE=/var/run/argo/progress"
+    assert options(create(tmp_path), "--env") == ["TF_NUM_INTEROP_THREADS=1", progress]
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:9023")
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "test")
     environment = options(create(tmp_path), "--env")

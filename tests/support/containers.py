@@ -33,6 +33,7 @@ def invocation(host_dir: Path, code: str = "pass", **changes) -> Invocation:
     host_dir.mkdir(parents=True, exist_ok=True)
     fields = {"name": "fake-step(0)", "image": STEPS_IMAGE, "command": ["python", "-c", code]}
     fields |= {"environment": {}, "working_dir": PurePosixPath("/work"), "host_dir": host_dir}
+    fields |= {"progress_file": host_dir.parent / "argo" / "progress", "on_output": lambda _: None}
     return Invocation(
         **(fields | {"scratch": (PurePosixPath("out"), PurePosixPath("/tmp"))} | changes)
     )

@@ -51,17 +51,16 @@ def save_outputs(store: ArtifactStore, outputs: Mapping[str, Any], invocation: I
     for artifact in outputs.get("artifacts", []):
         key = str(PurePosixPath(artifact["gcs"]["key"]))
         source = invocation.host_path(artifact["path"])
+        name = f"output artifact {artifact['name']!r}"
         if not source.exists():
-            problems.append(
-                f"output artifact {artifact['name']!r} was not written at {artifact['path']}"
-            )
+            problems.append(f"{name} was not written at {artifact['path']}")
             continue
         files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
         try:
             for path in files:  # a folder's files under `key/`
                 store.upload_file(path, "/".join([key, *path.relative_to(source).parts]))
         except (OSError, StepError) as error:
-            problems.append(f"output artifact {artifact['name']!r}: {error}")
+            problems.append(f"{name}: {error}")
     return "; ".join(problems)
 
 
@@ -69,10 +68,8 @@ def output_parameters(outputs: Mapping[str, Any], invocation: Invocation) -> dic
     """Each output parameter's file (ValueError: one is missing)."""
     values = {}
     for parameter in outputs.get("parameters", []):
-        path = invocation.host_path(parameter["valueFrom"]["path"])
-        if not path.is_file():
-            raise ValueError(
-                f"output parameter {parameter['name']!r}: {parameter['valueFrom']['path']} not found"
-            )
+        where = parameter["valueFrom"]["path"]
+        if not (path := invocation.host_path(where)).is_file():
+            raise ValueError(f"output parameter {parameter['name']!r}: {where} not found")
         values[parameter["name"]] = path.read_text().strip()
     return values

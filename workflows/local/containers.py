@@ -61,16 +61,14 @@ class ContainerEngine:
             command += ["--memory", f"{memory}b", "--memory-swap", f"{memory}b"]
         if invocation.cpus:
             command += ["--cpus", f"{invocation.cpus:g}"]
-        for path in (*invocation.inputs, *invocation.scratch):
-            inside = path if path.is_absolute() else invocation.working_dir / path
-            command += ["--volume", f"{invocation.host_path(path)}:{inside}"]
+        for path in (*invocation.inputs, *invocation.scratch):  # a relative path: under working_dir
+            command += ["--volume", f"{invocation.host_path(path)}:{invocation.working_dir / path}"]
         for host in mounts(invocation):  # a folder store: writable; a data file: read-only
             command += ["--volume", f"{host}:{host}:{'rw' if host.is_dir() else 'ro'}"]
         environment = {v: os.environ[v] for v in PASSED_THROUGH if v in os.environ}
         environment |= invocation.environment
-        if invocation.progress_file is not None:
-            command += ["--volume", f"{invocation.progress_file.parent}:{ARGO_RUN_DIR}"]
-            environment["ARGO_PROGRESS_FILE"] = str(ARGO_RUN_DIR / invocation.progress_file.name)
+        command += ["--volume", f"{invocation.progress_file.parent}:{ARGO_RUN_DIR}"]
+        environment["ARGO_PROGRESS_FILE"] = str(ARGO_RUN_DIR / invocation.progress_file.name)
         for variable, value in environment.items():
             command += ["--env", f"{variable}={value}"]
         return [*command, invocation.image, *invocation.command]
@@ -102,9 +100,8 @@ class ContainerEngine:
 
     def stop_all(self) -> None:
         self._stopped = True
-        for container in list(self._running):
+        for container in list(self._running):  # each try then removes its own container
             self._stop(container)
-            self._engine([self.program, "rm", "--force", "--volumes", container])
 
     def check_ready(self, images: Iterable[str]) -> None:
         """Before a run: EngineError in one line unless the engine answers and holds every image."""
@@ -121,8 +118,8 @@ class ContainerEngine:
 
     def _prepare(self, invocation: Invocation) -> None:
         """Empty, world-writable emptyDirs and progress folder; folders it names writable by its user."""
-        progress = [invocation.progress_file.parent] if invocation.progress_file else []
-        for folder in [invocation.host_path(path) for path in invocation.scratch] + progress:
+        scratch = [invocation.host_path(path) for path in invocation.scratch]
+        for folder in [*scratch, invocation.progress_file.parent]:
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
             folder.chmod(EMPTY_DIR_MODE)

@@ -39,12 +39,12 @@ class Invocation:
     environment: dict[str, str]  # the container's env
     working_dir: PurePosixPath  # the container's workingDir, e.g. /work
     host_dir: Path  # this machine's folder standing for working_dir
+    progress_file: Path  # this machine's file the runner polls for `N/M` progress
+    on_output: Callable[[str], None]  # each stdout line as it comes, without its \n
     inputs: tuple[PurePosixPath, ...] = ()  # input artifact paths, already placed under host_dir
     scratch: tuple[PurePosixPath, ...] = ()  # emptyDir volume mounts: writable, empty at start
-    progress_file: Path | None = None  # this machine's file the runner polls for `N/M` progress
     cpus: float = 0  # resources.limits.cpu (0: none)
     memory: int = 0  # resources.limits.memory in bytes (0: none)
-    on_output: Callable[[str], None] | None = None  # each stdout line as it comes, without its \n
 
     def host_path(self, path: PurePosixPath | str) -> Path:
         """Where a container path lives here: under host_dir, or a `volumes` folder beside it (/tmp, say)."""
@@ -92,8 +92,7 @@ def attach(
             line = raw.decode(errors="replace").rstrip("\r\n")
             log.write(line + "\n")
             log.flush()
-            if invocation.on_output is not None:
-                invocation.on_output(line)
+            invocation.on_output(line)
         stream.close()
 
     relaying = threading.Thread(target=relay, args=(process.stdout,), daemon=True)
@@ -124,8 +123,7 @@ class ProcessEngine:
         environment["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(PROJECT_ROOT), environment.get("PYTHONPATH")])
         )
-        if invocation.progress_file is not None:
-            environment["ARGO_PROGRESS_FILE"] = str(invocation.progress_file)
+        environment["ARGO_PROGRESS_FILE"] = str(invocation.progress_file)
         for path in invocation.scratch:  # scratch outside the working folder (/tmp): the host's
             if invocation.working_dir in path.parents:
                 invocation.host_path(path).mkdir(parents=True, exist_ok=True)

@@ -41,9 +41,8 @@ def failure_message(nodes: list[Node]) -> str:
         return "the run did not succeed"
     node = max(failed, key=lambda n: n.finished or 0)
     log = node.log.read_text(errors="replace").splitlines() if node.log.exists() else []
-    return "\n".join(
-        [f"{node.name} failed: {node.message}"] + [f"  | {line}" for line in log[-LOG_TAIL_LINES:]]
-    )
+    tail = [f"  | {line}" for line in log[-LOG_TAIL_LINES:]]
+    return "\n".join([f"{node.name} failed: {node.message}", *tail])
 
 
 def write_summary(result: RunResult, folder: Path, engine: str, started: float) -> None:

@@ -81,9 +81,8 @@ def read_dag(template: Mapping[str, Any]) -> Dag:
     try:
         order = list(TopologicalSorter(needs).static_order())
     except CycleError as error:
-        raise WorkflowError(
-            f"templates.{template['name']}: a dependency cycle: {error.args[1]}"
-        ) from None
+        cycle = error.args[1]
+        raise WorkflowError(f"templates.{template['name']}: a dependency cycle: {cycle}") from None
     targets = tuple(sorted(set(tasks).difference(*needs.values())))
     return Dag(tasks, depends, needs, order, targets)
 

@@ -156,9 +156,8 @@ class LocalRunner:
         return values
 
     def _node(self, name: str, task: str, template: str, arguments: dict, **state: Any) -> Node:
-        return Node(
-            name, task, template, arguments, self.folder / f"{safe_filename(name)}.log", **state
-        )
+        log = self.folder / f"{safe_filename(name)}.log"
+        return Node(name, task, template, arguments, log, **state)
 
     def _admit(
         self, pool: ThreadPoolExecutor, running: dict[Future, Node], queue: list[Node]
@@ -219,10 +218,8 @@ class LocalRunner:
         def ended(phase: str, message: str, exit_code: int | None = None) -> Attempt:
             return Attempt(phase, exit_code, message, started, time.monotonic())
 
-        limits = (
-            self.spec.steps[node.template].deadline,
-            self._deadline and self._deadline - started,
-        )
+        step_deadline = self.spec.steps[node.template].deadline
+        limits = [step_deadline, self._deadline and self._deadline - started]
         timeout = min([limit for limit in limits if limit is not None], default=None)
         if self._stopping.is_set():
             return ended("Failed", STOPPED)

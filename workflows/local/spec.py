@@ -3,9 +3,8 @@ anything else in one line before anything runs. `{{…}}` tags are substituted a
 
 from __future__ import annotations
 
-import random
 import re
-import string
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -76,9 +75,7 @@ def read(workflow: Mapping[str, Any]) -> Spec:
     if "dag" not in entry or any(t["template"] not in steps for t in tasks):
         raise UnsupportedFeature(DAG_OF_CONTAINERS)
     metadata = workflow.get("metadata", {})
-    name = metadata.get("name") or metadata.get("generateName", "run-") + "".join(
-        random.choices(string.ascii_lowercase + string.digits, k=5)  # as generateName makes it
-    )
+    name = metadata.get("name") or metadata.get("generateName", "run-") + secrets.token_hex(3)[:5]
     arguments = spec.get("arguments", {}).get("parameters", [])
     parameters = {f"workflow.parameters.{p['name']}": str(p.get("value", "")) for p in arguments}
     deadline = seconds(spec.get("activeDeadlineSeconds"), "spec.activeDeadlineSeconds")
@@ -139,14 +136,9 @@ def check(value: Any, kind: str, where: str) -> None:
 def substitute(value: Any, values: Mapping[str, str], where: str) -> Any:
     """`value` with its `{{tag}}`s replaced (common/util.go:SubstituteParams); UnresolvedReference if unknown."""
     if isinstance(value, str):
-
-        def replaced(match: re.Match[str]) -> str:
-            name = match.group(1).strip()
-            if name not in values:
-                raise UnresolvedReference(f"failed to resolve {{{{{name}}}}} ({where})")
-            return values[name]
-
-        return TAG.sub(replaced, value)
+        if unknown := [name.strip() for name in TAG.findall(value) if name.strip() not in values]:
+            raise UnresolvedReference(f"failed to resolve {{{{{unknown[0]}}}}} ({where})")
+        return TAG.sub(lambda match: values[match[1].strip()], value)
     if isinstance(value, list):
         return [substitute(item, values, where) for item in value]
     if isinstance(value, dict):
