@@ -1,4 +1,4 @@
-"""workflows/local/resume.py: a run cut short (Ctrl-C, or the runner killed) after its trainers finished is
+"""LocalRunner.retry: a run cut short (Ctrl-C, or the runner killed) after its trainers finished is
 taken up from its folder without training them again."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import pytest
 
 from steps.lib.storage import open_store
 from tests.test_local_runner import MODEL_OUTPUT, fan_out, step
-from workflows.local.resume import retry_locally
 from workflows.local.runner import LocalRunner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,7 +89,7 @@ def test_a_run_cut_short_after_its_trainers_is_taken_up_without_training_them_ag
         said = done.stdout
     else:
         lines: list[str] = []
-        result = retry_locally(LocalRunner(open_store(store), logs, echo=lines.append), RUN)
+        result = LocalRunner(open_store(store), logs, echo=lines.append).retry(RUN)
         assert result.phase == "Succeeded", "\n".join(lines)
         said = "\n".join(lines)
     assert (tmp_path / "trained-0").read_text() == (tmp_path / "trained-1").read_text() == "x"

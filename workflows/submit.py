@@ -25,7 +25,6 @@ from workflows import preflight, runs
 from workflows.errors import UsageError, WorkflowError
 from workflows.local.containers import ContainerEngine
 from workflows.local.engines import Engine, EngineError, ProcessEngine
-from workflows.local.resume import retry_locally
 from workflows.local.runner import LocalRunner
 from workflows.pipeline import resources
 from workflows.pipeline.manifests import to_yaml
@@ -33,9 +32,7 @@ from workflows.pipeline.settings import (
     DEFAULT_STORE,
     PipelineSettings,
     add_arguments,
-    declared,
     defaults,
-    flag_of,
     from_arguments,
 )
 from workflows.pipeline.workflow import compile_template, compile_workflow
@@ -187,7 +184,7 @@ def run_locally(
     store = open_store(settings.store)
     runner = LocalRunner(store, logs, args.parallelism, engine=engine)
     started = time.monotonic()
-    result = runner.run(workflow) if retry is None else retry_locally(runner, retry)
+    result = runner.run(workflow) if retry is None else runner.retry(retry)
     went_ahead = [f"went ahead without {n.name}: {n.message}" for n in result.tolerated_failures]
     ended = RunEnd(
         run=result.name,

@@ -1,4 +1,4 @@
-"""What a local run leaves: its result and `summary.json` beside the tasks' logs (for tools and resume.py)."""
+"""What a local run leaves: its result and `summary.json` beside the tasks' logs (for tools and `LocalRunner.retry`)."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -14,7 +15,7 @@ from typing import Any
 
 from steps.lib.errors import StepError
 from steps.lib.storage import ArtifactStore
-from workflows.errors import UnresolvedReference
+from workflows.errors import UnresolvedReference, WorkflowError
 from workflows.local import outcome, plan, spec
 from workflows.local.artifacts import load_inputs, output_parameters, save_outputs
 from workflows.local.console import Console, read_progress
@@ -80,6 +81,25 @@ class LocalRunner:
         except BaseException:  # Ctrl-C: what ended so far, to take the run up again
             self._record("Failed", "stopped before its end")
             raise
+
+    def retry(self, run: str) -> outcome.RunResult:
+        """Take up a failed or cut-short `run` as `argo retry` does, reusing its succeeded nodes."""
+        folder = self.logs_dir / run
+        try:
+            workflow = json.loads((folder / outcome.WORKFLOW_FILE).read_text())
+            summary = json.loads((folder / outcome.SUMMARY_FILE).read_text())
+        except (OSError, ValueError):
+            raise WorkflowError(f"no local run {run} to retry in {self.logs_dir}") from None
+        if summary["phase"] == "Succeeded":
+            raise WorkflowError(f"run {run} succeeded: there is nothing to retry")
+        fields = ("name", "task", "template", "arguments", "outputs")
+        reused: dict[str, Any] = {"phase": "Succeeded", "message": "it succeeded before"}
+        done = [
+            Node(**{key: node[key] for key in fields}, log=Path(node["log"]), **reused)
+            for node in summary["nodes"]
+            if node["phase"] == "Succeeded"
+        ]
+        return self.run(workflow, done=done)
 
     def _record(self, phase: str, message: str | None = None) -> outcome.RunResult:
         """The run as it stands, also written to its summary.json."""
